@@ -1,0 +1,39 @@
+# Thin wrapper over CMake. `make demo` and `make test` are the two set-up commands.
+BUILD ?= build
+JOBS ?= 2
+CMAKE_FLAGS ?=
+
+.PHONY: all deps build debug unittest test integration demo bench clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+build: deps
+	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+	@cmake --build $(BUILD) -j$(JOBS)
+
+# Debug build with AddressSanitizer and UndefinedBehaviorSanitizer.
+debug: deps
+	@cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DHPCPLANE_SANITIZE=ON >/dev/null
+	@cmake --build build-debug -j$(JOBS)
+
+unittest: build
+	@cd $(BUILD) && ctest -L unit --output-on-failure -j$(JOBS)
+
+integration: build
+	@cd $(BUILD) && ctest -L integration --output-on-failure
+
+# Every test: unit tests first (fast), then the integration tests against real Slurm daemons.
+test: build
+	@cd $(BUILD) && ctest --output-on-failure -L unit -j$(JOBS) && ctest --output-on-failure -L integration
+
+demo: build
+	@bash scripts/demo.sh $(BUILD)/hpcplane
+
+bench: build
+	@bash bench/up_to_ready.sh $(BUILD)/hpcplane
+
+clean:
+	rm -rf $(BUILD) build-debug

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Installs, with apt, whatever hpcplane needs to build, test and run that is missing.
+# Idempotent: a second run installs nothing and takes a fraction of a second.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config
+  libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev
+  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge
+  iproute2 util-linux procps curl
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: missing packages (${missing[*]}); run as root to install them" >&2
+  exit 1
+fi
+echo "install-deps: installing ${missing[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -1,0 +1,412 @@
+#include "api/codec.h"
+
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include <yaml-cpp/yaml.h>
+
+#include "api/defaults.h"
+#include "api/validation.h"
+#include "common/files.h"
+
+namespace hpc::api {
+namespace {
+
+// Walks one YAML mapping, remembering which keys were read so that anything left over is
+// reported as an unknown field. The first error wins; later reads become no-ops.
+class FieldReader {
+ public:
+  FieldReader(const YAML::Node& node, std::string path, Status* error)
+      : node_(node), path_(std::move(path)), error_(error) {
+    if (!node_.IsMap() && !node_.IsNull()) Fail(path_, "must be a mapping");
+  }
+
+  bool Has(const std::string& key) {
+    seen_.insert(key);
+    return node_.IsMap() && node_[key] && !node_[key].IsNull();
+  }
+  YAML::Node Get(const std::string& key) { return Has(key) ? node_[key] : YAML::Node(); }
+  std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
+
+  void String(const std::string& key, std::string* out) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    if (!n.IsScalar()) return Fail(Path(key), "must be a string", n);
+    *out = n.Scalar();
+  }
+  template <typename Int>
+  void Integer(const std::string& key, Int* out) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    Int v{};
+    if (!n.IsScalar() || !YAML::convert<Int>::decode(n, v)) {
+      return Fail(Path(key), fmt::format("must be an integer (got {})", Describe(n)), n);
+    }
+    *out = v;
+  }
+  void OptionalInt(const std::string& key, std::optional<int>* out) {
+    if (!Has(key)) return;
+    int v = 0;
+    Integer(key, &v);
+    *out = v;
+  }
+  void Bool(const std::string& key, bool* out) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    bool v = false;
+    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
+      return Fail(Path(key), fmt::format("must be true or false (got {})", Describe(n)), n);
+    }
+    *out = v;
+  }
+  void Duration(const std::string& key, int64_t* seconds) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    if (!n.IsScalar()) return Fail(Path(key), "must be a duration like 90s, 5m or 1h", n);
+    auto r = ParseDurationSeconds(n.Scalar());
+    if (!r.ok()) return Fail(Path(key), r.status().message(), n);
+    *seconds = *r;
+  }
+  void StringList(const std::string& key, std::vector<std::string>* out) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    if (!n.IsSequence()) return Fail(Path(key), "must be a list of strings", n);
+    for (size_t i = 0; i < n.size(); ++i) {
+      if (!n[i].IsScalar()) return Fail(fmt::format("{}[{}]", Path(key), i), "must be a string", n[i]);
+      out->push_back(n[i].Scalar());
+    }
+  }
+  void StringMap(const std::string& key, std::map<std::string, std::string>* out) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    if (!n.IsMap()) return Fail(Path(key), "must be a mapping of strings", n);
+    for (const auto& kv : n) {
+      if (!kv.second.IsScalar()) {
+        return Fail(Path(key) + "." + kv.first.Scalar(), "must be a string", kv.second);
+      }
+      (*out)[kv.first.Scalar()] = kv.second.Scalar();
+    }
+  }
+  // Reports the first key that no reader asked for.
+  void Finish() {
+    if (!node_.IsMap()) return;
+    for (const auto& kv : node_) {
+      std::string k = kv.first.Scalar();
+      if (!seen_.count(k)) return Fail(Path(k), "unknown field", kv.first);
+    }
+  }
+
+  void Fail(const std::string& path, const std::string& why, const YAML::Node& at = YAML::Node()) {
+    if (!error_->ok()) return;
+    std::string where;
+    if (at.IsDefined() && at.Mark().line >= 0) where = fmt::format(" (line {})", at.Mark().line + 1);
+    *error_ = Status::Errorf("{}: {}{}", path, why, where);
+  }
+  bool ok() const { return error_->ok(); }
+
+ private:
+  static std::string Describe(const YAML::Node& n) {
+    if (n.IsScalar()) return "\"" + n.Scalar() + "\"";
+    if (n.IsSequence()) return "a list";
+    if (n.IsMap()) return "a mapping";
+    return "nothing";
+  }
+
+  YAML::Node node_;
+  std::string path_;
+  Status* error_;
+  std::set<std::string> seen_;
+};
+
+void DecodeMeta(FieldReader& top, ObjectMeta* meta, Status* err) {
+  FieldReader m(top.Get("metadata"), "metadata", err);
+  m.String("name", &meta->name);
+  m.String("namespace", &meta->namespace_);
+  m.StringMap("labels", &meta->labels);
+  m.Integer("generation", &meta->generation);
+  m.Finish();
+}
+
+void DecodeClusterSpec(const YAML::Node& node, SlurmClusterSpec* s, Status* err) {
+  FieldReader r(node, "spec", err);
+  {
+    FieldReader net(r.Get("network"), "spec.network", err);
+    net.String("subnet", &s->subnet);
+    net.Finish();
+  }
+  {
+    FieldReader rest(r.Get("restApi"), "spec.restApi", err);
+    rest.Integer("port", &s->rest_port);
+    rest.Finish();
+  }
+  {
+    FieldReader login(r.Get("login"), "spec.login", err);
+    login.Bool("enabled", &s->login_enabled);
+    login.Finish();
+  }
+  {
+    FieldReader d(r.Get("nodeSetDefaults"), "spec.nodeSetDefaults", err);
+    d.Integer("minReplicaCount", &s->min_replica_count);
+    d.Finish();
+  }
+  {
+    FieldReader sch(r.Get("scheduling"), "spec.scheduling", err);
+    sch.StringList("schedulerParameters", &s->scheduler_parameters);
+    sch.String("priorityType", &s->priority_type);
+    sch.StringList("extraConfig", &s->extra_config);
+    sch.Integer("maxNodeCount", &s->max_node_count);
+    sch.Finish();
+  }
+  if (r.Has("datasets")) {
+    YAML::Node list = r.Get("datasets");
+    if (!list.IsSequence()) r.Fail("spec.datasets", "must be a list", list);
+    for (size_t i = 0; list.IsSequence() && i < list.size(); ++i) {
+      Dataset d;
+      FieldReader dr(list[i], fmt::format("spec.datasets[{}]", i), err);
+      dr.String("name", &d.name);
+      dr.String("mountPath", &d.mount_path);
+      dr.String("hostPath", &d.host_path);
+      dr.Finish();
+      s->datasets.push_back(d);
+    }
+  }
+  if (r.Has("users")) {
+    YAML::Node list = r.Get("users");
+    if (!list.IsSequence()) r.Fail("spec.users", "must be a list", list);
+    for (size_t i = 0; list.IsSequence() && i < list.size(); ++i) {
+      ClusterUser u;
+      FieldReader ur(list[i], fmt::format("spec.users[{}]", i), err);
+      ur.String("name", &u.name);
+      ur.Integer("uid", &u.uid);
+      ur.Integer("gid", &u.gid);
+      ur.Bool("admin", &u.admin);
+      ur.Finish();
+      s->users.push_back(u);
+    }
+  }
+  r.Finish();
+}
+
+void DecodeNodeSetSpec(const YAML::Node& node, NodeSetSpec* s, Status* err) {
+  FieldReader r(node, "spec", err);
+  r.String("cluster", &s->cluster);
+  r.OptionalInt("replicas", &s->replicas);
+  r.OptionalInt("minReplicas", &s->min_replicas);
+  r.Integer("maxReplicas", &s->max_replicas);
+  r.Duration("idleTimeout", &s->idle_timeout_seconds);
+  r.StringList("features", &s->features);
+  {
+    FieldReader res(r.Get("resources"), "spec.resources", err);
+    res.Integer("cpus", &s->resources.cpus);
+    res.Integer("memoryMiB", &s->resources.memory_mib);
+    res.Integer("gpus", &s->resources.gpus);
+    res.Finish();
+  }
+  {
+    FieldReader p(r.Get("partition"), "spec.partition", err);
+    p.String("name", &s->partition.name);
+    p.Bool("default", &s->partition.is_default);
+    p.String("maxTime", &s->partition.max_time);
+    p.StringMap("options", &s->partition.options);
+    p.Finish();
+  }
+  r.Finish();
+}
+
+std::string Subject(const std::string& kind, const std::string& name) {
+  std::string k = kind == kKindNodeSet ? "nodeset" : kind == kKindSlurmCluster ? "cluster" : kind;
+  return fmt::format("{} \"{}\"", k, name.empty() ? "<unnamed>" : name);
+}
+
+}  // namespace
+
+Result<int64_t> ParseDurationSeconds(const std::string& text) {
+  static const std::regex re(R"(^\s*(\d{1,9})\s*(s|m|h|d)?\s*$)");
+  std::smatch m;
+  if (!std::regex_match(text, m, re)) {
+    return Status::Errorf("must be a duration like 90s, 5m or 1h (got \"{}\")", text);
+  }
+  int64_t v = std::stoll(m[1]);
+  std::string unit = m[2];
+  if (unit == "m") v *= 60;
+  else if (unit == "h") v *= 3600;
+  else if (unit == "d") v *= 86400;
+  return v;
+}
+
+std::string FormatDuration(int64_t s) {
+  if (s > 0 && s % 3600 == 0) return fmt::format("{}h", s / 3600);
+  if (s > 0 && s % 60 == 0) return fmt::format("{}m", s / 60);
+  return fmt::format("{}s", s);
+}
+
+Result<Manifest> DecodeManifest(const std::string& text, const std::string& source) {
+  std::vector<YAML::Node> docs;
+  try {
+    docs = YAML::LoadAll(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Errorf("{}: line {}, column {}: malformed YAML/JSON: {}", source, e.mark.line + 1,
+                          e.mark.column + 1, e.msg);
+  }
+  Manifest out;
+  int index = 0;
+  for (const auto& doc : docs) {
+    ++index;
+    if (doc.IsNull()) continue;
+    Status err;
+    FieldReader top(doc, "", &err);
+    if (!err.ok()) return err.WithContext(fmt::format("{}: document {}", source, index));
+    std::string api_version, kind;
+    top.String("apiVersion", &api_version);
+    top.String("kind", &kind);
+    ObjectMeta meta;
+    DecodeMeta(top, &meta, &err);
+    std::string subject = Subject(kind, meta.name);
+    if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
+    if (api_version != kApiVersion) {
+      return Status::Errorf("{}: {}: apiVersion: must be {} (got \"{}\")", source, subject, kApiVersion,
+                            api_version);
+    }
+    top.Has("status");  // accepted and ignored, as Kubernetes does on apply
+    if (kind == kKindSlurmCluster) {
+      SlurmCluster c;
+      c.metadata = meta;
+      DecodeClusterSpec(top.Get("spec"), &c.spec, &err);
+      top.Finish();
+      if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
+      ApplyDefaults(&c);
+      RETURN_IF_ERROR(Validate(c).WithContext(source));
+      out.clusters.push_back(std::move(c));
+    } else if (kind == kKindNodeSet) {
+      NodeSet n;
+      n.metadata = meta;
+      DecodeNodeSetSpec(top.Get("spec"), &n.spec, &err);
+      top.Finish();
+      if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
+      RETURN_IF_ERROR(ValidateShape(n).WithContext(source));
+      out.nodesets.push_back(std::move(n));
+    } else {
+      return Status::Errorf("{}: document {}: kind: must be {} or {} (got \"{}\")", source, index,
+                            kKindSlurmCluster, kKindNodeSet, kind);
+    }
+  }
+  if (out.clusters.empty() && out.nodesets.empty()) {
+    return Status::Errorf("{}: no resources found", source);
+  }
+  return out;
+}
+
+Result<Manifest> DecodeManifestFile(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, files::Read(path));
+  return DecodeManifest(text, path);
+}
+
+static nlohmann::json ConditionsJson(const std::vector<Condition>& cs) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& c : cs) {
+    arr.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason},
+                   {"message", c.message}, {"lastTransitionTime", c.last_transition_time}});
+  }
+  return arr;
+}
+
+static nlohmann::json MetaJson(const ObjectMeta& m) {
+  nlohmann::json j = {{"name", m.name}, {"generation", m.generation}};
+  if (!m.namespace_.empty()) j["namespace"] = m.namespace_;
+  if (!m.labels.empty()) j["labels"] = m.labels;
+  return j;
+}
+
+nlohmann::json ToJson(const SlurmCluster& c) {
+  const auto& s = c.spec;
+  nlohmann::json datasets = nlohmann::json::array();
+  for (const auto& d : s.datasets) {
+    nlohmann::json dj = {{"name", d.name}, {"mountPath", d.mount_path}};
+    if (!d.host_path.empty()) dj["hostPath"] = d.host_path;
+    datasets.push_back(dj);
+  }
+  nlohmann::json users = nlohmann::json::array();
+  for (const auto& u : s.users) {
+    users.push_back({{"name", u.name}, {"uid", u.uid}, {"gid", u.gid}, {"admin", u.admin}});
+  }
+  nlohmann::json sched = {{"schedulerParameters", s.scheduler_parameters},
+                          {"extraConfig", s.extra_config},
+                          {"maxNodeCount", s.max_node_count}};
+  if (!s.priority_type.empty()) sched["priorityType"] = s.priority_type;
+  return {
+      {"apiVersion", kApiVersion},
+      {"kind", kKindSlurmCluster},
+      {"metadata", MetaJson(c.metadata)},
+      {"spec",
+       {{"network", {{"subnet", s.subnet}}},
+        {"restApi", {{"port", s.rest_port}}},
+        {"login", {{"enabled", s.login_enabled}}},
+        {"nodeSetDefaults", {{"minReplicaCount", s.min_replica_count}}},
+        {"scheduling", sched},
+        {"datasets", datasets},
+        {"users", users}}},
+      {"status",
+       {{"observedGeneration", c.status.observed_generation},
+        {"conditions", ConditionsJson(c.status.conditions)},
+        {"endpoints", c.status.endpoints},
+        {"componentVersions", c.status.component_versions}}},
+  };
+}
+
+nlohmann::json ToJson(const NodeSet& n) {
+  const auto& s = n.spec;
+  nlohmann::json spec = {
+      {"cluster", s.cluster},
+      {"maxReplicas", s.max_replicas},
+      {"idleTimeout", FormatDuration(s.idle_timeout_seconds)},
+      {"resources", {{"cpus", s.resources.cpus}, {"memoryMiB", s.resources.memory_mib}, {"gpus", s.resources.gpus}}},
+      {"partition", {{"name", n.PartitionName()}, {"default", s.partition.is_default},
+                     {"maxTime", s.partition.max_time}, {"options", s.partition.options}}},
+      {"features", s.features},
+  };
+  if (s.replicas) spec["replicas"] = *s.replicas;
+  if (s.min_replicas) spec["minReplicas"] = *s.min_replicas;
+  const auto& st = n.status;
+  return {
+      {"apiVersion", kApiVersion},
+      {"kind", kKindNodeSet},
+      {"metadata", MetaJson(n.metadata)},
+      {"spec", spec},
+      {"status",
+       {{"observedGeneration", st.observed_generation}, {"desired", st.desired},
+        {"replicas", st.replicas}, {"ready", st.ready}, {"busy", st.busy}, {"idle", st.idle},
+        {"draining", st.draining}, {"lastDecision", st.last_decision},
+        {"conditions", ConditionsJson(st.conditions)}}},
+  };
+}
+
+static YAML::Node JsonToYamlNode(const nlohmann::json& j) {
+  YAML::Node n;
+  switch (j.type()) {
+    case nlohmann::json::value_t::object:
+      n = YAML::Node(YAML::NodeType::Map);
+      for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = JsonToYamlNode(it.value());
+      break;
+    case nlohmann::json::value_t::array:
+      n = YAML::Node(YAML::NodeType::Sequence);
+      for (const auto& e : j) n.push_back(JsonToYamlNode(e));
+      break;
+    case nlohmann::json::value_t::string:
+      n = j.get<std::string>();
+      break;
+    case nlohmann::json::value_t::null:
+      break;
+    default:
+      n = j.dump();
+  }
+  return n;
+}
+
+std::string JsonToYaml(const nlohmann::json& j) {
+  YAML::Emitter e;
+  e << JsonToYamlNode(j);
+  return std::string(e.c_str()) + "\n";
+}
+
+}  // namespace hpc::api

@@ -1,0 +1,36 @@
+// Reading and writing resources as YAML or JSON (JSON is read by the same YAML parser).
+// Decoding rejects unknown fields and wrong types with the field path and, for files,
+// the line; semantic checks live in validation.h.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/types.h"
+#include "common/result.h"
+
+namespace hpc::api {
+
+// Everything one file or request declared.
+struct Manifest {
+  std::vector<SlurmCluster> clusters;
+  std::vector<NodeSet> nodesets;
+};
+
+// Parses one or more documents ("---" separated). `source` names the input in errors.
+Result<Manifest> DecodeManifest(const std::string& text, const std::string& source);
+Result<Manifest> DecodeManifestFile(const std::string& path);
+
+nlohmann::json ToJson(const SlurmCluster& c);
+nlohmann::json ToJson(const NodeSet& n);
+
+// Renders JSON as block YAML, for `get -o yaml`.
+std::string JsonToYaml(const nlohmann::json& j);
+
+// "90s", "5m", "2h", "1d" or a plain number of seconds.
+Result<int64_t> ParseDurationSeconds(const std::string& text);
+std::string FormatDuration(int64_t seconds);
+
+}  // namespace hpc::api

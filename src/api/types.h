@@ -1,0 +1,120 @@
+// Resource types of the hpcplane.io/v1alpha1 API group, with Kubernetes conventions:
+// apiVersion, kind, metadata, spec, status{observedGeneration, conditions}.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace hpc::api {
+
+inline constexpr const char* kApiVersion = "hpcplane.io/v1alpha1";
+inline constexpr const char* kKindSlurmCluster = "SlurmCluster";
+inline constexpr const char* kKindNodeSet = "NodeSet";
+
+struct ObjectMeta {
+  std::string name;
+  std::string namespace_;  // the cluster a namespaced object belongs to
+  std::map<std::string, std::string> labels;
+  int64_t generation = 1;
+};
+
+// One observation about a resource. status "True"/"False"/"Unknown".
+struct Condition {
+  std::string type;
+  std::string status;
+  std::string reason;
+  std::string message;
+  std::string last_transition_time;  // RFC 3339
+};
+
+struct Dataset {
+  std::string name;
+  std::string mount_path;
+  std::string host_path;  // empty: a volume kept under the state dir
+};
+
+struct ClusterUser {
+  std::string name;
+  int64_t uid = 0;
+  int64_t gid = 0;  // 0 means "same as uid": each user gets a private group
+  bool admin = false;
+};
+
+struct SlurmClusterSpec {
+  std::string subnet;  // CIDR /24 for the local runtime; empty: derived from the name
+  int rest_port = 6820;
+  bool login_enabled = true;
+  int min_replica_count = 0;  // default minReplicas for nodesets
+  int max_node_count = 64;    // Slurm's MaxNodeCount: bound on dynamic nodes
+  std::vector<std::string> scheduler_parameters;
+  std::string priority_type;  // e.g. priority/multifactor; empty: Slurm's default
+  std::vector<std::string> extra_config;  // verbatim slurm.conf lines
+  std::vector<Dataset> datasets;
+  std::vector<ClusterUser> users;
+};
+
+struct SlurmClusterStatus {
+  int64_t observed_generation = 0;
+  std::vector<Condition> conditions;
+  std::map<std::string, std::string> endpoints;           // component -> address
+  std::map<std::string, std::string> component_versions;  // e.g. slurm/slurmctld -> 22.05.8
+  std::map<std::string, std::string> components;          // component -> "Ready" or why not
+};
+
+struct SlurmCluster {
+  ObjectMeta metadata;
+  SlurmClusterSpec spec;
+  SlurmClusterStatus status;
+};
+
+struct WorkerResources {
+  int cpus = 1;
+  int64_t memory_mib = 1024;
+  int gpus = 0;
+};
+
+struct PartitionSpec {
+  std::string name;  // empty: the nodeset's name
+  bool is_default = false;
+  std::string max_time = "INFINITE";
+  std::map<std::string, std::string> options;  // extra PartitionName options, e.g. AllowGroups
+};
+
+struct NodeSetSpec {
+  std::string cluster;
+  std::optional<int> replicas;      // desired workers when set by hand / by the autoscaler
+  std::optional<int> min_replicas;  // empty: the cluster's minReplicaCount
+  int max_replicas = 4;
+  int64_t idle_timeout_seconds = 300;
+  WorkerResources resources;
+  PartitionSpec partition;
+  std::vector<std::string> features;
+};
+
+struct NodeSetStatus {
+  int64_t observed_generation = 0;
+  int desired = 0;
+  int replicas = 0;  // worker pods that exist
+  int ready = 0;     // registered in Slurm and usable
+  int busy = 0;
+  int idle = 0;
+  int draining = 0;
+  std::string last_decision;
+  std::vector<Condition> conditions;
+};
+
+struct NodeSet {
+  ObjectMeta metadata;
+  NodeSetSpec spec;
+  NodeSetStatus status;
+
+  std::string PartitionName() const {
+    return spec.partition.name.empty() ? metadata.name : spec.partition.name;
+  }
+  int MinReplicas(int cluster_default) const { return spec.min_replicas.value_or(cluster_default); }
+};
+
+}  // namespace hpc::api

@@ -1,0 +1,235 @@
+#include "api/validation.h"
+
+#include <arpa/inet.h>
+
+#include <regex>
+#include <set>
+
+namespace hpc::api {
+namespace {
+
+Status FieldError(const std::string& subject, const std::string& path, const std::string& why) {
+  return Status::Errorf("{}: {}: {}", subject, path, why);
+}
+
+// Values that end up inside slurm.conf must not be able to add lines or options of their own.
+bool IsSafeConfigValue(const std::string& v) {
+  static const std::regex re(R"(^[A-Za-z0-9_.,:=/@%+*-]+$)");
+  return std::regex_match(v, re);
+}
+
+}  // namespace
+
+bool IsReservedUserName(const std::string& name) {
+  static const std::set<std::string> reserved = {
+      "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp",
+      "proxy", "www-data", "backup", "list", "irc", "gnats", "nobody", "nogroup", "systemd-network",
+      "systemd-resolve", "systemd-timesync", "messagebus", "sshd", "_apt", "slurm", "munge",
+      "mysql", "postgres", "admin", "operator", "halt", "shutdown", "adm", "tty", "disk", "kmem",
+      "dialout", "staff", "users", "sudo", "wheel", "shadow", "utmp", "hpcplane"};
+  return reserved.count(name) > 0;
+}
+
+Status ValidateUserName(const std::string& name) {
+  static const std::regex re("^[a-z_][a-z0-9_-]{0,31}$");
+  if (!std::regex_match(name, re)) {
+    return Status::Errorf(
+        "user name \"{}\" is not a valid Linux user name: it must match ^[a-z_][a-z0-9_-]{{0,31}}$ "
+        "(a lowercase letter or underscore, then up to 31 lowercase letters, digits, '_' or '-')",
+        name);
+  }
+  if (IsReservedUserName(name)) {
+    return Status::Errorf("user name \"{}\" is a reserved system name and cannot be a Slurm user",
+                          name);
+  }
+  return Status::Ok();
+}
+
+Status ValidateResourceName(const std::string& name) {
+  static const std::regex re("^[a-z]([a-z0-9-]{0,18}[a-z0-9])?$");
+  if (name.empty()) return Status::Error("must not be empty");
+  if (!std::regex_match(name, re)) {
+    return Status::Errorf(
+        "must be 1-20 lowercase letters, digits or '-', start with a letter and not end with '-' "
+        "(got \"{}\")",
+        name);
+  }
+  return Status::Ok();
+}
+
+Status Validate(const SlurmCluster& c) {
+  std::string subject = fmt::format("cluster \"{}\"", c.metadata.name);
+  const auto& s = c.spec;
+  if (Status st = ValidateResourceName(c.metadata.name); !st.ok()) {
+    return FieldError(subject, "metadata.name", st.message());
+  }
+  static const std::regex cidr(R"(^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.0/24$)");
+  std::smatch m;
+  in_addr addr{};
+  if (!std::regex_match(s.subnet, m, cidr) ||
+      inet_pton(AF_INET, s.subnet.substr(0, s.subnet.find('/')).c_str(), &addr) != 1) {
+    return FieldError(subject, "spec.network.subnet",
+                      fmt::format("must be an IPv4 /24 like 10.200.1.0/24 (got \"{}\")", s.subnet));
+  }
+  int a = std::stoi(m[1]), b = std::stoi(m[2]);
+  bool is_private = a == 10 || (a == 172 && b >= 16 && b <= 31) || (a == 192 && b == 168);
+  if (!is_private) {
+    return FieldError(subject, "spec.network.subnet",
+                      fmt::format("must be in a private range (10/8, 172.16/12, 192.168/16) (got \"{}\")",
+                                  s.subnet));
+  }
+  if (s.rest_port < 1 || s.rest_port > 65535) {
+    return FieldError(subject, "spec.restApi.port", fmt::format("must be 1-65535 (got {})", s.rest_port));
+  }
+  if (s.min_replica_count < 0) {
+    return FieldError(subject, "spec.nodeSetDefaults.minReplicaCount",
+                      fmt::format("must be >= 0 (got {})", s.min_replica_count));
+  }
+  if (s.max_node_count < 1 || s.max_node_count > 200) {
+    return FieldError(subject, "spec.scheduling.maxNodeCount",
+                      fmt::format("must be 1-200 (got {})", s.max_node_count));
+  }
+  for (size_t i = 0; i < s.scheduler_parameters.size(); ++i) {
+    if (!IsSafeConfigValue(s.scheduler_parameters[i])) {
+      return FieldError(subject, fmt::format("spec.scheduling.schedulerParameters[{}]", i),
+                        "must be one SchedulerParameters token without spaces (got \"" +
+                            s.scheduler_parameters[i] + "\")");
+    }
+  }
+  if (!s.priority_type.empty() && !IsSafeConfigValue(s.priority_type)) {
+    return FieldError(subject, "spec.scheduling.priorityType", "must be a plugin name like priority/multifactor");
+  }
+  static const std::regex config_line(R"(^[A-Za-z][A-Za-z0-9]*=[^\n\r]*$)");
+  for (size_t i = 0; i < s.extra_config.size(); ++i) {
+    if (!std::regex_match(s.extra_config[i], config_line)) {
+      return FieldError(subject, fmt::format("spec.scheduling.extraConfig[{}]", i),
+                        "must be one slurm.conf line of the form Key=Value (got \"" + s.extra_config[i] + "\")");
+    }
+  }
+  std::set<std::string> dataset_names, mount_paths;
+  static const std::regex abs_path(R"(^(/[A-Za-z0-9._-]+)+$)");
+  static const std::set<std::string> forbidden_mounts = {"/", "/etc", "/usr", "/bin", "/sbin", "/lib",
+                                                         "/proc", "/sys", "/dev", "/run", "/var", "/tmp"};
+  for (size_t i = 0; i < s.datasets.size(); ++i) {
+    const auto& d = s.datasets[i];
+    std::string p = fmt::format("spec.datasets[{}]", i);
+    if (Status st = ValidateResourceName(d.name); !st.ok()) return FieldError(subject, p + ".name", st.message());
+    if (!dataset_names.insert(d.name).second) {
+      return FieldError(subject, p + ".name", "duplicate dataset name \"" + d.name + "\"");
+    }
+    if (!std::regex_match(d.mount_path, abs_path) || forbidden_mounts.count(d.mount_path) ||
+        d.mount_path.find("/..") != std::string::npos) {
+      return FieldError(subject, p + ".mountPath",
+                        "must be an absolute path outside the system directories (got \"" + d.mount_path + "\")");
+    }
+    if (!mount_paths.insert(d.mount_path).second) {
+      return FieldError(subject, p + ".mountPath", "duplicate mount path \"" + d.mount_path + "\"");
+    }
+    if (!d.host_path.empty() && !std::regex_match(d.host_path, abs_path)) {
+      return FieldError(subject, p + ".hostPath", "must be an absolute path (got \"" + d.host_path + "\")");
+    }
+  }
+  std::set<std::string> user_names;
+  std::set<int64_t> uids;
+  for (size_t i = 0; i < s.users.size(); ++i) {
+    const auto& u = s.users[i];
+    std::string p = fmt::format("spec.users[{}]", i);
+    if (Status st = ValidateUserName(u.name); !st.ok()) return FieldError(subject, p + ".name", st.message());
+    if (u.uid < 1000 || u.uid > 60000) {
+      return FieldError(subject, p + ".uid", fmt::format("must be 1000-60000, outside system ids (got {})", u.uid));
+    }
+    if (u.gid < 1000 || u.gid > 60000) {
+      return FieldError(subject, p + ".gid", fmt::format("must be 1000-60000, outside system ids (got {})", u.gid));
+    }
+    if (!user_names.insert(u.name).second) return FieldError(subject, p + ".name", "duplicate user \"" + u.name + "\"");
+    if (!uids.insert(u.uid).second) return FieldError(subject, p + ".uid", fmt::format("duplicate uid {}", u.uid));
+  }
+  return Status::Ok();
+}
+
+Status ValidateShape(const NodeSet& n) {
+  std::string subject = fmt::format("nodeset \"{}\"", n.metadata.name);
+  const auto& s = n.spec;
+  if (Status st = ValidateResourceName(n.metadata.name); !st.ok()) {
+    return FieldError(subject, "metadata.name", st.message());
+  }
+  if (!s.cluster.empty()) {
+    if (Status st = ValidateResourceName(s.cluster); !st.ok()) return FieldError(subject, "spec.cluster", st.message());
+  }
+  if (s.max_replicas < 0 || s.max_replicas > 128) {
+    return FieldError(subject, "spec.maxReplicas", fmt::format("must be 0-128 (got {})", s.max_replicas));
+  }
+  if (s.min_replicas && *s.min_replicas < 0) {
+    return FieldError(subject, "spec.minReplicas", fmt::format("must be >= 0 (got {})", *s.min_replicas));
+  }
+  if (s.min_replicas && s.max_replicas < *s.min_replicas) {
+    return FieldError(subject, "spec.maxReplicas",
+                      fmt::format("must be >= minReplicas (got {} < {})", s.max_replicas, *s.min_replicas));
+  }
+  if (s.replicas && (*s.replicas < 0 || *s.replicas > s.max_replicas)) {
+    return FieldError(subject, "spec.replicas",
+                      fmt::format("must be between minReplicas and maxReplicas (got {}, max {})", *s.replicas,
+                                  s.max_replicas));
+  }
+  if (s.replicas && s.min_replicas && *s.replicas < *s.min_replicas) {
+    return FieldError(subject, "spec.replicas",
+                      fmt::format("must be >= minReplicas (got {} < {})", *s.replicas, *s.min_replicas));
+  }
+  if (s.idle_timeout_seconds < 0) return FieldError(subject, "spec.idleTimeout", "must not be negative");
+  if (s.resources.cpus < 1 || s.resources.cpus > 1024) {
+    return FieldError(subject, "spec.resources.cpus", fmt::format("must be 1-1024 (got {})", s.resources.cpus));
+  }
+  if (s.resources.memory_mib < 64) {
+    return FieldError(subject, "spec.resources.memoryMiB",
+                      fmt::format("must be >= 64 (got {})", s.resources.memory_mib));
+  }
+  if (s.resources.gpus < 0 || s.resources.gpus > 64) {
+    return FieldError(subject, "spec.resources.gpus", fmt::format("must be 0-64 (got {})", s.resources.gpus));
+  }
+  if (!s.partition.name.empty()) {
+    if (Status st = ValidateResourceName(s.partition.name); !st.ok()) {
+      return FieldError(subject, "spec.partition.name", st.message());
+    }
+  }
+  if (!IsSafeConfigValue(s.partition.max_time)) {
+    return FieldError(subject, "spec.partition.maxTime", "must be a Slurm time like INFINITE or 1-00:00:00");
+  }
+  static const std::regex option_key("^[A-Za-z]+$");
+  static const std::set<std::string> owned = {"Nodes", "Default", "MaxTime", "State", "PartitionName"};
+  for (const auto& [k, v] : s.partition.options) {
+    std::string p = "spec.partition.options." + k;
+    if (!std::regex_match(k, option_key)) return FieldError(subject, p, "option names are letters only");
+    if (owned.count(k)) return FieldError(subject, p, "is set by hpcplane and cannot be overridden");
+    if (!IsSafeConfigValue(v)) {
+      return FieldError(subject, p, "value must be one token without spaces (got \"" + v + "\")");
+    }
+  }
+  for (size_t i = 0; i < s.features.size(); ++i) {
+    static const std::regex feature("^[A-Za-z0-9_.-]{1,64}$");
+    if (!std::regex_match(s.features[i], feature)) {
+      return FieldError(subject, fmt::format("spec.features[{}]", i),
+                        "must be letters, digits, '_', '.' or '-' (got \"" + s.features[i] + "\")");
+    }
+  }
+  return Status::Ok();
+}
+
+Status ValidateAgainstCluster(const NodeSet& n, const SlurmCluster& c) {
+  std::string subject = fmt::format("nodeset \"{}\"", n.metadata.name);
+  int min = n.MinReplicas(c.spec.min_replica_count);
+  if (n.spec.max_replicas < min) {
+    return FieldError(subject, "spec.maxReplicas",
+                      fmt::format("must be >= minReplicas (got {} < {})", n.spec.max_replicas, min));
+  }
+  if (n.spec.replicas && *n.spec.replicas < min) {
+    return FieldError(subject, "spec.replicas", fmt::format("must be >= minReplicas (got {} < {})", *n.spec.replicas, min));
+  }
+  if (n.spec.max_replicas > c.spec.max_node_count) {
+    return FieldError(subject, "spec.maxReplicas",
+                      fmt::format("must be <= the cluster's spec.scheduling.maxNodeCount (got {} > {})",
+                                  n.spec.max_replicas, c.spec.max_node_count));
+  }
+  return Status::Ok();
+}
+
+}  // namespace hpc::api

@@ -1,0 +1,617 @@
+#include "cli/commands.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+#include <set>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "api/codec.h"
+#include "api/validation.h"
+#include "common/files.h"
+#include "common/log.h"
+#include "common/subprocess.h"
+#include "embedded_cluster.h"
+#include "operator/builders.h"
+#include "operator/conditions.h"
+#include "operator/daemon.h"
+#include "operator/store.h"
+#include "runtime/local/network.h"
+
+namespace hpc::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+struct Globals {
+  std::string state_dir = "/var/lib/hpcplane";
+  std::string cluster;
+  bool verbose = false;
+  std::string self_exe;
+};
+
+int Fail(const Status& s) {
+  std::cerr << "error: " << s.message() << "\n";
+  return 1;
+}
+
+double Seconds(Clock::time_point since) {
+  return std::chrono::duration<double>(Clock::now() - since).count();
+}
+
+// The cluster a command is about: --cluster, else the only one in the state dir.
+Result<op::ClusterPaths> ResolveCluster(const Globals& g) {
+  if (!g.cluster.empty()) {
+    op::ClusterPaths p{g.state_dir, g.cluster};
+    if (!files::Exists(p.Dir() + "/cluster.json")) {
+      return Status::Errorf("cluster \"{}\" not found in {} (run `hpcplane up` first)", g.cluster, g.state_dir);
+    }
+    return p;
+  }
+  std::vector<std::string> names;
+  for (const auto& n : files::ListDir(g.state_dir + "/clusters")) {
+    if (files::Exists(g.state_dir + "/clusters/" + n + "/cluster.json")) names.push_back(n);
+  }
+  if (names.empty()) return Status::Errorf("no cluster in {} (run `hpcplane up` first)", g.state_dir);
+  if (names.size() > 1) {
+    std::string all;
+    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
+    return Status::Errorf("several clusters in {} ({}): choose one with --cluster", g.state_dir, all);
+  }
+  return op::ClusterPaths{g.state_dir, names[0]};
+}
+
+Result<std::unique_ptr<runtime::local::LocalRuntime>> ClientRuntime(const Globals& g, const op::ClusterPaths& p) {
+  op::Store store(p.Dir());
+  ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
+  return op::OpenLocalRuntime(p, c.spec.subnet, g.self_exe, false);
+}
+
+Status Preflight() {
+  if (::geteuid() != 0) {
+    return Status::Error("hpcplane needs root to create namespaces and networks (run it with sudo)");
+  }
+  for (const char* bin : {"slurmctld", "slurmd", "slurmrestd", "munged", "ip", "nsenter", "setpriv"}) {
+    auto r = RunProcess({"sh", "-c", std::string("command -v ") + bin});
+    if (!r.ok() || r->exit_code != 0) {
+      return Status::Errorf("{} is not installed (run `make deps` or scripts/install-deps.sh)", bin);
+    }
+  }
+  return Status::Ok();
+}
+
+// Decodes a manifest and checks it as a whole: nodesets belong to the cluster given or stored.
+Result<api::Manifest> LoadManifest(const std::string& file, const std::optional<api::SlurmCluster>& stored) {
+  api::Manifest m;
+  if (file.empty()) {
+    ASSIGN_OR_RETURN(m, api::DecodeManifest(kEmbeddedClusterYaml, "embedded examples/cluster.yaml"));
+  } else {
+    ASSIGN_OR_RETURN(m, api::DecodeManifestFile(file));
+  }
+  if (m.clusters.size() > 1) return Status::Errorf("{}: one SlurmCluster per file", file);
+  const api::SlurmCluster* cluster = !m.clusters.empty() ? &m.clusters[0] : stored ? &*stored : nullptr;
+  std::set<std::string> seen;
+  for (auto& ns : m.nodesets) {
+    if (!cluster) return Status::Errorf("nodeset \"{}\": no SlurmCluster given or running", ns.metadata.name);
+    if (ns.spec.cluster.empty()) ns.spec.cluster = cluster->metadata.name;
+    if (ns.spec.cluster != cluster->metadata.name) {
+      return Status::Errorf("nodeset \"{}\": spec.cluster: must be \"{}\" (got \"{}\")", ns.metadata.name,
+                            cluster->metadata.name, ns.spec.cluster);
+    }
+    if (!seen.insert(ns.metadata.name).second) {
+      return Status::Errorf("nodeset \"{}\": defined twice", ns.metadata.name);
+    }
+    RETURN_IF_ERROR(api::ValidateAgainstCluster(ns, *cluster));
+  }
+  return m;
+}
+
+Status StartDaemon(const Globals& g, const op::ClusterPaths& p) {
+  pid_t pid = ::fork();
+  if (pid < 0) return Status::Errorf("fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    ::setsid();
+    int null_fd = ::open("/dev/null", O_RDWR);
+    int log_fd = ::open(p.LogFile().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+    ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::execl(g.self_exe.c_str(), "hpcplane", "__daemon", p.state_dir.c_str(), p.name.c_str(), nullptr);
+    _exit(127);
+  }
+  // Wait until it has written its pid file, or has died.
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    if (op::RunningDaemon(p) == pid) return Status::Ok();
+    int status;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      auto log = files::Read(p.LogFile());
+      return Status::Errorf("the hpcplane daemon exited at start; see {}", p.LogFile());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::Errorf("the hpcplane daemon did not start within 10s; see {}", p.LogFile());
+}
+
+// Prints a line as each component and nodeset becomes ready; returns once all are.
+Status WaitReady(const op::ClusterPaths& p, Clock::time_point start, std::chrono::seconds timeout, bool quiet) {
+  op::Store store(p.Dir());
+  std::set<std::string> announced;
+  const std::vector<std::string> order = {"munge", "controller", "restapi", "login"};
+  auto deadline = Clock::now() + timeout;
+  std::string last_reason;
+  while (Clock::now() < deadline) {
+    if (op::RunningDaemon(p) == 0) return Status::Errorf("the hpcplane daemon stopped; see {}", p.LogFile());
+    auto c = store.LoadCluster();
+    auto nodesets = store.LoadNodeSets();
+    if (c.ok() && nodesets.ok()) {
+      for (const auto& comp : order) {
+        auto it = c->status.components.find(comp);
+        if (it != c->status.components.end() && it->second == "Ready" && announced.insert(comp).second && !quiet) {
+          std::cout << fmt::format("  ✓ {:<22} ready   {:6.2f}s", comp, Seconds(start)) << std::endl;
+        }
+      }
+      bool all_nodesets = true;
+      for (const auto& ns : *nodesets) {
+        const auto* ready = op::FindCondition(ns.status.conditions, "Ready");
+        bool ok = ready && ready->status == "True" && ns.status.observed_generation == ns.metadata.generation;
+        if (ok && announced.insert("nodeset/" + ns.metadata.name).second && !quiet) {
+          std::cout << fmt::format("  ✓ {:<22} {}/{} workers  {:6.2f}s", "nodeset " + ns.metadata.name,
+                                   ns.status.ready, ns.status.desired, Seconds(start))
+                    << std::endl;
+        }
+        if (!ok) all_nodesets = false;
+      }
+      const auto* ready = op::FindCondition(c->status.conditions, "Ready");
+      if (ready) last_reason = ready->message;
+      if (ready && ready->status == "True" && all_nodesets && c->status.observed_generation == c->metadata.generation) {
+        return Status::Ok();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Errorf("cluster {} not Ready after {}s: {} (see `hpcplane status` and {})", p.name, timeout.count(),
+                        last_reason, p.LogFile());
+}
+
+Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
+  pid_t pid = op::RunningDaemon(p);
+  if (pid != 0) {
+    ::kill(pid, SIGTERM);
+    auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (op::RunningDaemon(p) == pid && Clock::now() < deadline) {
+      int status;
+      ::waitpid(pid, &status, WNOHANG);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  // Also removes what a crashed daemon left behind: pods, namespaces, links, the bridge.
+  op::Store store(p.Dir());
+  if (store.HasCluster()) {
+    auto rt = ClientRuntime(g, p);
+    if (rt.ok()) RETURN_IF_ERROR((*rt)->Teardown());
+  }
+  ::unlink(p.PidFile().c_str());
+  // Status describes pods that no longer exist; the next daemon computes it afresh.
+  RETURN_IF_ERROR(files::RemoveAll(p.Dir() + "/status"));
+  if (purge) RETURN_IF_ERROR(files::RemoveAll(p.Dir()));
+  return Status::Ok();
+}
+
+std::atomic<bool> g_interrupted{false};
+void OnInterrupt(int) { g_interrupted = true; }
+
+int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout_s) {
+  Globals g = g_in;
+  auto start = Clock::now();
+  if (Status s = Preflight(); !s.ok()) return Fail(s);
+  auto m = LoadManifest(file, std::nullopt);
+  if (!m.ok()) return Fail(m.status());
+  if (m->clusters.empty()) return Fail(Status::Errorf("{}: `up` needs a SlurmCluster", file));
+  const api::SlurmCluster& c = m->clusters[0];
+  op::ClusterPaths p{g.state_dir, c.metadata.name};
+  pid_t running = op::RunningDaemon(p);
+  if (running == 0) {
+    // A subnet held by another cluster's bridge is refused before anything is created.
+    auto subnet = runtime::local::ParseSubnet(c.spec.subnet);
+    auto names = runtime::local::NamesFor(p.NetworkKey());
+    auto owner = runtime::local::Network::SubnetOwner(*subnet);
+    if (owner.ok() && *owner && **owner != names.Bridge()) {
+      return Fail(Status::Errorf("cluster \"{}\": spec.network.subnet: {} is already used by interface {}",
+                                 c.metadata.name, c.spec.subnet, **owner));
+    }
+  }
+  if (Status s = files::MakeDirs(p.Dir(), 0755); !s.ok()) return Fail(s);
+  op::Store store(p.Dir());
+  if (Status s = store.SaveCluster(c); !s.ok()) return Fail(s);
+  for (const auto& ns : m->nodesets) {
+    if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
+  }
+  std::cout << fmt::format("Bringing up cluster \"{}\" (subnet {}, state in {})", c.metadata.name, c.spec.subnet,
+                           p.Dir())
+            << std::endl;
+  if (running == 0) {
+    if (Status s = StartDaemon(g, p); !s.ok()) return Fail(s);
+  }
+  if (Status s = WaitReady(p, start, std::chrono::seconds(timeout_s), false); !s.ok()) return Fail(s);
+  std::cout << fmt::format("Cluster \"{}\" is Ready in {:.2f}s.", c.metadata.name, Seconds(start)) << std::endl;
+  if (detach) return 0;
+  std::cout << "Running in the foreground; press Ctrl-C to bring it down (or use --detach)." << std::endl;
+  ::signal(SIGINT, OnInterrupt);
+  ::signal(SIGTERM, OnInterrupt);
+  while (!g_interrupted && op::RunningDaemon(p) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (!g_interrupted) return Fail(Status::Errorf("the hpcplane daemon stopped; see {}", p.LogFile()));
+  std::cout << "\nBringing cluster down..." << std::endl;
+  if (Status s = StopCluster(g, p, false); !s.ok()) return Fail(s);
+  return 0;
+}
+
+int CmdDown(const Globals& g, bool purge) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  if (Status s = StopCluster(g, *p, purge); !s.ok()) return Fail(s);
+  std::cout << fmt::format("Cluster \"{}\" is down{}.", p->name, purge ? " and its state removed" : "") << std::endl;
+  return 0;
+}
+
+std::string Age(int64_t started_at) {
+  if (started_at == 0) return "-";
+  int64_t s = std::time(nullptr) - started_at;
+  if (s < 120) return fmt::format("{}s", s);
+  if (s < 7200) return fmt::format("{}m", s / 60);
+  return fmt::format("{}h", s / 3600);
+}
+
+std::string ConditionSummary(const std::vector<api::Condition>& cs) {
+  std::string out;
+  for (const auto& c : cs) {
+    if (c.status == "True") out += (out.empty() ? "" : ",") + c.type;
+  }
+  return out.empty() ? "-" : out;
+}
+
+void PrintConditions(const std::vector<api::Condition>& cs) {
+  std::cout << "Conditions:\n";
+  for (const auto& c : cs) {
+    std::cout << fmt::format("  {:<14} {:<6} {:<20} {}\n", c.type, c.status, c.reason, c.message);
+  }
+}
+
+json PodJson(const runtime::PodStatus& p) {
+  return {{"name", p.name},       {"phase", runtime::PodPhaseName(p.phase)},
+          {"ready", p.ready},     {"ip", p.ip},
+          {"restarts", p.restarts}, {"startedAt", p.started_at},
+          {"labels", p.labels},   {"message", p.message}};
+}
+
+int Output(const json& j, const std::string& format) {
+  if (format == "json") std::cout << j.dump(2) << "\n";
+  else std::cout << api::JsonToYaml(j);
+  return 0;
+}
+
+int CmdGet(const Globals& g, const std::string& what, const std::string& format) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  if (what == "clusters" || what == "cluster") {
+    auto c = store.LoadCluster();
+    if (!c.ok()) return Fail(c.status());
+    if (format != "table") return Output(json::array({api::ToJson(*c)}), format);
+    std::cout << fmt::format("{:<16} {:<18} {:<10} {}\n", "NAME", "SUBNET", "DAEMON", "CONDITIONS");
+    std::cout << fmt::format("{:<16} {:<18} {:<10} {}\n", c->metadata.name, c->spec.subnet,
+                             op::RunningDaemon(*p) ? "running" : "stopped", ConditionSummary(c->status.conditions));
+    return 0;
+  }
+  if (what == "nodesets" || what == "nodeset") {
+    auto nss = store.LoadNodeSets();
+    if (!nss.ok()) return Fail(nss.status());
+    if (format != "table") {
+      json arr = json::array();
+      for (const auto& n : *nss) arr.push_back(api::ToJson(n));
+      return Output(arr, format);
+    }
+    std::cout << fmt::format("{:<14} {:<12} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n", "NAME", "PARTITION",
+                             "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING", "MIN/MAX", "LAST DECISION");
+    for (const auto& n : *nss) {
+      auto c = store.LoadCluster();
+      int min = n.MinReplicas(c.ok() ? c->spec.min_replica_count : 0);
+      std::cout << fmt::format("{:<14} {:<12} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n", n.metadata.name,
+                               n.PartitionName(), n.status.desired, n.status.replicas, n.status.ready, n.status.busy,
+                               n.status.idle, n.status.draining, fmt::format("{}/{}", min, n.spec.max_replicas),
+                               n.status.last_decision.empty() ? "-" : n.status.last_decision);
+    }
+    return 0;
+  }
+  if (what == "pods" || what == "pod") {
+    auto rt = ClientRuntime(g, *p);
+    if (!rt.ok()) return Fail(rt.status());
+    auto pods = (*rt)->ListPods({});
+    if (!pods.ok()) return Fail(pods.status());
+    if (format != "table") {
+      json arr = json::array();
+      for (const auto& pod : *pods) arr.push_back(PodJson(pod));
+      return Output(arr, format);
+    }
+    std::cout << fmt::format("{:<24} {:<11} {:<9} {:<6} {:<15} {:>8} {:>5}\n", "NAME", "COMPONENT", "PHASE", "READY",
+                             "IP", "RESTARTS", "AGE");
+    for (const auto& pod : *pods) {
+      std::string comp = pod.labels.count(op::kLabelComponent) ? pod.labels.at(op::kLabelComponent) : "-";
+      std::cout << fmt::format("{:<24} {:<11} {:<9} {:<6} {:<15} {:>8} {:>5}\n", pod.name, comp,
+                               runtime::PodPhaseName(pod.phase), pod.ready ? "yes" : "no", pod.ip, pod.restarts,
+                               Age(pod.started_at));
+    }
+    return 0;
+  }
+  return Fail(Status::Errorf("get: unknown resource \"{}\" (clusters, nodesets or pods)", what));
+}
+
+int CmdStatus(const Globals& g) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  auto c = store.LoadCluster();
+  if (!c.ok()) return Fail(c.status());
+  const auto* ready = op::FindCondition(c->status.conditions, "Ready");
+  bool daemon = op::RunningDaemon(*p) != 0;
+  std::cout << fmt::format("Cluster {}: {}{}\n", c->metadata.name,
+                           ready && ready->status == "True" ? "Ready" : "Not ready",
+                           daemon ? "" : " (daemon not running: run `hpcplane up`)");
+  std::cout << "Components:\n";
+  for (const auto& [k, v] : c->status.components) std::cout << fmt::format("  {:<12} {}\n", k, v);
+  std::cout << "Endpoints:\n";
+  for (const auto& [k, v] : c->status.endpoints) std::cout << fmt::format("  {:<12} {}\n", k, v);
+  std::cout << "Versions:\n";
+  for (const auto& [k, v] : c->status.component_versions) std::cout << fmt::format("  {:<18} {}\n", k, v);
+  PrintConditions(c->status.conditions);
+  std::cout << "\n";
+  CmdGet(g, "nodesets", "table");
+  std::cout << "\n";
+  return CmdGet(g, "pods", "table");
+}
+
+int CmdDescribe(const Globals& g, const std::string& kind, const std::string& name) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  if (kind == "cluster") {
+    auto c = store.LoadCluster();
+    if (!c.ok()) return Fail(c.status());
+    std::cout << api::JsonToYaml(api::ToJson(*c));
+    return 0;
+  }
+  if (kind == "nodeset") {
+    auto n = store.LoadNodeSet(name);
+    if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
+    std::cout << api::JsonToYaml(api::ToJson(*n));
+    return 0;
+  }
+  if (kind == "pod") {
+    auto rt = ClientRuntime(g, *p);
+    if (!rt.ok()) return Fail(rt.status());
+    auto pods = (*rt)->ListPods({});
+    if (!pods.ok()) return Fail(pods.status());
+    for (const auto& pod : *pods) {
+      if (pod.name == name) {
+        std::cout << api::JsonToYaml(PodJson(pod));
+        auto logs = (*rt)->Logs(name, 10);
+        if (logs.ok()) std::cout << "Recent log:\n" << *logs;
+        return 0;
+      }
+    }
+    return Fail(Status::Errorf("pod \"{}\" not found in cluster {}", name, p->name));
+  }
+  return Fail(Status::Errorf("describe: unknown kind \"{}\" (cluster, nodeset or pod)", kind));
+}
+
+int CmdApply(const Globals& g, const std::string& file) {
+  std::optional<api::SlurmCluster> stored;
+  auto p = ResolveCluster(g);
+  if (p.ok()) {
+    auto c = op::Store(p->Dir()).LoadCluster();
+    if (c.ok()) stored = *c;
+  }
+  auto m = LoadManifest(file, stored);
+  if (!m.ok()) return Fail(m.status());
+  std::string name = !m->clusters.empty() ? m->clusters[0].metadata.name : stored ? stored->metadata.name : "";
+  op::ClusterPaths paths{g.state_dir, name};
+  if (!files::Exists(paths.Dir() + "/cluster.json")) {
+    return Fail(Status::Errorf("cluster \"{}\" is not up: use `hpcplane up -f {}`", name, file));
+  }
+  op::Store store(paths.Dir());
+  if (!m->clusters.empty()) {
+    auto old = store.LoadCluster();
+    if (old.ok() && old->spec.subnet != m->clusters[0].spec.subnet) {
+      return Fail(Status::Errorf("cluster \"{}\": spec.network.subnet cannot change while the cluster exists "
+                                 "(got {}, running on {})", name, m->clusters[0].spec.subnet, old->spec.subnet));
+    }
+    if (Status s = store.SaveCluster(m->clusters[0]); !s.ok()) return Fail(s);
+    std::cout << fmt::format("cluster/{} applied\n", name);
+  }
+  for (const auto& ns : m->nodesets) {
+    if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
+    std::cout << fmt::format("nodeset/{} applied\n", ns.metadata.name);
+  }
+  return 0;
+}
+
+int CmdDelete(const Globals& g, const std::string& kind, const std::string& name) {
+  if (kind != "nodeset") return Fail(Status::Errorf("delete: unknown kind \"{}\" (nodeset)", kind));
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  if (!store.LoadNodeSet(name).ok()) return Fail(Status::Errorf("nodeset \"{}\" not found", name));
+  if (Status s = store.DeleteNodeSet(name); !s.ok()) return Fail(s);
+  std::cout << fmt::format("nodeset/{} deleted; its workers are drained and removed as their jobs end\n", name);
+  return 0;
+}
+
+int CmdScale(const Globals& g, const std::string& kind, const std::string& name, int replicas, bool wait,
+             int timeout_s) {
+  if (kind != "nodeset") return Fail(Status::Errorf("scale: unknown kind \"{}\" (nodeset)", kind));
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  auto c = store.LoadCluster();
+  if (!c.ok()) return Fail(c.status());
+  auto n = store.LoadNodeSet(name);
+  if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
+  if (replicas < 0) return Fail(Status::Errorf("nodeset \"{}\": --replicas: must be >= 0 (got {})", name, replicas));
+  int min = n->MinReplicas(c->spec.min_replica_count);
+  int clamped = std::clamp(replicas, min, n->spec.max_replicas);
+  if (clamped != replicas) {
+    std::cout << fmt::format("nodeset/{}: {} is outside minReplicas..maxReplicas ({}..{}); using {}\n", name, replicas,
+                             min, n->spec.max_replicas, clamped);
+  }
+  n->spec.replicas = clamped;
+  if (Status s = store.SaveNodeSet(*n); !s.ok()) return Fail(s);
+  std::cout << fmt::format("nodeset/{} scaled to {}\n", name, clamped);
+  if (!wait) return 0;
+  auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  while (Clock::now() < deadline) {
+    auto cur = store.LoadNodeSet(name);
+    auto gen_now = store.LoadNodeSet(name);
+    if (cur.ok() && cur->status.observed_generation == cur->metadata.generation && cur->status.replicas == clamped &&
+        cur->status.ready == clamped && cur->status.draining == 0) {
+      std::cout << fmt::format("nodeset/{}: {} workers ready\n", name, clamped);
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto cur = store.LoadNodeSet(name);
+  return Fail(Status::Errorf("nodeset/{} did not reach {} workers in {}s (now {}, busy {}, draining {}): {}", name,
+                             clamped, timeout_s, cur.ok() ? cur->status.replicas : -1, cur.ok() ? cur->status.busy : -1,
+                             cur.ok() ? cur->status.draining : -1, cur.ok() ? cur->status.last_decision : ""));
+}
+
+int CmdExec(const Globals& g, const std::string& pod, const std::string& user, const std::vector<std::string>& cmd) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  if (user != "root") {
+    if (Status s = api::ValidateUserName(user); !s.ok() && user != "slurm") return Fail(s);
+  }
+  auto rt = ClientRuntime(g, *p);
+  if (!rt.ok()) return Fail(rt.status());
+  runtime::ExecOptions o;
+  o.user = user;
+  o.argv = cmd.empty() ? std::vector<std::string>{"/bin/bash", "-l"} : cmd;
+  if (const char* term = std::getenv("TERM")) o.env["TERM"] = term;
+  auto rc = (*rt)->ExecInteractive(pod, o);
+  if (!rc.ok()) return Fail(rc.status());
+  return *rc;
+}
+
+int CmdLogs(const Globals& g, const std::string& pod, int tail) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  auto rt = ClientRuntime(g, *p);
+  if (!rt.ok()) return Fail(rt.status());
+  auto logs = (*rt)->Logs(pod, tail < 0 ? 0 : static_cast<size_t>(tail));
+  if (!logs.ok()) return Fail(logs.status());
+  std::cout << *logs;
+  return 0;
+}
+
+}  // namespace
+
+int Main(int argc, char** argv, const std::string& self_exe) {
+  Globals g;
+  g.self_exe = self_exe;
+  if (const char* s = std::getenv("HPCPLANE_STATE_DIR")) g.state_dir = s;
+  if (const char* c = std::getenv("HPCPLANE_CLUSTER")) g.cluster = c;
+
+  CLI::App app{"hpcplane: real Slurm as a service, on local pods or Kubernetes"};
+  app.set_version_flag("--version", HPCPLANE_VERSION);
+  app.require_subcommand(1);
+  app.option_defaults()->always_capture_default();
+  app.add_option("--state-dir", g.state_dir, "Where clusters keep their state (env HPCPLANE_STATE_DIR)");
+  app.add_option("--cluster", g.cluster, "Cluster to act on when the state dir holds several (env HPCPLANE_CLUSTER)");
+  app.add_flag("-v,--verbose", g.verbose, "Log what hpcplane does");
+
+  std::string file;
+  bool detach = false;
+  int timeout_s = 120;
+  auto* up = app.add_subcommand("up", "Bring up a cluster (the embedded demo cluster without -f) and wait until Ready");
+  up->add_option("-f,--file", file, "SlurmCluster and NodeSet manifest (YAML or JSON)")->check(CLI::ExistingFile);
+  up->add_flag("--detach", detach, "Return once Ready, leaving the cluster running");
+  up->add_option("--timeout", timeout_s, "Seconds to wait for Ready");
+
+  bool purge = false;
+  auto* down = app.add_subcommand("down", "Stop every pod and remove the cluster's network (--purge: also its state)");
+  down->add_flag("--purge", purge, "Also delete keys, Slurm state and volumes");
+
+  auto* status = app.add_subcommand("status", "Show the cluster's components, nodesets and pods");
+
+  std::string what, format = "table";
+  auto* get = app.add_subcommand("get", "List clusters, nodesets or pods");
+  get->add_option("resource", what, "clusters | nodesets | pods")->required();
+  get->add_option("-o,--output", format, "table | yaml | json")->check(CLI::IsMember({"table", "yaml", "json"}));
+
+  std::string kind, name;
+  auto* describe = app.add_subcommand("describe", "Show one cluster, nodeset or pod in full");
+  describe->add_option("kind", kind, "cluster | nodeset | pod")->required();
+  describe->add_option("name", name, "Its name");
+
+  auto* apply = app.add_subcommand("apply", "Create or update resources of a running cluster");
+  apply->add_option("-f,--file", file, "Manifest (YAML or JSON)")->required()->check(CLI::ExistingFile);
+
+  auto* del = app.add_subcommand("delete", "Delete a nodeset (its workers drain first)");
+  del->add_option("kind", kind, "nodeset")->required();
+  del->add_option("name", name, "Its name")->required();
+
+  int replicas = 0;
+  bool wait = false;
+  auto* scale = app.add_subcommand("scale", "Set a nodeset's worker count (clamped to min..max)");
+  scale->add_option("kind", kind, "nodeset")->required();
+  scale->add_option("name", name, "Nodeset name")->required();
+  scale->add_option("--replicas", replicas, "Workers wanted")->required();
+  scale->add_flag("--wait", wait, "Wait until the nodeset has exactly that many ready workers");
+  scale->add_option("--timeout", timeout_s, "Seconds to wait with --wait");
+
+  std::string pod, user = "root";
+  std::vector<std::string> cmd;
+  auto* exec = app.add_subcommand("exec", "Run a command in a pod as a user: hpcplane exec POD [--user U] -- CMD...");
+  exec->add_option("pod", pod, "Pod name (see `hpcplane get pods`)")->required();
+  exec->add_option("-u,--user", user, "User to run as");
+  exec->add_option("command", cmd, "Command and arguments (default: a login shell)");
+
+  int tail = 0;
+  auto* logs = app.add_subcommand("logs", "Print a pod's output");
+  logs->add_option("pod", pod, "Pod name")->required();
+  logs->add_option("--tail", tail, "Only the last N lines");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  }
+  log::InitConsole(g.verbose);
+  if (up->parsed()) return CmdUp(g, file, detach, timeout_s);
+  if (down->parsed()) return CmdDown(g, purge);
+  if (status->parsed()) return CmdStatus(g);
+  if (get->parsed()) return CmdGet(g, what, format);
+  if (describe->parsed()) {
+    if (kind != "cluster" && name.empty()) return Fail(Status::Errorf("describe {}: a name is required", kind));
+    return CmdDescribe(g, kind, name);
+  }
+  if (apply->parsed()) return CmdApply(g, file);
+  if (del->parsed()) return CmdDelete(g, kind, name);
+  if (scale->parsed()) return CmdScale(g, kind, name, replicas, wait, timeout_s);
+  if (exec->parsed()) return CmdExec(g, pod, user, cmd);
+  if (logs->parsed()) return CmdLogs(g, pod, tail);
+  return 1;
+}
+
+}  // namespace hpc::cli

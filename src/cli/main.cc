@@ -1,0 +1,30 @@
+// hpcplane: one multi-call binary. Hidden roles are dispatched before argument parsing:
+//   __pod-init PLAN     the first process of a local pod (see runtime/local/pod_init.h)
+//   __daemon DIR NAME   the operator daemon of one cluster (see operator/daemon.h)
+#include <unistd.h>
+
+#include <climits>
+#include <cstring>
+#include <string>
+
+#include "cli/commands.h"
+#include "operator/daemon.h"
+#include "runtime/local/pod_init.h"
+
+static std::string SelfExe() {
+  char buf[PATH_MAX];
+  ssize_t n = ::readlink("/proc/self/exe", buf, sizeof buf - 1);
+  if (n <= 0) return "hpcplane";
+  buf[n] = '\0';
+  return buf;
+}
+
+int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "__pod-init") == 0) {
+    return hpc::runtime::local::RunPodInit(argv[2]);
+  }
+  if (argc == 4 && std::strcmp(argv[1], "__daemon") == 0) {
+    return hpc::op::RunDaemon({argv[2], argv[3]}, SelfExe());
+  }
+  return hpc::cli::Main(argc, argv, SelfExe());
+}

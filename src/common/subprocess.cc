@@ -1,0 +1,134 @@
+#include "common/subprocess.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+extern char** environ;
+
+namespace hpc {
+
+std::string JoinArgs(const std::vector<std::string>& argv) {
+  std::string s;
+  for (const auto& a : argv) {
+    if (!s.empty()) s += ' ';
+    s += a;
+  }
+  return s;
+}
+
+Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const RunOptions& opts) {
+  int out_pipe[2], err_pipe[2], in_pipe[2];
+  if (::pipe2(out_pipe, O_CLOEXEC) || ::pipe2(err_pipe, O_CLOEXEC) || ::pipe2(in_pipe, O_CLOEXEC)) {
+    return Status::Errorf("pipe: {}", std::strerror(errno));
+  }
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_adddup2(&fa, in_pipe[0], 0);
+  posix_spawn_file_actions_adddup2(&fa, out_pipe[1], 1);
+  posix_spawn_file_actions_adddup2(&fa, err_pipe[1], 2);
+  posix_spawnattr_t attr;
+  posix_spawnattr_init(&attr);
+  // Children start with default signal dispositions and an empty mask, whatever ours are.
+  sigset_t all, none;
+  sigfillset(&all);
+  sigemptyset(&none);
+  posix_spawnattr_setsigdefault(&attr, &all);
+  posix_spawnattr_setsigmask(&attr, &none);
+  posix_spawnattr_setflags(&attr, POSIX_SPAWN_SETSIGDEF | POSIX_SPAWN_SETSIGMASK);
+
+  std::vector<std::string> env_storage;
+  for (char** e = environ; *e; ++e) {
+    std::string kv = *e;
+    auto eq = kv.find('=');
+    if (eq != std::string::npos && opts.extra_env.count(kv.substr(0, eq))) continue;
+    env_storage.push_back(kv);
+  }
+  for (const auto& [k, v] : opts.extra_env) env_storage.push_back(k + "=" + v);
+  std::vector<char*> envp, args;
+  for (auto& s : env_storage) envp.push_back(s.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> argv_copy = argv;
+  for (auto& s : argv_copy) args.push_back(s.data());
+  args.push_back(nullptr);
+
+  pid_t pid;
+  int rc = posix_spawnp(&pid, args[0], &fa, &attr, args.data(), envp.data());
+  posix_spawn_file_actions_destroy(&fa);
+  posix_spawnattr_destroy(&attr);
+  ::close(out_pipe[1]);
+  ::close(err_pipe[1]);
+  ::close(in_pipe[0]);
+  if (rc != 0) {
+    ::close(out_pipe[0]);
+    ::close(err_pipe[0]);
+    ::close(in_pipe[1]);
+    return Status::Errorf("cannot run {}: {}", argv[0], std::strerror(rc));
+  }
+  if (!opts.stdin_data.empty()) {
+    // Small inputs only (scripts, keys); larger ones would need polling the write side too.
+    size_t off = 0;
+    while (off < opts.stdin_data.size()) {
+      ssize_t n = ::write(in_pipe[1], opts.stdin_data.data() + off, opts.stdin_data.size() - off);
+      if (n <= 0) break;
+      off += static_cast<size_t>(n);
+    }
+  }
+  ::close(in_pipe[1]);
+
+  ProcessResult res;
+  auto deadline = std::chrono::steady_clock::now() + opts.timeout;
+  pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[8192];
+  while (open_fds > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+        deadline - std::chrono::steady_clock::now());
+    if (left.count() <= 0) {
+      res.timed_out = true;
+      ::kill(pid, SIGKILL);
+      break;
+    }
+    int n = ::poll(fds, 2, static_cast<int>(left.count()));
+    if (n < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
+      if (r > 0) {
+        (i == 0 ? res.out : res.err).append(buf, static_cast<size_t>(r));
+      } else {
+        ::close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds) {
+    if (f.fd >= 0) ::close(f.fd);
+  }
+  int wstatus = 0;
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(wstatus)) res.exit_code = WEXITSTATUS(wstatus);
+  else if (WIFSIGNALED(wstatus)) res.exit_code = 128 + WTERMSIG(wstatus);
+  return res;
+}
+
+Status RunChecked(const std::vector<std::string>& argv, const RunOptions& opts) {
+  ASSIGN_OR_RETURN(ProcessResult r, RunProcess(argv, opts));
+  if (r.timed_out) return Status::Errorf("`{}` timed out", JoinArgs(argv));
+  if (r.exit_code != 0) {
+    std::string err = r.err.empty() ? r.out : r.err;
+    while (!err.empty() && (err.back() == '\n' || err.back() == ' ')) err.pop_back();
+    return Status::Errorf("`{}` exited {}: {}", JoinArgs(argv), r.exit_code, err);
+  }
+  return Status::Ok();
+}
+
+}  // namespace hpc

@@ -1,0 +1,35 @@
+// Runs a program (no shell) and captures its output, with a deadline.
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace hpc {
+
+struct ProcessResult {
+  int exit_code = -1;  // 128+signal when killed by a signal
+  std::string out;
+  std::string err;
+  bool timed_out = false;
+  bool ok() const { return exit_code == 0 && !timed_out; }
+};
+
+struct RunOptions {
+  std::chrono::milliseconds timeout{30000};
+  std::map<std::string, std::string> extra_env;
+  std::string stdin_data;
+};
+
+// Fails only when the program cannot be started; a non-zero exit is in the result.
+Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const RunOptions& opts = {});
+
+// Runs and turns any non-zero exit into an error naming the command and its stderr.
+Status RunChecked(const std::vector<std::string>& argv, const RunOptions& opts = {});
+
+std::string JoinArgs(const std::vector<std::string>& argv);
+
+}  // namespace hpc

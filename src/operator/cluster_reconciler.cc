@@ -1,0 +1,178 @@
+#include "operator/cluster_reconciler.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/jwt.h"
+#include "operator/conditions.h"
+#include "slurm/config.h"
+
+namespace hpc::op {
+
+Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
+  // Generated once and kept: a new munge or JWT key would invalidate every credential in use.
+  ASSIGN_OR_RETURN(auto munge, rt_->GetSecret(kSecretMunge));
+  if (!munge) {
+    ASSIGN_OR_RETURN(std::string key, jwt::RandomBytes(128));
+    RETURN_IF_ERROR(rt_->ApplySecret({kSecretMunge, {{"munge.key", key}}, in_.munge.uid, in_.munge.gid}));
+  }
+  ASSIGN_OR_RETURN(auto jwt_key, rt_->GetSecret(kSecretJwt));
+  if (!jwt_key) {
+    ASSIGN_OR_RETURN(std::string key, jwt::RandomBytes(32));
+    RETURN_IF_ERROR(rt_->ApplySecret({kSecretJwt, {{"jwt_hs256.key", key}}, in_.slurm.uid, in_.slurm.gid}));
+  }
+  return Status::Ok();
+}
+
+Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
+  RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700));
+  RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755));
+  for (const auto& d : c.spec.datasets) {
+    // Shared by the cluster's users like /tmp: anyone may create, only owners may delete.
+    if (d.host_path.empty()) RETURN_IF_ERROR(rt_->EnsureVolume(DatasetVolumeName(d), 0, 0, 01777));
+  }
+  return Status::Ok();
+}
+
+Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets) {
+  RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildUsersConfigMap(c, in_)));
+  runtime::ConfigMap cm = BuildSlurmConfigMap(c, nodesets);
+  ASSIGN_OR_RETURN(auto existing, rt_->GetConfigMap(kConfigMapSlurm));
+  bool changed = !existing || existing->data != cm.data;
+  RETURN_IF_ERROR(rt_->ApplyConfigMap(cm));
+  if (changed && existing && controller_ready_) {
+    // New nodesets or partitions: slurmctld rereads slurm.conf; running jobs are unaffected.
+    spdlog::info("slurm.conf changed; reconfiguring slurmctld");
+    RETURN_IF_ERROR(control_->Reconfigure());
+  }
+  return Status::Ok();
+}
+
+Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::string& component,
+                                    api::SlurmClusterStatus* st) {
+  ASSIGN_OR_RETURN(auto existing, rt_->GetPodSpec(spec.name));
+  if (existing && !(*existing == spec)) {
+    spdlog::info("pod {} spec changed; replacing it", spec.name);
+    RETURN_IF_ERROR(rt_->DeletePod(spec.name));
+  }
+  RETURN_IF_ERROR(rt_->CreatePod(spec));
+  ASSIGN_OR_RETURN(auto pods, rt_->ListPods({}));
+  for (const auto& p : pods) {
+    if (p.name != spec.name) continue;
+    if (p.ready) {
+      st->components[component] = "Ready";
+      return Status::Ok();
+    }
+    std::string why = p.phase == runtime::PodPhase::kRunning ? "starting" : std::string(runtime::PodPhaseName(p.phase));
+    if (!p.message.empty()) why += " (" + p.message + ")";
+    if (p.restarts > 0) {
+      degraded_ = true;
+      why += fmt::format(", {} restarts", p.restarts);
+    }
+    st->components[component] = "Waiting: " + why;
+    return Status::Errorf("waiting for {} pod {}: {}", component, spec.name, why);
+  }
+  st->components[component] = "Waiting: pod not found";
+  return Status::Errorf("waiting for {} pod {}", component, spec.name);
+}
+
+api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
+                                                     const std::vector<api::NodeSet>& nodesets) {
+  api::SlurmClusterStatus st = c.status;
+  st.components.clear();
+  degraded_ = false;
+  controller_ready_ = false;
+  bool rest_ready = false;
+
+  std::vector<Step> steps = {
+      {"secrets", [&] { return EnsureSecrets(c); }, true},
+      {"volumes", [&] { return EnsureVolumes(c); }, true},
+      {"config", [&] { return EnsureConfig(c, nodesets); }, true},
+      // Each daemon needs the one before: slurmctld authenticates with munge, slurmrestd talks
+      // to slurmctld, and the login pod is only useful once Slurm answers.
+      {"munge", [&] { return EnsurePod(BuildMungePod(c, in_), "munge", &st); }, true},
+      {"controller",
+       [&] {
+         Status s = EnsurePod(BuildControllerPod(c, in_), "controller", &st);
+         controller_ready_ = s.ok();
+         return s;
+       },
+       true},
+      {"restapi",
+       [&] {
+         Status s = EnsurePod(BuildRestApiPod(c, in_), "restapi", &st);
+         rest_ready = s.ok();
+         return s;
+       },
+       true},
+      {"login",
+       [&] {
+         if (!c.spec.login_enabled) {
+           (void)rt_->DeletePod(LoginPodName(c));
+           return Status::Ok();
+         }
+         return EnsurePod(BuildLoginPod(c, in_), "login", &st);
+       },
+       false},
+  };
+  std::string waiting;
+  std::vector<std::string> failures;
+  for (const auto& step : steps) {
+    Status s = step.fn();
+    if (s.ok()) continue;
+    if (s.message().rfind("waiting for", 0) == 0) {
+      if (waiting.empty()) waiting = s.message();
+    } else {
+      spdlog::error("cluster {}: step {}: {}", c.metadata.name, step.name, s.message());
+      failures.push_back(step.name + ": " + s.message());
+    }
+    if (step.stop_on_error) break;
+  }
+
+  // Endpoints and Slurm's own view, through slurmrestd.
+  bool slurm_ok = false;
+  std::string slurm_error;
+  auto pods = rt_->ListPods({{kLabelCluster, c.metadata.name}});
+  if (pods.ok()) {
+    for (const auto& p : *pods) {
+      std::string comp = p.labels.count(kLabelComponent) ? p.labels.at(kLabelComponent) : "";
+      if (comp == "controller") st.endpoints["slurmctld"] = fmt::format("{}:{}", p.ip, slurm::kSlurmctldPort);
+      if (comp == "restapi") {
+        st.endpoints["slurmrestd"] = fmt::format("http://{}:{}", p.ip, c.spec.rest_port);
+        std::string ep = p.ip + ":" + std::to_string(c.spec.rest_port);
+        if (rest_ready && (ep != reader_endpoint_ || !reader_)) {
+          reader_ = readers_(p.ip, c.spec.rest_port);
+          reader_endpoint_ = ep;
+        }
+      }
+    }
+  }
+  if (!rest_ready) reader_.reset(), reader_endpoint_.clear();
+  if (reader_) {
+    auto version = reader_->Version();
+    Status ping = version.ok() ? reader_->Ping() : version.status();
+    slurm_ok = ping.ok();
+    if (slurm_ok) {
+      st.component_versions["slurm/slurmctld"] = *version;
+      st.component_versions["slurm/slurmrestd"] = *version;
+    } else {
+      slurm_error = ping.message();
+    }
+  }
+  st.component_versions["hpcplane"] = HPCPLANE_VERSION;
+
+  bool ready = waiting.empty() && failures.empty() && slurm_ok;
+  SetCondition(&st.conditions, "Ready", ready, ready ? "AllComponentsReady" : "NotReady",
+               ready ? "munge, slurmctld, slurmrestd and login are ready; Slurm answers"
+                     : (!failures.empty() ? failures.front() : !waiting.empty() ? waiting : "Slurm does not answer: " + slurm_error));
+  SetCondition(&st.conditions, "Progressing", !waiting.empty(), waiting.empty() ? "Converged" : "Waiting",
+               waiting);
+  bool degraded = degraded_ || !failures.empty() || (rest_ready && !slurm_ok);
+  std::string degraded_msg = !failures.empty() ? failures.front()
+                             : (rest_ready && !slurm_ok) ? "slurmrestd does not answer: " + slurm_error
+                             : degraded_ ? waiting : "";
+  SetCondition(&st.conditions, "Degraded", degraded, degraded ? "ComponentFailing" : "Healthy", degraded_msg);
+  st.observed_generation = c.metadata.generation;
+  return st;
+}
+
+}  // namespace hpc::op

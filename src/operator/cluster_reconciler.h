@@ -1,0 +1,60 @@
+// Reconciles a SlurmCluster: keys, volumes, slurm.conf and users, then the munge, controller,
+// REST API and login pods, in that order, each waiting for the one before to be ready.
+// Status conditions (computed from pod and Slurm state):
+//   Ready       True when every component pod is ready and slurmctld answers through slurmrestd.
+//   Progressing True while a component is being created or has not become ready yet.
+//   Degraded    True when a component has restarted and is not ready, or Slurm does not answer
+//               while its pods run.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "operator/builders.h"
+#include "runtime/pod_runtime.h"
+#include "slurm/slurm_client.h"
+
+namespace hpc::op {
+
+class ClusterReconciler {
+ public:
+  using ReaderFactory = std::function<std::unique_ptr<slurm::SlurmReader>(const std::string& host, int port)>;
+
+  ClusterReconciler(runtime::PodRuntime* rt, BuildInputs inputs, ReaderFactory readers, slurm::SlurmControl* control)
+      : rt_(rt), in_(std::move(inputs)), readers_(std::move(readers)), control_(control) {}
+
+  /** Converges the cluster's objects and returns its new status (previous status in `c`). */
+  api::SlurmClusterStatus Reconcile(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+
+  /** The Slurm reader of the last reconcile, when the REST API pod was ready; else null. */
+  slurm::SlurmReader* reader() const { return reader_.get(); }
+  bool controller_ready() const { return controller_ready_; }
+
+ private:
+  struct Step {
+    std::string name;
+    std::function<Status()> fn;
+    // Later steps depend on this one (e.g. pods need the keys and config it writes).
+    bool stop_on_error;
+  };
+  Status EnsureSecrets(const api::SlurmCluster& c);
+  Status EnsureVolumes(const api::SlurmCluster& c);
+  Status EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+  // Creates the pod (replacing it when its spec changed) and waits for it to be ready.
+  Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st);
+
+  runtime::PodRuntime* rt_;
+  BuildInputs in_;
+  ReaderFactory readers_;
+  slurm::SlurmControl* control_;
+  std::unique_ptr<slurm::SlurmReader> reader_;
+  std::string reader_endpoint_;
+  bool controller_ready_ = false;
+  bool degraded_ = false;
+  std::string applied_slurm_conf_;
+};
+
+}  // namespace hpc::op

@@ -1,0 +1,191 @@
+#include "operator/daemon.h"
+
+#include <pwd.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <set>
+#include <thread>
+
+#include <spdlog/spdlog.h>
+
+#include "common/files.h"
+#include "common/jwt.h"
+#include "common/log.h"
+#include "operator/cluster_reconciler.h"
+#include "operator/nodeset_reconciler.h"
+#include "operator/store.h"
+#include "slurm/rest_client.h"
+#include "slurm/slurm_control.h"
+
+namespace hpc::op {
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnStop(int) { g_stop = true; }
+
+Result<Account> LookupAccount(const char* name) {
+  struct passwd* pw = ::getpwnam(name);
+  if (!pw) return Status::Errorf("system user \"{}\" does not exist (is its package installed?)", name);
+  return Account{pw->pw_uid, pw->pw_gid};
+}
+
+// A JWT for SlurmUser, renewed well before it expires.
+class TokenSource {
+ public:
+  explicit TokenSource(runtime::PodRuntime* rt) : rt_(rt) {}
+  std::string Get() {
+    int64_t now = jwt::UnixNow();
+    if (token_.empty() || expires_ - now < 600) {
+      auto secret = rt_->GetSecret(kSecretJwt);
+      if (!secret.ok() || !*secret) return "";
+      const std::string& key = (*secret)->data.at("jwt_hs256.key");
+      expires_ = now + 3600;
+      token_ = jwt::Sign({"slurm", now, expires_}, key);
+    }
+    return token_;
+  }
+
+ private:
+  runtime::PodRuntime* rt_;
+  std::string token_;
+  int64_t expires_ = 0;
+};
+
+}  // namespace
+
+pid_t RunningDaemon(const ClusterPaths& p) {
+  auto text = files::Read(p.PidFile());
+  if (!text.ok()) return 0;
+  pid_t pid = 0;
+  uint64_t start = 0;
+  if (std::sscanf(text->c_str(), "%d %lu", &pid, &start) != 2) return 0;
+  return runtime::local::ProcessStartTime(pid) == start && start != 0 ? pid : 0;
+}
+
+Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenLocalRuntime(const ClusterPaths& p,
+                                                                        const std::string& subnet,
+                                                                        const std::string& self_exe, bool supervise) {
+  runtime::local::LocalRuntime::Options o;
+  o.dir = p.RuntimeDir();
+  o.cluster_key = p.NetworkKey();
+  o.subnet = subnet;
+  o.self_exe = self_exe;
+  o.supervise = supervise;
+  return runtime::local::LocalRuntime::Create(o);
+}
+
+Result<BuildInputs> HostBuildInputs() {
+  BuildInputs in;
+  ASSIGN_OR_RETURN(in.slurm, LookupAccount("slurm"));
+  ASSIGN_OR_RETURN(in.munge, LookupAccount("munge"));
+  ASSIGN_OR_RETURN(in.nobody, LookupAccount("nobody"));
+  ASSIGN_OR_RETURN(in.host_passwd, files::Read("/etc/passwd"));
+  ASSIGN_OR_RETURN(in.host_group, files::Read("/etc/group"));
+  return in;
+}
+
+int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
+  log::InitFile(p.LogFile(), false);
+  Store store(p.Dir());
+  auto cluster = store.LoadCluster();
+  if (!cluster.ok()) {
+    spdlog::error("{}", cluster.status().message());
+    return 1;
+  }
+  auto inputs = HostBuildInputs();
+  if (!inputs.ok()) {
+    spdlog::error("{}", inputs.status().message());
+    return 1;
+  }
+  auto rt_or = OpenLocalRuntime(p, cluster->spec.subnet, self_exe, true);
+  if (!rt_or.ok()) {
+    spdlog::error("{}", rt_or.status().message());
+    return 1;
+  }
+  auto rt = std::move(rt_or).value();
+  if (RunningDaemon(p) != 0) {
+    spdlog::error("another daemon already runs for cluster {}", p.name);
+    return 1;
+  }
+  {
+    std::string pid_line = fmt::format("{} {}\n", ::getpid(), runtime::local::ProcessStartTime(::getpid()));
+    Status s = files::WriteAtomic(p.PidFile(), pid_line);
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      return 1;
+    }
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnStop;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  spdlog::info("daemon for cluster {} started (pid {})", p.name, ::getpid());
+  // Status left by an earlier daemon may describe pods that are gone; compute it afresh.
+  (void)files::RemoveAll(p.Dir() + "/status");
+
+  TokenSource tokens(rt.get());
+  slurm::ScontrolInPod control(rt.get(), ControllerPodName(*cluster));
+  ClusterReconciler cluster_rec(
+      rt.get(), *inputs,
+      [&tokens](const std::string& host, int port) {
+        return std::make_unique<slurm::RestClient>(host, port, "slurm", [&tokens] { return tokens.Get(); });
+      },
+      &control);
+  NodeSetReconciler nodeset_rec(rt.get(), *inputs, &control);
+
+  using Clock = std::chrono::steady_clock;
+  auto next_reconcile = Clock::now();
+  while (!g_stop) {
+    rt->Supervise();
+    if (Clock::now() >= next_reconcile) {
+      bool converged = true;
+      auto c = store.LoadCluster();
+      auto nodesets = store.LoadNodeSets();
+      if (!c.ok() || !nodesets.ok()) {
+        spdlog::error("store: {}", !c.ok() ? c.status().message() : nodesets.status().message());
+      } else {
+        api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, *nodesets);
+        (void)store.SaveClusterStatus(cst);
+        converged = cst.components.size() >= 3 && cst.components.count("restapi") &&
+                    cst.components.at("restapi") == "Ready";
+        std::set<std::string> known;
+        for (const auto& ns : *nodesets) {
+          known.insert(ns.metadata.name);
+          if (!cluster_rec.controller_ready()) continue;
+          int desired = DesiredFromSpec(*c, ns);
+          api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, desired, cluster_rec.reader());
+          (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
+          if (nst.replicas != desired || nst.ready != desired) converged = false;
+        }
+        // Workers of nodesets that were deleted from the store.
+        auto pods = rt->ListPods({{kLabelComponent, "worker"}});
+        if (pods.ok() && cluster_rec.controller_ready()) {
+          std::set<std::string> orphaned;
+          for (const auto& pod : *pods) {
+            auto it = pod.labels.find(kLabelNodeSet);
+            if (it != pod.labels.end() && !known.count(it->second)) orphaned.insert(it->second);
+          }
+          for (const auto& name : orphaned) {
+            api::NodeSet gone;
+            gone.metadata.name = name;
+            (void)nodeset_rec.RemoveNodeSet(*c, gone, cluster_rec.reader());
+          }
+        }
+      }
+      // Tight while converging (start-up, scaling), relaxed once steady.
+      next_reconcile = Clock::now() + (converged ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(200));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  spdlog::info("stopping: removing pods and network of cluster {}", p.name);
+  Status s = rt->Teardown();
+  if (!s.ok()) spdlog::error("teardown: {}", s.message());
+  ::unlink(p.PidFile().c_str());
+  spdlog::info("daemon stopped");
+  return s.ok() ? 0 : 1;
+}
+
+}  // namespace hpc::op

@@ -1,0 +1,41 @@
+// Reconciles one NodeSet: worker pods as Slurm dynamic nodes carrying the nodeset's feature,
+// scaled to the desired count with PlanScale's rules (drain first, delete only drained idle
+// workers, never touch admin drains, do nothing destructive without a view of Slurm).
+// Status conditions:
+//   Ready     True when the desired number of workers are registered and usable in Slurm.
+//   Scaling   True while workers are being added, drained or removed.
+//   SlurmVisible False when Slurm could not be asked; scale-down waits until it can.
+#pragma once
+
+#include <string>
+
+#include "api/types.h"
+#include "operator/builders.h"
+#include "runtime/pod_runtime.h"
+#include "slurm/slurm_client.h"
+
+namespace hpc::op {
+
+class NodeSetReconciler {
+ public:
+  NodeSetReconciler(runtime::PodRuntime* rt, BuildInputs inputs, slurm::SlurmControl* control)
+      : rt_(rt), in_(std::move(inputs)), control_(control) {}
+
+  // `desired` is the count to converge to (spec.replicas clamped, or the autoscaler's answer);
+  // `reader` is null when slurmrestd is not available.
+  api::NodeSetStatus Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns, int desired,
+                               slurm::SlurmReader* reader);
+
+  // Removes every worker of a nodeset that no longer exists, with the same safety rules.
+  Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
+
+ private:
+  runtime::PodRuntime* rt_;
+  BuildInputs in_;
+  slurm::SlurmControl* control_;
+};
+
+// Desired workers from the spec: spec.replicas (or minReplicas) clamped to min..max.
+int DesiredFromSpec(const api::SlurmCluster& c, const api::NodeSet& ns);
+
+}  // namespace hpc::op

@@ -1,0 +1,36 @@
+// The scaling plan for one nodeset: which workers to create, resume, drain and remove to reach
+// the desired count without ever touching a running job. Pure, so every rule is unit-tested.
+//
+// Rules:
+//  - Only registered, undrained, non-admin workers are drain candidates; idle ones go first,
+//    then the highest ordinals. A drain carries the "hpcplane:" prefix.
+//  - A worker is removed only when Slurm shows it drained by hpcplane and not busy.
+//  - Drains without the prefix belong to admins: never resumed, never removed.
+//  - Without a view of Slurm nothing is drained or removed (fail closed).
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace hpc::op {
+
+struct WorkerView {
+  std::string pod;
+  int ordinal = 0;
+  bool registered = false;   // Slurm knows the node
+  bool busy = false;         // has allocated CPUs or is completing a job
+  bool drain_ours = false;   // drained with the hpcplane: prefix
+  bool drain_admin = false;  // drained by someone else
+};
+
+struct ScalePlan {
+  std::vector<int> create;           // ordinals of new workers
+  std::vector<std::string> resume;   // our drains to undo, scale-up reuses them
+  std::vector<std::string> drain;
+  std::vector<std::string> remove;   // delete pod, then delete the node from Slurm
+  std::string decision;              // human-readable summary; empty when nothing changes
+};
+
+ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, bool slurm_visible);
+
+}  // namespace hpc::op

@@ -1,0 +1,37 @@
+// The operator's resource store for one cluster: desired specs written by the CLI (apply, up,
+// scale) and status written by the operator, as files under the cluster's directory. Specs
+// and status are separate files so the two writers never overwrite each other.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "common/result.h"
+
+namespace hpc::op {
+
+class Store {
+ public:
+  explicit Store(std::string cluster_dir) : dir_(std::move(cluster_dir)) {}
+
+  const std::string& dir() const { return dir_; }
+  bool HasCluster() const;
+  // Spec and the last written status.
+  Result<api::SlurmCluster> LoadCluster() const;
+  Result<std::vector<api::NodeSet>> LoadNodeSets() const;
+  Result<api::NodeSet> LoadNodeSet(const std::string& name) const;
+
+  // Writes the spec; bumps metadata.generation when the spec differs from the stored one.
+  Status SaveCluster(api::SlurmCluster c) const;
+  Status SaveNodeSet(api::NodeSet n) const;
+  Status DeleteNodeSet(const std::string& name) const;
+
+  Status SaveClusterStatus(const api::SlurmClusterStatus& s) const;
+  Status SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const;
+
+ private:
+  std::string dir_;
+};
+
+}  // namespace hpc::op

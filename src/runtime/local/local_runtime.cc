@@ -1,0 +1,652 @@
+#include "runtime/local/local_runtime.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <deque>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/files.h"
+#include "runtime/local/pod_init.h"
+
+namespace hpc::runtime {
+const char* PodPhaseName(PodPhase p) {
+  switch (p) {
+    case PodPhase::kPending: return "Pending";
+    case PodPhase::kRunning: return "Running";
+    case PodPhase::kSucceeded: return "Succeeded";
+    case PodPhase::kFailed: return "Failed";
+  }
+  return "Unknown";
+}
+}  // namespace hpc::runtime
+
+namespace hpc::runtime::local {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+
+uint64_t ProcessStartTime(pid_t pid) {
+  if (pid <= 0) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  if (!std::getline(in, s)) return 0;
+  auto close = s.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(s.substr(close + 2));
+  std::string field;
+  // Fields after the command name start at 3 (state); starttime is field 22.
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    if (i == 3 && field == "Z") return 0;  // a zombie is gone for our purposes
+    if (i == 22) return std::stoull(field);
+  }
+  return 0;
+}
+
+struct LocalRuntime::PodState {
+  pid_t pid = 0;
+  uint64_t pid_start = 0;
+  std::string ip;
+  int restarts = 0;
+  int consecutive_failures = 0;
+  bool ready = false;
+  bool stopped = false;  // finished and not to be restarted (policy)
+  int last_exit = -1;
+  int64_t started_at = 0;
+  int64_t next_start_ms = 0;  // steady-clock ms; restart not before
+  int64_t next_probe_ms = 0;
+  std::string message;
+
+  bool Alive() const { return pid > 0 && ProcessStartTime(pid) == pid_start && pid_start != 0; }
+};
+
+namespace {
+
+int64_t NowMs() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
+}
+int64_t UnixNow() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+json MountJson(const Mount& m) {
+  return {{"source", static_cast<int>(m.source)}, {"name", m.name}, {"mountPath", m.mount_path},
+          {"subPath", m.sub_path}, {"readOnly", m.read_only}};
+}
+
+json SpecJson(const PodSpec& s) {
+  json mounts = json::array();
+  for (const auto& m : s.mounts) mounts.push_back(MountJson(m));
+  return {{"name", s.name},           {"labels", s.labels},
+          {"command", s.command},     {"env", s.env},
+          {"uid", s.uid},             {"gid", s.gid},
+          {"workingDir", s.working_dir}, {"mounts", mounts},
+          {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
+          {"restartPolicy", static_cast<int>(s.restart_policy)}};
+}
+
+Result<PodSpec> SpecFromJson(const json& j) {
+  try {
+    PodSpec s;
+    s.name = j.at("name");
+    s.labels = j.at("labels").get<std::map<std::string, std::string>>();
+    s.command = j.at("command").get<std::vector<std::string>>();
+    s.env = j.at("env").get<std::map<std::string, std::string>>();
+    s.uid = j.at("uid");
+    s.gid = j.at("gid");
+    s.working_dir = j.at("workingDir");
+    for (const auto& m : j.at("mounts")) {
+      s.mounts.push_back({static_cast<MountSource>(m.at("source").get<int>()), m.at("name"), m.at("mountPath"),
+                          m.at("subPath"), m.at("readOnly")});
+    }
+    s.readiness.tcp_port = j.at("readiness").at("tcpPort");
+    s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
+    s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
+    return s;
+  } catch (const json::exception& e) {
+    return Status::Errorf("pod spec: {}", e.what());
+  }
+}
+
+bool TcpConnects(const std::string& ip, int port, int timeout_ms) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
+  bool ok = false;
+  int rc = ::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
+  if (rc == 0) {
+    ok = true;
+  } else if (errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    if (::poll(&p, 1, timeout_ms) == 1) {
+      int err = 0;
+      socklen_t len = sizeof err;
+      ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
+      ok = err == 0;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+bool IsValidName(const std::string& n) {
+  if (n.empty() || n.size() > 63 || n[0] == '.') return false;
+  for (char c : n) {
+    if (!(isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_' || c == '.')) return false;
+  }
+  return true;
+}
+
+Status WriteDataDir(const std::string& dir, const std::map<std::string, std::string>& data, mode_t dir_mode,
+                    mode_t file_mode, uid_t uid, gid_t gid) {
+  RETURN_IF_ERROR(files::MakeDirs(dir, dir_mode));
+  ::chown(dir.c_str(), uid, gid);
+  for (const auto& [key, value] : data) {
+    if (!IsValidName(key)) return Status::Errorf("{}: invalid key \"{}\"", dir, key);
+    std::string path = dir + "/" + key;
+    // Rewritten in place when it exists: pods bind-mount single files of config maps.
+    if (files::Exists(path)) {
+      auto old = files::Read(path);
+      if (old.ok() && *old == value) continue;
+      RETURN_IF_ERROR(files::WriteInPlace(path, value, file_mode));
+      ::chown(path.c_str(), uid, gid);
+    } else {
+      RETURN_IF_ERROR(files::WriteAtomic(path, value, file_mode, uid, gid));
+    }
+  }
+  for (const auto& existing : files::ListDir(dir)) {
+    if (!data.count(existing)) ::unlink((dir + "/" + existing).c_str());
+  }
+  return Status::Ok();
+}
+
+Result<std::map<std::string, std::string>> ReadDataDir(const std::string& dir) {
+  std::map<std::string, std::string> data;
+  for (const auto& key : files::ListDir(dir)) {
+    ASSIGN_OR_RETURN(data[key], files::Read(dir + "/" + key));
+  }
+  return data;
+}
+
+}  // namespace
+
+Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options) {
+  ASSIGN_OR_RETURN(Subnet subnet, ParseSubnet(options.subnet));
+  for (const char* sub : {"/configmaps", "/secrets", "/volumes", "/pods"}) {
+    RETURN_IF_ERROR(files::MakeDirs(options.dir + sub, std::string(sub) == "/secrets" ? 0700 : 0755));
+  }
+  Network net(NamesFor(options.cluster_key), subnet);
+  std::unique_ptr<LocalRuntime> rt(new LocalRuntime(std::move(options), std::move(net)));
+  RETURN_IF_ERROR(rt->UpdateHosts());
+  RETURN_IF_ERROR(files::WriteAtomic(rt->opts_.dir + "/resolv.conf", "# pods resolve names from /etc/hosts only\noptions timeout:1 attempts:1\n"));
+  return rt;
+}
+
+// ---- config maps, secrets, volumes ----
+
+Status LocalRuntime::ApplyConfigMap(const ConfigMap& cm) {
+  if (!IsValidName(cm.name)) return Status::Errorf("config map name \"{}\" is invalid", cm.name);
+  return WriteDataDir(opts_.dir + "/configmaps/" + cm.name, cm.data, 0755, 0644, 0, 0);
+}
+
+Result<std::optional<ConfigMap>> LocalRuntime::GetConfigMap(const std::string& name) {
+  std::string dir = opts_.dir + "/configmaps/" + name;
+  if (!files::Exists(dir)) return std::optional<ConfigMap>();
+  ASSIGN_OR_RETURN(auto data, ReadDataDir(dir));
+  return std::optional<ConfigMap>(ConfigMap{name, std::move(data)});
+}
+
+Status LocalRuntime::DeleteConfigMap(const std::string& name) {
+  return files::RemoveAll(opts_.dir + "/configmaps/" + name);
+}
+
+Status LocalRuntime::ApplySecret(const Secret& s) {
+  if (!IsValidName(s.name)) return Status::Errorf("secret name \"{}\" is invalid", s.name);
+  return WriteDataDir(opts_.dir + "/secrets/" + s.name, s.data, 0700, 0600, static_cast<uid_t>(s.owner_uid),
+                      static_cast<gid_t>(s.owner_gid));
+}
+
+Result<std::optional<Secret>> LocalRuntime::GetSecret(const std::string& name) {
+  std::string dir = opts_.dir + "/secrets/" + name;
+  if (!files::Exists(dir)) return std::optional<Secret>();
+  ASSIGN_OR_RETURN(auto data, ReadDataDir(dir));
+  struct stat st {};
+  ::stat(dir.c_str(), &st);
+  return std::optional<Secret>(Secret{name, std::move(data), st.st_uid, st.st_gid});
+}
+
+Status LocalRuntime::DeleteSecret(const std::string& name) { return files::RemoveAll(opts_.dir + "/secrets/" + name); }
+
+Status LocalRuntime::EnsureVolume(const std::string& name, int64_t uid, int64_t gid, uint32_t mode) {
+  if (!IsValidName(name)) return Status::Errorf("volume name \"{}\" is invalid", name);
+  std::string dir = VolumePath(name);
+  bool existed = files::Exists(dir);
+  RETURN_IF_ERROR(files::MakeDirs(dir, mode));
+  if (!existed) {
+    ::chown(dir.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid));
+    ::chmod(dir.c_str(), mode);
+  }
+  return Status::Ok();
+}
+
+// ---- pod state ----
+
+Result<LocalRuntime::PodState> LocalRuntime::LoadState(const std::string& pod) const {
+  ASSIGN_OR_RETURN(std::string text, files::Read(PodDir(pod) + "/state.json"));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded()) return Status::Errorf("pod {}: corrupt state.json", pod);
+  PodState st;
+  st.pid = j.value("pid", 0);
+  st.pid_start = j.value("pidStart", uint64_t{0});
+  st.ip = j.value("ip", "");
+  st.restarts = j.value("restarts", 0);
+  st.consecutive_failures = j.value("consecutiveFailures", 0);
+  st.ready = j.value("ready", false);
+  st.stopped = j.value("stopped", false);
+  st.last_exit = j.value("lastExit", -1);
+  st.started_at = j.value("startedAt", int64_t{0});
+  st.message = j.value("message", "");
+  return st;
+}
+
+Status LocalRuntime::SaveState(const std::string& pod, const PodState& st) const {
+  json j = {{"pid", st.pid},         {"pidStart", st.pid_start}, {"ip", st.ip},
+            {"restarts", st.restarts}, {"consecutiveFailures", st.consecutive_failures},
+            {"ready", st.ready},     {"stopped", st.stopped},   {"lastExit", st.last_exit},
+            {"startedAt", st.started_at}, {"message", st.message}};
+  return files::WriteAtomic(PodDir(pod) + "/state.json", j.dump());
+}
+
+Result<std::optional<PodSpec>> LocalRuntime::GetPodSpec(const std::string& name) {
+  std::string path = PodDir(name) + "/spec.json";
+  if (!files::Exists(path)) return std::optional<PodSpec>();
+  ASSIGN_OR_RETURN(std::string text, files::Read(path));
+  ASSIGN_OR_RETURN(PodSpec spec, SpecFromJson(json::parse(text, nullptr, false)));
+  return std::optional<PodSpec>(std::move(spec));
+}
+
+Result<std::string> LocalRuntime::ResolveMountSource(const PodSpec& spec, const Mount& m) {
+  std::string base;
+  switch (m.source) {
+    case MountSource::kConfigMap: base = opts_.dir + "/configmaps/" + m.name; break;
+    case MountSource::kSecret: base = opts_.dir + "/secrets/" + m.name; break;
+    case MountSource::kVolume: base = VolumePath(m.name); break;
+    case MountSource::kEmptyDir: {
+      base = PodDir(spec.name) + "/empty/" + m.name;
+      if (!files::Exists(base)) {
+        RETURN_IF_ERROR(files::MakeDirs(base, 0755));
+        ::chown(base.c_str(), static_cast<uid_t>(spec.uid), static_cast<gid_t>(spec.gid));
+      }
+      break;
+    }
+    case MountSource::kHostPath: base = m.name; break;
+  }
+  std::string path = m.sub_path.empty() ? base : base + "/" + m.sub_path;
+  if (!files::Exists(path)) {
+    return Status::Errorf("pod {}: mount {}: source {} does not exist", spec.name, m.mount_path, path);
+  }
+  return path;
+}
+
+// ---- pods ----
+
+Status LocalRuntime::CreatePod(const PodSpec& spec) {
+  if (!IsValidName(spec.name)) return Status::Errorf("pod name \"{}\" is invalid", spec.name);
+  if (spec.command.empty()) return Status::Errorf("pod {}: command is empty", spec.name);
+  ASSIGN_OR_RETURN(auto existing, GetPodSpec(spec.name));
+  if (existing) {
+    if (SpecJson(*existing) != SpecJson(spec)) {
+      return Status::Errorf("pod {} exists with a different spec; delete it first", spec.name);
+    }
+    return Status::Ok();
+  }
+  if (!opts_.supervise) return Status::Errorf("pod {}: only the hpcplane daemon starts pods", spec.name);
+  RETURN_IF_ERROR(files::MakeDirs(PodDir(spec.name)));
+  // Allocate an address not held by any other pod of this cluster.
+  std::vector<int> taken;
+  for (const auto& other : files::ListDir(opts_.dir + "/pods")) {
+    auto st = LoadState(other);
+    if (st.ok() && !st->ip.empty()) taken.push_back(std::stoi(st->ip.substr(st->ip.rfind('.') + 1)));
+  }
+  ASSIGN_OR_RETURN(int host, AllocateHost(taken));
+  PodState st;
+  st.ip = network_.subnet().Address(host);
+  RETURN_IF_ERROR(SaveState(spec.name, st));
+  RETURN_IF_ERROR(files::WriteAtomic(PodDir(spec.name) + "/spec.json", SpecJson(spec).dump(2)));
+  RETURN_IF_ERROR(UpdateHosts());
+  Status started = StartPod(spec, &st);
+  RETURN_IF_ERROR(SaveState(spec.name, st));
+  return started;
+}
+
+Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
+  RETURN_IF_ERROR(network_.EnsureBridge());
+  RETURN_IF_ERROR(network_.EnsurePod(spec.name, st->ip));
+  LaunchPlan plan;
+  plan.hostname = spec.name;
+  plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
+  for (const auto& m : spec.mounts) {
+    auto src = ResolveMountSource(spec, m);
+    if (!src.ok()) {
+      st->message = src.status().message();
+      return src.status();
+    }
+    plan.mounts.push_back({*src, m.mount_path, m.read_only});
+  }
+  // Name resolution between pods, as cluster DNS gives on Kubernetes.
+  plan.mounts.push_back({opts_.dir + "/hosts", "/etc/hosts", true});
+  // Pods have no route to the host's name servers; an empty resolver config makes lookups of
+  // unknown names fail at once instead of after DNS timeouts (slurmrestd resolves every peer).
+  plan.mounts.push_back({opts_.dir + "/resolv.conf", "/etc/resolv.conf", true});
+  plan.command = spec.command;
+  plan.env = {"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOSTNAME=" + spec.name,
+              "HOME=/tmp"};
+  for (const auto& [k, v] : spec.env) plan.env.push_back(k + "=" + v);
+  plan.uid = spec.uid;
+  plan.gid = spec.gid;
+  plan.working_dir = spec.working_dir;
+  const std::string plan_path = PodDir(spec.name) + "/launch.json";
+  RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(plan).dump(2), 0600));
+
+  int log_fd = ::open((PodDir(spec.name) + "/log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (log_fd < 0) return Status::Errorf("pod {}: open log: {}", spec.name, std::strerror(errno));
+  int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+  struct Args {
+    int log_fd, null_fd;
+    const char* exe;
+    const char* plan;
+  } args{log_fd, null_fd, opts_.self_exe.c_str(), plan_path.c_str()};
+  // Only async-signal-safe calls happen between clone and exec.
+  auto child_fn = [](void* p) -> int {
+    auto* a = static_cast<Args*>(p);
+    sigset_t none;
+    sigemptyset(&none);
+    sigprocmask(SIG_SETMASK, &none, nullptr);
+    ::dup2(a->null_fd, 0);
+    ::dup2(a->log_fd, 1);
+    ::dup2(a->log_fd, 2);
+    char* const argv[] = {const_cast<char*>("hpcplane"), const_cast<char*>("__pod-init"),
+                          const_cast<char*>(a->plan), nullptr};
+    ::execv(a->exe, argv);
+    _exit(127);
+  };
+  constexpr size_t kStack = 64 * 1024;
+  std::vector<char> stack(kStack);
+  pid_t pid = ::clone(+child_fn, stack.data() + kStack, CLONE_NEWPID | CLONE_NEWNS | CLONE_NEWUTS | SIGCHLD, &args);
+  int err = errno;
+  ::close(log_fd);
+  ::close(null_fd);
+  if (pid < 0) {
+    st->message = fmt::format("clone: {}", std::strerror(err));
+    return Status::Errorf("pod {}: {}", spec.name, st->message);
+  }
+  st->pid = pid;
+  st->pid_start = ProcessStartTime(pid);
+  st->started_at = UnixNow();
+  st->ready = false;
+  st->stopped = false;
+  st->message.clear();
+  st->next_probe_ms = 0;
+  spdlog::info("pod {} started (pid {}, ip {})", spec.name, pid, st->ip);
+  return Status::Ok();
+}
+
+Status LocalRuntime::StopProcess(PodState* st) {
+  if (!st->Alive()) return Status::Ok();
+  ::kill(st->pid, SIGTERM);
+  auto deadline = Clock::now() + opts_.stop_grace;
+  while (Clock::now() < deadline) {
+    int status;
+    if (::waitpid(st->pid, &status, WNOHANG) == st->pid || !st->Alive()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  if (st->Alive()) {
+    ::kill(st->pid, SIGKILL);  // as PID 1 of the pod, its death ends every process in it
+    for (int i = 0; i < 250 && st->Alive(); ++i) {
+      int status;
+      ::waitpid(st->pid, &status, WNOHANG);
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+  }
+  int status;
+  ::waitpid(st->pid, &status, WNOHANG);
+  if (st->Alive()) return Status::Errorf("process {} did not stop", st->pid);
+  return Status::Ok();
+}
+
+Status LocalRuntime::DeletePod(const std::string& name) {
+  if (!files::Exists(PodDir(name))) return network_.DeletePod(name);
+  auto st = LoadState(name);
+  if (st.ok()) RETURN_IF_ERROR(StopProcess(&*st).WithContext("pod " + name));
+  RETURN_IF_ERROR(network_.DeletePod(name));
+  spdlog::info("pod {} deleted", name);
+  RETURN_IF_ERROR(files::RemoveAll(PodDir(name)));
+  return UpdateHosts();
+}
+
+Status LocalRuntime::UpdateHosts() {
+  std::string text = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
+                     network_.subnet().Gateway() + "\thpcplane-host\n";
+  for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
+    auto st = LoadState(name);
+    if (st.ok() && !st->ip.empty()) text += st->ip + "\t" + name + "\n";
+  }
+  // In place: running pods have this file bind-mounted.
+  auto old = files::Read(opts_.dir + "/hosts");
+  if (old.ok() && *old == text) return Status::Ok();
+  return files::WriteInPlace(opts_.dir + "/hosts", text, 0644);
+}
+
+Result<std::vector<PodStatus>> LocalRuntime::ListPods(const std::map<std::string, std::string>& selector) {
+  std::vector<PodStatus> out;
+  for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
+    auto spec = GetPodSpec(name);
+    if (!spec.ok() || !*spec) continue;
+    bool match = true;
+    for (const auto& [k, v] : selector) {
+      auto it = (*spec)->labels.find(k);
+      if (it == (*spec)->labels.end() || it->second != v) match = false;
+    }
+    if (!match) continue;
+    auto st = LoadState(name);
+    if (!st.ok()) continue;
+    PodStatus ps;
+    ps.name = name;
+    ps.labels = (*spec)->labels;
+    ps.ip = st->ip;
+    ps.restarts = st->restarts;
+    ps.started_at = st->started_at;
+    ps.message = st->message;
+    if (st->Alive()) {
+      ps.phase = PodPhase::kRunning;
+      ps.ready = st->ready;
+    } else if (st->stopped) {
+      ps.phase = st->last_exit == 0 ? PodPhase::kSucceeded : PodPhase::kFailed;
+    } else {
+      ps.phase = PodPhase::kPending;
+    }
+    out.push_back(std::move(ps));
+  }
+  return out;
+}
+
+bool LocalRuntime::ProbeReady(const PodSpec& spec, const PodState& st) {
+  if (spec.readiness.tcp_port > 0) return TcpConnects(st.ip, spec.readiness.tcp_port, 200);
+  if (!spec.readiness.command.empty()) {
+    ExecOptions o;
+    o.argv = spec.readiness.command;
+    o.timeout = std::chrono::milliseconds(3000);
+    auto r = Exec(spec.name, o);
+    return r.ok() && r->exit_code == 0;
+  }
+  return true;
+}
+
+void LocalRuntime::Supervise() {
+  // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
+  for (;;) {
+    int status = 0;
+    pid_t p = ::waitpid(-1, &status, WNOHANG);
+    if (p <= 0) break;
+    reaped_[p] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  const int64_t now = NowMs();
+  for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
+    auto spec = GetPodSpec(name);
+    auto st = LoadState(name);
+    if (!spec.ok() || !*spec || !st.ok()) continue;
+    PodState before = *st;
+    if (st->Alive()) {
+      if (now >= st->next_probe_ms) {
+        st->ready = ProbeReady(**spec, *st);
+        // Probe often until ready, then rarely: probes of a ready pod only catch wedges.
+        st->next_probe_ms = now + (st->ready ? 5000 : 100);
+        if (st->ready && UnixNow() - st->started_at > 10) st->consecutive_failures = 0;
+      }
+    } else if (!st->stopped) {
+      if (st->pid > 0) {
+        auto it = reaped_.find(st->pid);
+        st->last_exit = it != reaped_.end() ? it->second : -1;
+        if (it != reaped_.end()) reaped_.erase(it);
+        bool ran_long = UnixNow() - st->started_at > 10;
+        st->consecutive_failures = ran_long ? 1 : st->consecutive_failures + 1;
+        const auto policy = (*spec)->restart_policy;
+        bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
+        st->message = fmt::format("exited with status {}", st->last_exit);
+        st->pid = 0;
+        st->pid_start = 0;
+        st->ready = false;
+        if (!restart) {
+          st->stopped = true;
+        } else {
+          // Exponential backoff from 200 ms, capped at 10 s.
+          int64_t delay = std::min<int64_t>(10000, 200LL << std::min(st->consecutive_failures - 1, 6));
+          st->next_start_ms = now + delay;
+          spdlog::warn("pod {} {}; restarting in {} ms", name, st->message, delay);
+        }
+      }
+      if (!st->stopped && now >= st->next_start_ms) {
+        if (before.pid == 0 && before.started_at > 0) ++st->restarts;
+        Status s = StartPod(**spec, &*st);
+        if (!s.ok()) {
+          spdlog::error("{}", s.message());
+          st->next_start_ms = now + 2000;
+        }
+      }
+    }
+    if (st->pid != before.pid || st->ready != before.ready || st->stopped != before.stopped ||
+        st->message != before.message || st->restarts != before.restarts) {
+      (void)SaveState(name, *st);
+    }
+  }
+}
+
+Status LocalRuntime::Teardown() {
+  Status first;
+  // TERM everything first so pods stop in parallel, then collect.
+  auto names = files::ListDir(opts_.dir + "/pods");
+  for (const auto& name : names) {
+    auto st = LoadState(name);
+    if (st.ok() && st->Alive()) ::kill(st->pid, SIGTERM);
+  }
+  for (const auto& name : names) {
+    Status s = DeletePod(name);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  Status s = network_.DeleteAll();
+  if (!s.ok() && first.ok()) first = s;
+  return first;
+}
+
+// ---- exec and logs ----
+
+Result<std::vector<std::string>> LocalRuntime::ExecArgv(const std::string& pod, const ExecOptions& opts) {
+  auto loaded = LoadState(pod);
+  if (!loaded.ok()) return Status::Errorf("pod {} not found", pod);
+  const PodState& st = *loaded;
+  if (!st.Alive()) return Status::Errorf("pod {} is not running", pod);
+  if (opts.argv.empty()) return Status::Error("exec: no command given");
+  std::vector<std::string> argv = {"nsenter", "--target", std::to_string(st.pid), "--net", "--uts",
+                                   "--mount", "--pid", "--root", "--wd=" + (opts.working_dir.empty() ? std::string("/") : opts.working_dir),
+                                   "--"};
+  if (opts.user != "root") {
+    // Every user has a private group named after it (see slurm-users).
+    argv.insert(argv.end(), {"setpriv", "--reuid=" + opts.user, "--regid=" + opts.user, "--init-groups", "--"});
+  }
+  argv.insert(argv.end(), {"env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "USER=" + opts.user,
+                           "LOGNAME=" + opts.user, "HOSTNAME=" + pod});
+  bool has_home = opts.env.count("HOME") > 0;
+  if (!has_home) argv.push_back(opts.user == "root" ? "HOME=/root" : "HOME=/tmp");
+  for (const auto& [k, v] : opts.env) argv.push_back(k + "=" + v);
+  argv.insert(argv.end(), opts.argv.begin(), opts.argv.end());
+  return argv;
+}
+
+Result<ProcessResult> LocalRuntime::Exec(const std::string& pod, const ExecOptions& opts) {
+  ASSIGN_OR_RETURN(auto argv, ExecArgv(pod, opts));
+  RunOptions ro;
+  ro.timeout = opts.timeout;
+  ro.stdin_data = opts.stdin_data;
+  return RunProcess(argv, ro);
+}
+
+Result<int> LocalRuntime::ExecInteractive(const std::string& pod, const ExecOptions& opts) {
+  ASSIGN_OR_RETURN(auto argv, ExecArgv(pod, opts));
+  pid_t pid = ::fork();
+  if (pid < 0) return Status::Errorf("fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    std::vector<char*> args;
+    for (auto& a : argv) args.push_back(a.data());
+    args.push_back(nullptr);
+    ::execvp(args[0], args.data());
+    _exit(127);
+  }
+  // The terminal's signals reach the child directly; we only wait.
+  signal(SIGINT, SIG_IGN);
+  signal(SIGQUIT, SIG_IGN);
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+Result<std::string> LocalRuntime::Logs(const std::string& pod, size_t tail_lines) {
+  std::string path = PodDir(pod) + "/log";
+  if (!files::Exists(PodDir(pod))) return Status::Errorf("pod {} not found", pod);
+  if (!files::Exists(path)) return std::string();
+  ASSIGN_OR_RETURN(std::string text, files::Read(path));
+  if (tail_lines == 0) return text;
+  std::deque<std::string> lines;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    lines.push_back(line);
+    if (lines.size() > tail_lines) lines.pop_front();
+  }
+  std::string out;
+  for (const auto& l : lines) out += l + "\n";
+  return out;
+}
+
+}  // namespace hpc::runtime::local

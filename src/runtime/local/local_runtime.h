@@ -1,0 +1,81 @@
+// The local runtime: each pod is a supervised process tree in its own PID, mount, UTS and
+// network namespaces on a per-cluster bridge. Everything it creates is recorded under its
+// directory, so a later process (another CLI call, or the daemon after kill -9) can adopt
+// running pods or remove what is left.
+//
+// Layout of `dir`:
+//   configmaps/<name>/<key>   secrets/<name>/<key> (0700 dir, 0600 files)   volumes/<name>/
+//   pods/<name>/{spec.json,state.json,launch.json,log,empty/<vol>/}
+#pragma once
+
+#include <chrono>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "runtime/local/network.h"
+#include "runtime/pod_runtime.h"
+
+namespace hpc::runtime::local {
+
+class LocalRuntime : public PodRuntime {
+ public:
+  struct Options {
+    std::string dir;
+    std::string cluster_key;  // material for the network names (state dir + cluster name)
+    std::string subnet;       // a.b.c.0/24
+    std::string self_exe;     // the hpcplane binary, run as `__pod-init` in each pod
+    // Only the supervising process (the daemon) starts and restarts pods.
+    bool supervise = false;
+    std::chrono::milliseconds stop_grace{5000};
+  };
+  static Result<std::unique_ptr<LocalRuntime>> Create(Options options);
+
+  Status ApplyConfigMap(const ConfigMap& cm) override;
+  Result<std::optional<ConfigMap>> GetConfigMap(const std::string& name) override;
+  Status DeleteConfigMap(const std::string& name) override;
+  Status ApplySecret(const Secret& secret) override;
+  Result<std::optional<Secret>> GetSecret(const std::string& name) override;
+  Status DeleteSecret(const std::string& name) override;
+  Status EnsureVolume(const std::string& name, int64_t owner_uid, int64_t owner_gid, uint32_t mode) override;
+  Status CreatePod(const PodSpec& spec) override;
+  Status DeletePod(const std::string& name) override;
+  Result<std::vector<PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override;
+  Result<std::optional<PodSpec>> GetPodSpec(const std::string& name) override;
+  Result<ProcessResult> Exec(const std::string& pod, const ExecOptions& opts) override;
+  Result<int> ExecInteractive(const std::string& pod, const ExecOptions& opts) override;
+  Result<std::string> Logs(const std::string& pod, size_t tail_lines) override;
+
+  /** One supervision pass: reap, restart with backoff, probe readiness. Daemon only. */
+  void Supervise();
+  /** Stops every pod and removes the network; configuration, secrets and volumes stay. */
+  Status Teardown();
+  /** Host path of a volume; for the CLI's own use (e.g. printing where output landed). */
+  std::string VolumePath(const std::string& name) const { return opts_.dir + "/volumes/" + name; }
+  const Network& network() const { return network_; }
+
+ private:
+  struct PodState;
+  LocalRuntime(Options opts, Network net) : opts_(std::move(opts)), network_(std::move(net)) {}
+
+  std::string PodDir(const std::string& pod) const { return opts_.dir + "/pods/" + pod; }
+  Result<PodState> LoadState(const std::string& pod) const;
+  Status SaveState(const std::string& pod, const PodState& st) const;
+  Status StartPod(const PodSpec& spec, PodState* st);
+  Status StopProcess(PodState* st);
+  // Rewrites the hosts file every pod mounts at /etc/hosts from the pods' addresses.
+  Status UpdateHosts();
+  Result<std::vector<std::string>> ExecArgv(const std::string& pod, const ExecOptions& opts);
+  bool ProbeReady(const PodSpec& spec, const PodState& st);
+  Result<std::string> ResolveMountSource(const PodSpec& spec, const Mount& m);
+
+  Options opts_;
+  Network network_;
+  std::map<pid_t, int> reaped_;  // exit statuses of our children, by pid
+};
+
+// Start time of a process in clock ticks since boot, or 0 when it does not exist. Together
+// with the PID it identifies one process, so a recycled PID is never mistaken for a pod.
+uint64_t ProcessStartTime(pid_t pid);
+
+}  // namespace hpc::runtime::local

@@ -1,0 +1,61 @@
+// Host networking for the local runtime: one Linux bridge per cluster with its own /24, and
+// one persistent network namespace per pod joined to it by a veth pair. Names are short
+// hashes so they fit IFNAMSIZ and two clusters never share one.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace hpc::runtime::local {
+
+// Parsed "a.b.c.0/24".
+struct Subnet {
+  std::string prefix;  // "a.b.c"
+  std::string Gateway() const { return prefix + ".1"; }
+  std::string Address(int host) const { return prefix + "." + std::to_string(host); }
+};
+Result<Subnet> ParseSubnet(const std::string& cidr);
+
+// Stable names for one cluster's network objects, derived from a cluster key.
+struct NetworkNames {
+  std::string key;  // 6 hex digits
+  std::string Bridge() const { return "hpb" + key; }
+  std::string NetnsPrefix() const { return "hpc-" + key + "-"; }
+  std::string Netns(const std::string& pod) const { return NetnsPrefix() + pod; }
+  std::string HostVethPrefix() const { return "hpv" + key; }
+  std::string HostVeth(const std::string& pod) const;
+};
+NetworkNames NamesFor(const std::string& cluster_key_material);
+
+// Lowest free host number in 2..254 not in `taken`, or an error when the subnet is full.
+Result<int> AllocateHost(const std::vector<int>& taken);
+
+class Network {
+ public:
+  Network(NetworkNames names, Subnet subnet) : names_(std::move(names)), subnet_(std::move(subnet)) {}
+
+  const NetworkNames& names() const { return names_; }
+  const Subnet& subnet() const { return subnet_; }
+
+  /** Creates the bridge with the gateway address, unless it exists. */
+  Status EnsureBridge();
+  /** Creates the pod's namespace and veth with `ip`, unless they exist. */
+  Status EnsurePod(const std::string& pod, const std::string& ip);
+  Status DeletePod(const std::string& pod);
+  /** Removes every namespace and link of this cluster, including ones a crash left behind. */
+  Status DeleteAll();
+
+  static std::string NetnsPath(const std::string& netns) { return "/run/netns/" + netns; }
+  /** Another cluster's bridge already holding this subnet's gateway address, if any. */
+  static Result<std::optional<std::string>> SubnetOwner(const Subnet& subnet);
+
+ private:
+  NetworkNames names_;
+  Subnet subnet_;
+};
+
+}  // namespace hpc::runtime::local

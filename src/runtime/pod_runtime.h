@@ -1,0 +1,127 @@
+// PodRuntime: the one seam between reconcilers and the world. Reconcilers describe pods,
+// config maps, secrets and volumes in runtime-neutral terms; a runtime realises them (local
+// namespaced processes today, Kubernetes objects later). Nothing above this interface may
+// depend on PIDs, host paths or namespaces.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "common/subprocess.h"
+
+namespace hpc::runtime {
+
+enum class MountSource { kConfigMap, kSecret, kVolume, kEmptyDir, kHostPath };
+
+struct Mount {
+  MountSource source = MountSource::kVolume;
+  std::string name;        // config map / secret / volume / emptyDir name, or the host path
+  std::string mount_path;  // absolute path inside the pod
+  std::string sub_path;    // one key / file of the source instead of all of it
+  bool read_only = false;
+  bool operator==(const Mount&) const = default;
+};
+
+// How the runtime decides a running pod is ready.
+struct Probe {
+  int tcp_port = 0;                  // ready once the port accepts connections, or
+  std::vector<std::string> command;  // ready once this command exits 0 inside the pod
+  bool operator==(const Probe&) const = default;
+};
+
+enum class RestartPolicy { kAlways, kOnFailure, kNever };
+
+struct PodSpec {
+  std::string name;  // also the pod's host name
+  std::map<std::string, std::string> labels;
+  std::vector<std::string> command;
+  std::map<std::string, std::string> env;
+  int64_t uid = 0;  // the main process's user; 0 only for daemons that drop privileges themselves
+  int64_t gid = 0;
+  std::string working_dir = "/";
+  std::vector<Mount> mounts;
+  Probe readiness;
+  RestartPolicy restart_policy = RestartPolicy::kAlways;
+  bool operator==(const PodSpec&) const = default;
+};
+
+enum class PodPhase { kPending, kRunning, kSucceeded, kFailed };
+const char* PodPhaseName(PodPhase p);
+
+struct PodStatus {
+  std::string name;
+  std::map<std::string, std::string> labels;
+  PodPhase phase = PodPhase::kPending;
+  bool ready = false;
+  std::string ip;
+  int restarts = 0;
+  int64_t started_at = 0;  // unix seconds of the current run
+  std::string message;     // why it is not running, when it is not
+};
+
+struct ConfigMap {
+  std::string name;
+  std::map<std::string, std::string> data;  // file name -> content
+};
+
+// Secret material. Files are mode 0600 (0400 with read_only_owner), owned by owner_uid.
+struct Secret {
+  std::string name;
+  std::map<std::string, std::string> data;
+  int64_t owner_uid = 0;
+  int64_t owner_gid = 0;
+};
+
+struct ExecOptions {
+  std::string user = "root";  // a user known inside the pod
+  std::map<std::string, std::string> env;
+  std::vector<std::string> argv;
+  std::string working_dir;
+  std::chrono::milliseconds timeout{60000};
+  std::string stdin_data;
+};
+
+class PodRuntime {
+ public:
+  virtual ~PodRuntime() = default;
+
+  /** Creates or replaces a config map; pods that mount it see the new content. */
+  virtual Status ApplyConfigMap(const ConfigMap& cm) = 0;
+  /** Returns the config map, or nullopt when it does not exist. */
+  virtual Result<std::optional<ConfigMap>> GetConfigMap(const std::string& name) = 0;
+  virtual Status DeleteConfigMap(const std::string& name) = 0;
+
+  /** Creates or replaces a secret. */
+  virtual Status ApplySecret(const Secret& secret) = 0;
+  virtual Result<std::optional<Secret>> GetSecret(const std::string& name) = 0;
+  virtual Status DeleteSecret(const std::string& name) = 0;
+
+  /** Ensures a persistent volume exists; its data survives pod restarts and `down`. */
+  virtual Status EnsureVolume(const std::string& name, int64_t owner_uid, int64_t owner_gid,
+                              uint32_t mode) = 0;
+
+  /**
+   * Creates and starts a pod. Idempotent: an existing pod with the same spec is left alone;
+   * one with a different spec is an error (delete it first).
+   */
+  virtual Status CreatePod(const PodSpec& spec) = 0;
+  /** Stops the pod (TERM, then KILL after the grace period) and releases what it held. */
+  virtual Status DeletePod(const std::string& name) = 0;
+  /** Pods whose labels include every pair of `selector`. */
+  virtual Result<std::vector<PodStatus>> ListPods(
+      const std::map<std::string, std::string>& selector = {}) = 0;
+  virtual Result<std::optional<PodSpec>> GetPodSpec(const std::string& name) = 0;
+
+  /** Runs a command inside a running pod as the given user and captures its output. */
+  virtual Result<ProcessResult> Exec(const std::string& pod, const ExecOptions& opts) = 0;
+  /** Runs a command inside a pod attached to this process's terminal; returns its exit code. */
+  virtual Result<int> ExecInteractive(const std::string& pod, const ExecOptions& opts) = 0;
+  /** The last `tail_lines` lines of the pod's output (all when 0). */
+  virtual Result<std::string> Logs(const std::string& pod, size_t tail_lines) = 0;
+};
+
+}  // namespace hpc::runtime

@@ -1,0 +1,83 @@
+#include "slurm/config.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace hpc::slurm {
+
+std::string ControllerHost(const api::SlurmCluster& c) { return c.metadata.name + "-controller"; }
+
+std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in) {
+  std::vector<api::NodeSet> nodesets = nodesets_in;
+  std::sort(nodesets.begin(), nodesets.end(),
+            [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
+  std::ostringstream o;
+  o << "# Rendered by hpcplane for cluster " << c.metadata.name << ". Do not edit: hpcplane rewrites it.\n"
+    << "ClusterName=" << c.metadata.name << "\n"
+    << "SlurmctldHost=" << ControllerHost(c) << "\n"
+    << "SlurmUser=slurm\n"
+    << "SlurmctldPort=" << kSlurmctldPort << "\n"
+    << "SlurmdPort=" << kSlurmdPort << "\n"
+    << "AuthType=auth/munge\n"
+    << "AuthInfo=socket=" << kMungeSocketDir << "/munge.socket.2\n"
+    << "AuthAltTypes=auth/jwt\n"
+    << "AuthAltParameters=jwt_key=" << kJwtKeyPath << "\n"
+    << "StateSaveLocation=" << kStateSaveDir << "\n"
+    << "SlurmdSpoolDir=" << kSlurmdSpoolDir << "\n"
+    << "SlurmctldPidFile=/run/slurmctld.pid\n"
+    << "SlurmdPidFile=/run/slurmd.pid\n"
+    // Pods share the host kernel; cgroup plugins would fight over the host's hierarchy.
+    << "ProctrackType=proctrack/linuxproc\n"
+    << "TaskPlugin=task/none\n"
+    << "JobAcctGatherType=jobacct_gather/linux\n"
+    << "MpiDefault=none\n"
+    << "SelectType=select/cons_tres\n"
+    << "SelectTypeParameters=CR_Core_Memory\n"
+    // Only dynamic nodes: without a bound slurmctld refuses to start ("no nodes configured").
+    << "MaxNodeCount=" << c.spec.max_node_count << "\n"
+    // Workers declare their shape with --conf; a pod is not expected to match host hardware.
+    << "SlurmdParameters=config_overrides\n"
+    << "ReturnToService=2\n"
+    << "SlurmctldTimeout=30\n"
+    << "SlurmdTimeout=60\n"
+    << "MessageTimeout=10\n"
+    << "KillWait=10\n"
+    << "MailProg=/bin/true\n"
+    // Daemons log to stderr; the runtime keeps it as the pod's log.
+    << "SlurmctldDebug=info\n"
+    << "SlurmdDebug=info\n";
+  std::vector<std::string> sched = {"batch_sched_delay=0", "sched_min_interval=100000"};
+  for (const auto& p : c.spec.scheduler_parameters) sched.push_back(p);
+  o << "SchedulerParameters=";
+  for (size_t i = 0; i < sched.size(); ++i) o << (i ? "," : "") << sched[i];
+  o << "\n";
+  if (!c.spec.priority_type.empty()) o << "PriorityType=" << c.spec.priority_type << "\n";
+  bool any_gpu = std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
+  if (any_gpu) o << "GresTypes=gpu\n";
+  for (const auto& line : c.spec.extra_config) o << line << "\n";
+  o << "# One nodeset and one partition per NodeSet; workers join as dynamic nodes.\n";
+  for (const auto& ns : nodesets) {
+    o << "NodeSet=" << ns.metadata.name << " Feature=" << ns.metadata.name << "\n";
+  }
+  for (const auto& ns : nodesets) {
+    o << "PartitionName=" << ns.PartitionName() << " Nodes=" << ns.metadata.name
+      << " Default=" << (ns.spec.partition.is_default ? "YES" : "NO") << " MaxTime=" << ns.spec.partition.max_time
+      << " State=UP";
+    for (const auto& [k, v] : ns.spec.partition.options) o << " " << k << "=" << v;
+    o << "\n";
+  }
+  return o.str();
+}
+
+std::string DynamicNodeConf(const api::NodeSet& ns) {
+  std::string features = ns.metadata.name;
+  for (const auto& f : ns.spec.features) features += "," + f;
+  std::string conf = fmt::format("CPUs={} Boards=1 SocketsPerBoard=1 CoresPerSocket={} ThreadsPerCore=1 RealMemory={} Feature={}",
+                                 ns.spec.resources.cpus, ns.spec.resources.cpus, ns.spec.resources.memory_mib, features);
+  if (ns.spec.resources.gpus > 0) conf += fmt::format(" Gres=gpu:{}", ns.spec.resources.gpus);
+  return conf;
+}
+
+}  // namespace hpc::slurm

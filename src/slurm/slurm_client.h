@@ -1,0 +1,70 @@
+// What the operator needs to know of and do to Slurm, behind interfaces so reconcilers can be
+// tested against fakes. Reads go through slurmrestd (JWT); actions REST 0.0.38 lacks
+// (drain, resume, delete node, reconfigure) go through scontrol in the controller pod.
+#pragma once
+
+#include <cstdint>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+
+namespace hpc::slurm {
+
+struct SlurmNode {
+  std::string name;
+  std::string state;            // base state, lowercase: idle, allocated, mixed, down, unknown, ...
+  std::set<std::string> flags;  // upper case: DRAIN, COMPLETING, DYNAMIC_NORM, NOT_RESPONDING, ...
+  std::string reason;
+  std::set<std::string> features;
+  int cpus = 0;
+  int alloc_cpus = 0;
+
+  bool Drain() const { return flags.count("DRAIN") > 0; }
+  // Running or finishing work: such a node must not be removed.
+  bool Busy() const {
+    return alloc_cpus > 0 || state == "allocated" || state == "mixed" || state == "completing" ||
+           flags.count("COMPLETING") > 0;
+  }
+  bool Usable() const {
+    return !(state == "down" || state == "unknown" || state == "future" || flags.count("NOT_RESPONDING"));
+  }
+};
+
+struct SlurmJob {
+  int64_t job_id = 0;
+  std::string user;
+  std::string state;   // PENDING, RUNNING, ...
+  std::string reason;  // state_reason
+  std::string partition;
+  std::string nodes;
+  int64_t submit_time = 0;
+  int64_t start_time = 0;
+};
+
+class SlurmReader {
+ public:
+  virtual ~SlurmReader() = default;
+  /** Succeeds when slurmrestd answers and slurmctld behind it responds. */
+  virtual Status Ping() = 0;
+  virtual Result<std::vector<SlurmNode>> Nodes() = 0;
+  virtual Result<std::vector<SlurmJob>> Jobs() = 0;
+  /** slurmctld's version, e.g. 22.05.8. */
+  virtual Result<std::string> Version() = 0;
+};
+
+class SlurmControl {
+ public:
+  virtual ~SlurmControl() = default;
+  virtual Status DrainNode(const std::string& node, const std::string& reason) = 0;
+  virtual Status ResumeNode(const std::string& node) = 0;
+  virtual Status DeleteNode(const std::string& node) = 0;
+  /** Makes slurmctld reread slurm.conf (new nodesets and partitions). */
+  virtual Status Reconfigure() = 0;
+};
+
+// Prefix of every drain reason hpcplane sets; drains without it belong to admins.
+inline constexpr const char* kDrainReasonPrefix = "hpcplane:";
+
+}  // namespace hpc::slurm

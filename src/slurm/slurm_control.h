@@ -1,0 +1,28 @@
+// SlurmControl through `scontrol` run inside the controller pod as SlurmUser.
+#pragma once
+
+#include <string>
+
+#include "runtime/pod_runtime.h"
+#include "slurm/slurm_client.h"
+
+namespace hpc::slurm {
+
+class ScontrolInPod : public SlurmControl {
+ public:
+  ScontrolInPod(runtime::PodRuntime* runtime, std::string controller_pod)
+      : runtime_(runtime), pod_(std::move(controller_pod)) {}
+
+  Status DrainNode(const std::string& node, const std::string& reason) override;
+  Status ResumeNode(const std::string& node) override;
+  Status DeleteNode(const std::string& node) override;
+  Status Reconfigure() override;
+
+ private:
+  Status Scontrol(const std::vector<std::string>& args);
+
+  runtime::PodRuntime* runtime_;
+  std::string pod_;
+};
+
+}  // namespace hpc::slurm
