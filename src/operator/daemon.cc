@@ -14,6 +14,7 @@
 #include "common/jwt.h"
 #include "common/log.h"
 #include "operator/cluster_reconciler.h"
+#include "operator/conditions.h"
 #include "operator/nodeset_reconciler.h"
 #include "operator/store.h"
 #include "slurm/rest_client.h"
@@ -109,6 +110,9 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     spdlog::error("another daemon already runs for cluster {}", p.name);
     return 1;
   }
+  // Status left by an earlier daemon may describe pods that are gone; it is computed afresh
+  // (before the pid file appears, so `up` never waits on stale status).
+  (void)files::RemoveAll(p.Dir() + "/status");
   {
     std::string pid_line = fmt::format("{} {}\n", ::getpid(), runtime::local::ProcessStartTime(::getpid()));
     Status s = files::WriteAtomic(p.PidFile(), pid_line);
@@ -123,8 +127,6 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   ::sigaction(SIGINT, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
   spdlog::info("daemon for cluster {} started (pid {})", p.name, ::getpid());
-  // Status left by an earlier daemon may describe pods that are gone; compute it afresh.
-  (void)files::RemoveAll(p.Dir() + "/status");
 
   TokenSource tokens(rt.get());
   slurm::ScontrolInPod control(rt.get(), ControllerPodName(*cluster));
@@ -149,8 +151,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       } else {
         api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, *nodesets);
         (void)store.SaveClusterStatus(cst);
-        converged = cst.components.size() >= 3 && cst.components.count("restapi") &&
-                    cst.components.at("restapi") == "Ready";
+        const auto* ready = FindCondition(cst.conditions, "Ready");
+        converged = ready && ready->status == "True";
         std::set<std::string> known;
         for (const auto& ns : *nodesets) {
           known.insert(ns.metadata.name);

@@ -1,0 +1,275 @@
+// Integration tests of the foundation against real munged, slurmctld, slurmrestd and slurmd.
+#include <signal.h>
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <fstream>
+#include <set>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+#include "harness.h"
+#include "runtime/local/local_runtime.h"
+
+namespace hpc::it {
+namespace {
+
+using std::chrono::seconds;
+
+int64_t JobIdFrom(const std::string& sbatch_out) {
+  auto pos = sbatch_out.find("Submitted batch job ");
+  return pos == std::string::npos ? -1 : std::stoll(sbatch_out.substr(pos + 20));
+}
+
+std::string JobField(TestCluster& c, int64_t id, const std::string& field) {
+  auto r = c.Login("root", {"scontrol", "show", "job", std::to_string(id)});
+  auto pos = r.out.find(field + "=");
+  if (pos == std::string::npos) return "";
+  auto end = r.out.find_first_of(" \n", pos);
+  return r.out.substr(pos + field.size() + 1, end - pos - field.size() - 1);
+}
+
+std::set<std::string> PodNames(TestCluster& c) {
+  auto r = c.Cli({"get", "pods", "-o", "json"});
+  std::set<std::string> names;
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!j.is_array()) return names;
+  for (const auto& p : j) names.insert(p.value("name", ""));
+  return names;
+}
+
+// Processes, namespaces, links and mounts that belong to this cluster.
+std::vector<std::string> Leftovers(TestCluster& c) {
+  std::vector<std::string> left;
+  for (const auto& ns : files::ListDir("/run/netns")) {
+    if (ns.rfind(c.NetnsPrefix(), 0) == 0) left.push_back("netns " + ns);
+  }
+  auto links = RunProcess({"ip", "-o", "link", "show"});
+  for (const auto& line : SplitLines(links.ok() ? links->out : "")) {
+    if (line.find(c.LinkPrefix()) != std::string::npos) left.push_back("link " + line.substr(0, 40));
+    if (line.find(": hpb" + c.LinkPrefix().substr(3) + ":") != std::string::npos) left.push_back("bridge");
+  }
+  for (const auto& pid : files::ListDir("/proc")) {
+    if (pid.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto cmd = files::Read("/proc/" + pid + "/cmdline");
+    if (cmd.ok() && cmd->find(c.state_dir()) != std::string::npos) left.push_back("process " + pid);
+  }
+  auto mounts = files::Read("/proc/self/mountinfo");
+  if (mounts.ok() && mounts->find(c.state_dir()) != std::string::npos) left.push_back("mount");
+  return left;
+}
+
+// Bring-up reaches Ready; srun and sbatch -N2 run on two workers; output lands in the shared
+// volume owned by the submitting user.
+TEST(ClusterIT, BringUpAndRunJobsAcrossTwoWorkers) {
+  TestCluster c("up");
+  auto up = c.Up();
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  EXPECT_NE(up.out.find("is Ready"), std::string::npos) << up.out;
+  EXPECT_NE(up.out.find("nodeset cpu"), std::string::npos) << up.out;
+
+  auto status = c.Cli({"get", "clusters", "-o", "json"});
+  auto sj = nlohmann::json::parse(status.out, nullptr, false);
+  ASSERT_TRUE(sj.is_array()) << status.out;
+  EXPECT_EQ(sj[0]["status"]["componentVersions"].value("slurm/slurmctld", ""), "22.05.8");
+
+  auto srun = c.Login("alice", {"srun", "-N2", "hostname"});
+  ASSERT_EQ(srun.exit_code, 0) << srun.err;
+  auto hosts = SplitLines(srun.out);
+  std::sort(hosts.begin(), hosts.end());
+  EXPECT_EQ(hosts, (std::vector<std::string>{"cpu-0", "cpu-1"}));
+
+  auto sbatch = c.Login("alice", {"sbatch", "-N2", "--wait", "--chdir", "/shared", "-o", "out-%j.txt", "--wrap",
+                                  "srun hostname; id -un"});
+  ASSERT_EQ(sbatch.exit_code, 0) << sbatch.out << sbatch.err;
+  int64_t id = JobIdFrom(sbatch.out);
+  ASSERT_GT(id, 0) << sbatch.out;
+  std::string path = c.SharedVolume() + "/out-" + std::to_string(id) + ".txt";
+  auto output = files::Read(path);
+  ASSERT_TRUE(output.ok()) << output.status().message();
+  EXPECT_NE(output->find("cpu-0"), std::string::npos) << *output;
+  EXPECT_NE(output->find("cpu-1"), std::string::npos) << *output;
+  EXPECT_NE(output->find("alice"), std::string::npos) << *output;
+  struct stat st {};
+  ASSERT_EQ(::stat(path.c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 2001u);  // the job ran as alice, not root
+}
+
+// Scaling by hand 2→3→1: idle workers are drained and removed, a worker running a job is kept
+// until the job ends, and the job completes.
+TEST(ClusterIT, ScaleByHandKeepsBusyWorkerUntilJobEnds) {
+  TestCluster c("sc");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  auto up3 = c.Cli({"scale", "nodeset", "cpu", "--replicas", "3", "--wait", "--timeout", "60"});
+  ASSERT_EQ(up3.exit_code, 0) << up3.out << up3.err;
+  EXPECT_EQ(c.SinfoNodes(), (std::vector<std::string>{"cpu-0 idle", "cpu-1 idle", "cpu-2 idle"}));
+
+  auto sb = c.Login("alice", {"sbatch", "-w", "cpu-2", "--chdir", "/shared", "--wrap", "sleep 8"});
+  int64_t id = JobIdFrom(sb.out);
+  ASSERT_GT(id, 0) << sb.out << sb.err;
+  ASSERT_TRUE(WaitFor([&] { return JobField(c, id, "JobState") == "RUNNING"; }, seconds(30)));
+
+  auto down1 = c.Cli({"scale", "nodeset", "cpu", "--replicas", "1"});
+  ASSERT_EQ(down1.exit_code, 0) << down1.err;
+  // The idle workers go; the busy one stays while its job runs.
+  ASSERT_TRUE(WaitFor([&] { return PodNames(c).count("cpu-0") == 0 && PodNames(c).count("cpu-1") == 0; },
+                      seconds(30)));
+  EXPECT_EQ(JobField(c, id, "JobState"), "RUNNING");
+  EXPECT_EQ(PodNames(c).count("cpu-2"), 1u);
+  auto nodes = c.SinfoNodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].rfind("cpu-2 ", 0), 0u) << nodes[0];
+
+  // Once the job ends normally, its worker is drained-and-idle and goes too... down to the one
+  // desired worker, which is cpu-2 itself: it is resumed rather than removed.
+  ASSERT_TRUE(WaitFor([&] { return JobField(c, id, "JobState") == "COMPLETED"; }, seconds(30)));
+  EXPECT_EQ(JobField(c, id, "ExitCode"), "0:0");
+  ASSERT_TRUE(WaitFor([&] { return c.SinfoNodes().size() == 1; }, seconds(20)));
+  auto ns = c.Cli({"get", "nodesets", "-o", "json"});
+  auto j = nlohmann::json::parse(ns.out, nullptr, false);
+  ASSERT_TRUE(j.is_array());
+  EXPECT_EQ(j[0]["status"].value("replicas", -1), 1);
+}
+
+// kill -9 of slurmctld: the runtime restarts the pod and Slurm recovers queued and running jobs.
+TEST(ClusterIT, ControllerKill9IsRestartedWithJobsPreserved) {
+  TestCluster c("k9");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  int64_t running = JobIdFrom(c.Login("alice", {"sbatch", "--chdir", "/shared", "--wrap", "sleep 120"}).out);
+  int64_t queued = JobIdFrom(c.Login("alice", {"sbatch", "--chdir", "/shared", "--begin=now+3600", "--wrap", "true"}).out);
+  ASSERT_GT(running, 0);
+  ASSERT_GT(queued, 0);
+  ASSERT_TRUE(WaitFor([&] { return JobField(c, running, "JobState") == "RUNNING"; }, seconds(30)));
+  std::string node = JobField(c, running, "NodeList");
+  // slurmctld saves job state asynchronously; kill only once both jobs are on disk (job ids are
+  // packed big-endian in job_state), as any crash-consistency test must.
+  const std::string state_file = c.ClusterDir() + "/runtime/volumes/controller-state/job_state";
+  auto packed = [](int64_t id) {
+    std::string s(4, '\0');
+    for (int i = 0; i < 4; ++i) s[i] = static_cast<char>((id >> (24 - 8 * i)) & 0xff);
+    return s;
+  };
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto st = files::Read(state_file);
+        return st.ok() && st->find(packed(running)) != std::string::npos && st->find(packed(queued)) != std::string::npos;
+      },
+      seconds(30)));
+
+  auto kill = c.Cli({"exec", c.name() + "-controller", "--", "pkill", "-9", "-x", "slurmctld"});
+  ASSERT_EQ(kill.exit_code, 0) << kill.err;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+        for (const auto& p : pods) {
+          if (p.value("name", "") == c.name() + "-controller") return p.value("restarts", 0) >= 1 && p.value("ready", false);
+        }
+        return false;
+      },
+      seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return JobField(c, running, "JobState") == "RUNNING"; }, seconds(30)));
+  EXPECT_EQ(JobField(c, running, "NodeList"), node);
+  EXPECT_EQ(JobField(c, queued, "JobState"), "PENDING");
+  c.Login("alice", {"scancel", std::to_string(running), std::to_string(queued)});
+}
+
+// `down` leaves no process, network namespace, link, bridge or mount behind.
+TEST(ClusterIT, DownLeavesNothingBehind) {
+  TestCluster c("dn");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  EXPECT_FALSE(Leftovers(c).empty());  // the check sees a running cluster
+  auto down = c.Down(false);
+  ASSERT_EQ(down.exit_code, 0) << down.err;
+  auto left = Leftovers(c);
+  EXPECT_TRUE(left.empty()) << left.front();
+  // Keys and Slurm state survive a plain down.
+  EXPECT_TRUE(files::Exists(c.ClusterDir() + "/runtime/secrets/munge-key/munge.key"));
+  EXPECT_TRUE(files::Exists(c.ClusterDir() + "/runtime/volumes/controller-state"));
+  struct stat st {};
+  ASSERT_EQ(::stat((c.ClusterDir() + "/runtime/secrets/jwt-key/jwt_hs256.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+}
+
+// After kill -9 of hpcplane's daemon the pods keep running; the next `up` adopts them without
+// restarting anything, and `down` after another crash removes everything.
+TEST(ClusterIT, DaemonCrashIsAdoptedThenCleaned) {
+  TestCluster c("cr");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  auto pid_line = files::Read(c.ClusterDir() + "/daemon.pid");
+  ASSERT_TRUE(pid_line.ok());
+  pid_t daemon = std::stoi(*pid_line);
+  auto before = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+  ASSERT_EQ(::kill(daemon, SIGKILL), 0);
+  ASSERT_TRUE(WaitFor([&] { return runtime::local::ProcessStartTime(daemon) == 0; }, seconds(10)));
+  // Slurm still works without the daemon.
+  EXPECT_EQ(c.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
+
+  auto again = c.Up();
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  auto after = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+  ASSERT_EQ(before.size(), after.size());
+  for (size_t i = 0; i < after.size(); ++i) {
+    EXPECT_EQ(after[i]["startedAt"], before[i]["startedAt"]) << after[i]["name"];
+    EXPECT_EQ(after[i]["restarts"], 0) << after[i]["name"];
+  }
+
+  pid_line = files::Read(c.ClusterDir() + "/daemon.pid");
+  ASSERT_TRUE(pid_line.ok());
+  ASSERT_EQ(::kill(std::stoi(*pid_line), SIGKILL), 0);
+  ASSERT_EQ(c.Down(false).exit_code, 0);
+  auto left = Leftovers(c);
+  EXPECT_TRUE(left.empty()) << left.front();
+}
+
+// Two clusters side by side: separate subnets, bridges and Slurm clusters; stopping one leaves
+// the other working.
+TEST(ClusterIT, TwoClustersSideBySide) {
+  TestCluster a("sa"), b("sb");
+  ASSERT_EQ(a.Up().exit_code, 0);
+  ASSERT_EQ(b.Up().exit_code, 0);
+  EXPECT_NE(a.subnet_prefix(), b.subnet_prefix());
+  auto conf_a = a.Login("root", {"scontrol", "show", "config"});
+  auto conf_b = b.Login("root", {"scontrol", "show", "config"});
+  EXPECT_NE(conf_a.out.find("ClusterName             = " + a.name()), std::string::npos);
+  EXPECT_NE(conf_b.out.find("ClusterName             = " + b.name()), std::string::npos);
+  EXPECT_EQ(a.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
+  EXPECT_EQ(b.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
+  ASSERT_EQ(a.Down(true).exit_code, 0);
+  auto srun = b.Login("alice", {"srun", "-N2", "hostname"});
+  EXPECT_EQ(srun.exit_code, 0) << srun.err;
+  EXPECT_EQ(SplitLines(srun.out).size(), 2u);
+}
+
+// Invalid specs are refused with their documented message and create nothing.
+TEST(ClusterIT, InvalidSpecsCreateNothing) {
+  TestCluster c("iv");
+  struct Case {
+    std::string yaml, message;
+  } cases[] = {
+      {"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + c.name() +
+           "\n---\napiVersion: hpcplane.io/v1alpha1\nkind: NodeSet\nmetadata:\n  name: gpu\nspec:\n  minReplicas: 4\n"
+           "  maxReplicas: 2\n",
+       "nodeset \"gpu\": spec.maxReplicas: must be >= minReplicas (got 2 < 4)"},
+      {"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + c.name() + "\nspec:\n  colour: red\n",
+       "spec.colour: unknown field (line 6)"},
+      {"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + c.name() + "\nspec: {network: [\n",
+       "malformed YAML/JSON"},
+  };
+  for (const auto& tc : cases) {
+    std::string path = c.state_dir() + "/bad.yaml";
+    ASSERT_TRUE(files::WriteAtomic(path, tc.yaml).ok());
+    auto r = c.Cli({"up", "-f", path, "--detach"});
+    EXPECT_EQ(r.exit_code, 1);
+    EXPECT_NE(r.err.find(tc.message), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << "one line: " << r.err;
+    EXPECT_FALSE(files::Exists(c.ClusterDir())) << tc.message;
+  }
+  auto scale = c.Cli({"scale", "nodeset", "cpu", "--replicas", "2"});
+  EXPECT_EQ(scale.exit_code, 1);
+  EXPECT_NE(scale.err.find("not found"), std::string::npos) << scale.err;
+}
+
+}  // namespace
+}  // namespace hpc::it

@@ -1,0 +1,108 @@
+#include "harness.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <sstream>
+#include <thread>
+
+#include "common/files.h"
+#include "runtime/local/network.h"
+
+namespace hpc::it {
+namespace {
+std::atomic<int> g_counter{0};
+}
+
+std::vector<std::string> SplitLines(const std::string& s) {
+  std::vector<std::string> out;
+  std::istringstream in(s);
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty()) out.push_back(line);
+  }
+  return out;
+}
+
+std::string Trim(const std::string& s) {
+  auto b = s.find_first_not_of(" \t\n");
+  auto e = s.find_last_not_of(" \t\n");
+  return b == std::string::npos ? "" : s.substr(b, e - b + 1);
+}
+
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (pred()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  return pred();
+}
+
+TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
+  int n = g_counter++;
+  int pid = static_cast<int>(::getpid());
+  name_ = tag + std::to_string(pid % 10000) + std::to_string(n);
+  auto dir = files::MakeTempDir("hpcplane-it");
+  state_dir_ = dir.ok() ? *dir : "/tmp/hpcplane-it-fallback";
+  // 10.240-254.x.0/24 from pid and counter: distinct for concurrent test processes.
+  subnet_prefix_ = "10." + std::to_string(240 + (pid / 256 + n) % 15) + "." + std::to_string((pid + n * 37) % 256);
+  manifest_ = state_dir_ + "/cluster.yaml";
+  std::string yaml = "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + name_ +
+                     "\nspec:\n  network:\n    subnet: " + subnet_prefix_ +
+                     ".0/24\n  datasets:\n    - name: shared\n      mountPath: /shared\n  users:\n    - name: alice\n"
+                     "      uid: 2001\n    - name: bob\n      uid: 2002\n---\napiVersion: hpcplane.io/v1alpha1\n"
+                     "kind: NodeSet\nmetadata:\n  name: cpu\nspec:\n  replicas: " +
+                     std::to_string(opts.replicas) + "\n  maxReplicas: " + std::to_string(opts.max_replicas) +
+                     "\n  resources:\n    cpus: 1\n    memoryMiB: 500\n  partition:\n    default: true\n" +
+                     opts.extra_nodeset_spec;
+  (void)files::WriteAtomic(manifest_, yaml);
+}
+
+TestCluster::~TestCluster() {
+  if (up_) Down(true);
+  (void)files::RemoveAll(state_dir_);
+}
+
+ProcessResult TestCluster::Up() {
+  up_ = true;
+  return Cli({"up", "-f", manifest_, "--detach", "--timeout", "90"});
+}
+
+ProcessResult TestCluster::Down(bool purge) {
+  std::vector<std::string> args = {"down"};
+  if (purge) args.push_back("--purge");
+  auto r = Cli(args);
+  if (r.exit_code == 0 && purge) up_ = false;
+  return r;
+}
+
+ProcessResult TestCluster::Cli(const std::vector<std::string>& args, std::chrono::milliseconds timeout) {
+  std::vector<std::string> argv = {HPCPLANE_BIN, "--state-dir", state_dir_, "--cluster", name_};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunOptions o;
+  o.timeout = timeout;
+  auto r = RunProcess(argv, o);
+  return r.ok() ? *r : ProcessResult{127, "", r.status().message()};
+}
+
+ProcessResult TestCluster::Login(const std::string& user, const std::vector<std::string>& cmd,
+                                 std::chrono::milliseconds timeout) {
+  std::vector<std::string> args = {"exec", name_ + "-login", "--user", user, "--"};
+  args.insert(args.end(), cmd.begin(), cmd.end());
+  return Cli(args, timeout);
+}
+
+std::string TestCluster::NetnsPrefix() const {
+  return runtime::local::NamesFor(state_dir_ + "/" + name_).NetnsPrefix();
+}
+std::string TestCluster::LinkPrefix() const {
+  return runtime::local::NamesFor(state_dir_ + "/" + name_).HostVethPrefix();
+}
+
+std::vector<std::string> TestCluster::SinfoNodes() {
+  auto r = Login("root", {"sinfo", "-h", "-N", "-o", "%N %T"});
+  return r.exit_code == 0 ? SplitLines(r.out) : std::vector<std::string>{};
+}
+
+}  // namespace hpc::it

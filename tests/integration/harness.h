@@ -1,0 +1,61 @@
+// Integration-test harness: runs the real hpcplane binary against real Slurm daemons, each
+// cluster with its own state dir, name and subnet so tests can run side by side.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "common/subprocess.h"
+
+namespace hpc::it {
+
+struct ClusterOptions {
+  int replicas = 2;
+  int max_replicas = 4;
+  std::string extra_nodeset_spec;  // more YAML lines under the nodeset's spec (2-space indented)
+};
+
+class TestCluster {
+ public:
+  explicit TestCluster(const std::string& tag, ClusterOptions opts = {});
+  ~TestCluster();  // brings the cluster down and removes its state dir
+
+  // Writes the manifest and runs `hpcplane up --detach`.
+  ProcessResult Up();
+  ProcessResult Down(bool purge = true);
+
+  // Runs the hpcplane CLI against this cluster.
+  ProcessResult Cli(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+  // Runs a command in the cluster's login pod as `user`.
+  ProcessResult Login(const std::string& user, const std::vector<std::string>& cmd,
+                      std::chrono::milliseconds timeout = std::chrono::seconds(60));
+
+  const std::string& name() const { return name_; }
+  const std::string& state_dir() const { return state_dir_; }
+  const std::string& manifest_path() const { return manifest_; }
+  std::string subnet_prefix() const { return subnet_prefix_; }
+  std::string ClusterDir() const { return state_dir_ + "/clusters/" + name_; }
+  std::string SharedVolume() const { return ClusterDir() + "/runtime/volumes/dataset-shared"; }
+  std::string NetnsPrefix() const;  // what this cluster's namespaces are called
+  std::string LinkPrefix() const;
+
+  // Names of the nodes Slurm lists, with their state, from the login pod.
+  std::vector<std::string> SinfoNodes();
+
+ private:
+  std::string name_;
+  std::string state_dir_;
+  std::string manifest_;
+  std::string subnet_prefix_;
+  bool up_ = false;
+};
+
+// Polls `pred` every 100 ms until it holds or the deadline passes.
+bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+std::vector<std::string> SplitLines(const std::string& s);
+std::string Trim(const std::string& s);
+
+}  // namespace hpc::it

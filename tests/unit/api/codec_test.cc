@@ -1,0 +1,163 @@
+#include "api/codec.h"
+
+#include <gtest/gtest.h>
+
+#include "api/validation.h"
+
+namespace hpc::api {
+namespace {
+
+const char* kCluster = R"(apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: c1
+spec:
+  network:
+    subnet: 10.20.30.0/24
+  users:
+    - name: alice
+      uid: 2001
+)";
+
+std::string WithNodeSet(const std::string& spec_lines, const std::string& name = "gpu") {
+  return std::string(kCluster) + "---\napiVersion: hpcplane.io/v1alpha1\nkind: NodeSet\nmetadata:\n  name: " + name +
+         "\nspec:\n" + spec_lines;
+}
+
+// Guards defaults and a full round of decoding for the happy path.
+TEST(CodecTest, DecodesClusterAndNodeSetWithDefaults) {
+  auto m = DecodeManifest(WithNodeSet("  maxReplicas: 3\n  idleTimeout: 2m\n"), "t.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  ASSERT_EQ(m->clusters.size(), 1u);
+  ASSERT_EQ(m->nodesets.size(), 1u);
+  EXPECT_EQ(m->clusters[0].spec.users[0].gid, 2001);  // private group defaults to the uid
+  EXPECT_EQ(m->clusters[0].spec.rest_port, 6820);
+  EXPECT_EQ(m->nodesets[0].spec.idle_timeout_seconds, 120);
+  EXPECT_EQ(m->nodesets[0].PartitionName(), "gpu");
+  EXPECT_FALSE(m->nodesets[0].spec.replicas.has_value());
+}
+
+// JSON is accepted by the same decoder.
+TEST(CodecTest, DecodesJson) {
+  auto m = DecodeManifest(
+      R"({"apiVersion":"hpcplane.io/v1alpha1","kind":"NodeSet","metadata":{"name":"cpu"},"spec":{"maxReplicas":2}})",
+      "t.json");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_EQ(m->nodesets[0].spec.max_replicas, 2);
+}
+
+struct InvalidCase {
+  const char* what;
+  std::string text;
+  const char* message;  // the documented error, exactly
+};
+
+class InvalidSpecTest : public ::testing::TestWithParam<InvalidCase> {};
+
+// Every invalid spec is rejected with the object, the field path and why.
+TEST_P(InvalidSpecTest, RejectedWithDocumentedMessage) {
+  auto m = DecodeManifest(GetParam().text, "t.yaml");
+  ASSERT_FALSE(m.ok()) << GetParam().what;
+  EXPECT_EQ(m.status().message(), GetParam().message) << GetParam().what;
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Specs, InvalidSpecTest,
+    ::testing::Values(
+        InvalidCase{"max below min", WithNodeSet("  minReplicas: 4\n  maxReplicas: 2\n"),
+                    "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be >= minReplicas (got 2 < 4)"},
+        InvalidCase{"unknown field", WithNodeSet("  maxReplicas: 2\n  replica: 1\n"),
+                    "t.yaml: nodeset \"gpu\": spec.replica: unknown field (line 18)"},
+        InvalidCase{"wrong type", WithNodeSet("  maxReplicas: many\n"),
+                    "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be an integer (got \"many\") (line 17)"},
+        InvalidCase{"bad duration", WithNodeSet("  idleTimeout: soon\n"),
+                    "t.yaml: nodeset \"gpu\": spec.idleTimeout: must be a duration like 90s, 5m or 1h (got \"soon\") "
+                    "(line 17)"},
+        InvalidCase{"zero cpus", WithNodeSet("  resources:\n    cpus: 0\n"),
+                    "t.yaml: nodeset \"gpu\": spec.resources.cpus: must be 1-1024 (got 0)"},
+        InvalidCase{"replicas above max", WithNodeSet("  maxReplicas: 2\n  replicas: 3\n"),
+                    "t.yaml: nodeset \"gpu\": spec.replicas: must be between minReplicas and maxReplicas (got 3, max 2)"},
+        InvalidCase{"bad name", WithNodeSet("  maxReplicas: 2\n", "GPU_nodes"),
+                    "t.yaml: nodeset \"GPU_nodes\": metadata.name: must be 1-20 lowercase letters, digits or '-', start "
+                    "with a letter and not end with '-' (got \"GPU_nodes\")"},
+        InvalidCase{"partition option injection", WithNodeSet("  partition:\n    options:\n      AllowGroups: \"a b\"\n"),
+                    "t.yaml: nodeset \"gpu\": spec.partition.options.AllowGroups: value must be one token without "
+                    "spaces (got \"a b\")"},
+        InvalidCase{"owned partition option", WithNodeSet("  partition:\n    options:\n      Nodes: ALL\n"),
+                    "t.yaml: nodeset \"gpu\": spec.partition.options.Nodes: is set by hpcplane and cannot be overridden"},
+        InvalidCase{"wrong apiVersion",
+                    "apiVersion: v1\nkind: NodeSet\nmetadata:\n  name: a\n",
+                    "t.yaml: nodeset \"a\": apiVersion: must be hpcplane.io/v1alpha1 (got \"v1\")"},
+        InvalidCase{"unknown kind", "apiVersion: hpcplane.io/v1alpha1\nkind: Pod\nmetadata:\n  name: a\n",
+                    "t.yaml: document 1: kind: must be SlurmCluster or NodeSet (got \"Pod\")"},
+        InvalidCase{"malformed yaml", "apiVersion: hpcplane.io/v1alpha1\nkind: [NodeSet\n",
+                    "t.yaml: line 3, column 1: malformed YAML/JSON: end of sequence flow not found"},
+        InvalidCase{"public subnet",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  network:\n    "
+                    "subnet: 8.8.8.0/24\n",
+                    "t.yaml: cluster \"c\": spec.network.subnet: must be in a private range (10/8, 172.16/12, 192.168/16) "
+                    "(got \"8.8.8.0/24\")"},
+        InvalidCase{"reserved user",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
+                    "name: root\n      uid: 2000\n",
+                    "t.yaml: cluster \"c\": spec.users[0].name: user name \"root\" is a reserved system name and cannot "
+                    "be a Slurm user"},
+        InvalidCase{"invalid user name",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
+                    "name: Alice\n      uid: 2000\n",
+                    "t.yaml: cluster \"c\": spec.users[0].name: user name \"Alice\" is not a valid Linux user name: it "
+                    "must match ^[a-z_][a-z0-9_-]{0,31}$ (a lowercase letter or underscore, then up to 31 lowercase "
+                    "letters, digits, '_' or '-')"},
+        InvalidCase{"system uid",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
+                    "name: bob\n      uid: 0\n",
+                    "t.yaml: cluster \"c\": spec.users[0].uid: must be 1000-60000, outside system ids (got 0)"},
+        InvalidCase{"extra config newline",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  scheduling:\n "
+                    "   extraConfig: [\"not a line\"]\n",
+                    "t.yaml: cluster \"c\": spec.scheduling.extraConfig[0]: must be one slurm.conf line of the form "
+                    "Key=Value (got \"not a line\")"},
+        InvalidCase{"dataset over /etc",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  datasets:\n  "
+                    "  - name: d\n      mountPath: /etc\n",
+                    "t.yaml: cluster \"c\": spec.datasets[0].mountPath: must be an absolute path outside the system "
+                    "directories (got \"/etc\")"},
+        InvalidCase{"empty file", "", "t.yaml: no resources found"}),
+    [](const ::testing::TestParamInfo<InvalidCase>& info) {
+      std::string name = info.param.what;
+      for (auto& ch : name) {
+        if (!isalnum(static_cast<unsigned char>(ch))) ch = '_';
+      }
+      return name;
+    });
+
+TEST(CodecTest, ValidateAgainstClusterUsesClusterMinimum) {
+  auto m = DecodeManifest(WithNodeSet("  maxReplicas: 1\n"), "t.yaml");
+  ASSERT_TRUE(m.ok());
+  m->clusters[0].spec.min_replica_count = 2;
+  Status s = ValidateAgainstCluster(m->nodesets[0], m->clusters[0]);
+  EXPECT_EQ(s.message(), "nodeset \"gpu\": spec.maxReplicas: must be >= minReplicas (got 1 < 2)");
+}
+
+// Output encoders produce what the decoder accepts (round trip through YAML).
+TEST(CodecTest, ToJsonRoundTripsThroughYaml) {
+  auto m = DecodeManifest(WithNodeSet("  maxReplicas: 3\n  replicas: 2\n  features: [fast]\n"), "t.yaml");
+  ASSERT_TRUE(m.ok());
+  std::string yaml = JsonToYaml(ToJson(m->nodesets[0]));
+  auto again = DecodeManifest(yaml, "out.yaml");
+  ASSERT_TRUE(again.ok()) << again.status().message() << "\n" << yaml;
+  EXPECT_EQ(again->nodesets[0].spec.replicas, 2);
+  EXPECT_EQ(again->nodesets[0].spec.features, std::vector<std::string>{"fast"});
+}
+
+TEST(CodecTest, Durations) {
+  EXPECT_EQ(*ParseDurationSeconds("90"), 90);
+  EXPECT_EQ(*ParseDurationSeconds("5m"), 300);
+  EXPECT_EQ(*ParseDurationSeconds("1h"), 3600);
+  EXPECT_FALSE(ParseDurationSeconds("-5s").ok());
+  EXPECT_EQ(FormatDuration(120), "2m");
+  EXPECT_EQ(FormatDuration(45), "45s");
+}
+
+}  // namespace
+}  // namespace hpc::api

@@ -1,0 +1,82 @@
+#include "operator/builders.h"
+
+#include <gtest/gtest.h>
+
+namespace hpc::op {
+namespace {
+
+api::SlurmCluster Cluster() {
+  api::SlurmCluster c;
+  c.metadata.name = "c1";
+  c.spec.datasets = {{"shared", "/shared", ""}, {"ref", "/ref", "/srv/ref"}};
+  c.spec.users = {{"alice", 2001, 2001, false}};
+  return c;
+}
+
+BuildInputs Inputs() {
+  BuildInputs in;
+  in.slurm = {64030, 64030};
+  in.munge = {102, 105};
+  in.nobody = {65534, 65534};
+  in.host_passwd = "root:x:0:0:root:/root:/bin/bash";
+  in.host_group = "root:x:0:";
+  return in;
+}
+
+const runtime::Mount* FindMount(const runtime::PodSpec& p, const std::string& path) {
+  for (const auto& m : p.mounts) {
+    if (m.mount_path == path) return &m;
+  }
+  return nullptr;
+}
+
+// Workers register as dynamic nodes of their nodeset and see every dataset.
+TEST(BuildersTest, WorkerPodIsDynamicSlurmdWithDatasets) {
+  api::NodeSet ns;
+  ns.metadata.name = "cpu";
+  ns.spec.resources = {2, 1000, 0};
+  auto pod = BuildWorkerPod(Cluster(), ns, 3, Inputs());
+  EXPECT_EQ(pod.name, "cpu-3");
+  EXPECT_EQ(pod.labels.at(kLabelNodeSet), "cpu");
+  ASSERT_GE(pod.command.size(), 5u);
+  EXPECT_EQ(pod.command[0], "slurmd");
+  EXPECT_EQ(pod.command[2], "-Z");
+  EXPECT_NE(pod.command[4].find("Feature=cpu"), std::string::npos);
+  ASSERT_NE(FindMount(pod, "/shared"), nullptr);
+  EXPECT_EQ(FindMount(pod, "/shared")->source, runtime::MountSource::kVolume);
+  ASSERT_NE(FindMount(pod, "/ref"), nullptr);
+  EXPECT_EQ(FindMount(pod, "/ref")->source, runtime::MountSource::kHostPath);
+  EXPECT_EQ(pod.readiness.tcp_port, 6818);
+  EXPECT_EQ(WorkerOrdinal(ns, "cpu-3"), 3);
+  EXPECT_EQ(WorkerOrdinal(ns, "cpu-x"), -1);
+  EXPECT_EQ(WorkerOrdinal(ns, "gpu-1"), -1);
+}
+
+// slurmrestd must not run as root or SlurmUser and needs SLURM_JWT=daemon.
+TEST(BuildersTest, RestApiRunsUnprivilegedWithJwtDaemonMode) {
+  auto pod = BuildRestApiPod(Cluster(), Inputs());
+  EXPECT_EQ(pod.uid, 65534);
+  EXPECT_EQ(pod.env.at("SLURM_JWT"), "daemon");
+  EXPECT_EQ(pod.command.back(), "0.0.0.0:6820");
+}
+
+// The controller keeps its state on the persistent volume and reads the JWT key secret.
+TEST(BuildersTest, ControllerStateOnVolume) {
+  auto pod = BuildControllerPod(Cluster(), Inputs());
+  const auto* state = FindMount(pod, "/run/slurm/state");
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ(state->source, runtime::MountSource::kVolume);
+  ASSERT_NE(FindMount(pod, "/run/secrets/jwt"), nullptr);
+  EXPECT_TRUE(FindMount(pod, "/run/secrets/jwt")->read_only);
+}
+
+// Each user gets a passwd entry and a private group of the same id.
+TEST(BuildersTest, UsersConfigMapAddsPrivateGroups) {
+  auto cm = BuildUsersConfigMap(Cluster(), Inputs());
+  EXPECT_NE(cm.data.at("passwd").find("\nalice:x:2001:2001:"), std::string::npos);
+  EXPECT_NE(cm.data.at("group").find("\nalice:x:2001:\n"), std::string::npos);
+  EXPECT_NE(cm.data.at("users.json").find("\"alice\""), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpc::op
