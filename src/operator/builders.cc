@@ -119,7 +119,8 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.gid = in.nobody.gid;
   // SLURM_JWT=daemon makes slurmrestd pass each request's token on to slurmctld (auth/jwt)
   // instead of authenticating everything as its own user with munge.
-  p.env = {{"SLURM_JWT", "daemon"}};
+  // Errors only: at info it logs two lines per request, and the operator asks every second.
+  p.env = {{"SLURM_JWT", "daemon"}, {"SLURMRESTD_DEBUG", "2"}};
   p.command = {"slurmrestd", "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38",
                "0.0.0.0:" + std::to_string(c.spec.rest_port)};
   p.mounts = CommonMounts();

@@ -148,14 +148,13 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   }
   if (!rest_ready) reader_.reset(), reader_endpoint_.clear();
   if (reader_) {
-    auto version = reader_->Version();
-    Status ping = version.ok() ? reader_->Ping() : version.status();
-    slurm_ok = ping.ok();
+    auto version = reader_->Ping();
+    slurm_ok = version.ok();
     if (slurm_ok) {
       st.component_versions["slurm/slurmctld"] = *version;
       st.component_versions["slurm/slurmrestd"] = *version;
     } else {
-      slurm_error = ping.message();
+      slurm_error = version.status().message();
     }
   }
   st.component_versions["hpcplane"] = HPCPLANE_VERSION;

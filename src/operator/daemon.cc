@@ -141,7 +141,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   using Clock = std::chrono::steady_clock;
   auto next_reconcile = Clock::now();
   while (!g_stop) {
-    rt->Supervise();
+    // A pod that became ready (or died) is reacted to at once, not at the next tick.
+    if (rt->Supervise()) next_reconcile = Clock::now();
     if (Clock::now() >= next_reconcile) {
       bool converged = true;
       auto c = store.LoadCluster();
@@ -180,7 +181,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       // Tight while converging (start-up, scaling), relaxed once steady.
       next_reconcile = Clock::now() + (converged ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(200));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   spdlog::info("stopping: removing pods and network of cluster {}", p.name);
   Status s = rt->Teardown();

@@ -49,24 +49,18 @@ Result<std::string> RestClient::Get(const std::string& path) {
   return res->body;
 }
 
-Status RestClient::Ping() {
+Result<std::string> RestClient::Ping() {
   ASSIGN_OR_RETURN(std::string body, Get(std::string(kApi) + "/ping"));
   json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return Status::Error("slurmrestd /ping: answer is not JSON");
+  if (j.is_discarded() || !j.is_object()) return Status::Error("slurmrestd /ping: answer is not JSON");
   RETURN_IF_ERROR(BodyErrors(j));
   for (const auto& p : j.value("pings", json::array())) {
-    if (p.value("ping", "") == "UP") return Status::Ok();
+    if (p.value("ping", "") == "UP") {
+      std::string release = j["meta"]["Slurm"].value("release", "");
+      return release.empty() ? std::string("unknown") : release;
+    }
   }
   return Status::Error("slurmrestd /ping: slurmctld is not UP");
-}
-
-Result<std::string> RestClient::Version() {
-  ASSIGN_OR_RETURN(std::string body, Get(std::string(kApi) + "/ping"));
-  json j = json::parse(body, nullptr, false);
-  if (j.is_discarded()) return Status::Error("slurmrestd /ping: answer is not JSON");
-  std::string release = j["meta"]["Slurm"].value("release", "");
-  if (release.empty()) return Status::Error("slurmrestd /ping: no Slurm release in meta");
-  return release;
 }
 
 Result<std::vector<SlurmNode>> RestClient::Nodes() {

@@ -16,10 +16,9 @@ class RestClient : public SlurmReader {
              std::chrono::milliseconds timeout = std::chrono::milliseconds(3000))
       : host_(std::move(host)), port_(port), user_(std::move(user)), token_(std::move(token)), timeout_(timeout) {}
 
-  Status Ping() override;
+  Result<std::string> Ping() override;
   Result<std::vector<SlurmNode>> Nodes() override;
   Result<std::vector<SlurmJob>> Jobs() override;
-  Result<std::string> Version() override;
 
   // Parsers, public for unit tests.
   static Result<std::vector<SlurmNode>> ParseNodes(const std::string& body);

@@ -46,12 +46,10 @@ struct SlurmJob {
 class SlurmReader {
  public:
   virtual ~SlurmReader() = default;
-  /** Succeeds when slurmrestd answers and slurmctld behind it responds. */
-  virtual Status Ping() = 0;
+  /** Succeeds when slurmrestd answers and slurmctld behind it responds; returns Slurm's release. */
+  virtual Result<std::string> Ping() = 0;
   virtual Result<std::vector<SlurmNode>> Nodes() = 0;
   virtual Result<std::vector<SlurmJob>> Jobs() = 0;
-  /** slurmctld's version, e.g. 22.05.8. */
-  virtual Result<std::string> Version() = 0;
 };
 
 class SlurmControl {

@@ -137,24 +137,22 @@ TEST(ClusterIT, ScaleByHandKeepsBusyWorkerUntilJobEnds) {
 TEST(ClusterIT, ControllerKill9IsRestartedWithJobsPreserved) {
   TestCluster c("k9");
   ASSERT_EQ(c.Up().exit_code, 0);
-  int64_t running = JobIdFrom(c.Login("alice", {"sbatch", "--chdir", "/shared", "--wrap", "sleep 120"}).out);
-  int64_t queued = JobIdFrom(c.Login("alice", {"sbatch", "--chdir", "/shared", "--begin=now+3600", "--wrap", "true"}).out);
+  int64_t running =
+      JobIdFrom(c.Login("alice", {"sbatch", "-J", "k9-running-job", "--chdir", "/shared", "--wrap", "sleep 120"}).out);
+  int64_t queued = JobIdFrom(
+      c.Login("alice", {"sbatch", "-J", "k9-queued-job", "--chdir", "/shared", "--begin=now+3600", "--wrap", "true"}).out);
   ASSERT_GT(running, 0);
   ASSERT_GT(queued, 0);
   ASSERT_TRUE(WaitFor([&] { return JobField(c, running, "JobState") == "RUNNING"; }, seconds(30)));
   std::string node = JobField(c, running, "NodeList");
-  // slurmctld saves job state asynchronously; kill only once both jobs are on disk (job ids are
-  // packed big-endian in job_state), as any crash-consistency test must.
+  // slurmctld saves job state asynchronously; kill only once both jobs are on disk (their
+  // names are stored verbatim in job_state), as any crash-consistency test must.
   const std::string state_file = c.ClusterDir() + "/runtime/volumes/controller-state/job_state";
-  auto packed = [](int64_t id) {
-    std::string s(4, '\0');
-    for (int i = 0; i < 4; ++i) s[i] = static_cast<char>((id >> (24 - 8 * i)) & 0xff);
-    return s;
-  };
   ASSERT_TRUE(WaitFor(
       [&] {
         auto st = files::Read(state_file);
-        return st.ok() && st->find(packed(running)) != std::string::npos && st->find(packed(queued)) != std::string::npos;
+        return st.ok() && st->find("k9-running-job") != std::string::npos &&
+               st->find("k9-queued-job") != std::string::npos;
       },
       seconds(30)));
 
@@ -171,7 +169,8 @@ TEST(ClusterIT, ControllerKill9IsRestartedWithJobsPreserved) {
       seconds(30)));
   ASSERT_TRUE(WaitFor([&] { return JobField(c, running, "JobState") == "RUNNING"; }, seconds(30)));
   EXPECT_EQ(JobField(c, running, "NodeList"), node);
-  EXPECT_EQ(JobField(c, queued, "JobState"), "PENDING");
+  EXPECT_EQ(JobField(c, queued, "JobState"), "PENDING")
+      << c.Login("root", {"squeue"}).out << c.Cli({"logs", c.name() + "-controller", "--tail", "40"}).out;
   c.Login("alice", {"scancel", std::to_string(running), std::to_string(queued)});
 }
 

@@ -12,6 +12,13 @@
 namespace hpc::it {
 namespace {
 std::atomic<int> g_counter{0};
+
+std::string ExtraConfig(const std::vector<std::string>& lines) {
+  if (lines.empty()) return "";
+  std::string out = "  scheduling:\n    extraConfig:\n";
+  for (const auto& l : lines) out += "      - \"" + l + "\"\n";
+  return out;
+}
 }
 
 std::vector<std::string> SplitLines(const std::string& s) {
@@ -51,7 +58,7 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
   std::string yaml = "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + name_ +
                      "\nspec:\n  network:\n    subnet: " + subnet_prefix_ +
                      ".0/24\n  datasets:\n    - name: shared\n      mountPath: /shared\n  users:\n    - name: alice\n"
-                     "      uid: 2001\n    - name: bob\n      uid: 2002\n---\napiVersion: hpcplane.io/v1alpha1\n"
+                     "      uid: 2001\n    - name: bob\n      uid: 2002\n" + ExtraConfig(opts.extra_config) + "---\napiVersion: hpcplane.io/v1alpha1\n"
                      "kind: NodeSet\nmetadata:\n  name: cpu\nspec:\n  replicas: " +
                      std::to_string(opts.replicas) + "\n  maxReplicas: " + std::to_string(opts.max_replicas) +
                      "\n  resources:\n    cpus: 1\n    memoryMiB: 500\n  partition:\n    default: true\n" +

@@ -15,6 +15,7 @@ struct ClusterOptions {
   int replicas = 2;
   int max_replicas = 4;
   std::string extra_nodeset_spec;  // more YAML lines under the nodeset's spec (2-space indented)
+  std::vector<std::string> extra_config;  // slurm.conf lines for spec.scheduling.extraConfig
 };
 
 class TestCluster {

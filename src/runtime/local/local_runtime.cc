@@ -69,8 +69,6 @@ struct LocalRuntime::PodState {
   bool stopped = false;  // finished and not to be restarted (policy)
   int last_exit = -1;
   int64_t started_at = 0;
-  int64_t next_start_ms = 0;  // steady-clock ms; restart not before
-  int64_t next_probe_ms = 0;
   std::string message;
 
   bool Alive() const { return pid > 0 && ProcessStartTime(pid) == pid_start && pid_start != 0; }
@@ -407,7 +405,7 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   st->ready = false;
   st->stopped = false;
   st->message.clear();
-  st->next_probe_ms = 0;
+  next_probe_ms_[spec.name] = 0;
   spdlog::info("pod {} started (pid {}, ip {})", spec.name, pid, st->ip);
   return Status::Ok();
 }
@@ -503,7 +501,8 @@ bool LocalRuntime::ProbeReady(const PodSpec& spec, const PodState& st) {
   return true;
 }
 
-void LocalRuntime::Supervise() {
+bool LocalRuntime::Supervise() {
+  bool changed = false;
   // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
   for (;;) {
     int status = 0;
@@ -518,10 +517,12 @@ void LocalRuntime::Supervise() {
     if (!spec.ok() || !*spec || !st.ok()) continue;
     PodState before = *st;
     if (st->Alive()) {
-      if (now >= st->next_probe_ms) {
+      if (now >= next_probe_ms_[name]) {
         st->ready = ProbeReady(**spec, *st);
-        // Probe often until ready, then rarely: probes of a ready pod only catch wedges.
-        st->next_probe_ms = now + (st->ready ? 5000 : 100);
+        // Probe often until ready. A ready TCP server is not probed again (each probe is a
+        // connection the daemon logs as an error); process supervision covers its death.
+        const bool tcp = (*spec)->readiness.tcp_port > 0;
+        next_probe_ms_[name] = now + (!st->ready ? 25 : tcp ? INT64_MAX / 2 : 10000);
         if (st->ready && UnixNow() - st->started_at > 10) st->consecutive_failures = 0;
       }
     } else if (!st->stopped) {
@@ -542,24 +543,26 @@ void LocalRuntime::Supervise() {
         } else {
           // Exponential backoff from 200 ms, capped at 10 s.
           int64_t delay = std::min<int64_t>(10000, 200LL << std::min(st->consecutive_failures - 1, 6));
-          st->next_start_ms = now + delay;
+          next_start_ms_[name] = now + delay;
           spdlog::warn("pod {} {}; restarting in {} ms", name, st->message, delay);
         }
       }
-      if (!st->stopped && now >= st->next_start_ms) {
+      if (!st->stopped && now >= next_start_ms_[name]) {
         if (before.pid == 0 && before.started_at > 0) ++st->restarts;
         Status s = StartPod(**spec, &*st);
         if (!s.ok()) {
           spdlog::error("{}", s.message());
-          st->next_start_ms = now + 2000;
+          next_start_ms_[name] = now + 2000;
         }
       }
     }
     if (st->pid != before.pid || st->ready != before.ready || st->stopped != before.stopped ||
         st->message != before.message || st->restarts != before.restarts) {
       (void)SaveState(name, *st);
+      changed = true;
     }
   }
+  return changed;
 }
 
 Status LocalRuntime::Teardown() {

@@ -46,8 +46,11 @@ class LocalRuntime : public PodRuntime {
   Result<int> ExecInteractive(const std::string& pod, const ExecOptions& opts) override;
   Result<std::string> Logs(const std::string& pod, size_t tail_lines) override;
 
-  /** One supervision pass: reap, restart with backoff, probe readiness. Daemon only. */
-  void Supervise();
+  /**
+   * One supervision pass: reap, restart with backoff, probe readiness. Daemon only.
+   * Returns true when a pod started, stopped or changed readiness.
+   */
+  bool Supervise();
   /** Stops every pod and removes the network; configuration, secrets and volumes stay. */
   Status Teardown();
   /** Host path of a volume; for the CLI's own use (e.g. printing where output landed). */
@@ -72,6 +75,9 @@ class LocalRuntime : public PodRuntime {
   Options opts_;
   Network network_;
   std::map<pid_t, int> reaped_;  // exit statuses of our children, by pid
+  // Supervision timers (steady-clock ms), kept in memory: a new daemon probes and starts at once.
+  std::map<std::string, int64_t> next_probe_ms_;
+  std::map<std::string, int64_t> next_start_ms_;
 };
 
 // Start time of a process in clock ticks since boot, or 0 when it does not exist. Together
