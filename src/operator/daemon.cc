@@ -140,11 +140,13 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
 
   using Clock = std::chrono::steady_clock;
   auto next_reconcile = Clock::now();
+  bool converged = false;
   while (!g_stop) {
     // A pod that became ready (or died) is reacted to at once, not at the next tick.
-    if (rt->Supervise()) next_reconcile = Clock::now();
+    auto supervised = rt->Supervise();
+    if (supervised.changed) next_reconcile = Clock::now();
     if (Clock::now() >= next_reconcile) {
-      bool converged = true;
+      converged = true;
       auto c = store.LoadCluster();
       auto nodesets = store.LoadNodeSets();
       if (!c.ok() || !nodesets.ok()) {
@@ -181,7 +183,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       // Tight while converging (start-up, scaling), relaxed once steady.
       next_reconcile = Clock::now() + (converged ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(200));
     }
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    // Fast passes while pods start or restart; slow ones when everything is settled.
+    std::this_thread::sleep_for(std::chrono::milliseconds(supervised.settled && converged ? 200 : 20));
   }
   spdlog::info("stopping: removing pods and network of cluster {}", p.name);
   Status s = rt->Teardown();

@@ -501,8 +501,8 @@ bool LocalRuntime::ProbeReady(const PodSpec& spec, const PodState& st) {
   return true;
 }
 
-bool LocalRuntime::Supervise() {
-  bool changed = false;
+LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
+  SuperviseResult result;
   // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
   for (;;) {
     int status = 0;
@@ -559,10 +559,11 @@ bool LocalRuntime::Supervise() {
     if (st->pid != before.pid || st->ready != before.ready || st->stopped != before.stopped ||
         st->message != before.message || st->restarts != before.restarts) {
       (void)SaveState(name, *st);
-      changed = true;
+      result.changed = true;
     }
+    if (!st->stopped && !(st->Alive() && st->ready)) result.settled = false;
   }
-  return changed;
+  return result;
 }
 
 Status LocalRuntime::Teardown() {

@@ -48,9 +48,14 @@ class LocalRuntime : public PodRuntime {
 
   /**
    * One supervision pass: reap, restart with backoff, probe readiness. Daemon only.
-   * Returns true when a pod started, stopped or changed readiness.
+   * Reports whether a pod started, stopped or changed readiness, and whether every pod is
+   * settled (running and ready, or finished for good).
    */
-  bool Supervise();
+  struct SuperviseResult {
+    bool changed = false;
+    bool settled = true;
+  };
+  SuperviseResult Supervise();
   /** Stops every pod and removes the network; configuration, secrets and volumes stay. */
   Status Teardown();
   /** Host path of a volume; for the CLI's own use (e.g. printing where output landed). */
