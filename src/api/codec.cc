@@ -197,6 +197,12 @@ void DecodeNodeSetSpec(const YAML::Node& node, NodeSetSpec* s, Status* err) {
   r.Duration("idleTimeout", &s->idle_timeout_seconds);
   r.StringList("features", &s->features);
   {
+    FieldReader sc(r.Get("scaling"), "spec.scaling", err);
+    sc.Integer("scaleUpPerMinute", &s->scale_up_per_minute);
+    sc.Integer("scaleDownPerMinute", &s->scale_down_per_minute);
+    sc.Finish();
+  }
+  {
     FieldReader res(r.Get("resources"), "spec.resources", err);
     res.Integer("cpus", &s->resources.cpus);
     res.Integer("memoryMiB", &s->resources.memory_mib);
@@ -311,6 +317,14 @@ static nlohmann::json ConditionsJson(const std::vector<Condition>& cs) {
   return arr;
 }
 
+nlohmann::json EventsJson(const std::vector<Event>& events) {
+  nlohmann::json arr = nlohmann::json::array();
+  for (const auto& e : events) {
+    arr.push_back({{"time", e.time}, {"type", e.type}, {"reason", e.reason}, {"message", e.message}});
+  }
+  return arr;
+}
+
 static nlohmann::json MetaJson(const ObjectMeta& m) {
   nlohmann::json j = {{"name", m.name}, {"generation", m.generation}};
   if (!m.namespace_.empty()) j["namespace"] = m.namespace_;
@@ -364,6 +378,7 @@ nlohmann::json ToJson(const NodeSet& n) {
       {"partition", {{"name", n.PartitionName()}, {"default", s.partition.is_default},
                      {"maxTime", s.partition.max_time}, {"options", s.partition.options}}},
       {"features", s.features},
+      {"scaling", {{"scaleUpPerMinute", s.scale_up_per_minute}, {"scaleDownPerMinute", s.scale_down_per_minute}}},
   };
   if (s.replicas) spec["replicas"] = *s.replicas;
   if (s.min_replicas) spec["minReplicas"] = *s.min_replicas;
@@ -377,7 +392,7 @@ nlohmann::json ToJson(const NodeSet& n) {
        {{"observedGeneration", st.observed_generation}, {"desired", st.desired},
         {"replicas", st.replicas}, {"ready", st.ready}, {"busy", st.busy}, {"idle", st.idle},
         {"draining", st.draining}, {"lastDecision", st.last_decision},
-        {"conditions", ConditionsJson(st.conditions)}}},
+        {"conditions", ConditionsJson(st.conditions)}, {"events", EventsJson(st.events)}}},
   };
 }
 

@@ -26,6 +26,8 @@ Result<Manifest> DecodeManifestFile(const std::string& path);
 nlohmann::json ToJson(const SlurmCluster& c);
 nlohmann::json ToJson(const NodeSet& n);
 
+nlohmann::json EventsJson(const std::vector<Event>& events);
+
 // Renders JSON as block YAML, for `get -o yaml`.
 std::string JsonToYaml(const nlohmann::json& j);
 

@@ -85,13 +85,24 @@ struct PartitionSpec {
 
 struct NodeSetSpec {
   std::string cluster;
-  std::optional<int> replicas;      // desired workers when set by hand / by the autoscaler
+  std::optional<int> replicas;      // workers pinned by hand; unset: autoscaled from demand
   std::optional<int> min_replicas;  // empty: the cluster's minReplicaCount
   int max_replicas = 4;
   int64_t idle_timeout_seconds = 300;
+  // Rate limits: most workers added / drained in one minute; 0 means no limit.
+  int scale_up_per_minute = 0;
+  int scale_down_per_minute = 0;
   WorkerResources resources;
   PartitionSpec partition;
   std::vector<std::string> features;
+};
+
+// A scaling decision or problem worth showing in `describe` (Kubernetes events, kept short).
+struct Event {
+  std::string time;  // RFC 3339
+  std::string type;  // Normal | Warning
+  std::string reason;
+  std::string message;
 };
 
 struct NodeSetStatus {
@@ -104,7 +115,9 @@ struct NodeSetStatus {
   int draining = 0;
   std::string last_decision;
   std::vector<Condition> conditions;
+  std::vector<Event> events;  // newest last, at most kMaxEvents
 };
+inline constexpr size_t kMaxEvents = 20;
 
 struct NodeSet {
   ObjectMeta metadata;

@@ -176,6 +176,13 @@ Status ValidateShape(const NodeSet& n) {
                       fmt::format("must be >= minReplicas (got {} < {})", *s.replicas, *s.min_replicas));
   }
   if (s.idle_timeout_seconds < 0) return FieldError(subject, "spec.idleTimeout", "must not be negative");
+  if (s.scale_up_per_minute < 0) {
+    return FieldError(subject, "spec.scaling.scaleUpPerMinute", fmt::format("must be >= 0 (got {})", s.scale_up_per_minute));
+  }
+  if (s.scale_down_per_minute < 0) {
+    return FieldError(subject, "spec.scaling.scaleDownPerMinute",
+                      fmt::format("must be >= 0 (got {})", s.scale_down_per_minute));
+  }
   if (s.resources.cpus < 1 || s.resources.cpus > 1024) {
     return FieldError(subject, "spec.resources.cpus", fmt::format("must be 1-1024 (got {})", s.resources.cpus));
   }

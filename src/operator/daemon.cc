@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -157,13 +158,19 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
         const auto* ready = FindCondition(cst.conditions, "Ready");
         converged = ready && ready->status == "True";
         std::set<std::string> known;
+        // One job listing per pass, shared by every nodeset's demand computation.
+        std::optional<std::vector<slurm::SlurmJob>> jobs;
+        if (cluster_rec.reader()) {
+          auto listed = cluster_rec.reader()->Jobs();
+          if (listed.ok()) jobs = std::move(*listed);
+          else spdlog::warn("cannot list jobs: {}", listed.status().message());
+        }
         for (const auto& ns : *nodesets) {
           known.insert(ns.metadata.name);
           if (!cluster_rec.controller_ready()) continue;
-          int desired = DesiredFromSpec(*c, ns);
-          api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, desired, cluster_rec.reader());
+          api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), jobs ? &*jobs : nullptr);
           (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
-          if (nst.replicas != desired || nst.ready != desired) converged = false;
+          if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
         }
         // Workers of nodesets that were deleted from the store.
         auto pods = rt->ListPods({{kLabelComponent, "worker"}});

@@ -1,11 +1,13 @@
 #include "operator/nodeset_reconciler.h"
 
 #include <algorithm>
+#include <ctime>
 #include <map>
 
 #include <spdlog/spdlog.h>
 
 #include "operator/conditions.h"
+#include "operator/demand.h"
 #include "operator/scale_down.h"
 
 namespace hpc::op {
@@ -16,11 +18,29 @@ int DesiredFromSpec(const api::SlurmCluster& c, const api::NodeSet& ns) {
   return std::clamp(want, min, std::max(min, ns.spec.max_replicas));
 }
 
-api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns, int desired,
-                                                slurm::SlurmReader* reader) {
+namespace {
+
+void AddEvent(api::NodeSetStatus* st, const std::string& type, const std::string& reason, const std::string& message) {
+  if (!st->events.empty() && st->events.back().reason == reason && st->events.back().message == message) return;
+  st->events.push_back({Rfc3339Now(), type, reason, message});
+  while (st->events.size() > api::kMaxEvents) st->events.erase(st->events.begin());
+}
+
+}  // namespace
+
+int NodeSetReconciler::Allowance(std::deque<int64_t>* history, int per_minute, int64_t now) {
+  while (!history->empty() && history->front() <= now - 60) history->pop_front();
+  if (per_minute <= 0) return -1;
+  return std::max(0, per_minute - static_cast<int>(history->size()));
+}
+
+api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns,
+                                                slurm::SlurmReader* reader,
+                                                const std::vector<slurm::SlurmJob>* jobs) {
   api::NodeSetStatus st = ns.status;
-  st.desired = desired;
   st.observed_generation = ns.metadata.generation;
+  const int64_t now = std::time(nullptr);
+  const bool autoscaled = IsAutoscaled(ns);
 
   auto pods = rt_->ListPods({{kLabelCluster, c.metadata.name}, {kLabelNodeSet, ns.metadata.name}});
   if (!pods.ok()) {
@@ -41,6 +61,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   }
 
   std::vector<WorkerView> workers;
+  int busy_nodes = 0;
   for (const auto& p : *pods) {
     WorkerView w;
     w.pod = p.name;
@@ -53,11 +74,50 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
       bool ours = n.reason.rfind(slurm::kDrainReasonPrefix, 0) == 0;
       w.drain_ours = n.Drain() && ours;
       w.drain_admin = n.Drain() && !ours;
+      w.idle_seconds = w.busy ? 0 : std::max<int64_t>(0, now - n.last_busy);
+      if (w.busy) ++busy_nodes;
     }
     workers.push_back(w);
   }
 
-  ScalePlan plan = PlanScale(workers, desired, visible);
+  // Desired workers: pinned by hand, or busy + what pending jobs need (DESIGN, Autoscaling).
+  const int min = ns.MinReplicas(c.spec.min_replica_count);
+  int desired = DesiredFromSpec(c, ns);
+  std::string demand_note;
+  if (autoscaled) {
+    if (visible && jobs) {
+      NodeShape shape{ns.spec.resources.cpus, ns.spec.resources.memory_mib, ns.spec.resources.gpus};
+      Demand demand = ComputeDemand(*jobs, ns.PartitionName(), shape, ns.spec.max_replicas,
+                                    std::max(0, ns.spec.max_replicas - busy_nodes));
+      desired = DesiredWorkers(busy_nodes, demand, min, ns.spec.max_replicas);
+      demand_note = fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted,
+                                demand.nodes_needed);
+      std::string unfit_msg;
+      for (const auto& u : demand.unfit) {
+        std::string m = fmt::format("job {} {}", u.job_id, u.why);
+        unfit_msg += (unfit_msg.empty() ? "" : "; ") + m;
+        AddEvent(&st, "Warning", "Unschedulable", m);
+      }
+      SetCondition(&st.conditions, "Unschedulable", !demand.unfit.empty(),
+                   demand.unfit.empty() ? "AllJobsFit" : "JobNeverFits", unfit_msg);
+    } else {
+      // Without Slurm's view, hold the current count: no scale-up from guesses, no removal.
+      int active = 0;
+      for (const auto& w : workers) active += w.drain_ours ? 0 : 1;
+      desired = std::clamp(active, min, ns.spec.max_replicas);
+      demand_note = "Slurm not visible; holding";
+    }
+  }
+  st.desired = desired;
+
+  ScaleOptions opts;
+  opts.slurm_visible = visible;
+  if (autoscaled) opts.idle_timeout = ns.spec.idle_timeout_seconds;
+  opts.max_create = Allowance(&created_[ns.metadata.name], ns.spec.scale_up_per_minute, now);
+  opts.max_drain = Allowance(&drained_[ns.metadata.name], ns.spec.scale_down_per_minute, now);
+  ScalePlan plan = PlanScale(workers, desired, opts);
+  for (size_t i = 0; i < plan.create.size() + plan.resume.size(); ++i) created_[ns.metadata.name].push_back(now);
+  for (size_t i = 0; i < plan.drain.size(); ++i) drained_[ns.metadata.name].push_back(now);
   std::vector<std::string> errors;
   for (const auto& name : plan.resume) {
     Status s = control_->ResumeNode(name);
@@ -90,9 +150,11 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     }
   }
   if (!plan.decision.empty()) {
-    st.last_decision = plan.decision;
-    spdlog::info("nodeset {}: {}", ns.metadata.name, plan.decision);
+    st.last_decision = plan.decision + (demand_note.empty() ? "" : " (" + demand_note + ")");
+    AddEvent(&st, "Normal", "Scaled", st.last_decision);
+    spdlog::info("nodeset {}: {}", ns.metadata.name, st.last_decision);
   }
+  for (const auto& e : errors) AddEvent(&st, "Warning", "ScalingFailed", e);
   for (const auto& e : errors) spdlog::error("nodeset {}: {}", ns.metadata.name, e);
 
   // Counts from what exists after this pass.
@@ -126,7 +188,10 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
 
 Status NodeSetReconciler::RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns,
                                         slurm::SlurmReader* reader) {
-  api::NodeSetStatus st = Reconcile(c, ns, 0, reader);
+  api::NodeSet gone = ns;
+  gone.spec.replicas = 0;
+  gone.spec.min_replicas = 0;
+  api::NodeSetStatus st = Reconcile(c, gone, reader, nullptr);
   if (st.replicas > 0) return Status::Errorf("nodeset {}: {} workers still draining", ns.metadata.name, st.replicas);
   return Status::Ok();
 }

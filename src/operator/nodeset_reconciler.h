@@ -7,7 +7,10 @@
 //   SlurmVisible False when Slurm could not be asked; scale-down waits until it can.
 #pragma once
 
+#include <deque>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "api/types.h"
 #include "operator/builders.h"
@@ -21,20 +24,26 @@ class NodeSetReconciler {
   NodeSetReconciler(runtime::PodRuntime* rt, BuildInputs inputs, slurm::SlurmControl* control)
       : rt_(rt), in_(std::move(inputs)), control_(control) {}
 
-  // `desired` is the count to converge to (spec.replicas clamped, or the autoscaler's answer);
-  // `reader` is null when slurmrestd is not available.
-  api::NodeSetStatus Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns, int desired,
-                               slurm::SlurmReader* reader);
+  // `reader` is null when slurmrestd is not available; `jobs` is null when the job list could
+  // not be read. The desired count is spec.replicas when pinned, else computed from demand.
+  api::NodeSetStatus Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader,
+                               const std::vector<slurm::SlurmJob>* jobs);
 
   // Removes every worker of a nodeset that no longer exists, with the same safety rules.
   Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
 
  private:
+  // How many more workers the rate limits allow now; -1 when unlimited.
+  int Allowance(std::deque<int64_t>* history, int per_minute, int64_t now);
+
   runtime::PodRuntime* rt_;
   BuildInputs in_;
   slurm::SlurmControl* control_;
+  std::map<std::string, std::deque<int64_t>> created_, drained_;  // unix seconds, per nodeset
 };
 
+// Autoscaled: spec.replicas unset.
+inline bool IsAutoscaled(const api::NodeSet& ns) { return !ns.spec.replicas.has_value(); }
 // Desired workers from the spec: spec.replicas (or minReplicas) clamped to min..max.
 int DesiredFromSpec(const api::SlurmCluster& c, const api::NodeSet& ns);
 

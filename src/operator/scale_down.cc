@@ -7,7 +7,8 @@
 
 namespace hpc::op {
 
-ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, bool slurm_visible) {
+ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const ScaleOptions& opts) {
+  const bool slurm_visible = opts.slurm_visible;
   ScalePlan plan;
   int active = 0;
   std::set<int> used;
@@ -26,6 +27,7 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, bool sl
         --shortage;
       }
     }
+    if (opts.max_create >= 0) shortage = std::min(shortage, opts.max_create);
     for (int ord = 0; shortage > 0; ++ord) {
       if (used.count(ord)) continue;
       plan.create.push_back(ord);
@@ -36,13 +38,16 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, bool sl
   } else if (active > desired && slurm_visible) {
     std::vector<const WorkerView*> candidates;
     for (const auto& w : workers) {
-      if (w.registered && !w.drain_ours && !w.drain_admin) candidates.push_back(&w);
+      if (!w.registered || w.drain_ours || w.drain_admin) continue;
+      if (opts.idle_timeout && (w.busy || w.idle_seconds < *opts.idle_timeout)) continue;
+      candidates.push_back(&w);
     }
     std::sort(candidates.begin(), candidates.end(), [](const WorkerView* a, const WorkerView* b) {
       if (a->busy != b->busy) return !a->busy;
       return a->ordinal > b->ordinal;
     });
     int excess = active - desired;
+    if (opts.max_drain >= 0) excess = std::min(excess, opts.max_drain);
     for (const auto* w : candidates) {
       if (excess == 0) break;
       plan.drain.push_back(w->pod);
@@ -51,7 +56,8 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, bool sl
     if (!plan.drain.empty()) {
       std::string names;
       for (const auto& n : plan.drain) names += (names.empty() ? "" : ", ") + n;
-      notes.push_back(fmt::format("scale down {}→{}: draining {}", active, desired, names));
+      notes.push_back(fmt::format("scale down {}→{}: draining {}{}", active, active - static_cast<int>(plan.drain.size()),
+                                  names, opts.idle_timeout ? " (idle past idleTimeout)" : ""));
     }
   }
   if (slurm_visible) {

@@ -9,6 +9,8 @@
 //  - Without a view of Slurm nothing is drained or removed (fail closed).
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +23,16 @@ struct WorkerView {
   bool busy = false;         // has allocated CPUs or is completing a job
   bool drain_ours = false;   // drained with the hpcplane: prefix
   bool drain_admin = false;  // drained by someone else
+  int64_t idle_seconds = 0;  // how long Slurm has seen it without work
+};
+
+struct ScaleOptions {
+  bool slurm_visible = true;
+  // Autoscaled nodesets only drain workers idle at least this long, and never busy ones;
+  // nullopt (manual scaling) drains whatever the count requires, idle ones first.
+  std::optional<int64_t> idle_timeout;
+  int max_create = -1;  // rate limits per decision; -1: unlimited
+  int max_drain = -1;
 };
 
 struct ScalePlan {
@@ -31,6 +43,6 @@ struct ScalePlan {
   std::string decision;              // human-readable summary; empty when nothing changes
 };
 
-ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, bool slurm_visible);
+ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const ScaleOptions& opts);
 
 }  // namespace hpc::op

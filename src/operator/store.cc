@@ -83,6 +83,9 @@ Result<api::NodeSet> Store::LoadNodeSet(const std::string& name) const {
   s.draining = st.value("draining", 0);
   s.last_decision = st.value("lastDecision", "");
   s.conditions = ConditionsFrom(st.value("conditions", json::array()));
+  for (const auto& e : st.value("events", json::array())) {
+    s.events.push_back({e.value("time", ""), e.value("type", ""), e.value("reason", ""), e.value("message", "")});
+  }
   return n;
 }
 
@@ -131,7 +134,8 @@ Status Store::SaveNodeSetStatus(const std::string& name, const api::NodeSetStatu
   RETURN_IF_ERROR(files::MakeDirs(dir_ + "/status/nodesets"));
   json j = {{"observedGeneration", s.observed_generation}, {"desired", s.desired}, {"replicas", s.replicas},
             {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle}, {"draining", s.draining},
-            {"lastDecision", s.last_decision}, {"conditions", ConditionsTo(s.conditions)}};
+            {"lastDecision", s.last_decision}, {"conditions", ConditionsTo(s.conditions)},
+            {"events", api::EventsJson(s.events)}};
   const std::string path = dir_ + "/status/nodesets/" + name + ".json";
   if (ReadJson(path) == j) return Status::Ok();
   return files::WriteAtomic(path, j.dump(2) + "\n");

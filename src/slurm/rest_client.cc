@@ -21,6 +21,30 @@ std::string Upper(std::string s) {
   return s;
 }
 
+// Integers slurmrestd may send as null or as Slurm's NO_VAL/INFINITE sentinels: 0 then.
+int64_t Int(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  if (it == obj.end() || !it->is_number()) return 0;
+  double v = it->get<double>();
+  if (v < 0 || v >= 4294967294.0) return 0;
+  return static_cast<int64_t>(v);
+}
+
+std::string Str(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// GPUs per node in a TRES string such as "gres:gpu:2", "gres/gpu=2" or "gres:gpu:a100:1".
+int GpusIn(const std::string& tres) {
+  auto pos = tres.find("gpu");
+  if (pos == std::string::npos) return 0;
+  auto sep = tres.find_last_of(":=");
+  if (sep == std::string::npos || sep < pos) return 1;
+  int n = std::atoi(tres.c_str() + sep + 1);
+  return n > 0 ? n : 1;
+}
+
 // Errors slurmrestd reports inside a 200 answer.
 Status BodyErrors(const json& j) {
   if (j.contains("errors") && j["errors"].is_array() && !j["errors"].empty()) {
@@ -81,11 +105,11 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
   try {
     for (const auto& n : j.at("nodes")) {
       SlurmNode node;
-      node.name = n.at("name").get<std::string>();
-      node.state = Lower(n.value("state", "unknown"));
+      node.name = Str(n, "name");
+      node.state = Lower(Str(n, "state").empty() ? "unknown" : Str(n, "state"));
       for (const auto& f : n.value("state_flags", json::array())) node.flags.insert(Upper(f.get<std::string>()));
-      node.reason = n.value("reason", "");
-      std::string features = n.value("features", "");
+      node.reason = Str(n, "reason");
+      std::string features = Str(n, "features");
       size_t start = 0;
       while (start < features.size()) {
         size_t comma = features.find(',', start);
@@ -93,8 +117,9 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
         if (comma > start) node.features.insert(features.substr(start, comma - start));
         start = comma + 1;
       }
-      node.cpus = n.value("cpus", 0);
-      node.alloc_cpus = n.value("alloc_cpus", 0);
+      node.cpus = static_cast<int>(Int(n, "cpus"));
+      node.alloc_cpus = static_cast<int>(Int(n, "alloc_cpus"));
+      node.last_busy = Int(n, "last_busy");
       out.push_back(std::move(node));
     }
   } catch (const json::exception& e) {
@@ -111,14 +136,24 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
   try {
     for (const auto& x : j.at("jobs")) {
       SlurmJob job;
-      job.job_id = x.at("job_id").get<int64_t>();
-      job.user = x.value("user_name", "");
-      job.state = x.value("job_state", "");
-      job.reason = x.value("state_reason", "");
-      job.partition = x.value("partition", "");
-      job.nodes = x.value("nodes", "");
-      job.submit_time = x.value("submit_time", int64_t{0});
-      job.start_time = x.value("start_time", int64_t{0});
+      job.job_id = Int(x, "job_id");
+      job.user = Str(x, "user_name");
+      job.state = Str(x, "job_state");
+      job.reason = Str(x, "state_reason");
+      job.partition = Str(x, "partition");
+      job.nodes = Str(x, "nodes");
+      job.submit_time = Int(x, "submit_time");
+      job.start_time = Int(x, "start_time");
+      job.node_count = static_cast<int>(std::max<int64_t>(1, Int(x, "node_count")));
+      job.cpus = static_cast<int>(std::max<int64_t>(1, Int(x, "cpus")));
+      job.min_cpus_per_node = static_cast<int>(std::max<int64_t>(1, Int(x, "minimum_cpus_per_node")));
+      job.memory_per_node = Int(x, "memory_per_node");
+      job.memory_per_cpu = Int(x, "memory_per_cpu");
+      job.gpus_per_node = GpusIn(Str(x, "tres_per_node"));
+      job.exclusive = x["shared"].is_string() && x["shared"].get<std::string>() == "none";
+      job.array_task_string = Str(x, "array_task_string");
+      job.array_max_tasks = static_cast<int>(Int(x, "array_max_tasks"));
+      job.restart_count = static_cast<int>(Int(x, "restart_cnt"));
       out.push_back(std::move(job));
     }
   } catch (const json::exception& e) {

@@ -20,6 +20,7 @@ struct SlurmNode {
   std::set<std::string> features;
   int cpus = 0;
   int alloc_cpus = 0;
+  int64_t last_busy = 0;  // unix seconds the node last had work (or registered)
 
   bool Drain() const { return flags.count("DRAIN") > 0; }
   // Running or finishing work: such a node must not be removed.
@@ -37,10 +38,21 @@ struct SlurmJob {
   std::string user;
   std::string state;   // PENDING, RUNNING, ...
   std::string reason;  // state_reason
-  std::string partition;
+  std::string partition;  // comma-separated when several were requested
   std::string nodes;
   int64_t submit_time = 0;
   int64_t start_time = 0;
+  // The request, for packing pending jobs onto nodes.
+  int node_count = 1;
+  int cpus = 1;
+  int min_cpus_per_node = 1;
+  int64_t memory_per_node = 0;  // MiB; 0 when not requested per node
+  int64_t memory_per_cpu = 0;   // MiB
+  int gpus_per_node = 0;
+  bool exclusive = false;
+  std::string array_task_string;  // pending tasks of an array, e.g. "1-5%2"
+  int array_max_tasks = 0;
+  int restart_count = 0;
 };
 
 class SlurmReader {

@@ -52,6 +52,8 @@ struct InvalidCase {
   const char* message;  // the documented error, exactly
 };
 
+void PrintTo(const InvalidCase& c, std::ostream* os) { *os << c.what; }
+
 class InvalidSpecTest : public ::testing::TestWithParam<InvalidCase> {};
 
 // Every invalid spec is rejected with the object, the field path and why.

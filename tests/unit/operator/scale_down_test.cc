@@ -11,49 +11,49 @@ WorkerView W(int ord, bool registered = true, bool busy = false, bool ours = fal
 
 // Scale-up creates the lowest free ordinals.
 TEST(PlanScaleTest, CreatesLowestFreeOrdinals) {
-  auto plan = PlanScale({W(1)}, 3, true);
+  auto plan = PlanScale({W(1)}, 3, ScaleOptions{true});
   EXPECT_EQ(plan.create, (std::vector<int>{0, 2}));
   EXPECT_TRUE(plan.drain.empty());
 }
 
 // Idle workers are drained before busy ones, highest ordinal first.
 TEST(PlanScaleTest, DrainsIdleBeforeBusy) {
-  auto plan = PlanScale({W(0, true, false), W(1, true, true), W(2, true, false)}, 1, true);
+  auto plan = PlanScale({W(0, true, false), W(1, true, true), W(2, true, false)}, 1, ScaleOptions{true});
   EXPECT_EQ(plan.drain, (std::vector<std::string>{"cpu-2", "cpu-0"}));
   EXPECT_TRUE(plan.remove.empty());
 }
 
 // A busy worker is drained when it must go, but never removed while busy.
 TEST(PlanScaleTest, BusyDrainedWorkerIsKeptUntilIdle) {
-  auto busy = PlanScale({W(0), W(1, true, true, true)}, 1, true);
+  auto busy = PlanScale({W(0), W(1, true, true, true)}, 1, ScaleOptions{true});
   EXPECT_TRUE(busy.remove.empty());
   EXPECT_TRUE(busy.drain.empty());
-  auto idle = PlanScale({W(0), W(1, true, false, true)}, 1, true);
+  auto idle = PlanScale({W(0), W(1, true, false, true)}, 1, ScaleOptions{true});
   EXPECT_EQ(idle.remove, (std::vector<std::string>{"cpu-1"}));
 }
 
 // Admin drains are never resumed, drained again, or removed.
 TEST(PlanScaleTest, AdminDrainsAreLeftAlone) {
-  auto plan = PlanScale({W(0, true, false, false, true), W(1)}, 0, true);
+  auto plan = PlanScale({W(0, true, false, false, true), W(1)}, 0, ScaleOptions{true});
   EXPECT_EQ(plan.drain, (std::vector<std::string>{"cpu-1"}));
   EXPECT_TRUE(plan.remove.empty());
-  auto up = PlanScale({W(0, true, false, false, true)}, 2, true);
+  auto up = PlanScale({W(0, true, false, false, true)}, 2, ScaleOptions{true});
   EXPECT_TRUE(up.resume.empty());
   EXPECT_EQ(up.create, (std::vector<int>{1}));
 }
 
 // Without Slurm's view nothing is drained or removed (fail closed), but scale-up still works.
 TEST(PlanScaleTest, FailsClosedWithoutSlurm) {
-  auto down = PlanScale({W(0), W(1, true, false, true)}, 0, false);
+  auto down = PlanScale({W(0), W(1, true, false, true)}, 0, ScaleOptions{false});
   EXPECT_TRUE(down.drain.empty());
   EXPECT_TRUE(down.remove.empty());
-  auto up = PlanScale({}, 2, false);
+  auto up = PlanScale({}, 2, ScaleOptions{false});
   EXPECT_EQ(up.create.size(), 2u);
 }
 
 // Scale-up reuses a worker hpcplane was draining instead of creating a new one.
 TEST(PlanScaleTest, ScaleUpResumesOurDrains) {
-  auto plan = PlanScale({W(0), W(1, true, true, true)}, 2, true);
+  auto plan = PlanScale({W(0), W(1, true, true, true)}, 2, ScaleOptions{true});
   EXPECT_EQ(plan.resume, (std::vector<std::string>{"cpu-1"}));
   EXPECT_TRUE(plan.create.empty());
   EXPECT_TRUE(plan.remove.empty());
@@ -61,7 +61,7 @@ TEST(PlanScaleTest, ScaleUpResumesOurDrains) {
 
 // Unregistered workers are not drain candidates: Slurm cannot drain what it does not know.
 TEST(PlanScaleTest, UnregisteredWorkersAreNotDrained) {
-  auto plan = PlanScale({W(0, false), W(1, false)}, 0, true);
+  auto plan = PlanScale({W(0, false), W(1, false)}, 0, ScaleOptions{true});
   EXPECT_TRUE(plan.drain.empty());
 }
 
