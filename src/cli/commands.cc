@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -323,13 +324,14 @@ int CmdGet(const Globals& g, const std::string& what, const std::string& format)
       for (const auto& n : *nss) arr.push_back(api::ToJson(n));
       return Output(arr, format);
     }
-    std::cout << fmt::format("{:<14} {:<12} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n", "NAME", "PARTITION",
-                             "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING", "MIN/MAX", "LAST DECISION");
+    std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n", "NAME",
+                             "PARTITION", "MODE", "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING", "MIN/MAX",
+                             "LAST DECISION");
     for (const auto& n : *nss) {
       auto c = store.LoadCluster();
       int min = n.MinReplicas(c.ok() ? c->spec.min_replica_count : 0);
-      std::cout << fmt::format("{:<14} {:<12} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n", n.metadata.name,
-                               n.PartitionName(), n.status.desired, n.status.replicas, n.status.ready, n.status.busy,
+      std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n",
+                               n.metadata.name, n.PartitionName(), n.spec.replicas ? "manual" : "auto", n.status.desired, n.status.replicas, n.status.ready, n.status.busy,
                                n.status.idle, n.status.draining, fmt::format("{}/{}", min, n.spec.max_replicas),
                                n.status.last_decision.empty() ? "-" : n.status.last_decision);
     }
@@ -395,7 +397,14 @@ int CmdDescribe(const Globals& g, const std::string& kind, const std::string& na
   if (kind == "nodeset") {
     auto n = store.LoadNodeSet(name);
     if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
-    std::cout << api::JsonToYaml(api::ToJson(*n));
+    json j = api::ToJson(*n);
+    j["status"].erase("events");
+    std::cout << api::JsonToYaml(j);
+    std::cout << "Events (newest last):\n";
+    if (n->status.events.empty()) std::cout << "  <none>\n";
+    for (const auto& e : n->status.events) {
+      std::cout << fmt::format("  {}  {:<7} {:<14} {}\n", e.time, e.type, e.reason, e.message);
+    }
     return 0;
   }
   if (kind == "pod") {
@@ -458,8 +467,8 @@ int CmdDelete(const Globals& g, const std::string& kind, const std::string& name
   return 0;
 }
 
-int CmdScale(const Globals& g, const std::string& kind, const std::string& name, int replicas, bool wait,
-             int timeout_s) {
+int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas,
+             bool wait, int timeout_s) {
   if (kind != "nodeset") return Fail(Status::Errorf("scale: unknown kind \"{}\" (nodeset)", kind));
   auto p = ResolveCluster(g);
   if (!p.ok()) return Fail(p.status());
@@ -468,16 +477,24 @@ int CmdScale(const Globals& g, const std::string& kind, const std::string& name,
   if (!c.ok()) return Fail(c.status());
   auto n = store.LoadNodeSet(name);
   if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
-  if (replicas < 0) return Fail(Status::Errorf("nodeset \"{}\": --replicas: must be >= 0 (got {})", name, replicas));
+  if (!replicas) {
+    n->spec.replicas.reset();
+    if (Status s = store.SaveNodeSet(*n); !s.ok()) return Fail(s);
+    std::cout << fmt::format("nodeset/{} is autoscaled again (workers follow pending jobs, idle ones leave after {})\n",
+                             name, api::FormatDuration(n->spec.idle_timeout_seconds));
+    return 0;
+  }
+  if (*replicas < 0) return Fail(Status::Errorf("nodeset \"{}\": --replicas: must be >= 0 (got {})", name, *replicas));
   int min = n->MinReplicas(c->spec.min_replica_count);
-  int clamped = std::clamp(replicas, min, n->spec.max_replicas);
-  if (clamped != replicas) {
-    std::cout << fmt::format("nodeset/{}: {} is outside minReplicas..maxReplicas ({}..{}); using {}\n", name, replicas,
-                             min, n->spec.max_replicas, clamped);
+  int clamped = std::clamp(*replicas, min, n->spec.max_replicas);
+  if (clamped != *replicas) {
+    std::cout << fmt::format("nodeset/{}: {} is outside minReplicas..maxReplicas ({}..{}); using {}\n", name,
+                             *replicas, min, n->spec.max_replicas, clamped);
   }
   n->spec.replicas = clamped;
   if (Status s = store.SaveNodeSet(*n); !s.ok()) return Fail(s);
-  std::cout << fmt::format("nodeset/{} scaled to {}\n", name, clamped);
+  std::cout << fmt::format("nodeset/{} scaled to {} (pinned; `--auto` hands it back to the autoscaler)\n", name,
+                           clamped);
   if (!wait) return 0;
   auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
   while (Clock::now() < deadline) {
@@ -571,12 +588,14 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   del->add_option("kind", kind, "nodeset")->required();
   del->add_option("name", name, "Its name")->required();
 
-  int replicas = 0;
-  bool wait = false;
-  auto* scale = app.add_subcommand("scale", "Set a nodeset's worker count (clamped to min..max)");
+  std::optional<int> replicas;
+  bool wait = false, autoscale = false;
+  auto* scale = app.add_subcommand("scale", "Pin a nodeset's worker count (clamped to min..max), or --auto");
   scale->add_option("kind", kind, "nodeset")->required();
   scale->add_option("name", name, "Nodeset name")->required();
-  scale->add_option("--replicas", replicas, "Workers wanted")->required();
+  auto* replicas_opt = scale->add_option("--replicas", replicas, "Workers wanted");
+  auto* auto_opt = scale->add_flag("--auto", autoscale, "Let the autoscaler size it from pending jobs again");
+  replicas_opt->excludes(auto_opt);
   scale->add_flag("--wait", wait, "Wait until the nodeset has exactly that many ready workers");
   scale->add_option("--timeout", timeout_s, "Seconds to wait with --wait");
 
@@ -608,7 +627,10 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   }
   if (apply->parsed()) return CmdApply(g, file);
   if (del->parsed()) return CmdDelete(g, kind, name);
-  if (scale->parsed()) return CmdScale(g, kind, name, replicas, wait, timeout_s);
+  if (scale->parsed()) {
+    if (!replicas && !autoscale) return Fail(Status::Error("scale: give --replicas N or --auto"));
+    return CmdScale(g, kind, name, replicas, wait, timeout_s);
+  }
   if (exec->parsed()) return CmdExec(g, pod, user, cmd);
   if (logs->parsed()) return CmdLogs(g, pod, tail);
   return 1;

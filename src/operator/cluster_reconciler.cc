@@ -39,7 +39,10 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   ASSIGN_OR_RETURN(auto existing, rt_->GetConfigMap(kConfigMapSlurm));
   bool changed = !existing || existing->data != cm.data;
   RETURN_IF_ERROR(rt_->ApplyConfigMap(cm));
-  if (changed && existing && controller_ready_) {
+  bool controller_running = false;
+  ASSIGN_OR_RETURN(auto pods, rt_->ListPods({{kLabelComponent, "controller"}}));
+  for (const auto& p : pods) controller_running = controller_running || p.ready;
+  if (changed && existing && controller_running) {
     // New nodesets or partitions: slurmctld rereads slurm.conf; running jobs are unaffected.
     spdlog::info("slurm.conf changed; reconfiguring slurmctld");
     RETURN_IF_ERROR(control_->Reconfigure());

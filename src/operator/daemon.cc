@@ -142,6 +142,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   using Clock = std::chrono::steady_clock;
   auto next_reconcile = Clock::now();
   bool converged = false;
+  bool any_autoscaled = false;
   while (!g_stop) {
     // A pod that became ready (or died) is reacted to at once, not at the next tick.
     auto supervised = rt->Supervise();
@@ -165,8 +166,10 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
           if (listed.ok()) jobs = std::move(*listed);
           else spdlog::warn("cannot list jobs: {}", listed.status().message());
         }
+        any_autoscaled = false;
         for (const auto& ns : *nodesets) {
           known.insert(ns.metadata.name);
+          any_autoscaled = any_autoscaled || IsAutoscaled(ns);
           if (!cluster_rec.controller_ready()) continue;
           api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), jobs ? &*jobs : nullptr);
           (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
@@ -187,8 +190,10 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
           }
         }
       }
-      // Tight while converging (start-up, scaling), relaxed once steady.
-      next_reconcile = Clock::now() + (converged ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(200));
+      // Tight while converging (start-up, scaling). Once steady, autoscaled nodesets still poll
+      // Slurm's queue often: the time from sbatch to a new worker starts with this poll.
+      auto steady = any_autoscaled ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000);
+      next_reconcile = Clock::now() + (converged ? steady : std::chrono::milliseconds(200));
     }
     // Fast passes while pods start or restart; slow ones when everything is settled.
     std::this_thread::sleep_for(std::chrono::milliseconds(supervised.settled && converged ? 200 : 20));

@@ -65,5 +65,25 @@ TEST(PlanScaleTest, UnregisteredWorkersAreNotDrained) {
   EXPECT_TRUE(plan.drain.empty());
 }
 
+// Autoscaled nodesets drain only workers idle past idleTimeout, and never busy ones.
+TEST(PlanScaleTest, IdleTimeoutGatesAutoscaledDrains) {
+  ScaleOptions opts;
+  opts.idle_timeout = 60;
+  WorkerView young = W(0), old = W(1), busy = W(2, true, true);
+  young.idle_seconds = 10;
+  old.idle_seconds = 61;
+  auto plan = PlanScale({young, old, busy}, 0, opts);
+  EXPECT_EQ(plan.drain, (std::vector<std::string>{"cpu-1"}));
+}
+
+// Rate limits cap how many workers one decision adds or drains.
+TEST(PlanScaleTest, RateLimitsCapDecisions) {
+  ScaleOptions opts;
+  opts.max_create = 2;
+  EXPECT_EQ(PlanScale({}, 5, opts).create.size(), 2u);
+  opts.max_drain = 1;
+  EXPECT_EQ(PlanScale({W(0), W(1), W(2)}, 0, opts).drain.size(), 1u);
+}
+
 }  // namespace
 }  // namespace hpc::op
