@@ -6,6 +6,8 @@
 #include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "common/files.h"
 #include "runtime/local/network.h"
 
@@ -59,8 +61,9 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
                      "\nspec:\n  network:\n    subnet: " + subnet_prefix_ +
                      ".0/24\n  datasets:\n    - name: shared\n      mountPath: /shared\n  users:\n    - name: alice\n"
                      "      uid: 2001\n    - name: bob\n      uid: 2002\n" + ExtraConfig(opts.extra_config) + "---\napiVersion: hpcplane.io/v1alpha1\n"
-                     "kind: NodeSet\nmetadata:\n  name: cpu\nspec:\n  replicas: " +
-                     std::to_string(opts.replicas) + "\n  maxReplicas: " + std::to_string(opts.max_replicas) +
+                     "kind: NodeSet\nmetadata:\n  name: cpu\nspec:\n" +
+                     (opts.replicas >= 0 ? "  replicas: " + std::to_string(opts.replicas) + "\n" : std::string()) +
+                     "  maxReplicas: " + std::to_string(opts.max_replicas) +
                      "\n  resources:\n    cpus: 1\n    memoryMiB: 500\n  partition:\n    default: true\n" +
                      opts.extra_nodeset_spec;
   (void)files::WriteAtomic(manifest_, yaml);
@@ -105,6 +108,24 @@ std::string TestCluster::NetnsPrefix() const {
 }
 std::string TestCluster::LinkPrefix() const {
   return runtime::local::NamesFor(state_dir_ + "/" + name_).HostVethPrefix();
+}
+
+std::string TestCluster::NodeSetStatusField(const std::string& field) {
+  auto r = Cli({"get", "nodesets", "-o", "json"});
+  auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!j.is_array() || j.empty() || !j[0]["status"].contains(field)) return "";
+  const auto& v = j[0]["status"][field];
+  return v.is_string() ? v.get<std::string>() : v.dump();
+}
+
+std::string TestCluster::JobField(int64_t id, const std::string& field) {
+  auto r = Login("root", {"scontrol", "show", "job", std::to_string(id)});
+  auto pos = r.out.find(" " + field + "=");
+  if (pos == std::string::npos) pos = r.out.find("\n" + field + "=");
+  if (pos == std::string::npos) return "";
+  pos += 1;
+  auto end = r.out.find_first_of(" \n", pos);
+  return r.out.substr(pos + field.size() + 1, end - pos - field.size() - 1);
 }
 
 std::vector<std::string> TestCluster::SinfoNodes() {

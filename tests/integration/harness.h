@@ -12,7 +12,7 @@
 namespace hpc::it {
 
 struct ClusterOptions {
-  int replicas = 2;
+  int replicas = 2;  // -1: autoscaled (no spec.replicas)
   int max_replicas = 4;
   std::string extra_nodeset_spec;  // more YAML lines under the nodeset's spec (2-space indented)
   std::vector<std::string> extra_config;  // slurm.conf lines for spec.scheduling.extraConfig
@@ -44,6 +44,10 @@ class TestCluster {
 
   // Names of the nodes Slurm lists, with their state, from the login pod.
   std::vector<std::string> SinfoNodes();
+  // The cpu nodeset's status as JSON (from `get nodesets -o json`), or null.
+  std::string NodeSetStatusField(const std::string& field);
+  // Field `f` of `scontrol show job ID`, e.g. JobState; "" when unknown.
+  std::string JobField(int64_t id, const std::string& f);
 
  private:
   std::string name_;

@@ -1,0 +1,156 @@
+// Integration tests of the autoscaler against real Slurm: scale from zero on queued work, back
+// to zero when idle, count only jobs more nodes would help, never kill a job, fail closed.
+#include <algorithm>
+#include <thread>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "harness.h"
+
+namespace hpc::it {
+namespace {
+
+using std::chrono::seconds;
+
+int64_t JobIdFrom(const std::string& out) {
+  auto pos = out.find("Submitted batch job ");
+  return pos == std::string::npos ? -1 : std::stoll(out.substr(pos + 20));
+}
+
+ClusterOptions Elastic(const std::string& idle = "5s") {
+  ClusterOptions o;
+  o.replicas = -1;
+  o.max_replicas = 4;
+  o.extra_nodeset_spec = "  idleTimeout: " + idle + "\n";
+  return o;
+}
+
+int Replicas(TestCluster& c) {
+  std::string r = c.NodeSetStatusField("replicas");
+  return r.empty() ? -1 : std::stoi(r);
+}
+
+// Holds `pred` true for the whole window, polling; a negative check over time, not a sync.
+bool HoldsFor(const std::function<bool()>& pred, std::chrono::milliseconds window) {
+  auto end = std::chrono::steady_clock::now() + window;
+  while (std::chrono::steady_clock::now() < end) {
+    if (!pred()) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return pred();
+}
+
+// From zero workers, sbatch -N2 runs on two new workers; after idleTimeout with nothing queued
+// the nodeset returns to zero and Slurm lists no leftover node.
+TEST(AutoscaleIT, ScalesFromZeroAndBackToZero) {
+  TestCluster c("az", Elastic());
+  ASSERT_EQ(c.Up().exit_code, 0);
+  EXPECT_EQ(Replicas(c), 0);
+  EXPECT_TRUE(c.SinfoNodes().empty());
+  auto r = c.Login("alice", {"sbatch", "-N2", "--wait", "--chdir", "/shared", "-o", "az-%j.out", "--wrap",
+                             "srun hostname"},
+                   seconds(90));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  int64_t id = JobIdFrom(r.out);
+  EXPECT_EQ(c.JobField(id, "JobState"), "COMPLETED");
+  EXPECT_EQ(c.JobField(id, "NodeList"), "cpu-[0-1]");
+  ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && c.SinfoNodes().empty(); }, seconds(60)))
+      << "replicas " << Replicas(c);
+  auto desc = c.Cli({"describe", "nodeset", "cpu"});
+  EXPECT_NE(desc.out.find("scale up 0→2"), std::string::npos) << desc.out;
+  EXPECT_NE(desc.out.find("idle past idleTimeout"), std::string::npos) << desc.out;
+}
+
+// Held jobs and jobs waiting on a dependency scale nothing; a job larger than the nodeset can
+// ever hold is reported (condition + event) and scales nothing.
+TEST(AutoscaleIT, OnlyCapacityDemandScales) {
+  TestCluster c("ad", Elastic());
+  ASSERT_EQ(c.Up().exit_code, 0);
+  int64_t held = JobIdFrom(c.Login("alice", {"sbatch", "-H", "--chdir", "/shared", "--wrap", "true"}).out);
+  ASSERT_GT(held, 0);
+  int64_t dep = JobIdFrom(c.Login("alice", {"sbatch", "--dependency=afterok:" + std::to_string(held), "--chdir",
+                                            "/shared", "--wrap", "true"})
+                              .out);
+  ASSERT_GT(dep, 0);
+  int64_t wide = JobIdFrom(c.Login("alice", {"sbatch", "-N6", "--chdir", "/shared", "--wrap", "true"}).out);
+  ASSERT_GT(wide, 0);
+  std::string expect = "job " + std::to_string(wide) + " needs 6 nodes, the nodeset holds at most 4";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto conds = c.NodeSetStatusField("conditions");
+        return conds.find(expect) != std::string::npos;
+      },
+      seconds(30)))
+      << c.NodeSetStatusField("conditions");
+  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 0; }, seconds(3)));
+  EXPECT_EQ(c.NodeSetStatusField("desired"), "0");
+  auto desc = c.Cli({"describe", "nodeset", "cpu"});
+  EXPECT_NE(desc.out.find("Unschedulable  " + expect), std::string::npos) << desc.out;
+  // Releasing the hold turns the held job into demand: workers come.
+  c.Login("alice", {"scontrol", "release", std::to_string(held)});
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(held, "JobState") == "COMPLETED"; }, seconds(60)));
+  c.Login("alice", {"scancel", std::to_string(wide), std::to_string(dep)});
+}
+
+// A long job keeps its worker while idle siblings go; across many short and long jobs scaled
+// up and down meanwhile, no job is killed or requeued.
+TEST(AutoscaleIT, ScaleDownNeverKillsJobs) {
+  TestCluster c("ak", Elastic("3s"));
+  ASSERT_EQ(c.Up().exit_code, 0);
+  int64_t longjob = JobIdFrom(c.Login("alice", {"sbatch", "--chdir", "/shared", "--wrap", "sleep 25"}).out);
+  std::vector<int64_t> jobs = {longjob};
+  for (int i = 0; i < 2; ++i) {
+    jobs.push_back(JobIdFrom(c.Login("alice", {"sbatch", "--chdir", "/shared", "--wrap", "sleep 1"}).out));
+  }
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(longjob, "JobState") == "RUNNING"; }, seconds(30)));
+  std::string long_node = c.JobField(longjob, "NodeList");
+  // The short jobs end, their workers idle out, the long job's worker stays.
+  ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 1; }, seconds(40))) << Replicas(c);
+  EXPECT_EQ(c.JobField(longjob, "JobState"), "RUNNING");
+  auto nodes = c.SinfoNodes();
+  ASSERT_EQ(nodes.size(), 1u);
+  EXPECT_EQ(nodes[0].substr(0, nodes[0].find(' ')), long_node);
+
+  // Waves of short and longer jobs while workers come and go.
+  for (int wave = 0; wave < 3; ++wave) {
+    for (int i = 0; i < 4; ++i) {
+      std::string sleep = (i % 2 == 0) ? "sleep 1" : "sleep 5";
+      jobs.push_back(JobIdFrom(c.Login("alice", {"sbatch", "--chdir", "/shared", "--wrap", sleep}).out));
+    }
+    ASSERT_TRUE(WaitFor([&] { return c.Login("root", {"squeue", "-h", "-t", "PD"}).out.empty(); }, seconds(60)));
+  }
+  for (int64_t id : jobs) {
+    ASSERT_GT(id, 0);
+    ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "COMPLETED"; }, seconds(60)))
+        << "job " << id << " " << c.JobField(id, "JobState");
+    EXPECT_EQ(c.JobField(id, "ExitCode"), "0:0") << id;
+    EXPECT_EQ(c.JobField(id, "Restarts"), "0") << id;
+  }
+  ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && c.SinfoNodes().empty(); }, seconds(60)));
+}
+
+// With slurmrestd not answering, no worker is deleted even past idleTimeout; when it answers
+// again, scaling resumes by itself.
+TEST(AutoscaleIT, FailsClosedWhenSlurmIsUnreachable) {
+  TestCluster c("af", Elastic("6s"));
+  ASSERT_EQ(c.Up().exit_code, 0);
+  int64_t id = JobIdFrom(c.Login("alice", {"sbatch", "-N2", "--chdir", "/shared", "--wrap", "sleep 1"}).out);
+  ASSERT_GT(id, 0);
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "RUNNING"; }, seconds(30)));
+  ASSERT_EQ(Replicas(c), 2);
+  // Freeze slurmrestd: requests now time out, as with a hung or overloaded API server.
+  auto stop = c.Cli({"exec", c.name() + "-restapi", "--", "pkill", "-STOP", "-x", "slurmrestd"});
+  ASSERT_EQ(stop.exit_code, 0) << stop.err;
+  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("conditions").find("SlurmUnreachable") != std::string::npos; },
+                      seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "COMPLETED"; }, seconds(30)));
+  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 2; }, seconds(12)));  // well past idleTimeout
+  EXPECT_EQ(c.SinfoNodes().size(), 2u);
+  auto cont = c.Cli({"exec", c.name() + "-restapi", "--", "pkill", "-CONT", "-x", "slurmrestd"});
+  ASSERT_EQ(cont.exit_code, 0) << cont.err;
+  ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && c.SinfoNodes().empty(); }, seconds(60)));
+}
+
+}  // namespace
+}  // namespace hpc::it
