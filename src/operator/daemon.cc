@@ -161,17 +161,22 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
         std::set<std::string> known;
         // One job listing per pass, shared by every nodeset's demand computation.
         std::optional<std::vector<slurm::SlurmJob>> jobs;
+        std::optional<PendingByPartition> pending;
         if (cluster_rec.reader()) {
           auto listed = cluster_rec.reader()->Jobs();
-          if (listed.ok()) jobs = std::move(*listed);
-          else spdlog::warn("cannot list jobs: {}", listed.status().message());
+          if (listed.ok()) {
+            jobs = std::move(*listed);
+            pending = GroupPending(*jobs);
+          } else {
+            spdlog::warn("cannot list jobs: {}", listed.status().message());
+          }
         }
         any_autoscaled = false;
         for (const auto& ns : *nodesets) {
           known.insert(ns.metadata.name);
           any_autoscaled = any_autoscaled || IsAutoscaled(ns);
           if (!cluster_rec.controller_ready()) continue;
-          api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), jobs ? &*jobs : nullptr);
+          api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), pending ? &*pending : nullptr);
           (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
           if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
         }

@@ -49,17 +49,6 @@ struct Need {
   int copies;  // array tasks
 };
 
-bool TargetsPartition(const std::string& list, const std::string& partition) {
-  size_t start = 0;
-  while (start <= list.size()) {
-    size_t comma = list.find(',', start);
-    if (comma == std::string::npos) comma = list.size();
-    if (list.compare(start, comma - start, partition) == 0) return true;
-    start = comma + 1;
-  }
-  return false;
-}
-
 struct Bin {
   int cpus;
   int64_t mem;
@@ -69,12 +58,36 @@ struct Bin {
 
 }  // namespace
 
+PendingByPartition GroupPending(const std::vector<slurm::SlurmJob>& jobs) {
+  PendingByPartition out;
+  for (const auto& j : jobs) {
+    if (j.state != "PENDING") continue;
+    size_t start = 0;
+    while (start <= j.partition.size()) {
+      size_t comma = j.partition.find(',', start);
+      if (comma == std::string::npos) comma = j.partition.size();
+      if (comma > start) out[j.partition.substr(start, comma - start)].push_back(&j);
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
 Demand ComputeDemand(const std::vector<slurm::SlurmJob>& jobs, const std::string& partition, const NodeShape& shape,
                      int max_nodes, int max_new_nodes) {
+  auto grouped = GroupPending(jobs);
+  auto it = grouped.find(partition);
+  return ComputeDemand(it == grouped.end() ? std::vector<const slurm::SlurmJob*>{} : it->second, shape, max_nodes,
+                       max_new_nodes);
+}
+
+Demand ComputeDemand(const std::vector<const slurm::SlurmJob*>& jobs, const NodeShape& shape, int max_nodes,
+                     int max_new_nodes) {
   Demand d;
   std::vector<Need> needs;
-  for (const auto& j : jobs) {
-    if (j.state != "PENDING" || !TargetsPartition(j.partition, partition)) continue;
+  needs.reserve(jobs.size());
+  for (const auto* jp : jobs) {
+    const auto& j = *jp;
     if (!IsCapacityReason(j.reason)) {
       ++d.jobs_ignored;
       continue;

@@ -11,6 +11,7 @@
 
 #include <cstdint>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "slurm/slurm_client.h"
@@ -41,8 +42,16 @@ bool IsCapacityReason(const std::string& reason);
 // Number of tasks an array's pending expression stands for: "1-5%2" -> 5, "3,7-9" -> 4.
 int CountArrayTasks(const std::string& expr);
 
-// Demand of the pending jobs in `jobs` that target `partition`. Packing stops once
-// `max_new_nodes` nodes are needed, since more cannot be added anyway.
+// Pending jobs by the partitions they name, built once per decision so each nodeset looks
+// only at its own jobs (a job naming several partitions appears under each).
+using PendingByPartition = std::unordered_map<std::string, std::vector<const slurm::SlurmJob*>>;
+PendingByPartition GroupPending(const std::vector<slurm::SlurmJob>& jobs);
+
+// Demand of one partition's pending jobs. Packing stops once `max_new_nodes` nodes are
+// needed, since more cannot be added anyway.
+Demand ComputeDemand(const std::vector<const slurm::SlurmJob*>& jobs, const NodeShape& shape, int max_nodes,
+                     int max_new_nodes);
+// Convenience for tests: the jobs of `partition` out of a full listing.
 Demand ComputeDemand(const std::vector<slurm::SlurmJob>& jobs, const std::string& partition, const NodeShape& shape,
                      int max_nodes, int max_new_nodes);
 

@@ -35,8 +35,7 @@ int NodeSetReconciler::Allowance(std::deque<int64_t>* history, int per_minute, i
 }
 
 api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns,
-                                                slurm::SlurmReader* reader,
-                                                const std::vector<slurm::SlurmJob>* jobs) {
+                                                slurm::SlurmReader* reader, const PendingByPartition* pending) {
   api::NodeSetStatus st = ns.status;
   st.observed_generation = ns.metadata.generation;
   const int64_t now = std::time(nullptr);
@@ -85,9 +84,11 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   int desired = DesiredFromSpec(c, ns);
   std::string demand_note;
   if (autoscaled) {
-    if (visible && jobs) {
+    if (visible && pending) {
       NodeShape shape{ns.spec.resources.cpus, ns.spec.resources.memory_mib, ns.spec.resources.gpus};
-      Demand demand = ComputeDemand(*jobs, ns.PartitionName(), shape, ns.spec.max_replicas,
+      static const std::vector<const slurm::SlurmJob*> kNone;
+      auto it = pending->find(ns.PartitionName());
+      Demand demand = ComputeDemand(it == pending->end() ? kNone : it->second, shape, ns.spec.max_replicas,
                                     std::max(0, ns.spec.max_replicas - busy_nodes));
       desired = DesiredWorkers(busy_nodes, demand, min, ns.spec.max_replicas);
       demand_note = fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted,

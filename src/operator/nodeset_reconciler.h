@@ -14,6 +14,7 @@
 
 #include "api/types.h"
 #include "operator/builders.h"
+#include "operator/demand.h"
 #include "runtime/pod_runtime.h"
 #include "slurm/slurm_client.h"
 
@@ -27,7 +28,7 @@ class NodeSetReconciler {
   // `reader` is null when slurmrestd is not available; `jobs` is null when the job list could
   // not be read. The desired count is spec.replicas when pinned, else computed from demand.
   api::NodeSetStatus Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader,
-                               const std::vector<slurm::SlurmJob>* jobs);
+                               const PendingByPartition* pending);
 
   // Removes every worker of a nodeset that no longer exists, with the same safety rules.
   Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
