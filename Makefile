@@ -32,8 +32,13 @@ test: build
 demo: build
 	@bash scripts/demo.sh $(BUILD)/hpcplane
 
+# Benchmarks (several minutes; see bench/README.md). Not part of `make test`.
 bench: build
 	@bash bench/up_to_ready.sh $(BUILD)/hpcplane
+	@$(BUILD)/bench_decision_cost
+	@bash bench/cold_start.sh $(BUILD)
+	@bash bench/warm_dispatch.sh $(BUILD)
+	@bash bench/trace_replay.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-debug

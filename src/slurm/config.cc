@@ -48,7 +48,10 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     // Daemons log to stderr; the runtime keeps it as the pod's log.
     << "SlurmctldDebug=info\n"
     << "SlurmdDebug=info\n";
-  std::vector<std::string> sched = {"batch_sched_delay=0", "sched_min_interval=100000"};
+  // The main scheduler runs on events and every sched_interval seconds (default 60). A dynamic
+  // node that registers again under a name Slurm deleted earlier triggers no scheduling pass, so
+  // without a short interval its first job waited for the backfill scheduler (~30 s).
+  std::vector<std::string> sched = {"batch_sched_delay=0", "sched_min_interval=100000", "sched_interval=1"};
   for (const auto& p : c.spec.scheduler_parameters) sched.push_back(p);
   o << "SchedulerParameters=";
   for (size_t i = 0; i < sched.size(); ++i) o << (i ? "," : "") << sched[i];

@@ -97,7 +97,7 @@ json SpecJson(const PodSpec& s) {
           {"uid", s.uid},             {"gid", s.gid},
           {"workingDir", s.working_dir}, {"mounts", mounts},
           {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
-          {"restartPolicy", static_cast<int>(s.restart_policy)}};
+          {"restartPolicy", static_cast<int>(s.restart_policy)}, {"freshBootTime", s.fresh_boot_time}};
 }
 
 Result<PodSpec> SpecFromJson(const json& j) {
@@ -117,6 +117,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.readiness.tcp_port = j.at("readiness").at("tcpPort");
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
+    s.fresh_boot_time = j.value("freshBootTime", false);
     return s;
   } catch (const json::exception& e) {
     return Status::Errorf("pod spec: {}", e.what());
@@ -363,6 +364,7 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   plan.uid = spec.uid;
   plan.gid = spec.gid;
   plan.working_dir = spec.working_dir;
+  plan.fresh_boot_time = spec.fresh_boot_time;
   const std::string plan_path = PodDir(spec.name) + "/launch.json";
   RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(plan).dump(2), 0600));
 

@@ -53,7 +53,7 @@ TEST(SlurmConfTest, SchedulingSettingsAndGpus) {
   c.spec.priority_type = "priority/multifactor";
   c.spec.extra_config = {"PriorityWeightFairshare=1000"};
   std::string conf = RenderSlurmConf(c, {NodeSet("gpu", 2)});
-  EXPECT_NE(conf.find("SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,bf_interval=5\n"),
+  EXPECT_NE(conf.find("SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,sched_interval=1,bf_interval=5\n"),
             std::string::npos)
       << conf;
   EXPECT_TRUE(HasLine(conf, "PriorityType=priority/multifactor"));

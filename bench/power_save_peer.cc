@@ -1,0 +1,167 @@
+// Peer for the cold-start benchmark: the same job through Slurm's own power saving. The
+// partition "cloud" has State=CLOUD nodes; slurmctld's ResumeProgram (a script on the
+// controller's state volume) appends "resume HOSTLIST" to a request file, and this program,
+// acting as the cloud provider, starts the same kind of local worker pod (slurmd -N NAME)
+// for each node; SuspendProgram's "suspend HOSTLIST" deletes it. Usage:
+//   bench_power_save STATE_DIR CLUSTER TRIALS
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <set>
+#include <sstream>
+#include <thread>
+
+#include "common/files.h"
+#include "common/jwt.h"
+#include "operator/builders.h"
+#include "operator/daemon.h"
+#include "operator/store.h"
+#include "slurm/rest_client.h"
+
+using namespace hpc;
+using Clock = std::chrono::steady_clock;
+
+static double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
+static double Pct(std::vector<double> v, double q) {
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
+}
+
+// "cloud-0" or "cloud-[0-1]" or "cloud-[0,2]".
+static std::vector<std::string> ExpandHostlist(const std::string& list) {
+  auto lb = list.find('[');
+  if (lb == std::string::npos) return {list};
+  std::string prefix = list.substr(0, lb), inner = list.substr(lb + 1, list.find(']') - lb - 1);
+  std::vector<std::string> out;
+  std::stringstream ss(inner);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    auto dash = part.find('-');
+    int lo = std::stoi(part.substr(0, dash)), hi = dash == std::string::npos ? lo : std::stoi(part.substr(dash + 1));
+    for (int i = lo; i <= hi; ++i) out.push_back(prefix + std::to_string(i));
+  }
+  return out;
+}
+
+int main(int argc, char** argv) {
+  if (argc != 4) return std::fprintf(stderr, "usage: %s STATE_DIR CLUSTER TRIALS\n", argv[0]), 2;
+  op::ClusterPaths paths{argv[1], argv[2]};
+  const int trials = std::atoi(argv[3]);
+  op::Store store(paths.Dir());
+  auto cluster = store.LoadCluster();
+  if (!cluster.ok()) return std::fprintf(stderr, "%s\n", cluster.status().message().c_str()), 1;
+  char self[4096];
+  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  self[n > 0 ? n : 0] = '\0';
+  std::string hpcplane = std::string(self).substr(0, std::string(self).rfind('/')) + "/hpcplane";
+  auto rt = op::OpenLocalRuntime(paths, cluster->spec.subnet, hpcplane, true);
+  if (!rt.ok()) return std::fprintf(stderr, "%s\n", rt.status().message().c_str()), 1;
+  auto inputs = op::HostBuildInputs();
+  auto key = (*rt)->GetSecret(op::kSecretJwt);
+  std::string host = cluster->status.endpoints["slurmrestd"];
+  host = host.substr(host.find("//") + 2, host.rfind(':') - host.find("//") - 2);
+  slurm::RestClient rest(host, cluster->spec.rest_port, "slurm", [&] {
+    int64_t now = jwt::UnixNow();
+    return jwt::Sign({"slurm", now, now + 600}, (*key)->data.at("jwt_hs256.key"));
+  });
+  const std::string requests = paths.RuntimeDir() + "/volumes/controller-state/peer/requests";
+  size_t handled = 0;
+  api::NodeSet cloud;
+  cloud.metadata.name = "cloud";
+  cloud.spec.resources = {1, 500, 0};
+
+  // Acts on new resume/suspend requests; returns true when a resume was handled.
+  auto serve = [&]() {
+    auto text = files::Read(requests);
+    if (!text.ok() || text->size() <= handled) return false;
+    std::string fresh = text->substr(handled);
+    if (fresh.back() != '\n') return false;
+    handled = text->size();
+    bool resumed = false;
+    std::stringstream lines(fresh);
+    std::string verb, list;
+    while (lines >> verb >> list) {
+      for (const auto& node : ExpandHostlist(list)) {
+        if (verb == "resume") {
+          runtime::PodSpec pod = op::BuildWorkerPod(*cluster, cloud, 0, *inputs);
+          pod.name = node;
+          pod.labels.erase(op::kLabelNodeSet);
+          pod.labels[op::kLabelComponent] = "peer-worker";
+          pod.command = {"slurmd", "-D", "-N", node};
+          pod.restart_policy = runtime::RestartPolicy::kNever;
+          pod.fresh_boot_time = true;  // 22.05 ignores a resumed node whose boot predates the request
+          Status s = (*rt)->CreatePod(pod);
+          if (!s.ok()) std::fprintf(stderr, "resume %s: %s\n", node.c_str(), s.message().c_str());
+          resumed = true;
+        } else {
+          (void)(*rt)->DeletePod(node);
+        }
+      }
+    }
+    return resumed;
+  };
+  auto node_state = [&](const std::string& name) -> std::optional<slurm::SlurmNode> {
+    auto nodes = rest.Nodes();
+    if (!nodes.ok()) return std::nullopt;
+    for (const auto& nd : *nodes) {
+      if (nd.name == name) return nd;
+    }
+    return std::nullopt;
+  };
+
+  std::vector<double> resume_wait, start, total;
+  for (int t = 0; t < trials; ++t) {
+    // Powered down and no worker pod: the peer's "scaled to zero".
+    auto deadline = Clock::now() + std::chrono::seconds(180);
+    for (;;) {
+      serve();
+      // Slurm hides powered-down CLOUD nodes from its node listing.
+      auto nodes = rest.Nodes();
+      bool down = nodes.ok() && std::none_of(nodes->begin(), nodes->end(), [](const auto& nd) {
+                    return nd.name.rfind("cloud-", 0) == 0 && !nd.flags.count("POWERED_DOWN");
+                  });
+      auto pods = (*rt)->ListPods({{op::kLabelComponent, "peer-worker"}});
+      if (down && pods.ok() && pods->empty()) break;
+      if (Clock::now() > deadline) return std::fprintf(stderr, "cloud-0 never powered down\n"), 1;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    runtime::ExecOptions o;
+    o.user = "alice";
+    o.argv = {"sbatch", "--parsable", "-p", "cloud", "-o", "/dev/null", "--wrap", "sleep 1"};
+    auto r = (*rt)->Exec(op::LoginPodName(*cluster), o);
+    auto t0 = Clock::now();
+    if (!r.ok() || r->exit_code != 0) return std::fprintf(stderr, "sbatch failed\n"), 1;
+    int64_t job = std::atoll(r->out.c_str());
+    Clock::time_point t_req{}, t_run{};
+    while (t_run == Clock::time_point{}) {
+      if (Clock::now() - t0 > std::chrono::seconds(300)) {
+        auto nd = node_state("cloud-0");
+        return std::fprintf(stderr, "job %ld did not start (cloud-0: %s %s)\n", long(job), nd ? nd->state.c_str() : "?",
+                            nd ? nd->reason.c_str() : ""), 1;
+      }
+      if (serve() && t_req == Clock::time_point{}) t_req = Clock::now();
+      auto jobs = rest.Jobs();
+      if (jobs.ok()) {
+        for (const auto& j : *jobs) {
+          if (j.job_id == job && j.state == "RUNNING") t_run = Clock::now();
+        }
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    if (t_req == Clock::time_point{}) t_req = t_run;
+    resume_wait.push_back(Ms(t0, t_req));
+    start.push_back(Ms(t_req, t_run));
+    total.push_back(Ms(t0, t_run));
+    std::printf("peer trial %2d: job %ld RUNNING after %7.0f ms (ResumeProgram called %6.0f, pod+register+schedule %6.0f)\n",
+                t + 1, long(job), total.back(), resume_wait.back(), start.back());
+    std::fflush(stdout);
+  }
+  std::printf("\npower-saving peer, %d trials   p50 ms    p95 ms\n", trials);
+  std::printf("  until ResumeProgram      %8.0f  %8.0f\n", Pct(resume_wait, 0.5), Pct(resume_wait, 0.95));
+  std::printf("  pod, register, schedule  %8.0f  %8.0f\n", Pct(start, 0.5), Pct(start, 0.95));
+  std::printf("  sbatch -> RUNNING        %8.0f  %8.0f\n", Pct(total, 0.5), Pct(total, 0.95));
+  // Leave nothing for the next run: power everything down.
+  for (const auto& p : *(*rt)->ListPods({{op::kLabelComponent, "peer-worker"}})) (void)(*rt)->DeletePod(p.name);
+  return 0;
+}
