@@ -88,9 +88,11 @@ int main(int argc, char** argv) {
           pod.name = node;
           pod.labels.erase(op::kLabelNodeSet);
           pod.labels[op::kLabelComponent] = "peer-worker";
-          pod.command = {"slurmd", "-D", "-N", node};
+          // -b: report the node as booted when slurmd starts. Pods share the host kernel and so
+          // its boot time, which predates the resume request; slurmctld would then wait for a
+          // reboot until ResumeTimeout and mark the node DOWN.
+          pod.command = {"slurmd", "-D", "-b", "-N", node};
           pod.restart_policy = runtime::RestartPolicy::kNever;
-          pod.fresh_boot_time = true;  // 22.05 ignores a resumed node whose boot predates the request
           Status s = (*rt)->CreatePod(pod);
           if (!s.ok()) std::fprintf(stderr, "resume %s: %s\n", node.c_str(), s.message().c_str());
           resumed = true;

@@ -46,9 +46,6 @@ struct PodSpec {
   std::vector<Mount> mounts;
   Probe readiness;
   RestartPolicy restart_policy = RestartPolicy::kAlways;
-  // The pod sees a boot time of its own start, like a freshly booted node, instead of the
-  // host's (Slurm's power saving only accepts a resumed node that rebooted after the request).
-  bool fresh_boot_time = false;
   bool operator==(const PodSpec&) const = default;
 };
 

@@ -97,7 +97,7 @@ json SpecJson(const PodSpec& s) {
           {"uid", s.uid},             {"gid", s.gid},
           {"workingDir", s.working_dir}, {"mounts", mounts},
           {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
-          {"restartPolicy", static_cast<int>(s.restart_policy)}, {"freshBootTime", s.fresh_boot_time}};
+          {"restartPolicy", static_cast<int>(s.restart_policy)}};
 }
 
 Result<PodSpec> SpecFromJson(const json& j) {
@@ -117,7 +117,6 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.readiness.tcp_port = j.at("readiness").at("tcpPort");
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
-    s.fresh_boot_time = j.value("freshBootTime", false);
     return s;
   } catch (const json::exception& e) {
     return Status::Errorf("pod spec: {}", e.what());
@@ -364,7 +363,6 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   plan.uid = spec.uid;
   plan.gid = spec.gid;
   plan.working_dir = spec.working_dir;
-  plan.fresh_boot_time = spec.fresh_boot_time;
   const std::string plan_path = PodDir(spec.name) + "/launch.json";
   RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(plan).dump(2), 0600));
 
@@ -579,6 +577,19 @@ Status LocalRuntime::Teardown() {
   for (const auto& name : names) {
     Status s = DeletePod(name);
     if (!s.ok() && first.ok()) first = s;
+  }
+  // Safety net: any pod init still running from this runtime's directory (its state file lost
+  // or rewritten mid-crash) is ours by its command line; killing it ends its whole pod.
+  const std::string marker = opts_.dir + "/pods/";
+  for (const auto& entry : files::ListDir("/proc")) {
+    if (entry.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto cmdline = files::Read("/proc/" + entry + "/cmdline");
+    if (!cmdline.ok() || cmdline->find("__pod-init") == std::string::npos || cmdline->find(marker) == std::string::npos) {
+      continue;
+    }
+    pid_t pid = std::stoi(entry);
+    spdlog::warn("killing leftover pod init {} ({})", pid, marker);
+    ::kill(pid, SIGKILL);
   }
   Status s = network_.DeleteAll();
   if (!s.ok() && first.ok()) first = s;

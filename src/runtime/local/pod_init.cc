@@ -8,7 +8,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,7 +27,7 @@ nlohmann::json ToJson(const LaunchPlan& p) {
   }
   return {{"hostname", p.hostname}, {"netns", p.netns_path}, {"mounts", mounts},
           {"command", p.command},   {"env", p.env},          {"uid", p.uid},
-          {"gid", p.gid},           {"workingDir", p.working_dir}, {"freshBootTime", p.fresh_boot_time}};
+          {"gid", p.gid},           {"workingDir", p.working_dir}};
 }
 
 Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
@@ -45,7 +44,6 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     p.uid = j.at("uid").get<int64_t>();
     p.gid = j.at("gid").get<int64_t>();
     p.working_dir = j.at("workingDir").get<std::string>();
-    p.fresh_boot_time = j.value("freshBootTime", false);
     return p;
   } catch (const nlohmann::json::exception& e) {
     return Status::Errorf("launch plan: {}", e.what());
@@ -129,18 +127,6 @@ int RunPodInit(const std::string& plan_path) {
   }
   // A /proc of this pod's PID namespace: `ps` inside shows the pod's processes only.
   MountOrDie("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
-
-  if (plan.fresh_boot_time) {
-    // Children enter a time namespace whose boot clock starts now.
-    if (::unshare(CLONE_NEWTIME) != 0) Die("unshare time namespace");
-    struct timespec now {};
-    ::clock_gettime(CLOCK_BOOTTIME, &now);
-    // Uptime starts at 0 now, so the boot time slurmd reports is not before this moment.
-    std::string offsets = "boottime " + std::to_string(-static_cast<long>(now.tv_sec)) + " 0\n";
-    int fd = ::open("/proc/self/timens_offsets", O_WRONLY | O_CLOEXEC);
-    if (fd < 0 || ::write(fd, offsets.data(), offsets.size()) < 0) Die("write timens_offsets");
-    ::close(fd);
-  }
 
   sigset_t all, old;
   sigfillset(&all);

@@ -30,7 +30,6 @@ struct LaunchPlan {
   int64_t uid = 0;
   int64_t gid = 0;
   std::string working_dir = "/";
-  bool fresh_boot_time = false;
 };
 
 nlohmann::json ToJson(const LaunchPlan& p);
