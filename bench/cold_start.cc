@@ -4,48 +4,28 @@
 //   schedule  (node registered -> job RUNNING: slurmctld's scheduler)
 // Polls the runtime and slurmrestd every 5 ms. Usage (cluster up, nodeset autoscaled):
 //   bench_cold_start STATE_DIR CLUSTER NODESET TRIALS
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
 #include <thread>
 
-#include "common/jwt.h"
-#include "operator/builders.h"
-#include "operator/daemon.h"
-#include "operator/store.h"
-#include "slurm/rest_client.h"
+#include "bench_cluster.h"
 
 using namespace hpc;
-using Clock = std::chrono::steady_clock;
-
-static double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-
-static double Pct(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
-}
+using bench::Clock;
+using bench::Ms;
+using bench::Pct;
 
 int main(int argc, char** argv) {
   if (argc != 5) {
     std::fprintf(stderr, "usage: %s STATE_DIR CLUSTER NODESET TRIALS\n", argv[0]);
     return 2;
   }
-  op::ClusterPaths paths{argv[1], argv[2]};
   const std::string nodeset = argv[3];
   const int trials = std::atoi(argv[4]);
-  op::Store store(paths.Dir());
-  auto cluster = store.LoadCluster();
-  if (!cluster.ok()) return std::fprintf(stderr, "%s\n", cluster.status().message().c_str()), 1;
-  auto rt = op::OpenLocalRuntime(paths, cluster->spec.subnet, "", false);
-  if (!rt.ok()) return std::fprintf(stderr, "%s\n", rt.status().message().c_str()), 1;
-  auto key = (*rt)->GetSecret(op::kSecretJwt);
-  std::string host = cluster->status.endpoints["slurmrestd"];
-  host = host.substr(host.find("//") + 2, host.rfind(':') - host.find("//") - 2);
-  slurm::RestClient rest(host, cluster->spec.rest_port, "slurm", [&] {
-    int64_t now = jwt::UnixNow();
-    return jwt::Sign({"slurm", now, now + 600}, (*key)->data.at("jwt_hs256.key"));
-  });
-  auto workers = [&] { return (*rt)->ListPods({{op::kLabelNodeSet, nodeset}}); };
+  auto opened = bench::OpenBenchCluster({argv[1], argv[2]}, false);
+  if (!opened.ok()) return std::fprintf(stderr, "%s\n", opened.status().message().c_str()), 1;
+  auto& b = **opened;
+  auto& rest = *b.rest;
+  auto workers = [&] { return b.rt->ListPods({{op::kLabelNodeSet, nodeset}}); };
 
   std::vector<double> decision, start, schedule, total;
   for (int t = 0; t < trials; ++t) {
@@ -63,7 +43,7 @@ int main(int argc, char** argv) {
     runtime::ExecOptions o;
     o.user = "alice";
     o.argv = {"sbatch", "--parsable", "-p", nodeset, "-o", "/dev/null", "--wrap", "sleep 1"};
-    auto r = (*rt)->Exec(op::LoginPodName(*cluster), o);
+    auto r = b.rt->Exec(op::LoginPodName(b.cluster), o);
     auto t0 = Clock::now();
     if (!r.ok() || r->exit_code != 0) return std::fprintf(stderr, "sbatch failed: %s\n", r.ok() ? r->err.c_str() : ""), 1;
     int64_t job = std::atoll(r->out.c_str());

@@ -4,29 +4,18 @@
 // acting as the cloud provider, starts the same kind of local worker pod (slurmd -N NAME)
 // for each node; SuspendProgram's "suspend HOSTLIST" deletes it. Usage:
 //   bench_power_save STATE_DIR CLUSTER TRIALS
-#include <algorithm>
-#include <chrono>
 #include <cstdio>
-#include <fstream>
-#include <set>
+#include <optional>
 #include <sstream>
 #include <thread>
 
+#include "bench_cluster.h"
 #include "common/files.h"
-#include "common/jwt.h"
-#include "operator/builders.h"
-#include "operator/daemon.h"
-#include "operator/store.h"
-#include "slurm/rest_client.h"
 
 using namespace hpc;
-using Clock = std::chrono::steady_clock;
-
-static double Ms(Clock::time_point a, Clock::time_point b) { return std::chrono::duration<double, std::milli>(b - a).count(); }
-static double Pct(std::vector<double> v, double q) {
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(q * v.size()))];
-}
+using bench::Clock;
+using bench::Ms;
+using bench::Pct;
 
 // "cloud-0" or "cloud-[0-1]" or "cloud-[0,2]".
 static std::vector<std::string> ExpandHostlist(const std::string& list) {
@@ -48,23 +37,13 @@ int main(int argc, char** argv) {
   if (argc != 4) return std::fprintf(stderr, "usage: %s STATE_DIR CLUSTER TRIALS\n", argv[0]), 2;
   op::ClusterPaths paths{argv[1], argv[2]};
   const int trials = std::atoi(argv[3]);
-  op::Store store(paths.Dir());
-  auto cluster = store.LoadCluster();
-  if (!cluster.ok()) return std::fprintf(stderr, "%s\n", cluster.status().message().c_str()), 1;
-  char self[4096];
-  ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
-  self[n > 0 ? n : 0] = '\0';
-  std::string hpcplane = std::string(self).substr(0, std::string(self).rfind('/')) + "/hpcplane";
-  auto rt = op::OpenLocalRuntime(paths, cluster->spec.subnet, hpcplane, true);
-  if (!rt.ok()) return std::fprintf(stderr, "%s\n", rt.status().message().c_str()), 1;
+  auto opened = bench::OpenBenchCluster(paths, true);
+  if (!opened.ok()) return std::fprintf(stderr, "%s\n", opened.status().message().c_str()), 1;
+  auto& b = **opened;
+  auto& rest = *b.rest;
+  auto* rt = &b.rt;
+  const auto* cluster = &b.cluster;
   auto inputs = op::HostBuildInputs();
-  auto key = (*rt)->GetSecret(op::kSecretJwt);
-  std::string host = cluster->status.endpoints["slurmrestd"];
-  host = host.substr(host.find("//") + 2, host.rfind(':') - host.find("//") - 2);
-  slurm::RestClient rest(host, cluster->spec.rest_port, "slurm", [&] {
-    int64_t now = jwt::UnixNow();
-    return jwt::Sign({"slurm", now, now + 600}, (*key)->data.at("jwt_hs256.key"));
-  });
   const std::string requests = paths.RuntimeDir() + "/volumes/controller-state/peer/requests";
   size_t handled = 0;
   api::NodeSet cloud;
@@ -164,6 +143,9 @@ int main(int argc, char** argv) {
   std::printf("  pod, register, schedule  %8.0f  %8.0f\n", Pct(start, 0.5), Pct(start, 0.95));
   std::printf("  sbatch -> RUNNING        %8.0f  %8.0f\n", Pct(total, 0.5), Pct(total, 0.95));
   // Leave nothing for the next run: power everything down.
-  for (const auto& p : *(*rt)->ListPods({{op::kLabelComponent, "peer-worker"}})) (void)(*rt)->DeletePod(p.name);
+  auto peers = (*rt)->ListPods({{op::kLabelComponent, "peer-worker"}});
+  if (peers.ok()) {
+    for (const auto& p : *peers) (void)(*rt)->DeletePod(p.name);
+  }
   return 0;
 }
