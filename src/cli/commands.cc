@@ -138,7 +138,6 @@ Status StartDaemon(const Globals& g, const op::ClusterPaths& p) {
     if (op::RunningDaemon(p) == pid) return Status::Ok();
     int status;
     if (::waitpid(pid, &status, WNOHANG) == pid) {
-      auto log = files::Read(p.LogFile());
       return Status::Errorf("the hpcplane daemon exited at start; see {}", p.LogFile());
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -327,9 +326,10 @@ int CmdGet(const Globals& g, const std::string& what, const std::string& format)
     std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n", "NAME",
                              "PARTITION", "MODE", "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING", "MIN/MAX",
                              "LAST DECISION");
+    auto c = store.LoadCluster();
+    const int cluster_min = c.ok() ? c->spec.min_replica_count : 0;
     for (const auto& n : *nss) {
-      auto c = store.LoadCluster();
-      int min = n.MinReplicas(c.ok() ? c->spec.min_replica_count : 0);
+      int min = n.MinReplicas(cluster_min);
       std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n",
                                n.metadata.name, n.PartitionName(), n.spec.replicas ? "manual" : "auto", n.status.desired, n.status.replicas, n.status.ready, n.status.busy,
                                n.status.idle, n.status.draining, fmt::format("{}/{}", min, n.spec.max_replicas),
@@ -499,7 +499,6 @@ int CmdScale(const Globals& g, const std::string& kind, const std::string& name,
   auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
   while (Clock::now() < deadline) {
     auto cur = store.LoadNodeSet(name);
-    auto gen_now = store.LoadNodeSet(name);
     if (cur.ok() && cur->status.observed_generation == cur->metadata.generation && cur->status.replicas == clamped &&
         cur->status.ready == clamped && cur->status.draining == 0) {
       std::cout << fmt::format("nodeset/{}: {} workers ready\n", name, clamped);
