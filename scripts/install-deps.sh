@@ -7,7 +7,7 @@ packages=(
   build-essential cmake pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
-  slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge
+  slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
   iproute2 util-linux procps curl
 )
 

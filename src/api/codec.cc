@@ -128,6 +128,21 @@ void DecodeMeta(FieldReader& top, ObjectMeta* meta, Status* err) {
   m.Finish();
 }
 
+void DecodeDatasets(FieldReader& r, std::vector<Dataset>* out, Status* err) {
+  if (!r.Has("datasets")) return;
+  YAML::Node list = r.Get("datasets");
+  if (!list.IsSequence()) r.Fail("spec.datasets", "must be a list", list);
+  for (size_t i = 0; list.IsSequence() && i < list.size(); ++i) {
+    Dataset d;
+    FieldReader dr(list[i], fmt::format("spec.datasets[{}]", i), err);
+    dr.String("name", &d.name);
+    dr.String("mountPath", &d.mount_path);
+    dr.String("hostPath", &d.host_path);
+    dr.Finish();
+    out->push_back(d);
+  }
+}
+
 void DecodeClusterSpec(const YAML::Node& node, SlurmClusterSpec* s, Status* err) {
   FieldReader r(node, "spec", err);
   {
@@ -158,18 +173,12 @@ void DecodeClusterSpec(const YAML::Node& node, SlurmClusterSpec* s, Status* err)
     sch.Integer("maxNodeCount", &s->max_node_count);
     sch.Finish();
   }
-  if (r.Has("datasets")) {
-    YAML::Node list = r.Get("datasets");
-    if (!list.IsSequence()) r.Fail("spec.datasets", "must be a list", list);
-    for (size_t i = 0; list.IsSequence() && i < list.size(); ++i) {
-      Dataset d;
-      FieldReader dr(list[i], fmt::format("spec.datasets[{}]", i), err);
-      dr.String("name", &d.name);
-      dr.String("mountPath", &d.mount_path);
-      dr.String("hostPath", &d.host_path);
-      dr.Finish();
-      s->datasets.push_back(d);
-    }
+  DecodeDatasets(r, &s->datasets, err);
+  {
+    FieldReader acc(r.Get("accounting"), "spec.accounting", err);
+    acc.Bool("enabled", &s->accounting.enabled);
+    acc.String("enforce", &s->accounting.enforce);
+    acc.Finish();
   }
   if (r.Has("users")) {
     YAML::Node list = r.Get("users");
@@ -196,6 +205,7 @@ void DecodeNodeSetSpec(const YAML::Node& node, NodeSetSpec* s, Status* err) {
   r.Integer("maxReplicas", &s->max_replicas);
   r.Duration("idleTimeout", &s->idle_timeout_seconds);
   r.StringList("features", &s->features);
+  DecodeDatasets(r, &s->datasets, err);
   {
     FieldReader sc(r.Get("scaling"), "spec.scaling", err);
     sc.Integer("scaleUpPerMinute", &s->scale_up_per_minute);
@@ -215,6 +225,7 @@ void DecodeNodeSetSpec(const YAML::Node& node, NodeSetSpec* s, Status* err) {
     p.Bool("default", &s->partition.is_default);
     p.String("maxTime", &s->partition.max_time);
     p.StringMap("options", &s->partition.options);
+    p.String("state", &s->partition.state);
     p.Finish();
   }
   r.Finish();
@@ -332,14 +343,19 @@ static nlohmann::json MetaJson(const ObjectMeta& m) {
   return j;
 }
 
-nlohmann::json ToJson(const SlurmCluster& c) {
-  const auto& s = c.spec;
+static nlohmann::json DatasetsJson(const std::vector<Dataset>& ds) {
   nlohmann::json datasets = nlohmann::json::array();
-  for (const auto& d : s.datasets) {
+  for (const auto& d : ds) {
     nlohmann::json dj = {{"name", d.name}, {"mountPath", d.mount_path}};
     if (!d.host_path.empty()) dj["hostPath"] = d.host_path;
     datasets.push_back(dj);
   }
+  return datasets;
+}
+
+nlohmann::json ToJson(const SlurmCluster& c) {
+  const auto& s = c.spec;
+  nlohmann::json datasets = DatasetsJson(s.datasets);
   nlohmann::json users = nlohmann::json::array();
   for (const auto& u : s.users) {
     users.push_back({{"name", u.name}, {"uid", u.uid}, {"gid", u.gid}, {"admin", u.admin}});
@@ -359,7 +375,8 @@ nlohmann::json ToJson(const SlurmCluster& c) {
         {"nodeSetDefaults", {{"minReplicaCount", s.min_replica_count}}},
         {"scheduling", sched},
         {"datasets", datasets},
-        {"users", users}}},
+        {"users", users},
+        {"accounting", {{"enabled", s.accounting.enabled}, {"enforce", s.accounting.enforce}}}}},
       {"status",
        {{"observedGeneration", c.status.observed_generation},
         {"conditions", ConditionsJson(c.status.conditions)},
@@ -376,8 +393,10 @@ nlohmann::json ToJson(const NodeSet& n) {
       {"idleTimeout", FormatDuration(s.idle_timeout_seconds)},
       {"resources", {{"cpus", s.resources.cpus}, {"memoryMiB", s.resources.memory_mib}, {"gpus", s.resources.gpus}}},
       {"partition", {{"name", n.PartitionName()}, {"default", s.partition.is_default},
-                     {"maxTime", s.partition.max_time}, {"options", s.partition.options}}},
+                     {"maxTime", s.partition.max_time}, {"options", s.partition.options},
+                     {"state", s.partition.state}}},
       {"features", s.features},
+      {"datasets", DatasetsJson(s.datasets)},
       {"scaling", {{"scaleUpPerMinute", s.scale_up_per_minute}, {"scaleDownPerMinute", s.scale_down_per_minute}}},
   };
   if (s.replicas) spec["replicas"] = *s.replicas;

@@ -13,6 +13,7 @@ namespace hpc::api {
 inline constexpr const char* kApiVersion = "hpcplane.io/v1alpha1";
 inline constexpr const char* kKindSlurmCluster = "SlurmCluster";
 inline constexpr const char* kKindNodeSet = "NodeSet";
+inline constexpr const char* kKindWorkspace = "Workspace";
 
 struct ObjectMeta {
   std::string name;
@@ -43,6 +44,12 @@ struct ClusterUser {
   bool admin = false;
 };
 
+// Job accounting: slurmdbd backed by a MariaDB pod with its data on a volume.
+struct AccountingSpec {
+  bool enabled = true;
+  std::string enforce;  // AccountingStorageEnforce, e.g. "associations,limits"; empty: none
+};
+
 struct SlurmClusterSpec {
   std::string subnet;  // CIDR /24 for the local runtime; empty: derived from the name
   int rest_port = 6820;
@@ -54,6 +61,7 @@ struct SlurmClusterSpec {
   std::vector<std::string> extra_config;  // verbatim slurm.conf lines
   std::vector<Dataset> datasets;
   std::vector<ClusterUser> users;
+  AccountingSpec accounting;
 };
 
 struct SlurmClusterStatus {
@@ -81,6 +89,7 @@ struct PartitionSpec {
   bool is_default = false;
   std::string max_time = "INFINITE";
   std::map<std::string, std::string> options;  // extra PartitionName options, e.g. AllowGroups
+  std::string state = "UP";  // UP | DRAIN (no new jobs; queued ones still run) | DOWN | INACTIVE
 };
 
 struct NodeSetSpec {
@@ -95,6 +104,9 @@ struct NodeSetSpec {
   WorkerResources resources;
   PartitionSpec partition;
   std::vector<std::string> features;
+  // Volumes mounted on this nodeset's workers besides the cluster's datasets (name -> volume
+  // "dataset-<name>", created on first use).
+  std::vector<Dataset> datasets;
 };
 
 // A scaling decision or problem worth showing in `describe` (Kubernetes events, kept short).
@@ -128,6 +140,39 @@ struct NodeSet {
     return spec.partition.name.empty() ? metadata.name : spec.partition.name;
   }
   int MinReplicas(int cluster_default) const { return spec.min_replicas.value_or(cluster_default); }
+};
+
+// A practitioner's workspace: a login pod as the user, an autoscaled nodeset and partition only
+// the user (and admins) may use, a Slurm token, and the project's datasets. What the launch
+// resolved from the platform catalogs (the user's ids and role, the tier's shape) is copied into
+// the spec, so the operator needs nothing but the workspace itself.
+struct WorkspaceSpec {
+  std::string cluster;
+  ClusterUser user;  // admin: the platform user has the SysAdmin role
+  std::string project;
+  std::string tier;
+  WorkerResources resources;  // the tier's shape
+  int max_workers = 2;
+  int64_t idle_timeout_seconds = 300;
+  int64_t token_lifetime_seconds = 8 * 3600;
+  std::vector<std::string> datasets;  // project datasets, mounted at /datasets/<name>
+  // Set by `workspace stop`: drain the partition, wait for (or cancel) its jobs, then remove all.
+  bool stopping = false;
+  bool cancel_jobs = false;
+};
+
+struct WorkspaceStatus {
+  std::string phase = "Pending";  // Pending | Ready | Stopping
+  std::string message;
+  int64_t token_expires = 0;  // unix seconds
+  int active_jobs = 0;
+  std::vector<Condition> conditions;
+};
+
+struct Workspace {
+  ObjectMeta metadata;  // name: the workspace id; namespace_: the cluster
+  WorkspaceSpec spec;
+  WorkspaceStatus status;
 };
 
 }  // namespace hpc::api

@@ -57,6 +57,33 @@ Status ValidateResourceName(const std::string& name) {
   return Status::Ok();
 }
 
+Status ValidateDatasets(const std::string& subject, const std::string& field, const std::vector<Dataset>& datasets) {
+  std::set<std::string> dataset_names, mount_paths;
+  static const std::regex abs_path(R"(^(/[A-Za-z0-9._-]+)+$)");
+  static const std::set<std::string> forbidden_mounts = {"/", "/etc", "/usr", "/bin", "/sbin", "/lib",
+                                                         "/proc", "/sys", "/dev", "/run", "/var", "/tmp"};
+  for (size_t i = 0; i < datasets.size(); ++i) {
+    const auto& d = datasets[i];
+    std::string p = fmt::format("{}[{}]", field, i);
+    if (Status st = ValidateResourceName(d.name); !st.ok()) return FieldError(subject, p + ".name", st.message());
+    if (!dataset_names.insert(d.name).second) {
+      return FieldError(subject, p + ".name", "duplicate dataset name \"" + d.name + "\"");
+    }
+    if (!std::regex_match(d.mount_path, abs_path) || forbidden_mounts.count(d.mount_path) ||
+        d.mount_path.find("/..") != std::string::npos) {
+      return FieldError(subject, p + ".mountPath",
+                        "must be an absolute path outside the system directories (got \"" + d.mount_path + "\")");
+    }
+    if (!mount_paths.insert(d.mount_path).second) {
+      return FieldError(subject, p + ".mountPath", "duplicate mount path \"" + d.mount_path + "\"");
+    }
+    if (!d.host_path.empty() && !std::regex_match(d.host_path, abs_path)) {
+      return FieldError(subject, p + ".hostPath", "must be an absolute path (got \"" + d.host_path + "\")");
+    }
+  }
+  return Status::Ok();
+}
+
 Status Validate(const SlurmCluster& c) {
   std::string subject = fmt::format("cluster \"{}\"", c.metadata.name);
   const auto& s = c.spec;
@@ -106,28 +133,10 @@ Status Validate(const SlurmCluster& c) {
                         "must be one slurm.conf line of the form Key=Value (got \"" + s.extra_config[i] + "\")");
     }
   }
-  std::set<std::string> dataset_names, mount_paths;
-  static const std::regex abs_path(R"(^(/[A-Za-z0-9._-]+)+$)");
-  static const std::set<std::string> forbidden_mounts = {"/", "/etc", "/usr", "/bin", "/sbin", "/lib",
-                                                         "/proc", "/sys", "/dev", "/run", "/var", "/tmp"};
-  for (size_t i = 0; i < s.datasets.size(); ++i) {
-    const auto& d = s.datasets[i];
-    std::string p = fmt::format("spec.datasets[{}]", i);
-    if (Status st = ValidateResourceName(d.name); !st.ok()) return FieldError(subject, p + ".name", st.message());
-    if (!dataset_names.insert(d.name).second) {
-      return FieldError(subject, p + ".name", "duplicate dataset name \"" + d.name + "\"");
-    }
-    if (!std::regex_match(d.mount_path, abs_path) || forbidden_mounts.count(d.mount_path) ||
-        d.mount_path.find("/..") != std::string::npos) {
-      return FieldError(subject, p + ".mountPath",
-                        "must be an absolute path outside the system directories (got \"" + d.mount_path + "\")");
-    }
-    if (!mount_paths.insert(d.mount_path).second) {
-      return FieldError(subject, p + ".mountPath", "duplicate mount path \"" + d.mount_path + "\"");
-    }
-    if (!d.host_path.empty() && !std::regex_match(d.host_path, abs_path)) {
-      return FieldError(subject, p + ".hostPath", "must be an absolute path (got \"" + d.host_path + "\")");
-    }
+  RETURN_IF_ERROR(ValidateDatasets(subject, "spec.datasets", s.datasets));
+  if (!s.accounting.enforce.empty() && !IsSafeConfigValue(s.accounting.enforce)) {
+    return FieldError(subject, "spec.accounting.enforce",
+                      "must be an AccountingStorageEnforce list like associations,limits (got \"" + s.accounting.enforce + "\")");
   }
   std::set<std::string> user_names;
   std::set<int64_t> uids;
@@ -211,6 +220,12 @@ Status ValidateShape(const NodeSet& n) {
       return FieldError(subject, p, "value must be one token without spaces (got \"" + v + "\")");
     }
   }
+  static const std::set<std::string> partition_states = {"UP", "DRAIN", "DOWN", "INACTIVE"};
+  if (!partition_states.count(s.partition.state)) {
+    return FieldError(subject, "spec.partition.state",
+                      "must be UP, DRAIN, DOWN or INACTIVE (got \"" + s.partition.state + "\")");
+  }
+  RETURN_IF_ERROR(ValidateDatasets(subject, "spec.datasets", s.datasets));
   for (size_t i = 0; i < s.features.size(); ++i) {
     static const std::regex feature("^[A-Za-z0-9_.-]{1,64}$");
     if (!std::regex_match(s.features[i], feature)) {

@@ -1,4 +1,6 @@
 #include "cli/commands.h"
+#include "cli/support.h"
+#include "cli/workspace_commands.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -33,58 +35,13 @@
 namespace hpc::cli {
 namespace {
 
-using Clock = std::chrono::steady_clock;
 using nlohmann::json;
-
-struct Globals {
-  std::string state_dir = "/var/lib/hpcplane";
-  std::string cluster;
-  bool verbose = false;
-  std::string self_exe;
-};
-
-int Fail(const Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
-  return 1;
-}
-
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
-
-// The cluster a command is about: --cluster, else the only one in the state dir.
-Result<op::ClusterPaths> ResolveCluster(const Globals& g) {
-  if (!g.cluster.empty()) {
-    op::ClusterPaths p{g.state_dir, g.cluster};
-    if (!files::Exists(p.Dir() + "/cluster.json")) {
-      return Status::Errorf("cluster \"{}\" not found in {} (run `hpcplane up` first)", g.cluster, g.state_dir);
-    }
-    return p;
-  }
-  std::vector<std::string> names;
-  for (const auto& n : files::ListDir(g.state_dir + "/clusters")) {
-    if (files::Exists(g.state_dir + "/clusters/" + n + "/cluster.json")) names.push_back(n);
-  }
-  if (names.empty()) return Status::Errorf("no cluster in {} (run `hpcplane up` first)", g.state_dir);
-  if (names.size() > 1) {
-    std::string all;
-    for (const auto& n : names) all += (all.empty() ? "" : ", ") + n;
-    return Status::Errorf("several clusters in {} ({}): choose one with --cluster", g.state_dir, all);
-  }
-  return op::ClusterPaths{g.state_dir, names[0]};
-}
-
-Result<std::unique_ptr<runtime::local::LocalRuntime>> ClientRuntime(const Globals& g, const op::ClusterPaths& p) {
-  op::Store store(p.Dir());
-  ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
-  return op::OpenLocalRuntime(p, c.spec.subnet, g.self_exe, false);
-}
 
 Status Preflight() {
   if (::geteuid() != 0) {
     return Status::Error("hpcplane needs root to create namespaces and networks (run it with sudo)");
   }
-  for (const char* bin : {"slurmctld", "slurmd", "slurmrestd", "munged", "ip", "nsenter", "setpriv"}) {
+  for (const char* bin : {"slurmctld", "slurmd", "slurmrestd", "munged", "slurmdbd", "mariadbd", "ip", "nsenter", "setpriv"}) {
     auto r = RunProcess({"sh", "-c", std::string("command -v ") + bin});
     if (!r.ok() || r->exit_code != 0) {
       return Status::Errorf("{} is not installed (run `make deps` or scripts/install-deps.sh)", bin);
@@ -149,7 +106,7 @@ Status StartDaemon(const Globals& g, const op::ClusterPaths& p) {
 Status WaitReady(const op::ClusterPaths& p, Clock::time_point start, std::chrono::seconds timeout, bool quiet) {
   op::Store store(p.Dir());
   std::set<std::string> announced;
-  const std::vector<std::string> order = {"munge", "controller", "restapi", "login"};
+  const std::vector<std::string> order = {"munge", "mariadb", "slurmdbd", "controller", "restapi", "login"};
   auto deadline = Clock::now() + timeout;
   std::string last_reason;
   while (Clock::now() < deadline) {
@@ -316,7 +273,7 @@ int CmdGet(const Globals& g, const std::string& what, const std::string& format)
     return 0;
   }
   if (what == "nodesets" || what == "nodeset") {
-    auto nss = store.LoadNodeSets();
+    auto nss = store.LoadAllNodeSets();
     if (!nss.ok()) return Fail(nss.status());
     if (format != "table") {
       json arr = json::array();
@@ -395,8 +352,13 @@ int CmdDescribe(const Globals& g, const std::string& kind, const std::string& na
     return 0;
   }
   if (kind == "nodeset") {
-    auto n = store.LoadNodeSet(name);
-    if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
+    std::optional<api::NodeSet> n;
+    if (auto all = store.LoadAllNodeSets(); all.ok()) {
+      for (auto& x : *all) {
+        if (x.metadata.name == name) n = x;
+      }
+    }
+    if (!n) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
     json j = api::ToJson(*n);
     j["status"].erase("events");
     std::cout << api::JsonToYaml(j);
@@ -461,6 +423,9 @@ int CmdDelete(const Globals& g, const std::string& kind, const std::string& name
   auto p = ResolveCluster(g);
   if (!p.ok()) return Fail(p.status());
   op::Store store(p->Dir());
+  if (store.HasWorkspace(name)) {
+    return Fail(Status::Errorf("nodeset \"{}\" belongs to workspace {}: use `hpcplane workspace stop {}`", name, name, name));
+  }
   if (!store.LoadNodeSet(name).ok()) return Fail(Status::Errorf("nodeset \"{}\" not found", name));
   if (Status s = store.DeleteNodeSet(name); !s.ok()) return Fail(s);
   std::cout << fmt::format("nodeset/{} deleted; its workers are drained and removed as their jobs end\n", name);
@@ -475,6 +440,9 @@ int CmdScale(const Globals& g, const std::string& kind, const std::string& name,
   op::Store store(p->Dir());
   auto c = store.LoadCluster();
   if (!c.ok()) return Fail(c.status());
+  if (store.HasWorkspace(name)) {
+    return Fail(Status::Errorf("nodeset \"{}\" belongs to workspace {} and is autoscaled up to its --max-workers", name, name));
+  }
   auto n = store.LoadNodeSet(name);
   if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
   if (!replicas) {
@@ -610,6 +578,8 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   logs->add_option("pod", pod, "Pod name")->required();
   logs->add_option("--tail", tail, "Only the last N lines");
 
+  auto run_workspace_commands = AddWorkspaceCommands(app, g);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -632,7 +602,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   }
   if (exec->parsed()) return CmdExec(g, pod, user, cmd);
   if (logs->parsed()) return CmdLogs(g, pod, tail);
-  return 1;
+  return run_workspace_commands();
 }
 
 }  // namespace hpc::cli

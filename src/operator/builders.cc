@@ -1,5 +1,6 @@
 #include "operator/builders.h"
 
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -28,6 +29,10 @@ int WorkerOrdinal(const api::NodeSet& ns, const std::string& pod) {
   return rest.size() > 6 ? -1 : std::stoi(rest);
 }
 std::string DatasetVolumeName(const api::Dataset& d) { return "dataset-" + d.name; }
+std::string MariaDbPodName(const api::SlurmCluster& c) { return slurm::DatabaseHost(c); }
+std::string SlurmdbdPodName(const api::SlurmCluster& c) { return slurm::SlurmdbdHost(c); }
+std::string WorkspaceLoginPodName(const api::Workspace& w) { return w.metadata.name + "-login"; }
+std::string WorkspaceTokenSecretName(const api::Workspace& w) { return w.metadata.name + "-token"; }
 
 namespace {
 
@@ -45,8 +50,8 @@ std::vector<Mount> CommonMounts() {
   };
 }
 
-void AddDatasets(const api::SlurmCluster& c, PodSpec* p) {
-  for (const auto& d : c.spec.datasets) {
+void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
+  for (const auto& d : datasets) {
     if (d.host_path.empty()) {
       p->mounts.push_back({MountSource::kVolume, DatasetVolumeName(d), d.mount_path, "", false});
     } else {
@@ -61,18 +66,35 @@ runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::ve
   return {kConfigMapSlurm, {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets)}}};
 }
 
-runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const BuildInputs& in) {
+runtime::ConfigMap BuildScriptsConfigMap() {
+  runtime::ConfigMap cm{kConfigMapScripts, {{"task_prolog", slurm::TaskPrologScript()}}};
+  cm.default_mode = 0755;
+  return cm;
+}
+
+runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const std::vector<api::ClusterUser>& extra_users,
+                                       const BuildInputs& in) {
   std::ostringstream passwd, group;
   passwd << in.host_passwd;
   group << in.host_group;
   if (!in.host_passwd.empty() && in.host_passwd.back() != '\n') passwd << "\n";
   if (!in.host_group.empty() && in.host_group.back() != '\n') group << "\n";
-  nlohmann::json users = nlohmann::json::array();
-  for (const auto& u : c.spec.users) {
-    passwd << u.name << ":x:" << u.uid << ":" << u.gid << ":" << u.name << ":/tmp:/bin/bash\n";
-    group << u.name << ":x:" << u.gid << ":\n";
-    users.push_back({{"name", u.name}, {"uid", u.uid}, {"gid", u.gid}, {"admin", u.admin}});
+  std::vector<api::ClusterUser> all = c.spec.users;
+  std::set<std::string> seen;
+  for (const auto& u : all) seen.insert(u.name);
+  for (const auto& u : extra_users) {
+    if (seen.insert(u.name).second) all.push_back(u);
   }
+  nlohmann::json users = nlohmann::json::array();
+  std::string admins;
+  for (const auto& u : all) {
+    passwd << u.name << ":x:" << u.uid << ":" << u.gid << ":" << u.name << ":/tmp:/bin/bash\n";
+    // A private group with the user as its only member (listed too: Slurm's AllowGroups reads members).
+    group << u.name << ":x:" << u.gid << ":" << u.name << "\n";
+    users.push_back({{"name", u.name}, {"uid", u.uid}, {"gid", u.gid}, {"admin", u.admin}});
+    if (u.admin) admins += (admins.empty() ? "" : ",") + u.name;
+  }
+  group << kAdminGroup << ":x:" << kAdminGroupGid << ":" << admins << "\n";
   return {kConfigMapUsers, {{"passwd", passwd.str()}, {"group", group.str()}, {"users.json", users.dump(2) + "\n"}}};
 }
 
@@ -137,7 +159,7 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.gid = in.nobody.gid;
   p.command = {"sleep", "infinity"};
   p.mounts = CommonMounts();
-  AddDatasets(c, &p);
+  AddDatasets(c.spec.datasets, &p);
   return p;
 }
 
@@ -150,8 +172,114 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   p.command = {"slurmd", "-D", "-Z", "--conf", slurm::DynamicNodeConf(ns)};
   p.mounts = CommonMounts();
   p.mounts.push_back({MountSource::kEmptyDir, "slurmd-spool", slurm::kSlurmdSpoolDir, "", false});
-  AddDatasets(c, &p);
+  p.mounts.push_back({MountSource::kConfigMap, kConfigMapScripts, slurm::kScriptsDir, "", true});
+  AddDatasets(c.spec.datasets, &p);
+  AddDatasets(ns.spec.datasets, &p);
   p.readiness.tcp_port = slurm::kSlurmdPort;
+  return p;
+}
+
+PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
+  PodSpec p;
+  p.name = MariaDbPodName(c);
+  p.labels = Labels(c, "mariadb");
+  p.uid = in.mysql.uid;
+  p.gid = in.mysql.gid;
+  // The data directory is initialised once; the marker makes an interrupted first start retry
+  // from scratch instead of serving a half-written system schema.
+  const std::string opts =
+      "--no-defaults --datadir=/var/lib/mysql --innodb-buffer-pool-size=32M --innodb-log-file-size=16M";
+  p.command = {"/bin/sh", "-ec",
+               "if [ ! -e /var/lib/mysql/.hpcplane-initialized ]; then\n"
+               "  find /var/lib/mysql -mindepth 1 -delete\n"
+               "  mariadb-install-db " + opts + " --auth-root-authentication-method=socket --skip-test-db >/dev/null\n"
+               "  touch /var/lib/mysql/.hpcplane-initialized\n"
+               "fi\n"
+               "exec mariadbd " + opts + " --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --port=" +
+                   std::to_string(slurm::kMariaDbPort) +
+                   " --bind-address=0.0.0.0 --skip-name-resolve --init-file=/run/secrets/db/init.sql"};
+  p.mounts = {
+      {MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
+      {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true},
+      {MountSource::kSecret, kSecretDatabase, "/run/secrets/db", "", true},
+      {MountSource::kVolume, kVolumeDatabase, "/var/lib/mysql", "", false},
+  };
+  p.readiness.tcp_port = slurm::kMariaDbPort;
+  return p;
+}
+
+std::string DatabaseInitSql(const std::string& password) {
+  return "CREATE USER IF NOT EXISTS 'slurm'@'%' IDENTIFIED BY '" + password + "';\n" +
+         "ALTER USER 'slurm'@'%' IDENTIFIED BY '" + password + "';\n" +
+         "GRANT ALL PRIVILEGES ON " + slurm::kAccountingDatabase + ".* TO 'slurm'@'%';\n";
+}
+
+PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
+  PodSpec p;
+  p.name = SlurmdbdPodName(c);
+  p.labels = Labels(c, "slurmdbd");
+  // slurmdbd.conf must be owned by SlurmUser and 0600: the pod runs as SlurmUser from the start.
+  p.uid = in.slurm.uid;
+  p.gid = in.slurm.gid;
+  p.env = {{"SLURM_CONF", std::string(slurm::kSlurmdbdConfigDir) + "/slurm.conf"}};
+  p.command = {"slurmdbd", "-D"};
+  p.mounts = {
+      {MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
+      {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true},
+      {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
+      {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
+      {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
+  };
+  p.readiness.tcp_port = slurm::kSlurmdbdPort;
+  return p;
+}
+
+runtime::ConfigMap BuildWorkspaceToolsConfigMap() {
+  runtime::ConfigMap cm;
+  cm.name = kConfigMapWorkspaceTools;
+  cm.default_mode = 0755;
+  for (const char* cmd : {"sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "sacctmgr", "sprio",
+                          "sshare", "sstat", "sreport", "sdiag", "strigger"}) {
+    cm.data[cmd] = fmt::format(
+        "#!/bin/sh\n"
+        "# hpcplane: authenticate with this workspace's token, read afresh on every call.\n"
+        "SLURM_JWT=$(cat {}/token) || exit 1\n"
+        "export SLURM_JWT\n"
+        "exec /usr/bin/{} \"$@\"\n",
+        kTokenDir, cmd);
+  }
+  return cm;
+}
+
+std::map<std::string, std::string> WorkspaceShellEnv(const api::Workspace& w) {
+  std::string home = w.spec.datasets.empty() ? "/tmp" : "/datasets/" + w.spec.datasets.front();
+  return {{"SLURM_CONF", std::string(slurm::kConfigDir) + "/slurm.conf"},
+          {"PATH", std::string(kWorkspaceToolsDir) + ":/usr/local/bin:/usr/bin:/bin"},
+          {"USER", w.spec.user.name},
+          {"LOGNAME", w.spec.user.name},
+          {"HOME", "/tmp"},
+          {"HPCPLANE_WORKSPACE", w.metadata.name},
+          {"SLURM_PARTITION", w.metadata.name},
+          {"SBATCH_PARTITION", w.metadata.name},
+          {"SALLOC_PARTITION", w.metadata.name},
+          {"HPCPLANE_DATASET", home}};
+}
+
+PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace& w, const BuildInputs& in) {
+  PodSpec p;
+  p.name = WorkspaceLoginPodName(w);
+  p.labels = Labels(c, "workspace-login");
+  p.labels[kLabelWorkspace] = w.metadata.name;
+  p.uid = w.spec.user.uid;
+  p.gid = w.spec.user.gid;
+  p.command = {"sleep", "infinity"};
+  p.mounts = CommonMounts();
+  p.mounts.push_back({MountSource::kSecret, WorkspaceTokenSecretName(w), kTokenDir, "", true});
+  p.mounts.push_back({MountSource::kConfigMap, kConfigMapWorkspaceTools, kWorkspaceToolsDir, "", true});
+  AddDatasets(c.spec.datasets, &p);
+  std::vector<api::Dataset> project;
+  for (const auto& d : w.spec.datasets) project.push_back({d, "/datasets/" + d, ""});
+  AddDatasets(project, &p);
   return p;
 }
 

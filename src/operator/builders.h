@@ -19,6 +19,7 @@ struct BuildInputs {
   Account slurm;   // SlurmUser
   Account munge;   // munged's user
   Account nobody;  // slurmrestd and idle processes
+  Account mysql;   // MariaDB's user; uid -1 when MariaDB is not installed
   std::string host_passwd;  // the host's /etc/passwd and /etc/group, extended with cluster users
   std::string host_group;
 };
@@ -27,14 +28,26 @@ struct BuildInputs {
 inline constexpr const char* kLabelCluster = "hpcplane.io/cluster";
 inline constexpr const char* kLabelComponent = "hpcplane.io/component";
 inline constexpr const char* kLabelNodeSet = "hpcplane.io/nodeset";
+inline constexpr const char* kLabelWorkspace = "hpcplane.io/workspace";
 
 // Names of the cluster-wide objects.
 inline constexpr const char* kConfigMapSlurm = "slurm-config";
 inline constexpr const char* kConfigMapUsers = "slurm-users";
+inline constexpr const char* kConfigMapScripts = "slurm-scripts";
 inline constexpr const char* kSecretMunge = "munge-key";
 inline constexpr const char* kSecretJwt = "jwt-key";
 inline constexpr const char* kVolumeControllerState = "controller-state";
 inline constexpr const char* kVolumeMungeSocket = "munge-socket";
+inline constexpr const char* kSecretDatabase = "accounting-db";      // MariaDB's init.sql (owner mysql)
+inline constexpr const char* kSecretSlurmdbd = "slurmdbd-config";    // slurmdbd.conf (owner slurm)
+inline constexpr const char* kVolumeDatabase = "accounting-db";      // MariaDB's data directory
+inline constexpr const char* kConfigMapWorkspaceTools = "workspace-tools";
+// Members may use every workspace's partition and hold Slurm's administrator level.
+inline constexpr const char* kAdminGroup = "hpcadmins";
+inline constexpr int64_t kAdminGroupGid = 59999;
+// Where a workspace login pod finds its token and the Slurm commands that use it.
+inline constexpr const char* kTokenDir = "/run/secrets/slurm-token";
+inline constexpr const char* kWorkspaceToolsDir = "/run/hpcplane/bin";
 
 std::string MungePodName(const api::SlurmCluster& c);
 std::string ControllerPodName(const api::SlurmCluster& c);
@@ -44,16 +57,34 @@ std::string WorkerPodName(const api::NodeSet& ns, int ordinal);
 // Ordinal of a worker pod name of this nodeset, or -1.
 int WorkerOrdinal(const api::NodeSet& ns, const std::string& pod);
 std::string DatasetVolumeName(const api::Dataset& d);
+std::string MariaDbPodName(const api::SlurmCluster& c);
+std::string SlurmdbdPodName(const api::SlurmCluster& c);
+std::string WorkspaceLoginPodName(const api::Workspace& w);
+std::string WorkspaceTokenSecretName(const api::Workspace& w);
 
+// Executable scripts slurmd runs (TaskProlog).
+runtime::ConfigMap BuildScriptsConfigMap();
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
 // The slurm-users config map: users.json (the allowed Slurm users) and the passwd/group files
 // every pod sees, so each user resolves to the same uid and private gid everywhere.
-runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const BuildInputs& in);
+// Workspace users join the cluster's own; admins are also members of kAdminGroup.
+runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const std::vector<api::ClusterUser>& extra_users,
+                                       const BuildInputs& in);
+// Wrappers for the Slurm commands in a workspace: each reads the token afresh, so a refreshed
+// token is used at once; srun and salloc use munge (slurmd accepts nothing else in 22.05).
+runtime::ConfigMap BuildWorkspaceToolsConfigMap();
+// The environment of a workspace shell or exec.
+std::map<std::string, std::string> WorkspaceShellEnv(const api::Workspace& w);
 
 runtime::PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in);
+runtime::PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in);
+runtime::PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in);
+// SQL run by MariaDB at every start: the slurm account with the current password, and its grant.
+std::string DatabaseInitSql(const std::string& password);
+runtime::PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace& w, const BuildInputs& in);
 runtime::PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int ordinal,
                                 const BuildInputs& in);
 

@@ -20,12 +20,30 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
     ASSIGN_OR_RETURN(std::string key, jwt::RandomBytes(32));
     RETURN_IF_ERROR(rt_->ApplySecret({kSecretJwt, {{"jwt_hs256.key", key}}, in_.slurm.uid, in_.slurm.gid}));
   }
+  if (c.spec.accounting.enabled) {
+    if (in_.mysql.uid < 0) return Status::Error("accounting needs MariaDB: install mariadb-server (scripts/install-deps.sh)");
+    ASSIGN_OR_RETURN(auto db, rt_->GetSecret(kSecretDatabase));
+    std::string password;
+    if (db && db->data.count("password")) {
+      password = db->data.at("password");
+    } else {
+      ASSIGN_OR_RETURN(std::string raw, jwt::RandomBytes(24));
+      for (unsigned char ch : raw) password += fmt::format("{:02x}", ch);
+      RETURN_IF_ERROR(rt_->ApplySecret({kSecretDatabase,
+                                        {{"password", password}, {"init.sql", DatabaseInitSql(password)}},
+                                        in_.mysql.uid, in_.mysql.gid}));
+    }
+    RETURN_IF_ERROR(rt_->ApplySecret({kSecretSlurmdbd,
+                                      {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password)}},
+                                      in_.slurm.uid, in_.slurm.gid}));
+  }
   return Status::Ok();
 }
 
 Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700));
   RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755));
+  if (c.spec.accounting.enabled) RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700));
   for (const auto& d : c.spec.datasets) {
     // Shared by the cluster's users like /tmp: anyone may create, only owners may delete.
     if (d.host_path.empty()) RETURN_IF_ERROR(rt_->EnsureVolume(DatasetVolumeName(d), 0, 0, 01777));
@@ -33,20 +51,28 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   return Status::Ok();
 }
 
-Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets) {
-  RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildUsersConfigMap(c, in_)));
+Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                                       const std::vector<api::ClusterUser>& extra_users) {
+  runtime::ConfigMap users = BuildUsersConfigMap(c, extra_users, in_);
+  ASSIGN_OR_RETURN(auto existing_users, rt_->GetConfigMap(kConfigMapUsers));
   runtime::ConfigMap cm = BuildSlurmConfigMap(c, nodesets);
   ASSIGN_OR_RETURN(auto existing, rt_->GetConfigMap(kConfigMapSlurm));
-  bool changed = !existing || existing->data != cm.data;
+  // Users first: partitions resolve AllowGroups against them when created or updated.
+  bool changed = !existing || existing->data != cm.data || !existing_users || existing_users->data != users.data;
+  if (!existing_users || existing_users->data != users.data) users_changed_ = true;
+  RETURN_IF_ERROR(rt_->ApplyConfigMap(users));
+  RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildScriptsConfigMap()));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(cm));
   bool controller_running = false;
   ASSIGN_OR_RETURN(auto pods, rt_->ListPods({{kLabelComponent, "controller"}}));
   for (const auto& p : pods) controller_running = controller_running || p.ready;
-  if (changed && existing && controller_running) {
-    // New nodesets or partitions: slurmctld rereads slurm.conf; running jobs are unaffected.
-    spdlog::info("slurm.conf changed; reconfiguring slurmctld");
-    RETURN_IF_ERROR(control_->Reconfigure());
-  }
+  if (!changed || !existing || !controller_running) return Status::Ok();
+  // Nodesets, partitions and users are applied in place by SyncPartitions: `scontrol
+  // reconfigure` in Slurm 22.05 leaves dynamic nodes that run a job ALLOCATED forever, drops
+  // them from their partitions, and can hand out a job id twice. Only other changes need it.
+  if (!slurm::NeedsReconfigure(existing->data.at("slurm.conf"), cm.data.at("slurm.conf"))) return Status::Ok();
+  spdlog::info("slurm.conf changed beyond nodesets and partitions; reconfiguring slurmctld");
+  RETURN_IF_ERROR(control_->Reconfigure());
   return Status::Ok();
 }
 
@@ -79,20 +105,45 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
 }
 
 api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
-                                                     const std::vector<api::NodeSet>& nodesets) {
+                                                     const std::vector<api::NodeSet>& nodesets,
+                                                     const std::vector<api::ClusterUser>& extra_users) {
   api::SlurmClusterStatus st = c.status;
   st.components.clear();
   degraded_ = false;
   controller_ready_ = false;
+  slurmdbd_ready_ = false;
   bool rest_ready = false;
+  bool database_ready = false;
 
   std::vector<Step> steps = {
       {"secrets", [&] { return EnsureSecrets(c); }, true},
       {"volumes", [&] { return EnsureVolumes(c); }, true},
-      {"config", [&] { return EnsureConfig(c, nodesets); }, true},
+      {"config", [&] { return EnsureConfig(c, nodesets, extra_users); }, true},
       // Each daemon needs the one before: slurmctld authenticates with munge, slurmrestd talks
       // to slurmctld, and the login pod is only useful once Slurm answers.
       {"munge", [&] { return EnsurePod(BuildMungePod(c, in_), "munge", &st); }, true},
+      // Accounting starts beside the controller and never holds it up.
+      {"mariadb",
+       [&] {
+         if (!c.spec.accounting.enabled) return Status::Ok();
+         Status s = EnsurePod(BuildMariaDbPod(c, in_), "mariadb", &st);
+         database_ready = s.ok();
+         return s;
+       },
+       false},
+      {"slurmdbd",
+       [&] {
+         if (!c.spec.accounting.enabled) return Status::Ok();
+         // slurmdbd exits when it cannot reach its database; it starts once MariaDB answers.
+         if (!database_ready && !rt_->GetPodSpec(SlurmdbdPodName(c)).value_or(std::nullopt)) {
+           st.components["slurmdbd"] = "Waiting: for mariadb";
+           return Status::Error("waiting for mariadb before slurmdbd");
+         }
+         Status s = EnsurePod(BuildSlurmdbdPod(c, in_), "slurmdbd", &st);
+         slurmdbd_ready_ = s.ok();
+         return s;
+       },
+       false},
       {"controller",
        [&] {
          Status s = EnsurePod(BuildControllerPod(c, in_), "controller", &st);
@@ -156,6 +207,8 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
     if (slurm_ok) {
       st.component_versions["slurm/slurmctld"] = *version;
       st.component_versions["slurm/slurmrestd"] = *version;
+      // One Slurm installation serves every daemon of a local cluster.
+      if (slurmdbd_ready_) st.component_versions["slurm/slurmdbd"] = *version;
     } else {
       slurm_error = version.status().message();
     }
@@ -164,7 +217,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
 
   bool ready = waiting.empty() && failures.empty() && slurm_ok;
   SetCondition(&st.conditions, "Ready", ready, ready ? "AllComponentsReady" : "NotReady",
-               ready ? "munge, slurmctld, slurmrestd and login are ready; Slurm answers"
+               ready ? "every component is ready; Slurm answers"
                      : (!failures.empty() ? failures.front() : !waiting.empty() ? waiting : "Slurm does not answer: " + slurm_error));
   SetCondition(&st.conditions, "Progressing", !waiting.empty(), waiting.empty() ? "Converged" : "Waiting",
                waiting);

@@ -1,5 +1,7 @@
 // Reconciles a SlurmCluster: keys, volumes, slurm.conf and users, then the munge, controller,
-// REST API and login pods, in that order, each waiting for the one before to be ready.
+// REST API and login pods, in that order, each waiting for the one before to be ready. With
+// accounting, MariaDB and slurmdbd start beside them: slurmctld does not wait for them (it
+// queues job records until slurmdbd answers), so a late database never blocks the cluster.
 // Status conditions (computed from pod and Slurm state):
 //   Ready       True when every component pod is ready and slurmctld answers through slurmrestd.
 //   Progressing True while a component is being created or has not become ready yet.
@@ -10,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "api/types.h"
@@ -27,11 +30,18 @@ class ClusterReconciler {
       : rt_(rt), in_(std::move(inputs)), readers_(std::move(readers)), control_(control) {}
 
   /** Converges the cluster's objects and returns its new status (previous status in `c`). */
-  api::SlurmClusterStatus Reconcile(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+  /** `extra_users` are the workspaces' users, added to slurm-users next to the cluster's own. */
+  api::SlurmClusterStatus Reconcile(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                                    const std::vector<api::ClusterUser>& extra_users = {});
 
   /** The Slurm reader of the last reconcile, when the REST API pod was ready; else null. */
   slurm::SlurmReader* reader() const { return reader_.get(); }
   bool controller_ready() const { return controller_ready_; }
+  bool slurmdbd_ready() const { return slurmdbd_ready_; }
+  // Users changed since the partitions last resolved their AllowGroups; cleared by the caller.
+  bool TakeUsersChanged() { return std::exchange(users_changed_, false); }
+  void MarkUsersChanged() { users_changed_ = true; }
+  slurm::SlurmControl* control() const { return control_; }
 
  private:
   struct Step {
@@ -42,7 +52,8 @@ class ClusterReconciler {
   };
   Status EnsureSecrets(const api::SlurmCluster& c);
   Status EnsureVolumes(const api::SlurmCluster& c);
-  Status EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+  Status EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                      const std::vector<api::ClusterUser>& extra_users);
   // Creates the pod (replacing it when its spec changed) and waits for it to be ready.
   Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st);
 
@@ -53,6 +64,8 @@ class ClusterReconciler {
   std::unique_ptr<slurm::SlurmReader> reader_;
   std::string reader_endpoint_;
   bool controller_ready_ = false;
+  bool slurmdbd_ready_ = false;
+  bool users_changed_ = false;
   bool degraded_ = false;
   std::string applied_slurm_conf_;
 };

@@ -18,6 +18,10 @@
 #include "operator/conditions.h"
 #include "operator/nodeset_reconciler.h"
 #include "operator/store.h"
+#include "operator/accounting_sync.h"
+#include "operator/partition_sync.h"
+#include "operator/workspace.h"
+#include "operator/workspace_reconciler.h"
 #include "slurm/rest_client.h"
 #include "slurm/slurm_control.h"
 
@@ -83,10 +87,138 @@ Result<BuildInputs> HostBuildInputs() {
   ASSIGN_OR_RETURN(in.slurm, LookupAccount("slurm"));
   ASSIGN_OR_RETURN(in.munge, LookupAccount("munge"));
   ASSIGN_OR_RETURN(in.nobody, LookupAccount("nobody"));
+  // Only clusters with accounting need MariaDB; the reconciler says so when it is missing.
+  in.mysql = LookupAccount("mysql").value_or(Account{-1, -1});
   ASSIGN_OR_RETURN(in.host_passwd, files::Read("/etc/passwd"));
   ASSIGN_OR_RETURN(in.host_group, files::Read("/etc/group"));
   return in;
 }
+
+namespace {
+
+// Associations slurmdbd should hold: cluster users in account "default", workspace users in
+// their project's account.
+std::vector<Association> WantedAssociations(const api::SlurmCluster& c, const std::vector<api::Workspace>& ws) {
+  std::vector<Association> out;
+  for (const auto& u : c.spec.users) out.push_back({u.name, "default", u.admin});
+  for (const auto& w : ws) out.push_back({w.spec.user.name, w.spec.project, w.spec.user.admin});
+  return out;
+}
+
+// One pass over the cluster, its workspaces and nodesets. Returns whether everything converged.
+bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
+                   NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
+                   bool* any_autoscaled) {
+  auto c = store.LoadCluster();
+  auto stored = store.LoadNodeSets();
+  auto workspaces = store.LoadWorkspaces();
+  if (!c.ok() || !stored.ok() || !workspaces.ok()) {
+    spdlog::error("store: {}", !c.ok() ? c.status().message()
+                               : !stored.ok() ? stored.status().message() : workspaces.status().message());
+    return false;
+  }
+  // slurm.conf sees every workspace's partition (draining ones included).
+  std::vector<api::NodeSet> config_nodesets = *stored;
+  for (const auto& w : *workspaces) config_nodesets.push_back(WorkspaceNodeSet(w, false));
+  api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, config_nodesets, WorkspaceUsers(*workspaces));
+  (void)store.SaveClusterStatus(cst);
+  const auto* ready = FindCondition(cst.conditions, "Ready");
+  bool converged = ready && ready->status == "True";
+
+  // One job and node listing per pass, shared by every nodeset and workspace.
+  std::optional<std::vector<slurm::SlurmJob>> jobs;
+  std::optional<std::vector<slurm::SlurmNode>> nodes;
+  std::optional<PendingByPartition> pending;
+  if (cluster_rec.reader()) {
+    auto listed = cluster_rec.reader()->Jobs();
+    if (listed.ok()) {
+      jobs = std::move(*listed);
+      pending = GroupPending(*jobs);
+    } else {
+      spdlog::warn("cannot list jobs: {}", listed.status().message());
+    }
+    if (!workspaces->empty()) {
+      auto n = cluster_rec.reader()->Nodes();
+      if (n.ok()) nodes = std::move(*n);
+    }
+  }
+  if (cluster_rec.reader() && cluster_rec.controller_ready()) {
+    // Users changes are remembered until applied: AllowGroups must see a new user.
+    bool users_changed = cluster_rec.TakeUsersChanged();
+    if (Status s = SyncPartitions(config_nodesets, cluster_rec.reader(), cluster_rec.control(), users_changed); !s.ok()) {
+      spdlog::warn("partitions: {}", s.message());
+      if (users_changed) cluster_rec.MarkUsersChanged();
+    }
+  }
+  if (c->spec.accounting.enabled && cluster_rec.slurmdbd_ready() && cluster_rec.controller_ready()) {
+    if (Status s = accounting.Sync(c->metadata.name, WantedAssociations(*c, *workspaces)); !s.ok()) {
+      spdlog::warn("accounting: {}", s.message());
+    }
+  }
+
+  // Nodesets: stored ones, then the workspaces' (pinned to zero once a stopping one has no jobs).
+  std::vector<api::NodeSet> nodesets = *stored;
+  std::map<std::string, api::NodeSetStatus> previous;
+  if (auto all = store.LoadAllNodeSets(); all.ok()) {
+    for (const auto& n : *all) previous[n.metadata.name] = n.status;
+  }
+  for (const auto& w : *workspaces) {
+    auto active = ActiveJobs(jobs ? &*jobs : nullptr, w.metadata.name);
+    api::NodeSet ns = WorkspaceNodeSet(w, active && *active == 0);
+    ns.status = previous[ns.metadata.name];
+    nodesets.push_back(std::move(ns));
+  }
+  std::set<std::string> known;
+  std::map<std::string, api::NodeSetStatus> statuses;
+  *any_autoscaled = false;
+  for (const auto& ns : nodesets) {
+    known.insert(ns.metadata.name);
+    *any_autoscaled = *any_autoscaled || IsAutoscaled(ns);
+    if (!cluster_rec.controller_ready()) continue;
+    api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), pending ? &*pending : nullptr);
+    (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
+    statuses[ns.metadata.name] = nst;
+    if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
+  }
+
+  if (cluster_rec.controller_ready()) {
+    for (const auto& w : *workspaces) {
+      WorkspaceView view;
+      view.jobs = jobs ? &*jobs : nullptr;
+      view.nodes = nodes ? &*nodes : nullptr;
+      view.nodeset = statuses.count(w.metadata.name) ? &statuses[w.metadata.name] : nullptr;
+      view.accounting_ready = !c->spec.accounting.enabled || accounting.Synced(w.spec.user.name);
+      WorkspaceOutcome out = workspace_rec.Reconcile(*c, w, view);
+      if (out.remove) {
+        spdlog::info("workspace {} stopped and removed", w.metadata.name);
+        (void)store.DeleteWorkspace(w.metadata.name);
+        known.erase(w.metadata.name);
+        converged = false;  // its partition leaves slurm.conf on the next pass
+        continue;
+      }
+      (void)store.SaveWorkspaceStatus(w.metadata.name, out.status);
+      if (out.status.phase != "Ready") converged = false;
+    }
+  }
+
+  // Workers of nodesets that were deleted from the store.
+  auto pods = rt.ListPods({{kLabelComponent, "worker"}});
+  if (pods.ok() && cluster_rec.controller_ready()) {
+    std::set<std::string> orphaned;
+    for (const auto& pod : *pods) {
+      auto it = pod.labels.find(kLabelNodeSet);
+      if (it != pod.labels.end() && !known.count(it->second)) orphaned.insert(it->second);
+    }
+    for (const auto& name : orphaned) {
+      api::NodeSet gone;
+      gone.metadata.name = name;
+      (void)nodeset_rec.RemoveNodeSet(*c, gone, cluster_rec.reader());
+    }
+  }
+  return converged;
+}
+
+}  // namespace
 
 int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   log::InitFile(p.LogFile(), false);
@@ -138,6 +270,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       },
       &control);
   NodeSetReconciler nodeset_rec(rt.get(), *inputs, &control);
+  WorkspaceReconciler workspace_rec(rt.get(), *inputs, &control);
+  AccountingSync accounting(rt.get(), ControllerPodName(*cluster));
 
   using Clock = std::chrono::steady_clock;
   auto next_reconcile = Clock::now();
@@ -148,53 +282,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     auto supervised = rt->Supervise();
     if (supervised.changed) next_reconcile = Clock::now();
     if (Clock::now() >= next_reconcile) {
-      converged = true;
-      auto c = store.LoadCluster();
-      auto nodesets = store.LoadNodeSets();
-      if (!c.ok() || !nodesets.ok()) {
-        spdlog::error("store: {}", !c.ok() ? c.status().message() : nodesets.status().message());
-      } else {
-        api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, *nodesets);
-        (void)store.SaveClusterStatus(cst);
-        const auto* ready = FindCondition(cst.conditions, "Ready");
-        converged = ready && ready->status == "True";
-        std::set<std::string> known;
-        // One job listing per pass, shared by every nodeset's demand computation.
-        std::optional<std::vector<slurm::SlurmJob>> jobs;
-        std::optional<PendingByPartition> pending;
-        if (cluster_rec.reader()) {
-          auto listed = cluster_rec.reader()->Jobs();
-          if (listed.ok()) {
-            jobs = std::move(*listed);
-            pending = GroupPending(*jobs);
-          } else {
-            spdlog::warn("cannot list jobs: {}", listed.status().message());
-          }
-        }
-        any_autoscaled = false;
-        for (const auto& ns : *nodesets) {
-          known.insert(ns.metadata.name);
-          any_autoscaled = any_autoscaled || IsAutoscaled(ns);
-          if (!cluster_rec.controller_ready()) continue;
-          api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), pending ? &*pending : nullptr);
-          (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
-          if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
-        }
-        // Workers of nodesets that were deleted from the store.
-        auto pods = rt->ListPods({{kLabelComponent, "worker"}});
-        if (pods.ok() && cluster_rec.controller_ready()) {
-          std::set<std::string> orphaned;
-          for (const auto& pod : *pods) {
-            auto it = pod.labels.find(kLabelNodeSet);
-            if (it != pod.labels.end() && !known.count(it->second)) orphaned.insert(it->second);
-          }
-          for (const auto& name : orphaned) {
-            api::NodeSet gone;
-            gone.metadata.name = name;
-            (void)nodeset_rec.RemoveNodeSet(*c, gone, cluster_rec.reader());
-          }
-        }
-      }
+      converged = ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &any_autoscaled);
       // Tight while converging (start-up, scaling). Once steady, autoscaled nodesets still poll
       // Slurm's queue often: the time from sbatch to a new worker starts with this poll.
       auto steady = any_autoscaled ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000);

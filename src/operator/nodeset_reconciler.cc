@@ -59,6 +59,8 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     }
   }
 
+  if (visible) RepairStuckNodes(ns, &nodes, now, &st);
+
   std::vector<WorkerView> workers;
   int busy_nodes = 0;
   for (const auto& p : *pods) {
@@ -124,6 +126,10 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     Status s = control_->ResumeNode(name);
     if (!s.ok()) errors.push_back(s.message());
   }
+  for (const auto& d : ns.spec.datasets) {
+    if (plan.create.empty()) break;
+    if (Status s = rt_->EnsureVolume(DatasetVolumeName(d), 0, 0, 01777); !s.ok()) errors.push_back(s.message());
+  }
   for (int ord : plan.create) {
     Status s = rt_->CreatePod(BuildWorkerPod(c, ns, ord, in_));
     if (!s.ok()) errors.push_back(s.message());
@@ -185,6 +191,37 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   std::string msg = errors.empty() ? fmt::format("{}/{} workers ready", st.ready, desired) : errors.front();
   SetCondition(&st.conditions, "Ready", ready, ready ? "WorkersReady" : "NotReady", msg);
   return st;
+}
+
+void NodeSetReconciler::RepairStuckNodes(const api::NodeSet& ns, std::map<std::string, slurm::SlurmNode>* nodes,
+                                         int64_t now, api::NodeSetStatus* st) {
+  auto& seen = stuck_since_[ns.metadata.name];
+  std::map<std::string, int64_t> still;
+  for (auto& [name, n] : *nodes) {
+    if (!n.features.count(ns.metadata.name) || !n.StuckAllocated()) continue;
+    if (n.Drain() && n.reason.rfind(slurm::kDrainReasonPrefix, 0) != 0) continue;  // an admin's drain stays
+    int64_t since = seen.count(name) ? seen[name] : now;
+    still[name] = since;
+    if (!n.Drain()) {
+      // Drained first, so nothing new lands on it before it is reset.
+      (void)control_->DrainNode(name, fmt::format("{} clearing a stale allocation", slurm::kDrainReasonPrefix));
+      continue;
+    }
+    if (now - since < 2) continue;  // seen stuck and drained on two passes
+    Status s = control_->ResetNode(name);
+    std::string msg = s.ok() ? fmt::format("worker {} was left allocated with no job (Slurm reconfigure); reset it", name)
+                             : s.message();
+    AddEvent(st, s.ok() ? "Normal" : "Warning", "StaleAllocation", msg);
+    spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
+    if (s.ok()) {
+      n.state = "idle";
+      n.alloc_cpus = 0;
+      n.flags.erase("DRAIN");
+      n.reason.clear();
+      still.erase(name);
+    }
+  }
+  seen = std::move(still);
 }
 
 Status NodeSetReconciler::RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns,

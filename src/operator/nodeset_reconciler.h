@@ -34,6 +34,9 @@ class NodeSetReconciler {
   Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
 
  private:
+  // Resets workers Slurm left ALLOCATED without a job (see SlurmNode::StuckAllocated).
+  void RepairStuckNodes(const api::NodeSet& ns, std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
+                        api::NodeSetStatus* st);
   // How many more workers the rate limits allow now; -1 when unlimited.
   int Allowance(std::deque<int64_t>* history, int per_minute, int64_t now);
 
@@ -41,6 +44,7 @@ class NodeSetReconciler {
   BuildInputs in_;
   slurm::SlurmControl* control_;
   std::map<std::string, std::deque<int64_t>> created_, drained_;  // unix seconds, per nodeset
+  std::map<std::string, std::map<std::string, int64_t>> stuck_since_;  // nodeset -> node -> first seen
 };
 
 // Autoscaled: spec.replicas unset.

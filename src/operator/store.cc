@@ -4,6 +4,7 @@
 
 #include "api/codec.h"
 #include "common/files.h"
+#include "operator/workspace.h"
 
 namespace hpc::op {
 using nlohmann::json;
@@ -53,6 +54,8 @@ int64_t NextGeneration(const std::string& path, const json& new_spec) {
 
 }  // namespace
 
+api::NodeSetStatus NodeSetStatusFrom(const json& st);
+
 bool Store::HasCluster() const { return files::Exists(dir_ + "/cluster.json"); }
 
 Result<api::SlurmCluster> Store::LoadCluster() const {
@@ -72,8 +75,65 @@ Result<api::NodeSet> Store::LoadNodeSet(const std::string& name) const {
   ASSIGN_OR_RETURN(api::Manifest m, api::DecodeManifestFile(dir_ + "/nodesets/" + name + ".json"));
   if (m.nodesets.size() != 1) return Status::Errorf("nodeset \"{}\": stored file holds no NodeSet", name);
   api::NodeSet n = m.nodesets[0];
-  json st = ReadJson(dir_ + "/status/nodesets/" + name + ".json");
-  auto& s = n.status;
+  n.status = NodeSetStatusFrom(ReadJson(dir_ + "/status/nodesets/" + name + ".json"));
+  return n;
+}
+
+Result<std::vector<api::NodeSet>> Store::LoadAllNodeSets() const {
+  ASSIGN_OR_RETURN(auto out, LoadNodeSets());
+  ASSIGN_OR_RETURN(auto ws, LoadWorkspaces());
+  for (const auto& w : ws) {
+    api::NodeSet n = WorkspaceNodeSet(w, false);
+    n.status = NodeSetStatusFrom(ReadJson(dir_ + "/status/nodesets/" + n.metadata.name + ".json"));
+    out.push_back(std::move(n));
+  }
+  return out;
+}
+
+bool Store::HasWorkspace(const std::string& name) const {
+  return files::Exists(dir_ + "/workspaces/" + name + ".json");
+}
+
+Result<api::Workspace> Store::LoadWorkspace(const std::string& name) const {
+  if (!HasWorkspace(name)) return Status::Errorf("workspace \"{}\" not found", name);
+  ASSIGN_OR_RETURN(std::string text, files::Read(dir_ + "/workspaces/" + name + ".json"));
+  json spec = json::parse(text, nullptr, false);
+  if (spec.is_discarded()) return Status::Errorf("workspace \"{}\": stored record is not JSON", name);
+  return WorkspaceFromJson(spec, ReadJson(dir_ + "/status/workspaces/" + name + ".json"));
+}
+
+Result<std::vector<api::Workspace>> Store::LoadWorkspaces() const {
+  std::vector<api::Workspace> out;
+  for (const auto& f : files::ListDir(dir_ + "/workspaces")) {
+    if (f.size() < 6 || f.substr(f.size() - 5) != ".json") continue;
+    ASSIGN_OR_RETURN(api::Workspace w, LoadWorkspace(f.substr(0, f.size() - 5)));
+    out.push_back(std::move(w));
+  }
+  return out;
+}
+
+Status Store::SaveWorkspace(const api::Workspace& w) const {
+  RETURN_IF_ERROR(files::MakeDirs(dir_ + "/workspaces"));
+  return files::WriteAtomic(dir_ + "/workspaces/" + w.metadata.name + ".json", WorkspaceSpecJson(w).dump(2) + "\n");
+}
+
+Status Store::SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const {
+  RETURN_IF_ERROR(files::MakeDirs(dir_ + "/status/workspaces"));
+  json j = WorkspaceStatusJson(s);
+  const std::string path = dir_ + "/status/workspaces/" + name + ".json";
+  if (ReadJson(path) == j) return Status::Ok();
+  return files::WriteAtomic(path, j.dump(2) + "\n");
+}
+
+Status Store::DeleteWorkspace(const std::string& name) const {
+  ::unlink((dir_ + "/workspaces/" + name + ".json").c_str());
+  ::unlink((dir_ + "/status/workspaces/" + name + ".json").c_str());
+  ::unlink((dir_ + "/status/nodesets/" + name + ".json").c_str());
+  return Status::Ok();
+}
+
+api::NodeSetStatus NodeSetStatusFrom(const json& st) {
+  api::NodeSetStatus s;
   s.observed_generation = st.value("observedGeneration", int64_t{0});
   s.desired = st.value("desired", 0);
   s.replicas = st.value("replicas", 0);
@@ -86,7 +146,7 @@ Result<api::NodeSet> Store::LoadNodeSet(const std::string& name) const {
   for (const auto& e : st.value("events", json::array())) {
     s.events.push_back({e.value("time", ""), e.value("type", ""), e.value("reason", ""), e.value("message", "")});
   }
-  return n;
+  return s;
 }
 
 Result<std::vector<api::NodeSet>> Store::LoadNodeSets() const {

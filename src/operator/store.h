@@ -27,6 +27,16 @@ class Store {
   Status SaveNodeSet(api::NodeSet n) const;
   Status DeleteNodeSet(const std::string& name) const;
 
+  // Workspaces: spec written by the CLI (launch, stop), status by the operator.
+  Result<std::vector<api::Workspace>> LoadWorkspaces() const;
+  Result<api::Workspace> LoadWorkspace(const std::string& name) const;
+  bool HasWorkspace(const std::string& name) const;
+  Status SaveWorkspace(const api::Workspace& w) const;
+  Status SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const;
+  Status DeleteWorkspace(const std::string& name) const;
+  // Stored nodesets plus those workspaces own (with their last status).
+  Result<std::vector<api::NodeSet>> LoadAllNodeSets() const;
+
   Status SaveClusterStatus(const api::SlurmClusterStatus& s) const;
   Status SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const;
 

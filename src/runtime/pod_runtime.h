@@ -66,6 +66,7 @@ struct PodStatus {
 struct ConfigMap {
   std::string name;
   std::map<std::string, std::string> data;  // file name -> content
+  int default_mode = 0644;                  // mode of every file, e.g. 0755 for scripts
 };
 
 // Secret material. Files are mode 0600 (0400 with read_only_owner), owned by owner_uid.

@@ -1,6 +1,7 @@
 #include "slurm/config.h"
 
 #include <algorithm>
+#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -8,6 +9,8 @@
 namespace hpc::slurm {
 
 std::string ControllerHost(const api::SlurmCluster& c) { return c.metadata.name + "-controller"; }
+std::string SlurmdbdHost(const api::SlurmCluster& c) { return c.metadata.name + "-slurmdbd"; }
+std::string DatabaseHost(const api::SlurmCluster& c) { return c.metadata.name + "-mariadb"; }
 
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in) {
   std::vector<api::NodeSet> nodesets = nodesets_in;
@@ -45,6 +48,9 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "MessageTimeout=10\n"
     << "KillWait=10\n"
     << "MailProg=/bin/true\n"
+    // Drops the submitter's token from every task's environment: sbatch copies the caller's
+    // environment into the job, and srun inside a job must use munge (slurmd has no auth/jwt).
+    << "TaskProlog=" << kScriptsDir << "/task_prolog\n"
     // Daemons log to stderr; the runtime keeps it as the pod's log.
     << "SlurmctldDebug=info\n"
     << "SlurmdDebug=info\n";
@@ -57,6 +63,17 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   for (size_t i = 0; i < sched.size(); ++i) o << (i ? "," : "") << sched[i];
   o << "\n";
   if (!c.spec.priority_type.empty()) o << "PriorityType=" << c.spec.priority_type << "\n";
+  if (c.spec.accounting.enabled) {
+    // slurmctld queues records while slurmdbd is away and sends them once it answers, so a
+    // late database delays history but never blocks scheduling.
+    o << "AccountingStorageType=accounting_storage/slurmdbd\n"
+      << "AccountingStorageHost=" << SlurmdbdHost(c) << "\n"
+      << "AccountingStoragePort=" << kSlurmdbdPort << "\n"
+      << "JobAcctGatherFrequency=task=5\n";
+    if (!c.spec.accounting.enforce.empty()) o << "AccountingStorageEnforce=" << c.spec.accounting.enforce << "\n";
+  } else {
+    o << "AccountingStorageType=accounting_storage/none\n";
+  }
   bool any_gpu = std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
   if (any_gpu) o << "GresTypes=gpu\n";
   for (const auto& line : c.spec.extra_config) o << line << "\n";
@@ -65,12 +82,58 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     o << "NodeSet=" << ns.metadata.name << " Feature=" << ns.metadata.name << "\n";
   }
   for (const auto& ns : nodesets) {
-    o << "PartitionName=" << ns.PartitionName() << " Nodes=" << ns.metadata.name
-      << " Default=" << (ns.spec.partition.is_default ? "YES" : "NO") << " MaxTime=" << ns.spec.partition.max_time
-      << " State=UP";
-    for (const auto& [k, v] : ns.spec.partition.options) o << " " << k << "=" << v;
+    o << "PartitionName=" << ns.PartitionName() << " Nodes=" << ns.metadata.name;
+    for (const auto& opt : PartitionOptions(ns)) o << " " << opt;
     o << "\n";
   }
+  return o.str();
+}
+
+std::vector<std::string> PartitionOptions(const api::NodeSet& ns) {
+  std::vector<std::string> o = {std::string("Default=") + (ns.spec.partition.is_default ? "YES" : "NO"),
+                                "MaxTime=" + ns.spec.partition.max_time, "State=" + ns.spec.partition.state};
+  for (const auto& [k, v] : ns.spec.partition.options) o.push_back(k + "=" + v);
+  return o;
+}
+
+bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf) {
+  auto strip = [](const std::string& conf) {
+    std::vector<std::string> out;
+    std::istringstream in(conf);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.rfind("NodeSet=", 0) == 0 || line.rfind("PartitionName=", 0) == 0) continue;
+      out.push_back(line);
+    }
+    return out;
+  };
+  return strip(old_conf) != strip(new_conf);
+}
+
+std::string TaskPrologScript() {
+  return "#!/bin/sh\n"
+         "# hpcplane TaskProlog: lines on stdout edit the task's environment.\n"
+         "echo unset SLURM_JWT\n";
+}
+
+std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password) {
+  std::ostringstream o;
+  o << "# Rendered by hpcplane for cluster " << c.metadata.name << ". Holds the database password: 0600.\n"
+    << "AuthType=auth/munge\n"
+    << "AuthInfo=socket=" << kMungeSocketDir << "/munge.socket.2\n"
+    << "AuthAltTypes=auth/jwt\n"
+    << "AuthAltParameters=jwt_key=" << kJwtKeyPath << "\n"
+    << "DbdHost=" << SlurmdbdHost(c) << "\n"
+    << "DbdPort=" << kSlurmdbdPort << "\n"
+    << "SlurmUser=slurm\n"
+    << "PidFile=/run/slurmdbd.pid\n"
+    << "DebugLevel=info\n"
+    << "StorageType=accounting_storage/mysql\n"
+    << "StorageHost=" << DatabaseHost(c) << "\n"
+    << "StoragePort=" << kMariaDbPort << "\n"
+    << "StorageUser=slurm\n"
+    << "StoragePass=" << db_password << "\n"
+    << "StorageLoc=" << kAccountingDatabase << "\n";
   return o.str();
 }
 

@@ -2,6 +2,8 @@
 // the reconciler can compare and only reconfigure Slurm when something changed.
 #pragma once
 
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -17,11 +19,33 @@ inline constexpr const char* kStateSaveDir = "/run/slurm/state";
 inline constexpr const char* kSlurmdSpoolDir = "/run/slurm/spool";
 inline constexpr int kSlurmctldPort = 6817;
 inline constexpr int kSlurmdPort = 6818;
+inline constexpr int kSlurmdbdPort = 6819;
+// Scripts slurmd runs (TaskProlog), from the slurm-scripts config map.
+inline constexpr const char* kScriptsDir = "/run/slurm-scripts";
+inline constexpr int kMariaDbPort = 3306;
+inline constexpr const char* kAccountingDatabase = "slurm_acct_db";
+// slurmdbd finds slurmdbd.conf next to $SLURM_CONF; its pod points SLURM_CONF into this secret.
+inline constexpr const char* kSlurmdbdConfigDir = "/run/secrets/slurmdbd";
 
-// Pod (and host) name of the controller.
+// Pod (and host) names of the controller, the accounting daemon and its database.
 std::string ControllerHost(const api::SlurmCluster& c);
+std::string SlurmdbdHost(const api::SlurmCluster& c);
+std::string DatabaseHost(const api::SlurmCluster& c);
 
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+
+// A partition's options after PartitionName= and Nodes=: Default, MaxTime, State and extras.
+std::vector<std::string> PartitionOptions(const api::NodeSet& ns);
+
+// Whether two renderings differ in more than their NodeSet= and PartitionName= lines (those are
+// applied in place; see SlurmControl::CreatePartition).
+bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf);
+
+// The TaskProlog every worker runs before each task.
+std::string TaskPrologScript();
+
+// slurmdbd.conf: accounting into MariaDB with the given password, munge and JWT for clients.
+std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password);
 
 // The `--conf` a worker's `slurmd -Z` registers with: its shape and the nodeset's feature.
 std::string DynamicNodeConf(const api::NodeSet& ns);

@@ -97,6 +97,24 @@ Result<std::vector<SlurmJob>> RestClient::Jobs() {
   return ParseJobs(body);
 }
 
+Result<std::vector<SlurmPartition>> RestClient::Partitions() {
+  ASSIGN_OR_RETURN(std::string body, Get(std::string(kApi) + "/partitions"));
+  return ParsePartitions(body);
+}
+
+Result<std::vector<SlurmPartition>> RestClient::ParsePartitions(const std::string& body) {
+  json j = json::parse(body, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::Error("slurmrestd /partitions: answer is not JSON");
+  RETURN_IF_ERROR(BodyErrors(j));
+  std::vector<SlurmPartition> out;
+  try {
+    for (const auto& p : j.at("partitions")) out.push_back({Str(p, "name"), Upper(Str(p, "state"))});
+  } catch (const json::exception& e) {
+    return Status::Errorf("slurmrestd /partitions: unexpected answer: {}", e.what());
+  }
+  return out;
+}
+
 Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Status::Error("slurmrestd /nodes: answer is not JSON");
@@ -117,6 +135,7 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
         if (comma > start) node.features.insert(features.substr(start, comma - start));
         start = comma + 1;
       }
+      for (const auto& p : n.value("partitions", json::array())) node.partitions.insert(p.get<std::string>());
       node.cpus = static_cast<int>(Int(n, "cpus"));
       node.alloc_cpus = static_cast<int>(Int(n, "alloc_cpus"));
       node.last_busy = Int(n, "last_busy");

@@ -19,10 +19,12 @@ class RestClient : public SlurmReader {
   Result<std::string> Ping() override;
   Result<std::vector<SlurmNode>> Nodes() override;
   Result<std::vector<SlurmJob>> Jobs() override;
+  Result<std::vector<SlurmPartition>> Partitions() override;
 
   // Parsers, public for unit tests.
   static Result<std::vector<SlurmNode>> ParseNodes(const std::string& body);
   static Result<std::vector<SlurmJob>> ParseJobs(const std::string& body);
+  static Result<std::vector<SlurmPartition>> ParsePartitions(const std::string& body);
 
  private:
   Result<std::string> Get(const std::string& path);

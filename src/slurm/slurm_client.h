@@ -18,6 +18,7 @@ struct SlurmNode {
   std::set<std::string> flags;  // upper case: DRAIN, COMPLETING, DYNAMIC_NORM, NOT_RESPONDING, ...
   std::string reason;
   std::set<std::string> features;
+  std::set<std::string> partitions;
   int cpus = 0;
   int alloc_cpus = 0;
   int64_t last_busy = 0;  // unix seconds the node last had work (or registered)
@@ -28,9 +29,20 @@ struct SlurmNode {
     return alloc_cpus > 0 || state == "allocated" || state == "mixed" || state == "completing" ||
            flags.count("COMPLETING") > 0;
   }
+  // Slurm 22.05 leaves a dynamic node ALLOCATED with no CPU allocated when `scontrol
+  // reconfigure` ran during its job: no job holds it, yet it can be neither drained to idle
+  // nor deleted. Every job allocates at least one CPU on each of its nodes, so this is exact.
+  bool StuckAllocated() const {
+    return (state == "allocated" || state == "mixed") && alloc_cpus == 0 && !flags.count("COMPLETING");
+  }
   bool Usable() const {
     return !(state == "down" || state == "unknown" || state == "future" || flags.count("NOT_RESPONDING"));
   }
+};
+
+struct SlurmPartition {
+  std::string name;
+  std::string state;  // UP, DRAIN, DOWN, INACTIVE
 };
 
 struct SlurmJob {
@@ -62,6 +74,7 @@ class SlurmReader {
   virtual Result<std::string> Ping() = 0;
   virtual Result<std::vector<SlurmNode>> Nodes() = 0;
   virtual Result<std::vector<SlurmJob>> Jobs() = 0;
+  virtual Result<std::vector<SlurmPartition>> Partitions() = 0;
 };
 
 class SlurmControl {
@@ -72,6 +85,16 @@ class SlurmControl {
   virtual Status DeleteNode(const std::string& node) = 0;
   /** Makes slurmctld reread slurm.conf (new nodesets and partitions). */
   virtual Status Reconfigure() = 0;
+  /** Sets a node DOWN and RESUMEs it: clears a stale allocation of a node that runs nothing. */
+  virtual Status ResetNode(const std::string& node) = 0;
+  /** Partitions are managed in place (create, update, delete) rather than by `scontrol
+   * reconfigure`, which Slurm 22.05 handles badly for dynamic nodes with jobs. `options` are
+   * PartitionName options such as Nodes=, State=, AllowGroups=. */
+  virtual Status CreatePartition(const std::string& partition, const std::vector<std::string>& options) = 0;
+  virtual Status UpdatePartition(const std::string& partition, const std::vector<std::string>& options) = 0;
+  virtual Status DeletePartition(const std::string& partition) = 0;
+  /** Cancels every job, queued or running, in a partition. */
+  virtual Status CancelPartitionJobs(const std::string& partition) = 0;
 };
 
 // Prefix of every drain reason hpcplane sets; drains without it belong to admins.

@@ -2,19 +2,50 @@
 
 namespace hpc::slurm {
 
-Status ScontrolInPod::Scontrol(const std::vector<std::string>& args) {
+Status ScontrolInPod::RunAsSlurm(std::vector<std::string> argv) {
   runtime::ExecOptions opts;
   opts.user = "slurm";
-  opts.argv = {"scontrol"};
-  opts.argv.insert(opts.argv.end(), args.begin(), args.end());
+  opts.argv = std::move(argv);
   opts.timeout = std::chrono::milliseconds(15000);
   ASSIGN_OR_RETURN(ProcessResult r, runtime_->Exec(pod_, opts));
   if (!r.ok()) {
     std::string err = r.err.empty() ? r.out : r.err;
     while (!err.empty() && err.back() == '\n') err.pop_back();
-    return Status::Errorf("scontrol {} failed (exit {}): {}", JoinArgs(args), r.exit_code, err);
+    return Status::Errorf("{} failed (exit {}): {}", JoinArgs(opts.argv), r.exit_code, err);
   }
   return Status::Ok();
+}
+
+Status ScontrolInPod::Scontrol(const std::vector<std::string>& args) {
+  std::vector<std::string> argv = {"scontrol"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return RunAsSlurm(std::move(argv));
+}
+
+Status ScontrolInPod::ResetNode(const std::string& node) {
+  RETURN_IF_ERROR(Scontrol({"update", "NodeName=" + node, "State=DOWN",
+                            "Reason=" + std::string(kDrainReasonPrefix) + " clearing a stale allocation"}));
+  return Scontrol({"update", "NodeName=" + node, "State=RESUME"});
+}
+
+Status ScontrolInPod::CreatePartition(const std::string& partition, const std::vector<std::string>& options) {
+  std::vector<std::string> args = {"create", "PartitionName=" + partition};
+  args.insert(args.end(), options.begin(), options.end());
+  return Scontrol(args);
+}
+
+Status ScontrolInPod::UpdatePartition(const std::string& partition, const std::vector<std::string>& options) {
+  std::vector<std::string> args = {"update", "PartitionName=" + partition};
+  args.insert(args.end(), options.begin(), options.end());
+  return Scontrol(args);
+}
+
+Status ScontrolInPod::DeletePartition(const std::string& partition) {
+  return Scontrol({"delete", "PartitionName=" + partition});
+}
+
+Status ScontrolInPod::CancelPartitionJobs(const std::string& partition) {
+  return RunAsSlurm({"scancel", "--partition=" + partition});
 }
 
 Status ScontrolInPod::DrainNode(const std::string& node, const std::string& reason) {

@@ -17,9 +17,15 @@ class ScontrolInPod : public SlurmControl {
   Status ResumeNode(const std::string& node) override;
   Status DeleteNode(const std::string& node) override;
   Status Reconfigure() override;
+  Status CancelPartitionJobs(const std::string& partition) override;
+  Status ResetNode(const std::string& node) override;
+  Status CreatePartition(const std::string& partition, const std::vector<std::string>& options) override;
+  Status UpdatePartition(const std::string& partition, const std::vector<std::string>& options) override;
+  Status DeletePartition(const std::string& partition) override;
 
  private:
   Status Scontrol(const std::vector<std::string>& args);
+  Status RunAsSlurm(std::vector<std::string> argv);
 
   runtime::PodRuntime* runtime_;
   std::string pod_;

@@ -204,7 +204,7 @@ Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options) {
 
 Status LocalRuntime::ApplyConfigMap(const ConfigMap& cm) {
   if (!IsValidName(cm.name)) return Status::Errorf("config map name \"{}\" is invalid", cm.name);
-  return WriteDataDir(opts_.dir + "/configmaps/" + cm.name, cm.data, 0755, 0644, 0, 0);
+  return WriteDataDir(opts_.dir + "/configmaps/" + cm.name, cm.data, 0755, cm.default_mode, 0, 0);
 }
 
 Result<std::optional<ConfigMap>> LocalRuntime::GetConfigMap(const std::string& name) {
@@ -605,13 +605,15 @@ Result<std::vector<std::string>> LocalRuntime::ExecArgv(const std::string& pod, 
   if (!st.Alive()) return Status::Errorf("pod {} is not running", pod);
   if (opts.argv.empty()) return Status::Error("exec: no command given");
   std::vector<std::string> argv = {"nsenter", "--target", std::to_string(st.pid), "--net", "--uts",
-                                   "--mount", "--pid", "--root", "--wd=" + (opts.working_dir.empty() ? std::string("/") : opts.working_dir),
-                                   "--"};
+                                   "--mount", "--pid", "--root", "--wd=/", "--"};
   if (opts.user != "root") {
     // Every user has a private group named after it (see slurm-users).
     argv.insert(argv.end(), {"setpriv", "--reuid=" + opts.user, "--regid=" + opts.user, "--init-groups", "--"});
   }
-  argv.insert(argv.end(), {"env", "-i", "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "USER=" + opts.user,
+  // The working directory is entered by env, inside the pod: nsenter would resolve a path
+  // before joining the pod's mounts and land in the host's directory under a mount point.
+  argv.insert(argv.end(), {"env", "-i", "--chdir=" + (opts.working_dir.empty() ? std::string("/") : opts.working_dir),
+                           "PATH=/usr/local/bin:/usr/bin:/bin:/usr/sbin:/sbin", "USER=" + opts.user,
                            "LOGNAME=" + opts.user, "HOSTNAME=" + pod});
   bool has_home = opts.env.count("HOME") > 0;
   if (!has_home) argv.push_back(opts.user == "root" ? "HOME=/root" : "HOME=/tmp");

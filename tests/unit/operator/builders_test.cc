@@ -72,7 +72,7 @@ TEST(BuildersTest, ControllerStateOnVolume) {
 
 // Each user gets a passwd entry and a private group of the same id.
 TEST(BuildersTest, UsersConfigMapAddsPrivateGroups) {
-  auto cm = BuildUsersConfigMap(Cluster(), Inputs());
+  auto cm = BuildUsersConfigMap(Cluster(), {}, Inputs());
   EXPECT_NE(cm.data.at("passwd").find("\nalice:x:2001:2001:"), std::string::npos);
   EXPECT_NE(cm.data.at("group").find("\nalice:x:2001:\n"), std::string::npos);
   EXPECT_NE(cm.data.at("users.json").find("\"alice\""), std::string::npos);

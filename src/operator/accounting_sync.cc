@@ -1,0 +1,55 @@
+#include "operator/accounting_sync.h"
+
+#include <spdlog/spdlog.h>
+
+namespace hpc::op {
+
+Status AccountingSync::Sacctmgr(const std::vector<std::string>& args) {
+  runtime::ExecOptions o;
+  o.user = "slurm";
+  o.argv = {"sacctmgr", "-i"};
+  o.argv.insert(o.argv.end(), args.begin(), args.end());
+  o.timeout = std::chrono::milliseconds(20000);
+  ASSIGN_OR_RETURN(ProcessResult r, rt_->Exec(pod_, o));
+  std::string text = r.out + r.err;
+  if (r.ok()) return Status::Ok();
+  // sacctmgr exits non-zero when there is nothing to do.
+  for (const char* benign : {"already exists", "Nothing new added", "Nothing modified"}) {
+    if (text.find(benign) != std::string::npos) return Status::Ok();
+  }
+  while (!text.empty() && (text.back() == '\n' || text.back() == ' ')) text.pop_back();
+  return Status::Errorf("sacctmgr {} failed (exit {}): {}", JoinArgs(args), r.exit_code, text);
+}
+
+Status AccountingSync::Sync(const std::string& cluster, const std::vector<Association>& want) {
+  if (!cluster_added_) {
+    RETURN_IF_ERROR(Sacctmgr({"add", "cluster", cluster}));
+    cluster_added_ = true;
+  }
+  for (const auto& a : want) {
+    if (done_.count(a)) continue;
+    if (!accounts_.count(a.account)) {
+      RETURN_IF_ERROR(Sacctmgr({"add", "account", a.account, "Cluster=" + cluster,
+                                "Description=hpcplane project " + a.account, "Organization=hpcplane"}));
+      accounts_.insert(a.account);
+    }
+    std::string level = a.admin ? "Administrator" : "None";
+    RETURN_IF_ERROR(Sacctmgr({"add", "user", a.user, "Account=" + a.account, "Cluster=" + cluster, "AdminLevel=" + level}));
+    // `add` leaves an existing user's level alone; a role change must reach Slurm too.
+    RETURN_IF_ERROR(Sacctmgr({"modify", "user", "where", "name=" + a.user, "set", "AdminLevel=" + level}));
+    spdlog::info("accounting: user {} in account {} (admin level {})", a.user, a.account, level);
+    // A user's earlier entry with another level is superseded.
+    std::erase_if(done_, [&](const Association& d) { return d.user == a.user && d.admin != a.admin; });
+    done_.insert(a);
+  }
+  return Status::Ok();
+}
+
+bool AccountingSync::Synced(const std::string& user) const {
+  for (const auto& d : done_) {
+    if (d.user == user) return true;
+  }
+  return false;
+}
+
+}  // namespace hpc::op

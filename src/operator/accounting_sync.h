@@ -1,0 +1,44 @@
+// Keeps slurmdbd's associations in step with the cluster's users: the cluster itself, one
+// account per project, each user under it with Slurm's administrator level when the user is an
+// admin (SysAdmin). Runs sacctmgr in the controller pod as SlurmUser; remembers what it has done
+// so a steady cluster costs nothing. Users are never removed: their job history stays queryable.
+#pragma once
+
+#include <set>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "runtime/pod_runtime.h"
+
+namespace hpc::op {
+
+struct Association {
+  std::string user;
+  std::string account;
+  bool admin = false;
+  bool operator<(const Association& o) const {
+    return std::tie(user, account, admin) < std::tie(o.user, o.account, o.admin);
+  }
+};
+
+class AccountingSync {
+ public:
+  AccountingSync(runtime::PodRuntime* rt, std::string controller_pod)
+      : rt_(rt), pod_(std::move(controller_pod)) {}
+
+  Status Sync(const std::string& cluster, const std::vector<Association>& want);
+  bool Synced(const std::string& user) const;
+
+ private:
+  // sacctmgr -i ARGS; "already there" answers count as success.
+  Status Sacctmgr(const std::vector<std::string>& args);
+
+  runtime::PodRuntime* rt_;
+  std::string pod_;
+  bool cluster_added_ = false;
+  std::set<std::string> accounts_;
+  std::set<Association> done_;
+};
+
+}  // namespace hpc::op

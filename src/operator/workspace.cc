@@ -1,0 +1,132 @@
+#include "operator/workspace.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "api/validation.h"
+#include "operator/builders.h"
+
+namespace hpc::op {
+using nlohmann::json;
+
+api::NodeSet WorkspaceNodeSet(const api::Workspace& w, bool jobs_gone) {
+  api::NodeSet ns;
+  ns.metadata.name = w.metadata.name;
+  ns.metadata.namespace_ = w.spec.cluster;
+  ns.metadata.labels[kLabelWorkspace] = w.metadata.name;
+  auto& s = ns.spec;
+  s.cluster = w.spec.cluster;
+  s.max_replicas = w.spec.max_workers;
+  s.idle_timeout_seconds = w.spec.idle_timeout_seconds;
+  s.resources = w.spec.resources;
+  s.partition.name = w.metadata.name;
+  // Enforced by slurmctld: only members of these groups may submit to the partition.
+  s.partition.options["AllowGroups"] = w.spec.user.name + "," + kAdminGroup;
+  if (w.spec.stopping) {
+    // DRAIN refuses new jobs while queued and running ones finish on the workers that remain.
+    s.partition.state = "DRAIN";
+    if (jobs_gone) s.replicas = 0;
+  }
+  for (const auto& d : w.spec.datasets) s.datasets.push_back({d, "/datasets/" + d, ""});
+  return ns;
+}
+
+std::vector<api::ClusterUser> WorkspaceUsers(const std::vector<api::Workspace>& ws) {
+  std::vector<api::ClusterUser> out;
+  std::set<std::string> seen;
+  for (const auto& w : ws) {
+    if (seen.insert(w.spec.user.name).second) out.push_back(w.spec.user);
+  }
+  return out;
+}
+
+json WorkspaceSpecJson(const api::Workspace& w) {
+  const auto& s = w.spec;
+  return {{"apiVersion", api::kApiVersion},
+          {"kind", api::kKindWorkspace},
+          {"metadata", {{"name", w.metadata.name}, {"namespace", s.cluster}, {"generation", w.metadata.generation}}},
+          {"spec",
+           {{"cluster", s.cluster},
+            {"user", {{"name", s.user.name}, {"uid", s.user.uid}, {"gid", s.user.gid}, {"admin", s.user.admin}}},
+            {"project", s.project},
+            {"tier", s.tier},
+            {"resources", {{"cpus", s.resources.cpus}, {"memoryMiB", s.resources.memory_mib}, {"gpus", s.resources.gpus}}},
+            {"maxWorkers", s.max_workers},
+            {"idleTimeoutSeconds", s.idle_timeout_seconds},
+            {"tokenLifetimeSeconds", s.token_lifetime_seconds},
+            {"datasets", s.datasets},
+            {"stopping", s.stopping},
+            {"cancelJobs", s.cancel_jobs}}}};
+}
+
+json WorkspaceStatusJson(const api::WorkspaceStatus& s) {
+  json conditions = json::array();
+  for (const auto& c : s.conditions) {
+    conditions.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message},
+                          {"lastTransitionTime", c.last_transition_time}});
+  }
+  return {{"phase", s.phase}, {"message", s.message}, {"tokenExpires", s.token_expires},
+          {"activeJobs", s.active_jobs}, {"conditions", conditions}};
+}
+
+Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
+  try {
+    api::Workspace w;
+    w.metadata.name = j.at("metadata").at("name").get<std::string>();
+    w.metadata.generation = j.at("metadata").value("generation", int64_t{1});
+    const json& s = j.at("spec");
+    w.spec.cluster = s.at("cluster").get<std::string>();
+    w.metadata.namespace_ = w.spec.cluster;
+    const json& u = s.at("user");
+    w.spec.user = {u.at("name").get<std::string>(), u.at("uid").get<int64_t>(), u.at("gid").get<int64_t>(),
+                   u.value("admin", false)};
+    w.spec.project = s.at("project").get<std::string>();
+    w.spec.tier = s.value("tier", "");
+    const json& r = s.at("resources");
+    w.spec.resources = {r.at("cpus").get<int>(), r.at("memoryMiB").get<int64_t>(), r.value("gpus", 0)};
+    w.spec.max_workers = s.at("maxWorkers").get<int>();
+    w.spec.idle_timeout_seconds = s.value("idleTimeoutSeconds", int64_t{300});
+    w.spec.token_lifetime_seconds = s.value("tokenLifetimeSeconds", int64_t{8 * 3600});
+    w.spec.datasets = s.value("datasets", std::vector<std::string>{});
+    w.spec.stopping = s.value("stopping", false);
+    w.spec.cancel_jobs = s.value("cancelJobs", false);
+    if (status.is_object()) {
+      w.status.phase = status.value("phase", "Pending");
+      w.status.message = status.value("message", "");
+      w.status.token_expires = status.value("tokenExpires", int64_t{0});
+      w.status.active_jobs = status.value("activeJobs", 0);
+      for (const auto& c : status.value("conditions", json::array())) {
+        w.status.conditions.push_back({c.value("type", ""), c.value("status", ""), c.value("reason", ""),
+                                       c.value("message", ""), c.value("lastTransitionTime", "")});
+      }
+    }
+    return w;
+  } catch (const json::exception& e) {
+    return Status::Errorf("workspace record: {}", e.what());
+  }
+}
+
+Status ValidateWorkspace(const api::Workspace& w) {
+  std::string subject = fmt::format("workspace \"{}\"", w.metadata.name);
+  if (Status s = api::ValidateResourceName(w.metadata.name); !s.ok()) {
+    return Status::Errorf("{}: name: {}", subject, s.message());
+  }
+  if (Status s = api::ValidateUserName(w.spec.user.name); !s.ok()) return Status::Errorf("{}: user: {}", subject, s.message());
+  if (Status s = api::ValidateResourceName(w.spec.project); !s.ok()) {
+    return Status::Errorf("{}: project: {}", subject, s.message());
+  }
+  if (w.spec.max_workers < 1 || w.spec.max_workers > 128) {
+    return Status::Errorf("{}: maxWorkers: must be 1-128 (got {})", subject, w.spec.max_workers);
+  }
+  if (w.spec.token_lifetime_seconds < 10 || w.spec.token_lifetime_seconds > 30 * 86400) {
+    return Status::Errorf("{}: tokenLifetime: must be between 10s and 30d (got {}s)", subject,
+                          w.spec.token_lifetime_seconds);
+  }
+  for (const auto& d : w.spec.datasets) {
+    if (Status s = api::ValidateResourceName(d); !s.ok()) return Status::Errorf("{}: datasets: {}", subject, s.message());
+  }
+  return api::ValidateShape(WorkspaceNodeSet(w, false));
+}
+
+}  // namespace hpc::op

@@ -1,0 +1,31 @@
+// Workspaces: what a workspace implies (its nodeset and partition, its user's entry), and how
+// it is stored. Pure functions; the reconciler and the CLI share them so both see the same
+// derived nodeset.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "api/types.h"
+#include "common/result.h"
+
+namespace hpc::op {
+
+// The nodeset a workspace owns: named like the workspace, autoscaled from zero up to
+// maxWorkers with the tier's shape, its partition open only to the user's private group and
+// the admin group, draining while the workspace stops and pinned to zero once its jobs are gone.
+api::NodeSet WorkspaceNodeSet(const api::Workspace& w, bool jobs_gone);
+
+// Users the workspaces of a cluster add to slurm-users (one entry per user).
+std::vector<api::ClusterUser> WorkspaceUsers(const std::vector<api::Workspace>& ws);
+
+nlohmann::json WorkspaceSpecJson(const api::Workspace& w);
+nlohmann::json WorkspaceStatusJson(const api::WorkspaceStatus& s);
+Result<api::Workspace> WorkspaceFromJson(const nlohmann::json& spec, const nlohmann::json& status);
+
+// Checks a workspace before anything is created; errors name the field and the rule.
+Status ValidateWorkspace(const api::Workspace& w);
+
+}  // namespace hpc::op

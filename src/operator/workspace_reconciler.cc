@@ -1,0 +1,126 @@
+#include "operator/workspace_reconciler.h"
+
+#include <spdlog/spdlog.h>
+
+#include "common/jwt.h"
+#include "operator/conditions.h"
+
+namespace hpc::op {
+
+std::optional<int> ActiveJobs(const std::vector<slurm::SlurmJob>* jobs, const std::string& partition) {
+  if (!jobs) return std::nullopt;
+  static const std::set<std::string> ended = {"COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT",
+                                              "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",     "DEADLINE",
+                                              "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"};
+  int n = 0;
+  for (const auto& j : *jobs) {
+    if (j.partition == partition && !ended.count(j.state)) ++n;
+  }
+  return n;
+}
+
+Status WorkspaceReconciler::EnsureToken(const api::Workspace& w, api::WorkspaceStatus* st) {
+  const std::string name = WorkspaceTokenSecretName(w);
+  int64_t now = jwt::UnixNow();
+  ASSIGN_OR_RETURN(auto existing, rt_->GetSecret(name));
+  if (existing && existing->data.count("expires")) {
+    int64_t expires = std::atoll(existing->data.at("expires").c_str());
+    // Renewed with a third of the lifetime left, so a command started now still has time.
+    if (expires - now > w.spec.token_lifetime_seconds / 3 && existing->owner_uid == w.spec.user.uid) {
+      st->token_expires = expires;
+      return Status::Ok();
+    }
+  }
+  ASSIGN_OR_RETURN(auto key, rt_->GetSecret(kSecretJwt));
+  if (!key) return Status::Error("waiting for the cluster's JWT key");
+  int64_t expires = now + w.spec.token_lifetime_seconds;
+  std::string token = jwt::Sign({w.spec.user.name, now, expires}, key->data.at("jwt_hs256.key"));
+  RETURN_IF_ERROR(rt_->ApplySecret(
+      {name, {{"token", token}, {"expires", std::to_string(expires)}}, w.spec.user.uid, w.spec.user.gid}));
+  spdlog::info("workspace {}: token for {} issued, valid until {}", w.metadata.name, w.spec.user.name, expires);
+  st->token_expires = expires;
+  return Status::Ok();
+}
+
+WorkspaceOutcome WorkspaceReconciler::Reconcile(const api::SlurmCluster& c, const api::Workspace& w,
+                                                const WorkspaceView& view) {
+  return w.spec.stopping ? Stop(c, w, view) : Run(c, w, view);
+}
+
+WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api::Workspace& w,
+                                          const WorkspaceView& view) {
+  WorkspaceOutcome out;
+  auto& st = out.status;
+  st = w.status;
+  st.phase = "Pending";
+  auto fail = [&](const Status& s) {
+    st.message = s.message();
+    SetCondition(&st.conditions, "Ready", false, "Waiting", s.message());
+    return out;
+  };
+  for (const auto& d : w.spec.datasets) {
+    // Shared by the project's users; the sticky bit keeps each user's files theirs.
+    if (Status s = rt_->EnsureVolume(DatasetVolumeName({d, "", ""}), 0, 0, 01777); !s.ok()) return fail(s);
+  }
+  if (Status s = EnsureToken(w, &st); !s.ok()) return fail(s);
+  if (Status s = rt_->ApplyConfigMap(BuildWorkspaceToolsConfigMap()); !s.ok()) return fail(s);
+  runtime::PodSpec login = BuildWorkspaceLoginPod(c, w, in_);
+  auto existing = rt_->GetPodSpec(login.name);
+  if (existing.ok() && *existing && !(**existing == login)) (void)rt_->DeletePod(login.name);
+  if (Status s = rt_->CreatePod(login); !s.ok()) return fail(s);
+  bool login_ready = false;
+  if (auto pods = rt_->ListPods({{kLabelWorkspace, w.metadata.name}}); pods.ok()) {
+    for (const auto& p : *pods) login_ready = login_ready || (p.name == login.name && p.ready);
+  }
+  st.active_jobs = ActiveJobs(view.jobs, w.metadata.name).value_or(st.active_jobs);
+  if (!login_ready) return fail(Status::Errorf("waiting for login pod {}", login.name));
+  if (!view.accounting_ready) return fail(Status::Errorf("waiting for accounting to know user {}", w.spec.user.name));
+  st.phase = "Ready";
+  st.message = fmt::format("shell: hpcplane workspace shell {}", w.metadata.name);
+  SetCondition(&st.conditions, "Ready", true, "LoginReady", "login pod, token and partition are in place");
+  return out;
+}
+
+WorkspaceOutcome WorkspaceReconciler::Stop(const api::SlurmCluster& c, const api::Workspace& w,
+                                           const WorkspaceView& view) {
+  WorkspaceOutcome out;
+  auto& st = out.status;
+  st = w.status;
+  st.phase = "Stopping";
+  SetCondition(&st.conditions, "Ready", false, "Stopping", "the workspace is stopping");
+  auto active = ActiveJobs(view.jobs, w.metadata.name);
+  if (!active) {
+    st.message = "waiting: Slurm's job list is unavailable, nothing is removed until it is";
+    return out;
+  }
+  st.active_jobs = *active;
+  if (*active > 0) {
+    if (w.spec.cancel_jobs) {
+      if (Status s = control_->CancelPartitionJobs(w.metadata.name); !s.ok()) spdlog::warn("{}", s.message());
+      st.message = fmt::format("cancelling {} jobs in partition {}", *active, w.metadata.name);
+    } else {
+      st.message = fmt::format("waiting for {} jobs in partition {} to finish (--cancel-jobs cancels them)", *active,
+                               w.metadata.name);
+    }
+    return out;
+  }
+  (void)rt_->DeletePod(WorkspaceLoginPodName(w));
+  // The derived nodeset is pinned to zero now; its reconciler drains and removes the workers.
+  int workers = view.nodeset ? view.nodeset->replicas : 0;
+  if (!view.nodes) {
+    st.message = "waiting: Slurm's node list is unavailable";
+    return out;
+  }
+  int in_slurm = 0;
+  for (const auto& n : *view.nodes) in_slurm += n.features.count(w.metadata.name) ? 1 : 0;
+  if (workers > 0 || in_slurm > 0) {
+    st.message = fmt::format("removing workers ({} pods, {} Slurm nodes left)", workers, in_slurm);
+    return out;
+  }
+  (void)rt_->DeleteSecret(WorkspaceTokenSecretName(w));
+  st.message = "stopped";
+  out.remove = true;
+  return out;
+}
+
+}  // namespace hpc::op
