@@ -74,7 +74,7 @@ TEST(BuildersTest, ControllerStateOnVolume) {
 TEST(BuildersTest, UsersConfigMapAddsPrivateGroups) {
   auto cm = BuildUsersConfigMap(Cluster(), {}, Inputs());
   EXPECT_NE(cm.data.at("passwd").find("\nalice:x:2001:2001:"), std::string::npos);
-  EXPECT_NE(cm.data.at("group").find("\nalice:x:2001:\n"), std::string::npos);
+  EXPECT_NE(cm.data.at("group").find("\nalice:x:2001:alice\n"), std::string::npos);
   EXPECT_NE(cm.data.at("users.json").find("\"alice\""), std::string::npos);
 }
 

@@ -1,0 +1,204 @@
+// Workspace derivation, the partition plan, the platform catalogs.
+#include <gtest/gtest.h>
+
+#include "api/validation.h"
+#include "common/files.h"
+#include "operator/builders.h"
+#include "operator/partition_sync.h"
+#include "operator/workspace.h"
+#include "platform/catalog.h"
+#include "slurm/config.h"
+
+namespace hpc::op {
+namespace {
+
+api::Workspace Ws() {
+  api::Workspace w;
+  w.metadata.name = "ann-astro";
+  w.spec.cluster = "demo";
+  w.spec.user = {"ann", 20000, 20000, false};
+  w.spec.project = "astro";
+  w.spec.tier = "small";
+  w.spec.resources = {2, 2048, 0};
+  w.spec.max_workers = 3;
+  w.spec.datasets = {"astro"};
+  return w;
+}
+
+TEST(WorkspaceNodeSet, IsAutoscaledFromZeroWithTheTierAndAPrivatePartition) {
+  api::NodeSet ns = WorkspaceNodeSet(Ws(), false);
+  EXPECT_EQ(ns.metadata.name, "ann-astro");
+  EXPECT_FALSE(ns.spec.replicas.has_value());
+  EXPECT_FALSE(ns.spec.min_replicas.has_value());  // the cluster's default
+  EXPECT_EQ(ns.spec.max_replicas, 3);
+  EXPECT_EQ(ns.spec.resources.cpus, 2);
+  EXPECT_EQ(ns.spec.resources.memory_mib, 2048);
+  EXPECT_EQ(ns.PartitionName(), "ann-astro");
+  EXPECT_EQ(ns.spec.partition.options.at("AllowGroups"), std::string("ann,") + kAdminGroup);
+  EXPECT_EQ(ns.spec.partition.state, "UP");
+  ASSERT_EQ(ns.spec.datasets.size(), 1u);
+  EXPECT_EQ(ns.spec.datasets[0].mount_path, "/datasets/astro");
+  EXPECT_TRUE(api::ValidateShape(ns).ok());
+}
+
+TEST(WorkspaceNodeSet, StoppingDrainsThenPinsToZeroOnceJobsAreGone) {
+  api::Workspace w = Ws();
+  w.spec.stopping = true;
+  EXPECT_EQ(WorkspaceNodeSet(w, false).spec.partition.state, "DRAIN");
+  EXPECT_FALSE(WorkspaceNodeSet(w, false).spec.replicas.has_value());
+  EXPECT_EQ(WorkspaceNodeSet(w, true).spec.replicas.value_or(-1), 0);
+}
+
+TEST(WorkspaceJson, RoundTrips) {
+  api::Workspace w = Ws();
+  w.spec.token_lifetime_seconds = 60;
+  w.status.phase = "Ready";
+  w.status.token_expires = 123;
+  auto back = WorkspaceFromJson(WorkspaceSpecJson(w), WorkspaceStatusJson(w.status));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(WorkspaceSpecJson(*back), WorkspaceSpecJson(w));
+  EXPECT_EQ(back->status.phase, "Ready");
+  EXPECT_EQ(back->status.token_expires, 123);
+  EXPECT_FALSE(WorkspaceFromJson(nlohmann::json::object(), nullptr).ok());
+}
+
+TEST(WorkspaceValidation, NamesTheField) {
+  api::Workspace w = Ws();
+  w.spec.max_workers = 0;
+  EXPECT_NE(ValidateWorkspace(w).message().find("maxWorkers"), std::string::npos);
+  w = Ws();
+  w.spec.user.name = "root";
+  EXPECT_NE(ValidateWorkspace(w).message().find("reserved"), std::string::npos);
+  w = Ws();
+  w.metadata.name = "a-very-long-workspace-name-indeed";
+  EXPECT_NE(ValidateWorkspace(w).message().find("name:"), std::string::npos);
+}
+
+TEST(WorkspaceUsers, OneEntryPerUser) {
+  api::Workspace a = Ws(), b = Ws();
+  b.metadata.name = "ann-bio";
+  EXPECT_EQ(WorkspaceUsers({a, b}).size(), 1u);
+}
+
+TEST(UsersConfigMap, PrivateGroupsAndAnAdminGroup) {
+  api::SlurmCluster c;
+  BuildInputs in;
+  in.host_passwd = "root:x:0:0:root:/root:/bin/bash\n";
+  in.host_group = "root:x:0:\n";
+  auto cm = BuildUsersConfigMap(c, {{"ann", 20000, 20000, false}, {"bob", 20001, 20001, true}}, in);
+  EXPECT_NE(cm.data["passwd"].find("ann:x:20000:20000:"), std::string::npos);
+  EXPECT_NE(cm.data["group"].find("ann:x:20000:ann\n"), std::string::npos);
+  EXPECT_NE(cm.data["group"].find(std::string(kAdminGroup) + ":x:" + std::to_string(kAdminGroupGid) + ":bob\n"),
+            std::string::npos);
+}
+
+api::NodeSet Ns(const std::string& name, const std::string& state = "UP") {
+  api::NodeSet n;
+  n.metadata.name = name;
+  n.spec.partition.state = state;
+  return n;
+}
+
+slurm::SlurmNode Node(const std::string& name, const std::string& feature, std::set<std::string> partitions) {
+  slurm::SlurmNode n;
+  n.name = name;
+  n.features = {feature};
+  n.partitions = std::move(partitions);
+  return n;
+}
+
+TEST(PlanPartitions, CreatesMissingOnesWithTheirRegisteredWorkers) {
+  auto plan = PlanPartitions({Ns("a"), Ns("b")}, {{"a", "UP"}}, {Node("b-0", "b", {})}, false);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].kind, PartitionAction::kCreate);
+  EXPECT_EQ(plan[0].partition, "b");
+  EXPECT_EQ(plan[0].options.front(), "Nodes=b-0");
+}
+
+TEST(PlanPartitions, AddsWorkersThatAreNotMembersAndAppliesStates) {
+  auto plan = PlanPartitions({Ns("a", "DRAIN")}, {{"a", "UP"}},
+                             {Node("a-0", "a", {"a"}), Node("a-1", "a", {})}, false);
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].kind, PartitionAction::kUpdate);
+  EXPECT_EQ(plan[0].options, (std::vector<std::string>{"Nodes=a-0,a-1", "State=DRAIN"}));
+}
+
+TEST(PlanPartitions, NothingToDoWhenInStep) {
+  EXPECT_TRUE(PlanPartitions({Ns("a")}, {{"a", "UP"}}, {Node("a-0", "a", {"a"})}, false).empty());
+}
+
+TEST(PlanPartitions, DeletesPartitionsWithoutNodesetAndRefreshesGroups) {
+  api::NodeSet a = Ns("a");
+  a.spec.partition.options["AllowGroups"] = "ann,hpcadmins";
+  auto plan = PlanPartitions({a}, {{"a", "UP"}, {"gone", "DRAIN"}}, {}, true);
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0], (PartitionAction{PartitionAction::kUpdate, "a", {"AllowGroups=ann,hpcadmins"}}));
+  EXPECT_EQ(plan[1], (PartitionAction{PartitionAction::kDelete, "gone", {}}));
+}
+
+TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
+  std::string base = "ClusterName=x\nNodeSet=a Feature=a\nPartitionName=a Nodes=a State=UP\n";
+  EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "NodeSet=b Feature=b\nPartitionName=b Nodes=b State=UP\n"));
+  EXPECT_FALSE(slurm::NeedsReconfigure(base, "ClusterName=x\n"));
+  EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "PriorityType=priority/multifactor\n"));
+}
+
+}  // namespace
+}  // namespace hpc::op
+
+namespace hpc::platform {
+namespace {
+
+TEST(SlurmUserName, DerivedAndChecked) {
+  EXPECT_EQ(DeriveSlurmUserName("Ann@Example.org").value_or(""), "ann");
+  EXPECT_EQ(DeriveSlurmUserName("bob_smith").value_or(""), "bob_smith");
+  EXPECT_NE(DeriveSlurmUserName("root").status().message().find("reserved"), std::string::npos);
+  EXPECT_NE(DeriveSlurmUserName("mysql@x").status().message().find("reserved"), std::string::npos);
+  EXPECT_NE(DeriveSlurmUserName("9lives").status().message().find("must match"), std::string::npos);
+  EXPECT_FALSE(DeriveSlurmUserName(std::string(33, 'a')).ok());
+}
+
+TEST(TierFit, RefusedWithTheNumbers) {
+  NodeCapacity node{2, 4096, 0};
+  EXPECT_TRUE(CheckTierFits({"small", 1, 1024, 0}, node).ok());
+  EXPECT_TRUE(CheckTierFits({"full", 2, 4096, 0}, node).ok());
+  auto s = CheckTierFits({"big", 4, 1024, 0}, node);
+  EXPECT_NE(s.message().find("asks 4 CPUs, 1024 MiB and 0 GPUs"), std::string::npos) << s.message();
+  EXPECT_NE(s.message().find("holds 2 CPUs, 4096 MiB and 0 GPUs"), std::string::npos) << s.message();
+  EXPECT_FALSE(CheckTierFits({"gpu", 1, 1024, 1}, node).ok());
+}
+
+TEST(Catalog, StableUidsPrivateGroupsRolesAndNothingWrittenOnError) {
+  auto dir = files::MakeTempDir("hpcplane-catalog");
+  ASSERT_TRUE(dir.ok());
+  Catalog cat(*dir);
+  auto ann = cat.AddUser("ann@example.org", {});
+  ASSERT_TRUE(ann.ok()) << ann.status().message();
+  auto bob = cat.AddUser("bob", {kRoleSysAdmin});
+  ASSERT_TRUE(bob.ok());
+  EXPECT_EQ(ann->slurm_name, "ann");
+  EXPECT_EQ(ann->gid, ann->uid);
+  EXPECT_NE(ann->uid, bob->uid);
+  EXPECT_TRUE(bob->IsSysAdmin());
+  EXPECT_FALSE(ann->IsSysAdmin());
+  EXPECT_FALSE(cat.AddUser("ann", {}).ok());  // same Slurm name
+  EXPECT_FALSE(cat.AddUser("carl", {"Wizard"}).ok());
+  EXPECT_FALSE(cat.AddUser("carl", {}, bob->uid).ok());
+  EXPECT_EQ(cat.Users()->size(), 2u);
+  EXPECT_EQ(cat.FindUser("ann")->uid, ann->uid);  // by Slurm name or platform name
+  EXPECT_EQ(cat.FindUser("ann@example.org")->uid, ann->uid);
+  EXPECT_NE(cat.FindUser("zed").status().message().find("users add"), std::string::npos);
+  ASSERT_TRUE(cat.RemoveUser("bob").ok());
+  EXPECT_EQ(cat.Users()->size(), 1u);
+  // Tiers: built-ins until changed; refused tiers leave the catalog as it was.
+  EXPECT_TRUE(cat.FindTier("small").ok());
+  EXPECT_FALSE(cat.AddTier({"huge", 100000, 1024, 0}, LocalNodeCapacity()).ok());
+  EXPECT_FALSE(files::Exists(*dir + "/platform/tiers.json"));
+  ASSERT_TRUE(cat.AddTier({"tiny", 1, 256, 0}, LocalNodeCapacity()).ok());
+  EXPECT_EQ(cat.Tiers()->size(), 3u);
+  EXPECT_NE(cat.FindTier("nope").status().message().find("known: small, medium, tiny"), std::string::npos);
+  (void)files::RemoveAll(*dir);
+}
+
+}  // namespace
+}  // namespace hpc::platform
