@@ -42,7 +42,7 @@ std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nod
     if (!update.empty()) out.push_back({PartitionAction::kUpdate, name, update});
   }
   for (const auto& p : actual) {
-    if (!wanted.count(p.name)) out.push_back({PartitionAction::kDelete, p.name, {}});
+    if (!wanted.count(p.name) && p.name != slurm::kPlaceholderPartition) out.push_back({PartitionAction::kDelete, p.name, {}});
   }
   return out;
 }

@@ -81,6 +81,9 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   for (const auto& ns : nodesets) {
     o << "NodeSet=" << ns.metadata.name << " Feature=" << ns.metadata.name << "\n";
   }
+  // slurmctld refuses to start without a partition; a cluster may have none until its first
+  // workspace. This one holds no node and accepts no job.
+  o << "PartitionName=" << kPlaceholderPartition << " State=INACTIVE Hidden=YES Default=NO\n";
   for (const auto& ns : nodesets) {
     o << "PartitionName=" << ns.PartitionName() << " Nodes=" << ns.metadata.name;
     for (const auto& opt : PartitionOptions(ns)) o << " " << opt;

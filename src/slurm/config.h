@@ -20,6 +20,8 @@ inline constexpr const char* kSlurmdSpoolDir = "/run/slurm/spool";
 inline constexpr int kSlurmctldPort = 6817;
 inline constexpr int kSlurmdPort = 6818;
 inline constexpr int kSlurmdbdPort = 6819;
+// An empty, hidden partition (resource names cannot start with '_', so it never collides).
+inline constexpr const char* kPlaceholderPartition = "_hpcplane";
 // Scripts slurmd runs (TaskProlog), from the slurm-scripts config map.
 inline constexpr const char* kScriptsDir = "/run/slurm-scripts";
 inline constexpr int kMariaDbPort = 3306;

@@ -130,7 +130,7 @@ TEST(PlanPartitions, NothingToDoWhenInStep) {
 TEST(PlanPartitions, DeletesPartitionsWithoutNodesetAndRefreshesGroups) {
   api::NodeSet a = Ns("a");
   a.spec.partition.options["AllowGroups"] = "ann,hpcadmins";
-  auto plan = PlanPartitions({a}, {{"a", "UP"}, {"gone", "DRAIN"}}, {}, true);
+  auto plan = PlanPartitions({a}, {{"a", "UP"}, {"gone", "DRAIN"}, {slurm::kPlaceholderPartition, "INACTIVE"}}, {}, true);
   ASSERT_EQ(plan.size(), 2u);
   EXPECT_EQ(plan[0], (PartitionAction{PartitionAction::kUpdate, "a", {"AllowGroups=ann,hpcadmins"}}));
   EXPECT_EQ(plan[1], (PartitionAction{PartitionAction::kDelete, "gone", {}}));
