@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 #include "cli/support.h"
 #include "cli/workspace_commands.h"
+#include "cli/controlplane_commands.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -579,6 +580,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   logs->add_option("--tail", tail, "Only the last N lines");
 
   auto run_workspace_commands = AddWorkspaceCommands(app, g);
+  auto run_controlplane_commands = AddControlPlaneCommands(app, g);
 
   try {
     app.parse(argc, argv);
@@ -602,7 +604,8 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   }
   if (exec->parsed()) return CmdExec(g, pod, user, cmd);
   if (logs->parsed()) return CmdLogs(g, pod, tail);
-  return run_workspace_commands();
+  if (int rc = run_workspace_commands(); rc >= 0) return rc;
+  return run_controlplane_commands();
 }
 
 }  // namespace hpc::cli

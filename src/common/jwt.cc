@@ -1,5 +1,7 @@
 #include "common/jwt.h"
 
+#include <openssl/sha.h>
+
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
@@ -88,6 +90,23 @@ Result<std::string> RandomBytes(size_t n) {
 int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(
              std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+std::string Sha256Hex(const std::string& data) {
+  unsigned char digest[SHA256_DIGEST_LENGTH];
+  SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest);
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (unsigned char b : digest) {
+    out += hex[b >> 4];
+    out += hex[b & 15];
+  }
+  return out;
+}
+
+Result<std::string> NewApiToken() {
+  ASSIGN_OR_RETURN(std::string raw, RandomBytes(32));
+  return "hpc_" + Base64UrlEncode(raw);
 }
 
 }  // namespace hpc::jwt

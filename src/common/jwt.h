@@ -26,5 +26,9 @@ Result<Claims> Verify(const std::string& token, const std::string& key, int64_t 
 Result<std::string> RandomBytes(size_t n);
 
 int64_t UnixNow();
+// Lowercase hex SHA-256 of `data` (API tokens are stored only as this digest).
+std::string Sha256Hex(const std::string& data);
+// A fresh random token: 32 bytes, base64url.
+Result<std::string> NewApiToken();
 
 }  // namespace hpc::jwt

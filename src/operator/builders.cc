@@ -3,6 +3,7 @@
 #include <set>
 #include <sstream>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "slurm/config.h"
@@ -125,6 +126,17 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.labels = Labels(c, "controller");
   // Started as root; slurmctld drops to SlurmUser itself.
   p.command = {"slurmctld", "-D"};
+  if (c.spec.accounting.enabled) {
+    // Without saved state slurmctld takes its TRES list from slurmdbd and exits when it cannot
+    // (first boot only): then it waits for slurmdbd. Later starts use the saved list and never
+    // wait for the database.
+    p.command = {"/bin/bash", "-c",
+                 fmt::format("if [ ! -e {0}/last_tres ]; then\n"
+                             "  until (exec 3<>/dev/tcp/{1}/{2}) 2>/dev/null; do sleep 0.2; done\n"
+                             "fi\n"
+                             "exec slurmctld -D",
+                             slurm::kStateSaveDir, slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort)};
+  }
   p.mounts = CommonMounts();
   p.mounts.push_back({MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true});
   p.mounts.push_back({MountSource::kVolume, kVolumeControllerState, slurm::kStateSaveDir, "", false});

@@ -157,7 +157,8 @@ TEST(ClusterIT, ControllerKill9IsRestartedWithJobsPreserved) {
       seconds(30)));
 
   auto kill = c.Cli({"exec", c.name() + "-controller", "--", "pkill", "-9", "-x", "slurmctld"});
-  ASSERT_EQ(kill.exit_code, 0) << kill.err;
+  // 137: pkill itself was ended with the pod's PID namespace when slurmctld (its init's child) died.
+  ASSERT_TRUE(kill.exit_code == 0 || kill.exit_code == 137) << kill.exit_code << kill.err;
   ASSERT_TRUE(WaitFor(
       [&] {
         auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
@@ -211,7 +212,7 @@ TEST(ClusterIT, DaemonCrashIsAdoptedThenCleaned) {
   ASSERT_EQ(before.size(), after.size());
   for (size_t i = 0; i < after.size(); ++i) {
     EXPECT_EQ(after[i]["startedAt"], before[i]["startedAt"]) << after[i]["name"];
-    EXPECT_EQ(after[i]["restarts"], 0) << after[i]["name"];
+    EXPECT_EQ(after[i]["restarts"], before[i]["restarts"]) << after[i]["name"];
   }
 
   pid_line = files::Read(c.ClusterDir() + "/daemon.pid");

@@ -1,0 +1,304 @@
+#include "cli/controlplane_commands.h"
+
+#include <httplib.h>
+#include <signal.h>
+
+#include <atomic>
+#include <iostream>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/files.h"
+#include "controlplane/agent.h"
+#include "controlplane/server.h"
+#include "controlplane/store.h"
+
+namespace hpc::cli {
+namespace {
+
+using nlohmann::json;
+
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+
+struct ApiArgs {
+  std::string server = "http://127.0.0.1:8080";
+  std::string token_file;
+};
+
+Result<std::string> ReadToken(const ApiArgs& a) {
+  if (const char* t = std::getenv("HPCPLANE_TOKEN"); t && a.token_file.empty()) return std::string(t);
+  if (a.token_file.empty()) return Status::Error("no API token: give --token-file or set HPCPLANE_TOKEN");
+  ASSIGN_OR_RETURN(std::string t, files::Read(a.token_file));
+  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
+  return t;
+}
+
+// GET/POST/PUT against the API; returns the parsed body, or the API's error message.
+Result<json> Call(const ApiArgs& a, const std::string& method, const std::string& path, const json& body = nullptr) {
+  ASSIGN_OR_RETURN(std::string token, ReadToken(a));
+  httplib::Client cli(a.server);
+  cli.set_bearer_token_auth(token);
+  cli.set_read_timeout(60);
+  httplib::Result res = method == "GET"    ? cli.Get(path)
+                        : method == "PUT" ? cli.Put(path, body.dump(), "application/json")
+                                          : cli.Post(path, body.dump(), "application/json");
+  if (!res) return Status::Errorf("{}: {}", a.server, httplib::to_string(res.error()));
+  json j = json::parse(res->body, nullptr, false);
+  if (res->status >= 400) {
+    std::string msg = !j.is_discarded() && j.contains("error") ? j["error"].value("message", res->body) : res->body;
+    return Status::Errorf("{} ({})", msg, res->status);
+  }
+  if (j.is_discarded()) return Status::Errorf("{}: answer is not JSON", path);
+  return j;
+}
+
+int CmdServer(const Globals& g, const std::string& listen, std::string store_url, int unreachable_after) {
+  std::string dir = g.state_dir + "/controlplane";
+  if (Status s = files::MakeDirs(dir, 0700); !s.ok()) return Fail(s);
+  if (store_url.empty()) store_url = "sqlite:" + dir + "/hpcplane.db";
+  auto store = cp::OpenStore(store_url);
+  if (!store.ok()) return Fail(store.status());
+  const std::string admin_file = dir + "/admin.token";
+  if (!files::Exists(admin_file)) {
+    auto token = cp::BootstrapToken(store->get(), "admin", cp::Role::kAdmin);
+    if (!token.ok()) return Fail(token.status());
+    if (Status s = files::WriteAtomic(admin_file, *token + "\n", 0600); !s.ok()) return Fail(s);
+    std::cout << "admin token written to " << admin_file << " (mode 0600)\n";
+  }
+  cp::ServerOptions o;
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return Fail(Status::Errorf("--listen: expected HOST:PORT (got \"{}\")", listen));
+  o.host = listen.substr(0, colon);
+  o.port = std::atoi(listen.substr(colon + 1).c_str());
+  o.unreachable_after_seconds = unreachable_after;
+  cp::Server server(store->get(), o);
+  auto port = server.Bind();
+  if (!port.ok()) return Fail(port.status());
+  std::cout << fmt::format("hpcplane control plane on http://{}:{}/api/v1 (store {})", o.host, *port,
+                           store_url.rfind("postgres", 0) == 0 ? "postgres" : store_url)
+            << std::endl;
+  ::signal(SIGTERM, OnSignal);
+  ::signal(SIGINT, OnSignal);
+  std::thread stopper([&] {
+    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    server.Stop();
+  });
+  server.Serve();
+  g_stop = true;
+  stopper.join();
+  return 0;
+}
+
+int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  auto token = ReadToken(a);
+  if (!token.ok()) return Fail(token.status());
+  o.server = a.server;
+  o.token = *token;
+  ::signal(SIGTERM, OnSignal);
+  ::signal(SIGINT, OnSignal);
+  cp::Agent agent(*p, g.self_exe, o);
+  agent.Run(g_stop);
+  return 0;
+}
+
+int CmdTokens(const ApiArgs& a, const std::string& subject, const std::string& role,
+              const std::vector<std::string>& projects, const std::string& out) {
+  auto r = Call(a, "POST", "/api/v1/tokens", {{"subject", subject}, {"role", role}, {"projects", projects}});
+  if (!r.ok()) return Fail(r.status());
+  std::string token = (*r)["token"];
+  if (out.empty()) {
+    std::cout << token << "\n";
+    return 0;
+  }
+  if (Status s = files::WriteAtomic(out, token + "\n", 0600); !s.ok()) return Fail(s);
+  std::cout << fmt::format("token for {} ({}) written to {} (mode 0600)\n", subject, role, out);
+  return 0;
+}
+
+std::string Time(int64_t t) {
+  if (t == 0) return "-";
+  std::time_t tt = t;
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", std::gmtime(&tt));
+  return buf;
+}
+
+int CmdJobs(const ApiArgs& a, const std::string& action, const std::string& project, std::map<std::string, std::string> q,
+            const std::string& id, const std::string& format) {
+  if (action == "export") {
+    auto token = ReadToken(a);
+    if (!token.ok()) return Fail(token.status());
+    httplib::Client cli(a.server);
+    cli.set_bearer_token_auth(*token);
+    cli.set_read_timeout(3600);
+    std::string path = fmt::format("/api/v1/projects/{}/jobs/export?format={}", project, format == "csv" ? "csv" : "ndjson");
+    int status = 0;
+    std::string error;
+    auto res = cli.Get(path, httplib::Headers{},
+                       [&](const httplib::Response& r) { status = r.status; return true; },
+                       [&](const char* data, size_t n) {
+                         if (status >= 400) error.append(data, n);
+                         else std::cout.write(data, static_cast<std::streamsize>(n));
+                         return true;
+                       });
+    if (!res) return Fail(Status::Errorf("{}: {}", a.server, httplib::to_string(res.error())));
+    if (status >= 400) return Fail(Status::Errorf("export: {} ({})", error, status));
+    return 0;
+  }
+  if (action == "show") {
+    auto r = Call(a, "GET", fmt::format("/api/v1/projects/{}/jobs/{}", project, id));
+    if (!r.ok()) return Fail(r.status());
+    std::cout << r->dump(2) << "\n";
+    return 0;
+  }
+  std::string path = fmt::format("/api/v1/projects/{}/jobs", project);
+  std::string sep = "?";
+  for (const auto& [k, v] : q) {
+    if (v.empty()) continue;
+    path += sep + k + "=" + httplib::detail::encode_query_param(v);
+    sep = "&";
+  }
+  auto r = Call(a, "GET", path);
+  if (!r.ok()) return Fail(r.status());
+  if (format == "json") {
+    std::cout << r->dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<10} {:<12} {:<14} {:<10} {:<18} {:<11} {:>8} {:>8} {:>10} {:<6} {}\n", "JOBID", "DATAPLANE",
+                           "WORKSPACE", "USER", "SUBMITTED", "STATE", "ELAPSED", "CPU-S", "MAXRSS-KB", "EXIT", "NODES");
+  for (const auto& j : (*r)["jobs"]) {
+    std::cout << fmt::format("{:<10} {:<12} {:<14} {:<10} {:<18} {:<11} {:>8} {:>8} {:>10} {:<6} {}\n",
+                             j["jobId"].get<int64_t>(), j["dataPlane"].get<std::string>(),
+                             j["partition"].get<std::string>(), j["user"].get<std::string>(),
+                             Time(j["submitTime"]), j["state"].get<std::string>(), j["elapsedSeconds"].get<int64_t>(),
+                             j["cpuSeconds"].get<int64_t>(), j["maxRssKiB"].get<int64_t>(),
+                             j["exitCode"].get<std::string>(), j["nodeList"].get<std::string>());
+  }
+  if (!(*r)["nextCursor"].is_null()) std::cout << "more: --cursor " << (*r)["nextCursor"].get<std::string>() << "\n";
+  return 0;
+}
+
+int CmdDataPlanes(const ApiArgs& a, const std::string& format) {
+  auto r = Call(a, "GET", "/api/v1/dataplanes");
+  if (!r.ok()) return Fail(r.status());
+  if (format == "json") {
+    std::cout << r->dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<16} {:<12} {:<6} {:<22} {}\n", "NAME", "STATE", "SLURM", "LAST REPORT", "COMPONENTS / REASONS");
+  for (const auto& dp : (*r)["dataPlanes"]) {
+    std::string comps;
+    for (auto it = dp["componentVersions"].begin(); it != dp["componentVersions"].end(); ++it) {
+      comps += (comps.empty() ? "" : " ") + it.key() + "=" + it.value().get<std::string>();
+    }
+    for (const auto& reason : dp["reasons"]) comps += " [" + reason.get<std::string>() + "]";
+    std::cout << fmt::format("{:<16} {:<12} {:<6} {:<22} {}\n", dp["name"].get<std::string>(),
+                             dp["state"].get<std::string>(), dp["slurm"]["offered"].get<bool>() ? "yes" : "no",
+                             Time(dp["lastReport"]), comps);
+  }
+  return 0;
+}
+
+int CmdFlags(const ApiArgs& a, const std::string& action, const std::string& name, const std::string& value) {
+  if (action == "get") {
+    auto r = Call(a, "GET", "/api/v1/flags");
+    if (!r.ok()) return Fail(r.status());
+    for (auto it = (*r)["flags"].begin(); it != (*r)["flags"].end(); ++it) {
+      if (name.empty() || it.key() == name) std::cout << it.key() << "=" << (it.value().get<bool>() ? "true" : "false") << "\n";
+    }
+    return 0;
+  }
+  if (action != "set") return Fail(Status::Errorf("flags: unknown action \"{}\" (get, set)", action));
+  if (name.empty() || (value != "true" && value != "false")) return Fail(Status::Error("flags set NAME true|false"));
+  auto r = Call(a, "PUT", "/api/v1/flags/" + name, {{"value", value == "true"}});
+  if (!r.ok()) return Fail(r.status());
+  std::cout << name << "=" << value << "\n";
+  return 0;
+}
+
+void AddApiOptions(CLI::App* c, ApiArgs* a) {
+  if (const char* s = std::getenv("HPCPLANE_SERVER")) a->server = s;
+  if (const char* f = std::getenv("HPCPLANE_TOKEN_FILE")) a->token_file = f;
+  c->add_option("--server", a->server, "Control plane URL (env HPCPLANE_SERVER)");
+  c->add_option("--token-file", a->token_file, "File with an API token (env HPCPLANE_TOKEN_FILE, or HPCPLANE_TOKEN)");
+}
+
+}  // namespace
+
+std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
+  auto api = std::make_shared<ApiArgs>();
+  auto listen = std::make_shared<std::string>("127.0.0.1:8080");
+  auto store = std::make_shared<std::string>();
+  auto unreachable = std::make_shared<int>(15);
+  auto* server = app.add_subcommand("server", "Run the control plane's REST API");
+  server->add_option("--listen", *listen, "HOST:PORT");
+  server->add_option("--store", *store, "sqlite:PATH (default under the state dir) or postgres://...");
+  server->add_option("--unreachable-after", *unreachable, "Seconds without a report before a data plane is Unreachable");
+
+  auto agent_opts = std::make_shared<cp::AgentOptions>();
+  auto* agent = app.add_subcommand("agent", "Report this data plane and ship its job records to the control plane");
+  AddApiOptions(agent, api.get());
+  agent->add_option("--name", agent_opts->data_plane, "Data plane name (default: the cluster's)");
+  agent->add_option("--interval", agent_opts->interval_seconds, "Seconds between reports");
+
+  auto subject = std::make_shared<std::string>(), role = std::make_shared<std::string>("user"),
+       out = std::make_shared<std::string>();
+  auto projects = std::make_shared<std::vector<std::string>>();
+  auto* tokens = app.add_subcommand("tokens", "Create API tokens (admin): tokens create --subject S --role R");
+  AddApiOptions(tokens, api.get());
+  auto action = std::make_shared<std::string>();
+  tokens->add_option("action", *action, "create")->required()->check(CLI::IsMember({"create"}));
+  tokens->add_option("--subject", *subject, "User name or data plane")->required();
+  tokens->add_option("--role", *role, "admin | user | agent")->check(CLI::IsMember({"admin", "user", "agent"}));
+  tokens->add_option("--project", *projects, "Projects a user belongs to (repeatable)");
+  tokens->add_option("--out", *out, "Write the token to this file (0600) instead of printing it");
+
+  auto project = std::make_shared<std::string>(), id = std::make_shared<std::string>(),
+       format = std::make_shared<std::string>("table");
+  auto query = std::make_shared<std::map<std::string, std::string>>();
+  auto* jobs = app.add_subcommand("jobs", "HPC job history: jobs list|show|export --project P");
+  AddApiOptions(jobs, api.get());
+  jobs->add_option("action", *action, "list | show | export")->required()->check(CLI::IsMember({"list", "show", "export"}));
+  jobs->add_option("id", *id, "show: DATAPLANE/CLUSTER/JOBID");
+  jobs->add_option("--project", *project, "Project")->required();
+  jobs->add_option("--user", (*query)["user"], "Only this user's jobs");
+  jobs->add_option("--state", (*query)["state"], "Only jobs in this state (e.g. COMPLETED)");
+  jobs->add_option("--workspace", (*query)["workspace"], "Only this workspace's jobs");
+  jobs->add_option("--from", (*query)["from"], "Submitted at or after (unix seconds)");
+  jobs->add_option("--to", (*query)["to"], "Submitted before (unix seconds)");
+  jobs->add_option("--limit", (*query)["limit"], "Page size (1-1000)");
+  jobs->add_option("--cursor", (*query)["cursor"], "Next page (printed by the previous one)");
+  jobs->add_option("-o,--output,--format", *format, "list: table|json; export: ndjson|csv");
+
+  auto* dataplanes = app.add_subcommand("dataplanes", "Data planes, their state and components");
+  AddApiOptions(dataplanes, api.get());
+  dataplanes->add_option("-o,--output", *format, "table | json");
+
+  auto name = std::make_shared<std::string>(), value = std::make_shared<std::string>();
+  auto* flags = app.add_subcommand("flags", "Feature flags: flags get [NAME] | flags set NAME true|false");
+  AddApiOptions(flags, api.get());
+  flags->add_option("action", *action, "get | set")->required();
+  flags->add_option("name", *name, "Flag, e.g. EnableHPCJobs");
+  flags->add_option("value", *value, "true | false");
+
+  return [=, &g]() -> int {
+    if (server->parsed()) return CmdServer(g, *listen, *store, *unreachable);
+    if (agent->parsed()) return CmdAgent(g, *api, *agent_opts);
+    if (tokens->parsed()) return CmdTokens(*api, *subject, *role, *projects, *out);
+    if (jobs->parsed()) {
+      std::string fmt_ = *format == "table" && *action == "export" ? "ndjson" : *format;
+      return CmdJobs(*api, *action, *project, *query, *id, fmt_);
+    }
+    if (dataplanes->parsed()) return CmdDataPlanes(*api, *format);
+    if (flags->parsed()) return CmdFlags(*api, *action, *name, *value);
+    return -1;
+  };
+}
+
+}  // namespace hpc::cli

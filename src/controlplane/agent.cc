@@ -1,0 +1,113 @@
+#include "controlplane/agent.h"
+
+#include <httplib.h>
+
+#include <regex>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/files.h"
+#include "common/jwt.h"
+#include "controlplane/sacct.h"
+#include "operator/builders.h"
+#include "operator/conditions.h"
+#include "operator/store.h"
+
+namespace hpc::cp {
+using nlohmann::json;
+
+namespace {
+std::string CursorFile(const op::ClusterPaths& p) { return p.Dir() + "/agent-window.json"; }
+}  // namespace
+
+Agent::Agent(op::ClusterPaths cluster, std::string self_exe, AgentOptions opts)
+    : cluster_(std::move(cluster)), self_exe_(std::move(self_exe)), opts_(std::move(opts)) {
+  if (opts_.data_plane.empty()) opts_.data_plane = cluster_.name;
+}
+
+Status Agent::Post(const std::string& path, const std::string& body) {
+  httplib::Client cli(opts_.server);
+  cli.set_connection_timeout(3);
+  cli.set_read_timeout(30);
+  cli.set_bearer_token_auth(opts_.token);
+  auto res = cli.Post(path, body, "application/json");
+  if (!res) return Status::Errorf("control plane {}: {}", opts_.server, httplib::to_string(res.error()));
+  if (res->status != 200) return Status::Errorf("control plane {} {}: {} {}", opts_.server, path, res->status, res->body);
+  return Status::Ok();
+}
+
+Result<std::string> Agent::InController(const std::vector<std::string>& argv) {
+  op::Store store(cluster_.Dir());
+  ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
+  ASSIGN_OR_RETURN(auto rt, op::OpenLocalRuntime(cluster_, c.spec.subnet, self_exe_, false));
+  runtime::ExecOptions o;
+  o.user = "slurm";
+  o.argv = argv;
+  o.env["SLURM_TIME_FORMAT"] = "%s";
+  o.timeout = std::chrono::milliseconds(60000);
+  ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(op::ControllerPodName(c), o));
+  if (!r.ok()) return Status::Errorf("{}: exit {}: {}", argv[0], r.exit_code, r.err);
+  return r.out;
+}
+
+Status Agent::Report() {
+  op::Store store(cluster_.Dir());
+  json body = {{"state", "Degraded"}, {"reasons", json::array()}, {"componentVersions", json::object()}};
+  auto c = store.LoadCluster();
+  if (!c.ok()) {
+    body["reasons"].push_back(c.status().message());
+  } else if (op::RunningDaemon(cluster_) == 0) {
+    body["reasons"].push_back("the hpcplane operator of cluster " + cluster_.name + " is not running");
+  } else {
+    const auto* ready = op::FindCondition(c->status.conditions, "Ready");
+    bool healthy = ready && ready->status == "True";
+    body["state"] = healthy ? "Healthy" : "Degraded";
+    if (!healthy) body["reasons"].push_back(ready ? ready->message : "cluster status unknown");
+    body["componentVersions"] = c->status.component_versions;
+  }
+  body["componentVersions"]["hpcplane"] = HPCPLANE_VERSION;
+  return Post(fmt::format("/api/v1/dataplanes/{}/report", opts_.data_plane), body.dump());
+}
+
+Status Agent::SyncJobs() {
+  int64_t now = jwt::UnixNow();
+  int64_t start = now - opts_.first_window_seconds;
+  if (auto saved = files::Read(CursorFile(cluster_)); saved.ok()) {
+    json j = json::parse(*saved, nullptr, false);
+    if (!j.is_discarded()) start = j.value("windowStart", start);
+  }
+  // Records slurmctld has not handed to slurmdbd yet will carry times inside this window.
+  ASSIGN_OR_RETURN(std::string sdiag, InController({"sdiag"}));
+  static const std::regex queue(R"(DBD Agent queue size:\s*(\d+))");
+  std::smatch m;
+  int64_t queued = std::regex_search(sdiag, m, queue) ? std::atoll(m[1].str().c_str()) : -1;
+  ASSIGN_OR_RETURN(std::string out, InController(SacctWindowArgs(start, now)));
+  ASSIGN_OR_RETURN(auto jobs, ParseSacct(out, opts_.data_plane));
+  for (size_t i = 0; i < jobs.size(); i += opts_.batch_size) {
+    json batch = json::array();
+    for (size_t k = i; k < std::min(jobs.size(), i + opts_.batch_size); ++k) batch.push_back(ToJson(jobs[k]));
+    RETURN_IF_ERROR(Post(fmt::format("/api/v1/dataplanes/{}/jobs", opts_.data_plane), json{{"jobs", batch}}.dump()));
+  }
+  if (queued == 0) {
+    int64_t next = std::max(start, now - opts_.overlap_seconds);
+    RETURN_IF_ERROR(files::WriteAtomic(CursorFile(cluster_), json{{"windowStart", next}}.dump() + "\n", 0600));
+  }
+  if (!jobs.empty()) spdlog::debug("agent: shipped {} job records from [{}, {})", jobs.size(), start, now);
+  return Status::Ok();
+}
+
+void Agent::Run(const std::atomic<bool>& stop) {
+  spdlog::info("agent for data plane {} (cluster {}) reporting to {}", opts_.data_plane, cluster_.name, opts_.server);
+  while (!stop) {
+    auto started = std::chrono::steady_clock::now();
+    if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());
+    if (Status s = SyncJobs(); !s.ok()) spdlog::warn("jobs: {}", s.message());
+    auto next = started + std::chrono::seconds(opts_.interval_seconds);
+    while (!stop && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
+}  // namespace hpc::cp

@@ -1,0 +1,45 @@
+// The data-plane agent (`hpcplane agent`): registers its data plane with the control plane,
+// reports every few seconds its state and component versions, and ships job records read from
+// slurmdbd by time window. The window's start only moves forward once slurmctld has nothing
+// queued for slurmdbd, so records stored late (database away) are still read; records are
+// upserted idempotently, so reading a window twice duplicates nothing. The window start is
+// saved only after the server accepted the batch: a crash at any point loses nothing.
+#pragma once
+
+#include <atomic>
+#include <string>
+
+#include "common/result.h"
+#include "operator/daemon.h"
+
+namespace hpc::cp {
+
+struct AgentOptions {
+  std::string server = "http://127.0.0.1:8080";
+  std::string token;
+  std::string data_plane;  // default: the cluster's name
+  int interval_seconds = 5;
+  int overlap_seconds = 120;  // re-read this much before the window start
+  int64_t first_window_seconds = 7 * 86400;
+  int batch_size = 500;
+};
+
+class Agent {
+ public:
+  Agent(op::ClusterPaths cluster, std::string self_exe, AgentOptions opts);
+  // One report and one job sync. Errors are returned (and retried next round by Run).
+  Status Report();
+  Status SyncJobs();
+  // Loops until `stop` is set.
+  void Run(const std::atomic<bool>& stop);
+
+ private:
+  Result<std::string> InController(const std::vector<std::string>& argv);
+  Status Post(const std::string& path, const std::string& body);
+
+  op::ClusterPaths cluster_;
+  std::string self_exe_;
+  AgentOptions opts_;
+};
+
+}  // namespace hpc::cp

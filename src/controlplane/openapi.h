@@ -1,0 +1,63 @@
+// The OpenAPI 3.0 description of /api/v1, served at /api/v1/openapi.json.
+#pragma once
+
+namespace hpc::cp {
+
+inline constexpr const char* kOpenApiDocument = R"json({
+  "openapi": "3.0.3",
+  "info": {"title": "hpcplane control plane", "version": "v1"},
+  "servers": [{"url": "/api/v1"}],
+  "components": {
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "schemas": {
+      "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
+        "code": {"type": "integer"}, "message": {"type": "string"}, "field": {"type": "string"}}}}},
+      "Job": {"type": "object", "properties": {
+        "dataPlane": {"type": "string"}, "cluster": {"type": "string"}, "jobId": {"type": "integer"},
+        "submitTime": {"type": "integer"}, "name": {"type": "string"}, "user": {"type": "string"},
+        "project": {"type": "string"}, "partition": {"type": "string"}, "state": {"type": "string"},
+        "exitCode": {"type": "string"}, "startTime": {"type": "integer"}, "endTime": {"type": "integer"},
+        "elapsedSeconds": {"type": "integer"}, "cpuSeconds": {"type": "integer"}, "maxRssKiB": {"type": "integer"},
+        "nodes": {"type": "integer"}, "nodeList": {"type": "string"}, "tres": {"type": "string"},
+        "source": {"type": "string", "enum": ["terminal", "api"]}},
+        "required": ["cluster", "jobId", "submitTime", "user", "state"]},
+      "DataPlane": {"type": "object", "properties": {
+        "name": {"type": "string"}, "state": {"type": "string", "enum": ["Healthy", "Degraded", "Unreachable"]},
+        "reasons": {"type": "array", "items": {"type": "string"}},
+        "componentVersions": {"type": "object", "additionalProperties": {"type": "string"}},
+        "lastReport": {"type": "integer"},
+        "slurm": {"type": "object", "properties": {"offered": {"type": "boolean"}, "version": {"type": "string"}}}}}
+    }
+  },
+  "security": [{"bearer": []}],
+  "paths": {
+    "/dataplanes": {"get": {"summary": "Data planes with their reported state and components",
+      "responses": {"200": {"description": "dataPlanes: [DataPlane]"}}}},
+    "/dataplanes/{name}/report": {"post": {"summary": "Agent: report state and componentVersions",
+      "responses": {"200": {"description": "accepted"}, "400": {"description": "malformed"}, "403": {"description": "not this data plane's agent"}}}},
+    "/dataplanes/{name}/jobs": {"post": {"summary": "Agent: upsert a batch of job records {jobs: [Job]}",
+      "responses": {"200": {"description": "upserted"}, "400": {"description": "malformed, names the field"}}}},
+    "/projects/{project}/jobs": {
+      "get": {"summary": "A project's HPC jobs, newest first",
+        "parameters": [{"name": "user", "in": "query"}, {"name": "state", "in": "query"},
+          {"name": "workspace", "in": "query"}, {"name": "from", "in": "query", "description": "submit time >= (unix s)"},
+          {"name": "to", "in": "query", "description": "submit time < (unix s)"},
+          {"name": "limit", "in": "query", "description": "1-1000, default 100"},
+          {"name": "cursor", "in": "query", "description": "nextCursor of the previous page"}],
+        "responses": {"200": {"description": "jobs: [Job], nextCursor"}, "403": {"description": "not a member"}}},
+      "post": {"summary": "Submit a batch script (flag EnableHPCJobs)",
+        "responses": {"403": {"description": "flag off or not a member"}, "400": {"description": "malformed"}}}},
+    "/projects/{project}/jobs/export": {"get": {"summary": "All matching jobs, streamed",
+      "parameters": [{"name": "format", "in": "query", "schema": {"enum": ["ndjson", "csv"]}}],
+      "responses": {"200": {"description": "application/x-ndjson or text/csv"}}}},
+    "/projects/{project}/jobs/{dataPlane}/{cluster}/{jobId}": {"get": {"summary": "One job with its runtime statistics",
+      "parameters": [{"name": "submitTime", "in": "query", "description": "which run of a reused id (default: latest)"}],
+      "responses": {"200": {"description": "Job"}, "404": {"description": "unknown"}}}},
+    "/flags": {"get": {"summary": "Feature flags", "responses": {"200": {"description": "flags"}}}},
+    "/flags/{name}": {"put": {"summary": "Admin: set a flag {value: bool}", "responses": {"200": {"description": "set"}}}},
+    "/tokens": {"post": {"summary": "Admin: create an API token {subject, role, projects}",
+      "responses": {"201": {"description": "token (shown once)"}}}}
+  }
+})json";
+
+}  // namespace hpc::cp

@@ -1,0 +1,121 @@
+#include "controlplane/sacct.h"
+
+#include <map>
+#include <sstream>
+
+#include <fmt/format.h>
+
+namespace hpc::cp {
+namespace {
+
+constexpr const char* kFields =
+    "Cluster,JobIDRaw,JobName,User,Account,Partition,State,ExitCode,Submit,Start,End,ElapsedRaw,TotalCPU,MaxRSS,"
+    "NNodes,NodeList,AllocTRES";
+constexpr size_t kFieldCount = 17;
+
+std::vector<std::string> SplitPipe(const std::string& line) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (true) {
+    size_t bar = line.find('|', start);
+    out.push_back(line.substr(start, bar == std::string::npos ? std::string::npos : bar - start));
+    if (bar == std::string::npos) return out;
+    start = bar + 1;
+  }
+}
+
+int64_t Num(const std::string& s) {
+  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return 0;
+  return std::atoll(s.c_str());
+}
+
+}  // namespace
+
+std::vector<std::string> SacctWindowArgs(int64_t start, int64_t end) {
+  return {"sacct", "--allusers", "--duplicates", "--parsable2", "--noheader", "--noconvert",
+          "--starttime=" + std::to_string(start), "--endtime=" + std::to_string(end), std::string("--format=") + kFields};
+}
+
+int64_t ParseSlurmDuration(const std::string& s) {
+  if (s.empty()) return 0;
+  int64_t days = 0;
+  std::string rest = s;
+  if (auto dash = rest.find('-'); dash != std::string::npos) {
+    days = Num(rest.substr(0, dash));
+    rest = rest.substr(dash + 1);
+  }
+  if (auto dot = rest.find('.'); dot != std::string::npos) rest = rest.substr(0, dot);
+  std::vector<int64_t> parts;
+  std::stringstream in(rest);
+  std::string p;
+  while (std::getline(in, p, ':')) parts.push_back(Num(p));
+  int64_t secs = 0;
+  for (int64_t v : parts) secs = secs * 60 + v;
+  return days * 86400 + secs;
+}
+
+int64_t ParseSlurmSizeKiB(const std::string& s) {
+  if (s.empty()) return 0;
+  char unit = s.back();
+  double v = std::atof(s.c_str());
+  switch (unit) {
+    case 'K': return static_cast<int64_t>(v);
+    case 'M': return static_cast<int64_t>(v * 1024);
+    case 'G': return static_cast<int64_t>(v * 1024 * 1024);
+    case 'T': return static_cast<int64_t>(v * 1024 * 1024 * 1024);
+    default: return static_cast<int64_t>(v / 1024);
+  }
+}
+
+Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::string& data_plane) {
+  std::vector<JobRecord> jobs;
+  // (job id, submit) of each allocation line, so its steps (which follow it) fold into it.
+  std::map<int64_t, size_t> latest;
+  std::istringstream in(output);
+  std::string line;
+  int n = 0;
+  while (std::getline(in, line)) {
+    ++n;
+    if (line.empty()) continue;
+    auto f = SplitPipe(line);
+    if (f.size() != kFieldCount) {
+      return Status::Errorf("sacct output line {}: {} fields, expected {}", n, f.size(), kFieldCount);
+    }
+    const std::string& id = f[1];
+    auto dot = id.find('.');
+    if (dot != std::string::npos) {
+      // A step: 123.batch, 123.0, 123.extern.
+      auto it = latest.find(Num(id.substr(0, dot)));
+      if (it != latest.end()) {
+        auto& j = jobs[it->second];
+        j.max_rss_kib = std::max(j.max_rss_kib, ParseSlurmSizeKiB(f[13]));
+      }
+      continue;
+    }
+    if (Num(id) == 0) return Status::Errorf("sacct output line {}: job id \"{}\" is not a number", n, id);
+    JobRecord j;
+    j.data_plane = data_plane;
+    j.cluster = f[0];
+    j.job_id = Num(id);
+    j.name = f[2];
+    j.user = f[3];
+    j.project = f[4];
+    j.partition = f[5];
+    j.state = f[6].substr(0, f[6].find(' '));  // "CANCELLED by 2001"
+    j.exit_code = f[7];
+    j.submit_time = Num(f[8]);
+    j.start_time = Num(f[9]);
+    j.end_time = Num(f[10]);
+    j.elapsed_seconds = Num(f[11]);
+    j.cpu_seconds = ParseSlurmDuration(f[12]);
+    j.max_rss_kib = ParseSlurmSizeKiB(f[13]);
+    j.nodes = static_cast<int>(Num(f[14]));
+    j.node_list = f[15] == "None assigned" ? "" : f[15];
+    j.tres = f[16];
+    latest[j.job_id] = jobs.size();
+    jobs.push_back(std::move(j));
+  }
+  return jobs;
+}
+
+}  // namespace hpc::cp

@@ -1,0 +1,356 @@
+#include "controlplane/server.h"
+
+#include <httplib.h>
+
+#include <regex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/jwt.h"
+#include "controlplane/openapi.h"
+
+namespace hpc::cp {
+using nlohmann::json;
+
+namespace {
+
+void Error(httplib::Response& res, int code, const std::string& message, const std::string& field = "") {
+  json e = {{"code", code}, {"message", message}};
+  if (!field.empty()) e["field"] = field;
+  res.status = code;
+  res.set_content(json{{"error", e}}.dump() + "\n", "application/json");
+}
+
+void Ok(httplib::Response& res, const json& body, int code = 200) {
+  res.status = code;
+  res.set_content(body.dump() + "\n", "application/json");
+}
+
+// A request body as a JSON object, or a 400 naming what is wrong.
+std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {
+  json j = json::parse(req.body, nullptr, false);
+  if (j.is_discarded()) {
+    Error(res, 400, "request body is not valid JSON", "body");
+    return std::nullopt;
+  }
+  if (!j.is_object()) {
+    Error(res, 400, "request body must be a JSON object", "body");
+    return std::nullopt;
+  }
+  return j;
+}
+
+bool ValidName(const std::string& s) {
+  static const std::regex re("^[a-z][a-z0-9-]{0,62}$");
+  return std::regex_match(s, re);
+}
+
+json DataPlaneJson(const DataPlane& dp) {
+  bool slurm = dp.state == "Healthy" && dp.component_versions.count("slurm/slurmctld");
+  return {{"name", dp.name},
+          {"state", dp.state},
+          {"reasons", dp.reasons},
+          {"componentVersions", dp.component_versions},
+          {"lastReport", dp.last_report},
+          {"registeredAt", dp.registered_at},
+          // Slurm options are offered only where Slurm is known to be there and healthy.
+          {"slurm", {{"offered", slurm}, {"version", slurm ? dp.component_versions.at("slurm/slurmctld") : ""}}}};
+}
+
+}  // namespace
+
+Server::Server(Store* store, ServerOptions opts)
+    : store_(store), opts_(std::move(opts)), http_(std::make_unique<httplib::Server>()) {
+  Routes();
+}
+
+Server::~Server() = default;
+
+Result<int> Server::Bind() {
+  int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
+  if (port < 0) return Status::Errorf("cannot listen on {}:{}", opts_.host, opts_.port);
+  return port;
+}
+
+void Server::Serve() { http_->listen_after_bind(); }
+void Server::Stop() { http_->stop(); }
+
+Result<std::string> BootstrapToken(Store* store, const std::string& subject, Role role,
+                                   const std::vector<std::string>& projects) {
+  ASSIGN_OR_RETURN(std::string token, jwt::NewApiToken());
+  RETURN_IF_ERROR(store->PutToken(jwt::Sha256Hex(token), {subject, role, projects}));
+  return token;
+}
+
+void Server::Routes() {
+  auto& s = *http_;
+  Store* store = store_;
+  const int unreachable_after = opts_.unreachable_after_seconds;
+
+  // Authentication for every path: a bearer token known to the store.
+  auto auth = [store](const httplib::Request& req, httplib::Response& res) -> std::optional<Principal> {
+    std::string h = req.get_header_value("Authorization");
+    if (h.rfind("Bearer ", 0) != 0 || h.size() <= 7) {
+      Error(res, 401, "missing bearer token (Authorization: Bearer <token>)");
+      return std::nullopt;
+    }
+    auto p = store->LookupToken(jwt::Sha256Hex(h.substr(7)));
+    if (!p.ok()) {
+      Error(res, 503, "store unavailable: " + p.status().message());
+      return std::nullopt;
+    }
+    if (!*p) {
+      Error(res, 401, "unknown token");
+      return std::nullopt;
+    }
+    return **p;
+  };
+  auto need_project = [](const Principal& p, const std::string& project, httplib::Response& res) {
+    if (p.role == Role::kAgent || !p.MemberOf(project)) {
+      Error(res, 403, fmt::format("{} is not a member of project {}", p.subject, project));
+      return false;
+    }
+    return true;
+  };
+  auto need_agent_for = [](const Principal& p, const std::string& dp, httplib::Response& res) {
+    if (p.role != Role::kAgent || p.subject != dp) {
+      Error(res, 403, fmt::format("only data plane {}'s agent may do this", dp));
+      return false;
+    }
+    return true;
+  };
+  auto need_admin = [](const Principal& p, httplib::Response& res) {
+    if (p.role != Role::kAdmin) {
+      Error(res, 403, "admin role required");
+      return false;
+    }
+    return true;
+  };
+
+  s.Get("/api/v1/openapi.json", [=](const httplib::Request& req, httplib::Response& res) {
+    if (!auth(req, res)) return;
+    res.set_content(kOpenApiDocument, "application/json");
+  });
+
+  s.Get("/api/v1/dataplanes", [=](const httplib::Request& req, httplib::Response& res) {
+    if (!auth(req, res)) return;
+    auto dps = store->DataPlanes();
+    if (!dps.ok()) return Error(res, 503, dps.status().message());
+    json out = json::array();
+    int64_t now = jwt::UnixNow();
+    for (auto dp : *dps) {
+      if (now - dp.last_report > unreachable_after) {
+        dp.state = "Unreachable";
+        dp.reasons = {fmt::format("no report for {}s (last at {})", now - dp.last_report, dp.last_report)};
+      }
+      out.push_back(DataPlaneJson(dp));
+    }
+    Ok(res, {{"dataPlanes", out}});
+  });
+
+  s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/report)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string name = req.matches[1];
+    if (!need_agent_for(*p, name, res)) return;
+    auto body = Body(req, res);
+    if (!body) return;
+    DataPlane dp;
+    dp.name = name;
+    dp.state = body->value("state", "");
+    if (dp.state != "Healthy" && dp.state != "Degraded") {
+      return Error(res, 400, "state must be Healthy or Degraded (got \"" + dp.state + "\")", "state");
+    }
+    try {
+      dp.reasons = body->value("reasons", std::vector<std::string>{});
+      dp.component_versions = body->value("componentVersions", std::map<std::string, std::string>{});
+    } catch (const json::exception& e) {
+      return Error(res, 400, std::string("reasons must be strings and componentVersions a string map: ") + e.what(),
+                   "componentVersions");
+    }
+    dp.last_report = jwt::UnixNow();
+    if (Status st = store->UpsertDataPlane(dp); !st.ok()) return Error(res, 503, st.message());
+    Ok(res, {{"accepted", true}});
+  });
+
+  s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string name = req.matches[1];
+    if (!need_agent_for(*p, name, res)) return;
+    auto body = Body(req, res);
+    if (!body) return;
+    if (!body->contains("jobs") || !(*body)["jobs"].is_array()) return Error(res, 400, "jobs must be an array", "jobs");
+    std::vector<JobRecord> jobs;
+    for (size_t i = 0; i < (*body)["jobs"].size(); ++i) {
+      try {
+        JobRecord r = JobRecordFromJson((*body)["jobs"][i]);
+        r.data_plane = name;  // an agent speaks for its own data plane only
+        jobs.push_back(std::move(r));
+      } catch (const std::exception& e) {
+        std::string what = e.what();
+        std::string field = what.substr(0, what.find(':'));
+        return Error(res, 400, fmt::format("jobs[{}].{}", i, what), fmt::format("jobs[{}].{}", i, field));
+      }
+    }
+    if (Status st = store->UpsertJobs(jobs); !st.ok()) return Error(res, 503, st.message());
+    Ok(res, {{"upserted", jobs.size()}});
+  });
+
+  auto parse_filter = [](const httplib::Request& req, const std::string& project, JobFilter* f,
+                         httplib::Response& res) {
+    f->project = project;
+    f->user = req.get_param_value("user");
+    f->state = req.get_param_value("state");
+    f->workspace = req.get_param_value("workspace");
+    for (const auto& [key, out] : {std::pair<const char*, int64_t*>{"from", &f->from}, {"to", &f->to}}) {
+      std::string v = req.get_param_value(key);
+      if (v.empty()) continue;
+      if (v.find_first_not_of("0123456789") != std::string::npos) {
+        Error(res, 400, fmt::format("{} must be unix seconds (got \"{}\")", key, v), key);
+        return false;
+      }
+      *out = std::atoll(v.c_str());
+    }
+    return true;
+  };
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!need_project(*p, project, res)) return;
+    JobFilter f;
+    if (!parse_filter(req, project, &f, res)) return;
+    int limit = 100;
+    if (req.has_param("limit")) {
+      std::string v = req.get_param_value("limit");
+      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || std::atoi(v.c_str()) < 1 ||
+          std::atoi(v.c_str()) > 1000) {
+        return Error(res, 400, "limit must be 1-1000 (got \"" + v + "\")", "limit");
+      }
+      limit = std::atoi(v.c_str());
+    }
+    std::optional<JobCursor> cursor;
+    if (req.has_param("cursor")) {
+      auto c = JobCursor::Decode(req.get_param_value("cursor"));
+      if (!c.ok()) return Error(res, 400, c.status().message(), "cursor");
+      cursor = *c;
+    }
+    auto page = store->ListJobs(f, cursor, limit);
+    if (!page.ok()) return Error(res, 503, page.status().message());
+    json jobs = json::array();
+    for (const auto& j : page->jobs) jobs.push_back(ToJson(j));
+    json out = {{"jobs", jobs}};
+    out["nextCursor"] = page->next ? json(page->next->Encode()) : json(nullptr);
+    Ok(res, out);
+  });
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/export)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!need_project(*p, project, res)) return;
+    auto f = std::make_shared<JobFilter>();
+    if (!parse_filter(req, project, f.get(), res)) return;
+    std::string format = req.has_param("format") ? req.get_param_value("format") : "ndjson";
+    if (format != "ndjson" && format != "csv") return Error(res, 400, "format must be ndjson or csv", "format");
+    bool csv = format == "csv";
+    // Streamed in keyset pages: memory does not grow with the number of records.
+    res.set_chunked_content_provider(csv ? "text/csv" : "application/x-ndjson",
+                                     [store, f, csv](size_t, httplib::DataSink& sink) {
+                                       if (csv) sink.write(CsvHeader().data(), CsvHeader().size());
+                                       Status st = store->ExportJobs(*f, [&](const JobRecord& r) {
+                                         std::string line = csv ? ToCsvLine(r) : ToJson(r).dump() + "\n";
+                                         return sink.write(line.data(), line.size());
+                                       });
+                                       if (!st.ok()) spdlog::error("export: {}", st.message());
+                                       sink.done();
+                                       return true;
+                                     });
+  });
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/([a-z][a-z0-9-]*)/([a-z][a-z0-9-]*)/(\d+))",
+        [=](const httplib::Request& req, httplib::Response& res) {
+          auto p = auth(req, res);
+          if (!p) return;
+          std::string project = req.matches[1];
+          if (!need_project(*p, project, res)) return;
+          int64_t submit = 0;
+          if (req.has_param("submitTime")) submit = std::atoll(req.get_param_value("submitTime").c_str());
+          auto j = store->GetJob(req.matches[2], req.matches[3], std::atoll(req.matches[4].str().c_str()), submit);
+          if (!j.ok()) return Error(res, 503, j.status().message());
+          if (!*j || (*j)->project != project) return Error(res, 404, "no such job in project " + project);
+          Ok(res, ToJson(**j));
+        });
+
+  s.Post(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!need_project(*p, project, res)) return;
+    auto flags = store->Flags();
+    if (!flags.ok()) return Error(res, 503, flags.status().message());
+    if (!flags->count(kFlagHpcJobs) || !flags->at(kFlagHpcJobs)) {
+      return Error(res, 403, fmt::format("submitting HPC jobs through the API is disabled: flag {} is off", kFlagHpcJobs));
+    }
+    auto body = Body(req, res);
+    if (!body) return;
+    for (const char* field : {"dataPlane", "workspace", "script"}) {
+      if (!body->contains(field) || !(*body)[field].is_string() || (*body)[field].get<std::string>().empty()) {
+        return Error(res, 400, std::string(field) + " is required (a non-empty string)", field);
+      }
+    }
+    // Dispatch to data planes is not built yet: say so rather than accept and drop the job.
+    Error(res, 501, "submission through the API is not implemented yet; submit from the workspace terminal");
+  });
+
+  s.Get("/api/v1/flags", [=](const httplib::Request& req, httplib::Response& res) {
+    if (!auth(req, res)) return;
+    auto flags = store->Flags();
+    if (!flags.ok()) return Error(res, 503, flags.status().message());
+    json out = {{kFlagHpcJobs, false}};
+    for (const auto& [k, v] : *flags) out[k] = v;
+    Ok(res, {{"flags", out}});
+  });
+
+  s.Put(R"(/api/v1/flags/([A-Za-z][A-Za-z0-9]*))", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p || !need_admin(*p, res)) return;
+    auto body = Body(req, res);
+    if (!body) return;
+    if (!body->contains("value") || !(*body)["value"].is_boolean()) return Error(res, 400, "value must be true or false", "value");
+    if (Status st = store->SetFlag(req.matches[1], (*body)["value"].get<bool>()); !st.ok()) return Error(res, 503, st.message());
+    Ok(res, {{"name", req.matches[1]}, {"value", (*body)["value"]}});
+  });
+
+  s.Post("/api/v1/tokens", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p || !need_admin(*p, res)) return;
+    auto body = Body(req, res);
+    if (!body) return;
+    std::string subject = body->value("subject", "");
+    if (!ValidName(subject)) return Error(res, 400, "subject must be a lowercase name (got \"" + subject + "\")", "subject");
+    auto role = ParseRole(body->value("role", ""));
+    if (!role) return Error(res, 400, "role must be admin, user or agent", "role");
+    std::vector<std::string> projects;
+    if (body->contains("projects")) {
+      if (!(*body)["projects"].is_array()) return Error(res, 400, "projects must be a list of names", "projects");
+      for (const auto& pr : (*body)["projects"]) {
+        if (!pr.is_string() || !ValidName(pr.get<std::string>())) return Error(res, 400, "projects must be a list of names", "projects");
+        projects.push_back(pr.get<std::string>());
+      }
+    }
+    auto token = BootstrapToken(store, subject, *role, projects);
+    if (!token.ok()) return Error(res, 503, token.status().message());
+    Ok(res, {{"token", *token}, {"subject", subject}, {"role", RoleName(*role)}, {"projects", projects}}, 201);
+  });
+
+  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    if (res.status == 404 && res.body.empty()) Error(res, 404, "no such path: " + req.path);
+  });
+}
+
+}  // namespace hpc::cp

@@ -1,0 +1,308 @@
+// Store over Db: the same SQL for SQLite and PostgreSQL.
+#include <ctime>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "controlplane/db.h"
+#include "controlplane/store.h"
+
+namespace hpc::cp {
+using nlohmann::json;
+
+namespace {
+
+// Append-only: a deployed schema is changed by a new entry, never by editing an old one.
+const std::vector<std::string>& Migrations() {
+  static const std::vector<std::string> m = {
+      R"(CREATE TABLE data_planes (
+           name TEXT PRIMARY KEY, state TEXT NOT NULL, reasons TEXT NOT NULL, components TEXT NOT NULL,
+           last_report BIGINT NOT NULL, registered_at BIGINT NOT NULL);
+         CREATE TABLE jobs (
+           data_plane TEXT NOT NULL, cluster TEXT NOT NULL, job_id BIGINT NOT NULL, submit_time BIGINT NOT NULL,
+           name TEXT NOT NULL, user_name TEXT NOT NULL, project TEXT NOT NULL, partition_name TEXT NOT NULL,
+           state TEXT NOT NULL, exit_code TEXT NOT NULL, start_time BIGINT NOT NULL, end_time BIGINT NOT NULL,
+           elapsed_seconds BIGINT NOT NULL, cpu_seconds BIGINT NOT NULL, max_rss_kib BIGINT NOT NULL,
+           nodes INTEGER NOT NULL, node_list TEXT NOT NULL, tres TEXT NOT NULL, source TEXT NOT NULL,
+           PRIMARY KEY (data_plane, cluster, job_id, submit_time));
+         CREATE INDEX jobs_by_project ON jobs (project, submit_time DESC, data_plane DESC, cluster DESC, job_id DESC);
+         CREATE TABLE tokens (token_hash TEXT PRIMARY KEY, subject TEXT NOT NULL, role TEXT NOT NULL,
+           projects TEXT NOT NULL);
+         CREATE TABLE flags (name TEXT PRIMARY KEY, value INTEGER NOT NULL);)",
+  };
+  return m;
+}
+
+const char* kJobColumns =
+    "data_plane, cluster, job_id, submit_time, name, user_name, project, partition_name, state, exit_code, "
+    "start_time, end_time, elapsed_seconds, cpu_seconds, max_rss_kib, nodes, node_list, tres, source";
+
+int64_t I(const SqlValue& v) { return v ? std::atoll(v->c_str()) : 0; }
+std::string S(const SqlValue& v) { return v.value_or(""); }
+
+JobRecord JobFromRow(const SqlRow& r) {
+  JobRecord j;
+  j.data_plane = S(r[0]), j.cluster = S(r[1]), j.job_id = I(r[2]), j.submit_time = I(r[3]);
+  j.name = S(r[4]), j.user = S(r[5]), j.project = S(r[6]), j.partition = S(r[7]), j.state = S(r[8]);
+  j.exit_code = S(r[9]), j.start_time = I(r[10]), j.end_time = I(r[11]), j.elapsed_seconds = I(r[12]);
+  j.cpu_seconds = I(r[13]), j.max_rss_kib = I(r[14]), j.nodes = static_cast<int>(I(r[15]));
+  j.node_list = S(r[16]), j.tres = S(r[17]), j.source = S(r[18]);
+  return j;
+}
+
+std::vector<SqlValue> JobParams(const JobRecord& j) {
+  auto n = [](int64_t v) { return SqlValue(std::to_string(v)); };
+  return {j.data_plane, j.cluster, n(j.job_id), n(j.submit_time), j.name, j.user, j.project, j.partition,
+          j.state, j.exit_code, n(j.start_time), n(j.end_time), n(j.elapsed_seconds), n(j.cpu_seconds),
+          n(j.max_rss_kib), n(j.nodes), j.node_list, j.tres, j.source};
+}
+
+class SqlStore : public Store {
+ public:
+  explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
+
+  Result<int> Migrate() override {
+    RETURN_IF_ERROR(db_->ExecScript(
+        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"));
+    int current = 0;
+    RETURN_IF_ERROR(db_->Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", {}, [&](const SqlRow& r) {
+      current = static_cast<int>(I(r[0]));
+      return false;
+    }));
+    const auto& all = Migrations();
+    for (size_t v = current; v < all.size(); ++v) {
+      // Each migration and its bookkeeping commit together.
+      std::string script = "BEGIN;\n" + all[v] + "\nINSERT INTO schema_migrations (version, applied_at) VALUES (" +
+                           std::to_string(v + 1) + ", " + std::to_string(std::time(nullptr)) + ");\nCOMMIT;";
+      Status s = db_->ExecScript(script);
+      if (!s.ok()) {
+        (void)db_->ExecScript("ROLLBACK");
+        return Status::Errorf("migration {}: {}", v + 1, s.message());
+      }
+    }
+    return static_cast<int>(all.size());
+  }
+
+  Status UpsertDataPlane(const DataPlane& dp) override {
+    return db_->Query(
+        "INSERT INTO data_planes (name, state, reasons, components, last_report, registered_at) "
+        "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO UPDATE SET state = excluded.state, "
+        "reasons = excluded.reasons, components = excluded.components, last_report = excluded.last_report",
+        {dp.name, dp.state, json(dp.reasons).dump(), json(dp.component_versions).dump(),
+         std::to_string(dp.last_report), std::to_string(dp.registered_at ? dp.registered_at : dp.last_report)});
+  }
+
+  Result<std::vector<DataPlane>> DataPlanes() override {
+    std::vector<DataPlane> out;
+    RETURN_IF_ERROR(db_->Query(
+        "SELECT name, state, reasons, components, last_report, registered_at FROM data_planes ORDER BY name", {},
+        [&](const SqlRow& r) {
+          DataPlane dp;
+          dp.name = S(r[0]), dp.state = S(r[1]);
+          dp.reasons = json::parse(S(r[2]), nullptr, false).get<std::vector<std::string>>();
+          dp.component_versions = json::parse(S(r[3]), nullptr, false).get<std::map<std::string, std::string>>();
+          dp.last_report = I(r[4]), dp.registered_at = I(r[5]);
+          out.push_back(std::move(dp));
+          return true;
+        }));
+    return out;
+  }
+
+  Status UpsertJobs(const std::vector<JobRecord>& jobs) override {
+    if (jobs.empty()) return Status::Ok();
+    std::vector<std::vector<SqlValue>> params;
+    params.reserve(jobs.size());
+    for (const auto& j : jobs) params.push_back(JobParams(j));
+    // A job submitted through the API stays marked so when the agent reports it again.
+    return db_->ExecBatch(fmt::format(
+        "INSERT INTO jobs ({}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19) "
+        "ON CONFLICT (data_plane, cluster, job_id, submit_time) DO UPDATE SET name = excluded.name, "
+        "user_name = excluded.user_name, project = excluded.project, partition_name = excluded.partition_name, "
+        "state = excluded.state, exit_code = excluded.exit_code, start_time = excluded.start_time, "
+        "end_time = excluded.end_time, elapsed_seconds = excluded.elapsed_seconds, "
+        "cpu_seconds = excluded.cpu_seconds, max_rss_kib = excluded.max_rss_kib, nodes = excluded.nodes, "
+        "node_list = excluded.node_list, tres = excluded.tres, "
+        "source = CASE WHEN jobs.source = 'api' THEN 'api' ELSE excluded.source END",
+        kJobColumns), params);
+  }
+
+  Result<JobPage> ListJobs(const JobFilter& f, const std::optional<JobCursor>& after, int limit) override {
+    std::string sql = fmt::format("SELECT {} FROM jobs WHERE project = $1", kJobColumns);
+    std::vector<SqlValue> p = {f.project};
+    auto add = [&](const std::string& cond, const std::string& v) {
+      p.push_back(v);
+      sql += " AND " + fmt::format(fmt::runtime(cond), p.size());
+    };
+    if (!f.user.empty()) add("user_name = ${}", f.user);
+    if (!f.state.empty()) add("state = ${}", f.state);
+    if (!f.workspace.empty()) add("partition_name = ${}", f.workspace);
+    if (f.from) add("submit_time >= ${}", std::to_string(f.from));
+    if (f.to) add("submit_time < ${}", std::to_string(f.to));
+    if (after) {
+      size_t n = p.size();
+      p.push_back(std::to_string(after->submit_time));
+      p.push_back(after->data_plane);
+      p.push_back(after->cluster);
+      p.push_back(std::to_string(after->job_id));
+      sql += fmt::format(" AND (submit_time, data_plane, cluster, job_id) < (CAST(${} AS BIGINT), ${}, ${}, CAST(${} AS BIGINT))",
+                         n + 1, n + 2, n + 3, n + 4);
+    }
+    sql += fmt::format(" ORDER BY submit_time DESC, data_plane DESC, cluster DESC, job_id DESC LIMIT {}", limit + 1);
+    JobPage page;
+    RETURN_IF_ERROR(db_->Query(sql, p, [&](const SqlRow& r) {
+      page.jobs.push_back(JobFromRow(r));
+      return true;
+    }));
+    if (static_cast<int>(page.jobs.size()) > limit) {
+      page.jobs.pop_back();
+      const auto& last = page.jobs.back();
+      page.next = JobCursor{last.submit_time, last.data_plane, last.cluster, last.job_id};
+    }
+    return page;
+  }
+
+  Result<std::optional<JobRecord>> GetJob(const std::string& data_plane, const std::string& cluster, int64_t job_id,
+                                          int64_t submit_time) override {
+    std::optional<JobRecord> out;
+    std::string sql = fmt::format("SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND job_id = $3", kJobColumns);
+    std::vector<SqlValue> p = {data_plane, cluster, std::to_string(job_id)};
+    if (submit_time) {
+      sql += " AND submit_time = $4";
+      p.push_back(std::to_string(submit_time));
+    }
+    sql += " ORDER BY submit_time DESC LIMIT 1";  // without a submit time: the latest run of that id
+    RETURN_IF_ERROR(db_->Query(sql, p, [&](const SqlRow& r) {
+      out = JobFromRow(r);
+      return false;
+    }));
+    return out;
+  }
+
+  Status ExportJobs(const JobFilter& f, const std::function<bool(const JobRecord&)>& sink) override {
+    // Keyset pages of bounded size: memory stays flat however many records match.
+    std::optional<JobCursor> cursor;
+    while (true) {
+      ASSIGN_OR_RETURN(JobPage page, ListJobs(f, cursor, 2000));
+      for (const auto& j : page.jobs) {
+        if (!sink(j)) return Status::Ok();
+      }
+      if (!page.next) return Status::Ok();
+      cursor = page.next;
+    }
+  }
+
+  Result<int64_t> CountJobs() override {
+    int64_t n = 0;
+    RETURN_IF_ERROR(db_->Query("SELECT COUNT(*) FROM jobs", {}, [&](const SqlRow& r) {
+      n = I(r[0]);
+      return false;
+    }));
+    return n;
+  }
+
+  Status PutToken(const std::string& token_hash, const Principal& pr) override {
+    return db_->Query(
+        "INSERT INTO tokens (token_hash, subject, role, projects) VALUES ($1, $2, $3, $4) "
+        "ON CONFLICT (token_hash) DO UPDATE SET subject = excluded.subject, role = excluded.role, "
+        "projects = excluded.projects",
+        {token_hash, pr.subject, std::string(RoleName(pr.role)), json(pr.projects).dump()});
+  }
+
+  Result<std::optional<Principal>> LookupToken(const std::string& token_hash) override {
+    std::optional<Principal> out;
+    RETURN_IF_ERROR(db_->Query("SELECT subject, role, projects FROM tokens WHERE token_hash = $1", {token_hash},
+                               [&](const SqlRow& r) {
+                                 Principal p;
+                                 p.subject = S(r[0]);
+                                 p.role = ParseRole(S(r[1])).value_or(Role::kUser);
+                                 p.projects = json::parse(S(r[2]), nullptr, false).get<std::vector<std::string>>();
+                                 out = p;
+                                 return false;
+                               }));
+    return out;
+  }
+
+  Result<std::map<std::string, bool>> Flags() override {
+    std::map<std::string, bool> out;
+    RETURN_IF_ERROR(db_->Query("SELECT name, value FROM flags", {}, [&](const SqlRow& r) {
+      out[S(r[0])] = I(r[1]) != 0;
+      return true;
+    }));
+    return out;
+  }
+
+  Status SetFlag(const std::string& name, bool value) override {
+    return db_->Query("INSERT INTO flags (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+                      {name, std::string(value ? "1" : "0")});
+  }
+
+ private:
+  std::unique_ptr<Db> db_;
+};
+
+}  // namespace
+
+const char* RoleName(Role r) {
+  switch (r) {
+    case Role::kAdmin: return "admin";
+    case Role::kAgent: return "agent";
+    default: return "user";
+  }
+}
+
+std::optional<Role> ParseRole(const std::string& s) {
+  if (s == "admin") return Role::kAdmin;
+  if (s == "user") return Role::kUser;
+  if (s == "agent") return Role::kAgent;
+  return std::nullopt;
+}
+
+bool Principal::MemberOf(const std::string& project) const {
+  if (role == Role::kAdmin) return true;
+  for (const auto& p : projects) {
+    if (p == project) return true;
+  }
+  return false;
+}
+
+std::string JobCursor::Encode() const {
+  return fmt::format("{}.{}.{}.{}", submit_time, job_id, data_plane, cluster);
+}
+
+Result<JobCursor> JobCursor::Decode(const std::string& s) {
+  // submit.jobid.dataplane.cluster; names are resource names (no dots).
+  JobCursor c;
+  std::vector<std::string> parts;
+  size_t start = 0;
+  while (true) {
+    size_t dot = s.find('.', start);
+    parts.push_back(s.substr(start, dot == std::string::npos ? std::string::npos : dot - start));
+    if (dot == std::string::npos) break;
+    start = dot + 1;
+  }
+  auto digits = [](const std::string& v) { return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos; };
+  if (parts.size() != 4 || !digits(parts[0]) || !digits(parts[1]) || parts[2].empty() || parts[3].empty()) {
+    return Status::Errorf("cursor \"{}\" is not one this API returned", s);
+  }
+  c.submit_time = std::atoll(parts[0].c_str());
+  c.job_id = std::atoll(parts[1].c_str());
+  c.data_plane = parts[2];
+  c.cluster = parts[3];
+  return c;
+}
+
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {
+  std::unique_ptr<Db> db;
+  if (url.rfind("postgres://", 0) == 0 || url.rfind("postgresql://", 0) == 0) {
+    ASSIGN_OR_RETURN(db, OpenPostgres(url));
+  } else {
+    std::string path = url.rfind("sqlite:", 0) == 0 ? url.substr(7) : url;
+    ASSIGN_OR_RETURN(db, OpenSqlite(path));
+  }
+  auto store = std::make_unique<SqlStore>(std::move(db));
+  ASSIGN_OR_RETURN(int version, store->Migrate());
+  (void)version;
+  return std::unique_ptr<Store>(std::move(store));
+}
+
+}  // namespace hpc::cp

@@ -1,0 +1,118 @@
+#include <fcntl.h>
+#include <sqlite3.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+
+#include <regex>
+
+#include "controlplane/db.h"
+
+namespace hpc::cp {
+namespace {
+
+class SqliteDb : public Db {
+ public:
+  explicit SqliteDb(sqlite3* db) : db_(db) {}
+  ~SqliteDb() override { sqlite3_close(db_); }
+  const char* engine() const override { return "sqlite"; }
+
+  Status ExecScript(const std::string& sql) override {
+    char* err = nullptr;
+    if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
+      std::string msg = err ? err : sqlite3_errmsg(db_);
+      sqlite3_free(err);
+      return Status::Errorf("sqlite: {}", msg);
+    }
+    return Status::Ok();
+  }
+
+  Status Query(const std::string& sql, const std::vector<SqlValue>& params,
+               const std::function<bool(const SqlRow&)>& row) override {
+    sqlite3_stmt* st = nullptr;
+    RETURN_IF_ERROR(Prepare(sql, &st));
+    Status s = Run(st, params, row);
+    sqlite3_finalize(st);
+    return s;
+  }
+
+  Status ExecBatch(const std::string& sql, const std::vector<std::vector<SqlValue>>& params) override {
+    RETURN_IF_ERROR(ExecScript("BEGIN IMMEDIATE"));
+    sqlite3_stmt* st = nullptr;
+    Status s = Prepare(sql, &st);
+    for (size_t i = 0; s.ok() && i < params.size(); ++i) s = Run(st, params[i], nullptr);
+    sqlite3_finalize(st);
+    if (!s.ok()) {
+      (void)ExecScript("ROLLBACK");
+      return s;
+    }
+    return ExecScript("COMMIT");
+  }
+
+ private:
+  Status Prepare(const std::string& sql, sqlite3_stmt** st) {
+    // $N placeholders become SQLite's ?N.
+    static const std::regex placeholder(R"(\$(\d+))");
+    std::string q = std::regex_replace(sql, placeholder, "?$1");
+    if (sqlite3_prepare_v2(db_, q.c_str(), -1, st, nullptr) != SQLITE_OK) {
+      return Status::Errorf("sqlite: {} in: {}", sqlite3_errmsg(db_), sql.substr(0, 120));
+    }
+    return Status::Ok();
+  }
+
+  Status Run(sqlite3_stmt* st, const std::vector<SqlValue>& params, const std::function<bool(const SqlRow&)>& row) {
+    sqlite3_reset(st);
+    sqlite3_clear_bindings(st);
+    for (size_t i = 0; i < params.size(); ++i) {
+      if (params[i]) {
+        sqlite3_bind_text(st, static_cast<int>(i + 1), params[i]->data(), static_cast<int>(params[i]->size()),
+                          SQLITE_TRANSIENT);
+      } else {
+        sqlite3_bind_null(st, static_cast<int>(i + 1));
+      }
+    }
+    while (true) {
+      int rc = sqlite3_step(st);
+      if (rc == SQLITE_DONE) return Status::Ok();
+      if (rc != SQLITE_ROW) return Status::Errorf("sqlite: {}", sqlite3_errmsg(db_));
+      if (!row) continue;
+      SqlRow r;
+      int n = sqlite3_column_count(st);
+      for (int c = 0; c < n; ++c) {
+        const unsigned char* t = sqlite3_column_text(st, c);
+        r.push_back(t ? SqlValue(std::string(reinterpret_cast<const char*>(t), sqlite3_column_bytes(st, c)))
+                      : std::nullopt);
+      }
+      if (!row(r)) return Status::Ok();
+    }
+  }
+
+  sqlite3* db_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Db>> OpenSqlite(const std::string& path) {
+  // Token digests and every user's job history: readable by the owner only (the WAL and shm
+  // files SQLite creates take the database file's mode).
+  if (path != ":memory:") {
+    int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::Errorf("sqlite {}: {}", path, std::strerror(errno));
+    ::close(fd);
+  }
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status::Errorf("sqlite {}: {}", path, msg);
+  }
+  sqlite3_busy_timeout(db, 10000);
+  auto out = std::make_unique<SqliteDb>(db);
+  // WAL: readers never block the writer; NORMAL sync is durable across process crashes.
+  RETURN_IF_ERROR(out->ExecScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"));
+  return std::unique_ptr<Db>(std::move(out));
+}
+
+}  // namespace hpc::cp

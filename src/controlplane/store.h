@@ -1,0 +1,90 @@
+// The control plane's store: data planes and what they report, job records, API tokens and
+// feature flags. One interface, two implementations (SQLite by default, PostgreSQL for a
+// shared deployment), both behind versioned schema migrations.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "common/result.h"
+#include "controlplane/job_record.h"
+
+namespace hpc::cp {
+
+struct DataPlane {
+  std::string name;
+  std::string state;  // Healthy | Degraded | Unreachable
+  std::vector<std::string> reasons;
+  std::map<std::string, std::string> component_versions;
+  int64_t last_report = 0;  // unix seconds
+  int64_t registered_at = 0;
+};
+
+enum class Role { kAdmin, kUser, kAgent };
+const char* RoleName(Role r);
+std::optional<Role> ParseRole(const std::string& s);
+
+struct Principal {
+  std::string subject;  // user name, or the agent's data plane
+  Role role = Role::kUser;
+  std::vector<std::string> projects;  // users: projects they belong to
+  bool MemberOf(const std::string& project) const;
+};
+
+struct JobFilter {
+  std::string project;  // required for listing
+  std::string user;
+  std::string state;
+  std::string workspace;  // the partition
+  int64_t from = 0;       // submit time range, unix seconds; 0: open
+  int64_t to = 0;
+};
+
+// Keyset paging: records in (submit_time, data_plane, cluster, job_id) descending order; the
+// cursor is the last key of the previous page.
+struct JobCursor {
+  int64_t submit_time = 0;
+  std::string data_plane, cluster;
+  int64_t job_id = 0;
+  std::string Encode() const;
+  static Result<JobCursor> Decode(const std::string& s);
+};
+
+struct JobPage {
+  std::vector<JobRecord> jobs;
+  std::optional<JobCursor> next;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+  // Applies the migrations not yet applied; returns the schema version.
+  virtual Result<int> Migrate() = 0;
+
+  virtual Status UpsertDataPlane(const DataPlane& dp) = 0;
+  virtual Result<std::vector<DataPlane>> DataPlanes() = 0;
+
+  // Idempotent on (data_plane, cluster, job_id, submit_time); one transaction per batch.
+  virtual Status UpsertJobs(const std::vector<JobRecord>& jobs) = 0;
+  virtual Result<JobPage> ListJobs(const JobFilter& f, const std::optional<JobCursor>& after, int limit) = 0;
+  virtual Result<std::optional<JobRecord>> GetJob(const std::string& data_plane, const std::string& cluster,
+                                                  int64_t job_id, int64_t submit_time) = 0;
+  // Streams every matching record to `sink` without holding them all; `sink` returns false to stop.
+  virtual Status ExportJobs(const JobFilter& f, const std::function<bool(const JobRecord&)>& sink) = 0;
+  virtual Result<int64_t> CountJobs() = 0;
+
+  virtual Status PutToken(const std::string& token_hash, const Principal& p) = 0;
+  virtual Result<std::optional<Principal>> LookupToken(const std::string& token_hash) = 0;
+
+  virtual Result<std::map<std::string, bool>> Flags() = 0;
+  virtual Status SetFlag(const std::string& name, bool value) = 0;
+};
+
+// "sqlite:PATH", a path, or "postgres://..." / "postgresql://...".
+Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+
+}  // namespace hpc::cp
