@@ -215,6 +215,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   }
   st.component_versions["hpcplane"] = HPCPLANE_VERSION;
 
+  slurm_answered_ = slurm_ok;
   bool ready = waiting.empty() && failures.empty() && slurm_ok;
   SetCondition(&st.conditions, "Ready", ready, ready ? "AllComponentsReady" : "NotReady",
                ready ? "every component is ready; Slurm answers"

@@ -34,8 +34,9 @@ class ClusterReconciler {
   api::SlurmClusterStatus Reconcile(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                                     const std::vector<api::ClusterUser>& extra_users = {});
 
-  /** The Slurm reader of the last reconcile, when the REST API pod was ready; else null. */
-  slurm::SlurmReader* reader() const { return reader_.get(); }
+  /** The Slurm reader of the last reconcile when Slurm answered its ping; else null, so a
+   * pass where slurmctld is away does not wait on one timeout per query (and fails closed). */
+  slurm::SlurmReader* reader() const { return slurm_answered_ ? reader_.get() : nullptr; }
   bool controller_ready() const { return controller_ready_; }
   bool slurmdbd_ready() const { return slurmdbd_ready_; }
   // Users changed since the partitions last resolved their AllowGroups; cleared by the caller.
@@ -65,6 +66,7 @@ class ClusterReconciler {
   std::string reader_endpoint_;
   bool controller_ready_ = false;
   bool slurmdbd_ready_ = false;
+  bool slurm_answered_ = false;
   bool users_changed_ = false;
   bool degraded_ = false;
   std::string applied_slurm_conf_;
