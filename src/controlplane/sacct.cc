@@ -1,5 +1,6 @@
 #include "controlplane/sacct.h"
 
+#include <ctime>
 #include <map>
 #include <sstream>
 
@@ -31,9 +32,19 @@ int64_t Num(const std::string& s) {
 
 }  // namespace
 
+std::string SacctTime(int64_t t) {
+  // sacct takes local wall-clock times; the agent runs beside the cluster, in its time zone.
+  std::time_t tt = t;
+  std::tm tm{};
+  ::localtime_r(&tt, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &tm);
+  return buf;
+}
+
 std::vector<std::string> SacctWindowArgs(int64_t start, int64_t end) {
   return {"sacct", "--allusers", "--duplicates", "--parsable2", "--noheader", "--noconvert",
-          "--starttime=" + std::to_string(start), "--endtime=" + std::to_string(end), std::string("--format=") + kFields};
+          "--starttime=" + SacctTime(start), "--endtime=" + SacctTime(end), std::string("--format=") + kFields};
 }
 
 int64_t ParseSlurmDuration(const std::string& s) {

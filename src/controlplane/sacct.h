@@ -18,6 +18,8 @@ std::vector<std::string> SacctWindowArgs(int64_t start, int64_t end);
 Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::string& data_plane);
 
 // "1-02:03:04.500", "03:04.5", "00:00:00" -> whole seconds.
+// A unix time as sacct's --starttime/--endtime take it (local time, YYYY-MM-DDTHH:MM:SS).
+std::string SacctTime(int64_t t);
 int64_t ParseSlurmDuration(const std::string& s);
 // "1234K", "12M", "1G", "512" (bytes) -> KiB.
 int64_t ParseSlurmSizeKiB(const std::string& s);

@@ -1,0 +1,238 @@
+// The control plane against a real cluster: `hpcplane server` (SQLite) and `hpcplane agent`
+// as separate processes on loopback; job records from a workspace terminal with their runtime
+// statistics; authentication and authorisation; data planes turning Unreachable; kill -9 of the
+// agent and of the server during a 200-job run losing and duplicating nothing.
+#include <httplib.h>
+
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+#include "harness.h"
+
+namespace hpc::it {
+namespace {
+
+using namespace std::chrono_literals;
+using nlohmann::json;
+
+// A cluster with one workspace (user ann, project astro), a control plane and an agent.
+struct ControlPlaneEnv {
+  TestCluster cluster;
+  int port = FreeLoopbackPort();
+  std::string url = "http://127.0.0.1:" + std::to_string(port);
+  std::unique_ptr<Background> server, agent;
+
+  ControlPlaneEnv() : cluster("cp", [] {
+    ClusterOptions o;
+    o.replicas = 0;
+    return o;
+  }()) {}
+
+  std::string Dir() const { return cluster.state_dir() + "/controlplane"; }
+  std::string Token(const std::string& who) const { return Trim(files::Read(Dir() + "/" + who + ".token").value_or("")); }
+
+  void StartServer() {
+    server = std::make_unique<Background>(
+        std::vector<std::string>{HPCPLANE_BIN, "--state-dir", cluster.state_dir(), "server", "--listen",
+                                 "127.0.0.1:" + std::to_string(port), "--unreachable-after", "4"},
+        cluster.state_dir() + "/server.log");
+    ASSERT_TRUE(WaitFor([&] { return httplib::Client(url).Get("/api/v1/dataplanes") != nullptr; }, 20s))
+        << server->Log();
+  }
+  void StartAgent() {
+    agent = std::make_unique<Background>(
+        std::vector<std::string>{HPCPLANE_BIN, "--state-dir", cluster.state_dir(), "--cluster", cluster.name(), "agent",
+                                 "--server", url, "--token-file", Dir() + "/agent.token", "--name", "dp1",
+                                 "--interval", "1"},
+        cluster.state_dir() + "/agent.log");
+  }
+  ProcessResult Api(const std::vector<std::string>& args, const std::string& token_file) {
+    std::vector<std::string> a = args;
+    a.insert(a.end(), {"--server", url, "--token-file", Dir() + "/" + token_file + ".token"});
+    return cluster.Cli(a);
+  }
+  void Setup() {
+    ASSERT_EQ(cluster.Up().exit_code, 0);
+    ASSERT_EQ(cluster.Cli({"users", "add", "ann"}).exit_code, 0);
+    ASSERT_EQ(cluster.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--max-workers", "2",
+                           "--idle-timeout", "30s"}, 120s).exit_code, 0);
+    StartServer();
+    auto admin = "admin";
+    ASSERT_EQ(Api({"tokens", "create", "--subject", "dp1", "--role", "agent", "--out", Dir() + "/agent.token"}, admin).exit_code, 0);
+    ASSERT_EQ(Api({"tokens", "create", "--subject", "ann", "--role", "user", "--project", "astro", "--out",
+                   Dir() + "/ann.token"}, admin).exit_code, 0);
+    ASSERT_EQ(Api({"tokens", "create", "--subject", "bob", "--role", "user", "--project", "bio", "--out",
+                   Dir() + "/bob.token"}, admin).exit_code, 0);
+    StartAgent();
+  }
+  // Every job record of project astro, through the paged API.
+  std::vector<json> AllJobs() {
+    std::vector<json> out;
+    std::string cursor;
+    for (int page = 0; page < 100; ++page) {
+      httplib::Client cli(url);
+      cli.set_bearer_token_auth(Token("ann"));
+      std::string path = "/api/v1/projects/astro/jobs?limit=50" + (cursor.empty() ? "" : "&cursor=" + cursor);
+      auto res = cli.Get(path);
+      if (!res || res->status != 200) return out;
+      json j = json::parse(res->body);
+      for (auto& r : j["jobs"]) out.push_back(r);
+      if (j["nextCursor"].is_null()) break;
+      cursor = j["nextCursor"];
+    }
+    return out;
+  }
+  json DataPlane(const std::string& name) {
+    httplib::Client cli(url);
+    cli.set_bearer_token_auth(Token("ann"));
+    auto res = cli.Get("/api/v1/dataplanes");
+    if (!res) return nullptr;
+    for (auto& dp : json::parse(res->body)["dataPlanes"]) {
+      if (dp["name"] == name) return dp;
+    }
+    return nullptr;
+  }
+};
+
+int64_t Submit(TestCluster& c, const std::vector<std::string>& args) {
+  std::vector<std::string> cmd = {"workspace", "exec", "ann-astro", "--", "sbatch", "--parsable", "-o", "/dev/null"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  auto r = c.Cli(cmd);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return std::atoll(r.out.c_str());
+}
+
+const json* Find(const std::vector<json>& jobs, int64_t id) {
+  for (const auto& j : jobs) {
+    if (j["jobId"] == id) return &j;
+  }
+  return nullptr;
+}
+
+TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
+  ControlPlaneEnv env;
+  env.Setup();
+  int64_t ok = Submit(env.cluster, {"--wrap", "python3 -c 'x=bytearray(60*2**20); import time; t=time.time()\nwhile time.time()-t<7: pass'"});
+  int64_t failed = Submit(env.cluster, {"--wrap", "exit 3"});
+  ASSERT_GT(ok, 0);
+  ASSERT_GT(failed, 0);
+  std::vector<json> jobs;
+  ASSERT_TRUE(WaitFor([&] {
+    jobs = env.AllJobs();
+    const json* a = Find(jobs, ok);
+    const json* b = Find(jobs, failed);
+    return a && b && (*a)["state"] == "COMPLETED" && (*b)["state"] == "FAILED";
+  }, 120s)) << env.agent->Log();
+  const json& a = *Find(jobs, ok);
+  EXPECT_EQ(a["dataPlane"], "dp1");
+  EXPECT_EQ(a["cluster"], env.cluster.name());
+  EXPECT_EQ(a["user"], "ann");
+  EXPECT_EQ(a["project"], "astro");
+  EXPECT_EQ(a["partition"], "ann-astro");
+  EXPECT_EQ(a["exitCode"], "0:0");
+  EXPECT_EQ(a["nodes"], 1);
+  EXPECT_EQ(a["nodeList"], "ann-astro-0");
+  EXPECT_GE(a["elapsedSeconds"].get<int64_t>(), 7);
+  EXPECT_GE(a["cpuSeconds"].get<int64_t>(), 5);
+  EXPECT_GT(a["maxRssKiB"].get<int64_t>(), 60 * 1024);  // the 60 MiB the job held
+  EXPECT_NE(a["tres"].get<std::string>().find("cpu=1"), std::string::npos);
+  EXPECT_EQ(a["source"], "terminal");
+  EXPECT_EQ((*Find(jobs, failed))["exitCode"], "3:0");
+  // One job with its statistics, and the streamed export.
+  auto show = env.Api({"jobs", "show", "--project", "astro", "dp1/" + env.cluster.name() + "/" + std::to_string(ok)}, "ann");
+  EXPECT_EQ(show.exit_code, 0) << show.err;
+  EXPECT_NE(show.out.find("\"maxRssKiB\""), std::string::npos);
+  auto csv = env.Api({"jobs", "export", "--project", "astro", "--format", "csv"}, "ann");
+  EXPECT_EQ(SplitLines(csv.out).size(), jobs.size() + 1) << csv.out;
+  auto ndjson = env.Api({"jobs", "export", "--project", "astro"}, "ann");
+  EXPECT_EQ(SplitLines(ndjson.out).size(), jobs.size());
+
+  // Authentication and authorisation.
+  httplib::Client cli(env.url);
+  EXPECT_EQ(cli.Get("/api/v1/projects/astro/jobs")->status, 401);
+  EXPECT_EQ(cli.Get("/api/v1/openapi.json")->status, 401);
+  httplib::Client bob(env.url);
+  bob.set_bearer_token_auth(env.Token("bob"));
+  EXPECT_EQ(bob.Get("/api/v1/projects/astro/jobs")->status, 403);
+  EXPECT_EQ(bob.Get("/api/v1/openapi.json")->status, 200);
+  httplib::Client agent(env.url);
+  agent.set_bearer_token_auth(env.Token("agent"));
+  auto bad = agent.Post("/api/v1/dataplanes/dp1/jobs", R"({"jobs":[{"cluster":"c","jobId":"x","submitTime":1,"user":"u","state":"S"}]})",
+                        "application/json");
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_EQ(json::parse(bad->body)["error"]["field"], "jobs[0].jobId") << bad->body;
+  EXPECT_EQ(agent.Post("/api/v1/dataplanes/dp1/report", "{not json", "application/json")->status, 400);
+  EXPECT_EQ(agent.Post("/api/v1/dataplanes/other/report", R"({"state":"Healthy"})", "application/json")->status, 403);
+  httplib::Client ann(env.url);
+  ann.set_bearer_token_auth(env.Token("ann"));
+  auto limit = ann.Get("/api/v1/projects/astro/jobs?limit=0");
+  EXPECT_EQ(limit->status, 400);
+  EXPECT_EQ(json::parse(limit->body)["error"]["field"], "limit");
+  // Submission through the API is gated by a flag, off by default.
+  auto submit = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro","script":"#!/bin/sh\ntrue"})",
+                         "application/json");
+  EXPECT_EQ(submit->status, 403);
+  EXPECT_NE(submit->body.find("EnableHPCJobs"), std::string::npos);
+  EXPECT_NE(env.Api({"flags", "set", "EnableHPCJobs", "true"}, "ann").exit_code, 0);  // admins only
+
+  // The data plane reports Slurm; without reports it turns Unreachable and stops offering Slurm.
+  json dp = env.DataPlane("dp1");
+  ASSERT_FALSE(dp.is_null());
+  EXPECT_EQ(dp["state"], "Healthy") << dp.dump();
+  EXPECT_EQ(dp["componentVersions"]["slurm/slurmctld"], "22.05.8");
+  EXPECT_TRUE(dp["componentVersions"].contains("slurm/slurmdbd"));
+  EXPECT_TRUE(dp["slurm"]["offered"].get<bool>());
+  env.agent->Stop();
+  ASSERT_TRUE(WaitFor([&] { return env.DataPlane("dp1")["state"] == "Unreachable"; }, 20s));
+  EXPECT_FALSE(env.DataPlane("dp1")["slurm"]["offered"].get<bool>());
+
+  // Records outlive the workspace.
+  ASSERT_EQ(env.cluster.Cli({"workspace", "stop", "ann-astro", "--cancel-jobs"}, 120s).exit_code, 0);
+  EXPECT_TRUE(Find(env.AllJobs(), ok));
+}
+
+TEST(ControlPlane, Kill9OfAgentAndServerLosesAndDuplicatesNothing) {
+  ControlPlaneEnv env;
+  env.Setup();
+  // 200 jobs as one array: each task is its own job record.
+  auto r = env.cluster.Cli({"workspace", "exec", "ann-astro", "--", "sbatch", "--parsable", "-o", "/dev/null",
+                            "--array=1-200", "--wrap", "true"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto done = [&] {
+    auto q = env.cluster.Login("root", {"squeue", "-h", "-u", "ann"});
+    return q.exit_code == 0 && Trim(q.out).empty();
+  };
+  ASSERT_TRUE(WaitFor([&] { return env.AllJobs().size() >= 40; }, 180s)) << env.agent->Log();
+  env.agent->Kill9();
+  env.StartAgent();
+  ASSERT_TRUE(WaitFor([&] { return env.AllJobs().size() >= 100; }, 180s));
+  env.server->Kill9();
+  std::this_thread::sleep_for(2s);  // the agent keeps trying while the server is away
+  env.StartServer();
+  ASSERT_TRUE(WaitFor(done, 300s));
+  // Every task Slurm accounted for is there exactly once, in its final state.
+  auto sacct = env.cluster.Login("root", {"sacct", "-n", "-X", "-P", "-a", "-u", "ann", "--format=JobIDRaw,State"});
+  std::map<int64_t, std::string> want;
+  for (const auto& line : SplitLines(sacct.out)) {
+    want[std::atoll(line.c_str())] = line.substr(line.find('|') + 1);
+  }
+  ASSERT_EQ(want.size(), 200u) << sacct.out;
+  std::vector<json> got;
+  ASSERT_TRUE(WaitFor([&] {
+    got = env.AllJobs();
+    if (got.size() != want.size()) return false;
+    for (const auto& j : got) {
+      if (!want.count(j["jobId"]) || want[j["jobId"]] != j["state"]) return false;
+    }
+    return true;
+  }, 60s)) << got.size() << " records";
+  std::set<int64_t> ids;
+  for (const auto& j : got) ids.insert(j["jobId"].get<int64_t>());
+  EXPECT_EQ(ids.size(), 200u);
+}
+
+}  // namespace
+}  // namespace hpc::it

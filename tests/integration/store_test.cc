@@ -1,0 +1,161 @@
+// The control plane's store, the same tests against SQLite and a real PostgreSQL.
+#include <gtest/gtest.h>
+
+#include "common/files.h"
+#include "controlplane/store.h"
+#include "postgres.h"
+
+namespace hpc::it {
+namespace {
+
+cp::JobRecord Job(int64_t id, int64_t submit, const std::string& user = "ann", const std::string& state = "COMPLETED") {
+  cp::JobRecord j;
+  j.data_plane = "dp1";
+  j.cluster = "c1";
+  j.job_id = id;
+  j.submit_time = submit;
+  j.name = "job" + std::to_string(id);
+  j.user = user;
+  j.project = "astro";
+  j.partition = "ann-astro";
+  j.state = state;
+  j.exit_code = "0:0";
+  j.elapsed_seconds = id;
+  j.max_rss_kib = 1000 + id;
+  j.nodes = 1;
+  j.node_list = "w-0";
+  j.tres = "cpu=1,node=1";
+  return j;
+}
+
+class StoreTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    if (GetParam() == "postgres") {
+      pg_ = std::make_unique<PostgresServer>();
+      ASSERT_TRUE(pg_->ok()) << pg_->error();
+      url_ = pg_->url();
+    } else {
+      auto dir = files::MakeTempDir("hpcplane-store");
+      ASSERT_TRUE(dir.ok());
+      dir_ = *dir;
+      url_ = "sqlite:" + dir_ + "/cp.db";
+    }
+    auto s = cp::OpenStore(url_);
+    ASSERT_TRUE(s.ok()) << s.status().message();
+    store_ = std::move(*s);
+  }
+  void TearDown() override {
+    store_.reset();
+    pg_.reset();
+    if (!dir_.empty()) (void)files::RemoveAll(dir_);
+  }
+  std::unique_ptr<PostgresServer> pg_;
+  std::string dir_, url_;
+  std::unique_ptr<cp::Store> store_;
+};
+
+TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
+  store_.reset();
+  auto again = cp::OpenStore(url_);  // a second open applies nothing twice
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  auto v = (*again)->Migrate();
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(*v, 1);
+  store_ = std::move(*again);
+}
+
+TEST_P(StoreTest, UpsertsAreIdempotentOnTheRecordKey) {
+  ASSERT_TRUE(store_->UpsertJobs({Job(1, 100, "ann", "RUNNING"), Job(2, 101)}).ok());
+  ASSERT_TRUE(store_->UpsertJobs({Job(1, 100), Job(2, 101)}).ok());
+  EXPECT_EQ(*store_->CountJobs(), 2);
+  EXPECT_EQ((*store_->GetJob("dp1", "c1", 1, 100))->state, "COMPLETED");
+  // The same id submitted again (Slurm reused it) is another record.
+  ASSERT_TRUE(store_->UpsertJobs({Job(1, 500)}).ok());
+  EXPECT_EQ(*store_->CountJobs(), 3);
+  EXPECT_EQ((*store_->GetJob("dp1", "c1", 1, 0))->submit_time, 500);  // latest by default
+  // A job submitted through the API keeps that mark when the agent reports it.
+  auto api = Job(3, 102);
+  api.source = "api";
+  ASSERT_TRUE(store_->UpsertJobs({api}).ok());
+  ASSERT_TRUE(store_->UpsertJobs({Job(3, 102)}).ok());
+  EXPECT_EQ((*store_->GetJob("dp1", "c1", 3, 102))->source, "api");
+}
+
+TEST_P(StoreTest, KeysetPagesCoverEveryRecordOnceWithFilters) {
+  std::vector<cp::JobRecord> jobs;
+  for (int i = 1; i <= 250; ++i) jobs.push_back(Job(i, 1000 + i / 3, i % 5 == 0 ? "bob" : "ann", i % 7 == 0 ? "FAILED" : "COMPLETED"));
+  ASSERT_TRUE(store_->UpsertJobs(jobs).ok());
+  cp::JobFilter f;
+  f.project = "astro";
+  std::set<int64_t> seen;
+  std::optional<cp::JobCursor> cursor;
+  int pages = 0;
+  int64_t last_submit = INT64_MAX;
+  do {
+    auto page = store_->ListJobs(f, cursor, 40);
+    ASSERT_TRUE(page.ok()) << page.status().message();
+    for (const auto& j : page->jobs) {
+      EXPECT_TRUE(seen.insert(j.job_id).second) << j.job_id;
+      EXPECT_LE(j.submit_time, last_submit);
+      last_submit = j.submit_time;
+    }
+    cursor = page->next;
+    if (cursor) {
+      auto round = cp::JobCursor::Decode(cursor->Encode());
+      ASSERT_TRUE(round.ok());
+      cursor = *round;
+    }
+    ++pages;
+  } while (cursor);
+  EXPECT_EQ(seen.size(), 250u);
+  EXPECT_EQ(pages, 7);
+  f.user = "bob";
+  f.state = "FAILED";
+  auto filtered = store_->ListJobs(f, std::nullopt, 1000);
+  ASSERT_TRUE(filtered.ok());
+  EXPECT_EQ(filtered->jobs.size(), 7u);  // multiples of 35 up to 250
+  f = {};
+  f.project = "astro";
+  f.from = 1010;
+  f.to = 1020;
+  EXPECT_EQ(store_->ListJobs(f, std::nullopt, 1000)->jobs.size(), 30u);
+  f.project = "other";
+  EXPECT_TRUE(store_->ListJobs(f, std::nullopt, 1000)->jobs.empty());
+  int exported = 0;
+  cp::JobFilter all;
+  all.project = "astro";
+  ASSERT_TRUE(store_->ExportJobs(all, [&](const cp::JobRecord&) { return ++exported > 0; }).ok());
+  EXPECT_EQ(exported, 250);
+  EXPECT_FALSE(cp::JobCursor::Decode("garbage").ok());
+}
+
+TEST_P(StoreTest, DataPlanesTokensAndFlags) {
+  cp::DataPlane dp{"dp1", "Healthy", {}, {{"slurm/slurmctld", "22.05.8"}}, 100, 0};
+  ASSERT_TRUE(store_->UpsertDataPlane(dp).ok());
+  dp.state = "Degraded";
+  dp.reasons = {"slurmdbd down"};
+  dp.last_report = 200;
+  ASSERT_TRUE(store_->UpsertDataPlane(dp).ok());
+  auto dps = store_->DataPlanes();
+  ASSERT_TRUE(dps.ok());
+  ASSERT_EQ(dps->size(), 1u);
+  EXPECT_EQ((*dps)[0].state, "Degraded");
+  EXPECT_EQ((*dps)[0].reasons, std::vector<std::string>{"slurmdbd down"});
+  EXPECT_EQ((*dps)[0].registered_at, 100);
+  EXPECT_EQ((*dps)[0].component_versions.at("slurm/slurmctld"), "22.05.8");
+  ASSERT_TRUE(store_->PutToken("h1", {"ann", cp::Role::kUser, {"astro"}}).ok());
+  auto p = store_->LookupToken("h1");
+  ASSERT_TRUE(p.ok() && *p);
+  EXPECT_TRUE((*p)->MemberOf("astro"));
+  EXPECT_FALSE((*p)->MemberOf("bio"));
+  EXPECT_FALSE(*store_->LookupToken("nope"));
+  EXPECT_TRUE(store_->Flags()->empty());
+  ASSERT_TRUE(store_->SetFlag("EnableHPCJobs", true).ok());
+  EXPECT_TRUE(store_->Flags()->at("EnableHPCJobs"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Engines, StoreTest, ::testing::Values("sqlite", "postgres"));
+
+}  // namespace
+}  // namespace hpc::it
