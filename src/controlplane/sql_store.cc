@@ -1,5 +1,7 @@
 // Store over Db: the same SQL for SQLite and PostgreSQL.
 #include <ctime>
+#include <map>
+#include <tuple>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -109,21 +111,47 @@ class SqlStore : public Store {
   }
 
   Status UpsertJobs(const std::vector<JobRecord>& jobs) override {
-    if (jobs.empty()) return Status::Ok();
-    std::vector<std::vector<SqlValue>> params;
-    params.reserve(jobs.size());
-    for (const auto& j : jobs) params.push_back(JobParams(j));
-    // A job submitted through the API stays marked so when the agent reports it again.
-    return db_->ExecBatch(fmt::format(
-        "INSERT INTO jobs ({}) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13,$14,$15,$16,$17,$18,$19) "
-        "ON CONFLICT (data_plane, cluster, job_id, submit_time) DO UPDATE SET name = excluded.name, "
+    // One key once per statement (PostgreSQL refuses to update a row twice in one INSERT);
+    // the last report of a key wins.
+    std::map<std::tuple<std::string, std::string, int64_t, int64_t>, const JobRecord*> unique;
+    for (const auto& j : jobs) unique[{j.data_plane, j.cluster, j.job_id, j.submit_time}] = &j;
+    std::vector<const JobRecord*> rows;
+    for (const auto& [key, j] : unique) rows.push_back(j);
+    const std::string conflict =
+        " ON CONFLICT (data_plane, cluster, job_id, submit_time) DO UPDATE SET name = excluded.name, "
         "user_name = excluded.user_name, project = excluded.project, partition_name = excluded.partition_name, "
         "state = excluded.state, exit_code = excluded.exit_code, start_time = excluded.start_time, "
         "end_time = excluded.end_time, elapsed_seconds = excluded.elapsed_seconds, "
         "cpu_seconds = excluded.cpu_seconds, max_rss_kib = excluded.max_rss_kib, nodes = excluded.nodes, "
         "node_list = excluded.node_list, tres = excluded.tres, "
-        "source = CASE WHEN jobs.source = 'api' THEN 'api' ELSE excluded.source END",
-        kJobColumns), params);
+        // A job submitted through the API stays marked so when the agent reports it again.
+        "source = CASE WHEN jobs.source = 'api' THEN 'api' ELSE excluded.source END";
+    auto placeholders = [](size_t first) {
+      std::string v = "(";
+      for (int c = 0; c < 19; ++c) v += fmt::format("{}${}", c ? "," : "", first + c + 1);
+      return v + ")";
+    };
+    if (std::string(db_->engine()) == "sqlite") {
+      // SQLite: one prepared statement bound per row, all rows in one transaction.
+      std::vector<std::vector<SqlValue>> params;
+      for (const auto* j : rows) params.push_back(JobParams(*j));
+      return db_->ExecBatch(fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, placeholders(0), conflict),
+                            params);
+    }
+    // PostgreSQL: multi-row statements of up to 500 records, one round trip each.
+    constexpr size_t kChunk = 500;
+    for (size_t start = 0; start < rows.size(); start += kChunk) {
+      size_t end = std::min(rows.size(), start + kChunk);
+      std::string values;
+      std::vector<SqlValue> params;
+      for (size_t i = start; i < end; ++i) {
+        values += (i == start ? "" : ",") + placeholders(params.size());
+        auto p = JobParams(*rows[i]);
+        params.insert(params.end(), p.begin(), p.end());
+      }
+      RETURN_IF_ERROR(db_->Query(fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, values, conflict), params));
+    }
+    return Status::Ok();
   }
 
   Result<JobPage> ListJobs(const JobFilter& f, const std::optional<JobCursor>& after, int limit) override {
