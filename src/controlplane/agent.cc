@@ -3,6 +3,7 @@
 #include <httplib.h>
 
 #include <regex>
+#include <sstream>
 #include <thread>
 
 #include <fmt/format.h>
@@ -15,6 +16,7 @@
 #include "operator/builders.h"
 #include "operator/conditions.h"
 #include "operator/store.h"
+#include "operator/workspace.h"
 
 namespace hpc::cp {
 using nlohmann::json;
@@ -36,6 +38,80 @@ Status Agent::Post(const std::string& path, const std::string& body) {
   auto res = cli.Post(path, body, "application/json");
   if (!res) return Status::Errorf("control plane {}: {}", opts_.server, httplib::to_string(res.error()));
   if (res->status != 200) return Status::Errorf("control plane {} {}: {} {}", opts_.server, path, res->status, res->body);
+  return Status::Ok();
+}
+
+Result<std::string> Agent::Get(const std::string& path) {
+  httplib::Client cli(opts_.server);
+  cli.set_connection_timeout(3);
+  cli.set_read_timeout(30);
+  cli.set_bearer_token_auth(opts_.token);
+  auto res = cli.Get(path);
+  if (!res) return Status::Errorf("control plane {}: {}", opts_.server, httplib::to_string(res.error()));
+  if (res->status != 200) return Status::Errorf("control plane {} {}: {} {}", opts_.server, path, res->status, res->body);
+  return res->body;
+}
+
+Result<std::optional<std::pair<int64_t, int64_t>>> Agent::FindSubmitted(const std::string& id, int64_t since) {
+  const std::string tag = "hpcplane-submission:" + id;
+  // Queued or running jobs, then finished ones (slurmdbd keeps the comment).
+  ASSIGN_OR_RETURN(std::string queued, InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%V|%k"}));
+  ASSIGN_OR_RETURN(std::string done, InController({"sacct", "-n", "-X", "-P", "-a", "--starttime=" + SacctTime(since - 60),
+                                                   "--format=JobIDRaw,Submit,Comment"}));
+  std::istringstream in(queued + "\n" + done);
+  std::string line;
+  while (std::getline(in, line)) {
+    auto a = line.find('|'), b = line.rfind('|');
+    if (a == std::string::npos || a == b || line.substr(b + 1) != tag) continue;
+    return std::optional<std::pair<int64_t, int64_t>>({std::atoll(line.c_str()), std::atoll(line.c_str() + a + 1)});
+  }
+  return std::optional<std::pair<int64_t, int64_t>>();
+}
+
+Status Agent::RunSubmissions() {
+  ASSIGN_OR_RETURN(std::string body, Get(fmt::format("/api/v1/dataplanes/{}/submissions", opts_.data_plane)));
+  json pending = json::parse(body, nullptr, false);
+  if (pending.is_discarded() || !pending.contains("submissions")) return Status::Error("submissions: answer is not JSON");
+  op::Store store(cluster_.Dir());
+  for (const auto& sub : pending["submissions"]) {
+    const std::string id = sub.value("id", "");
+    auto report = [&](json result) {
+      return Post(fmt::format("/api/v1/dataplanes/{}/submissions/{}", opts_.data_plane, id), result.dump());
+    };
+    auto w = store.LoadWorkspace(sub.value("workspace", ""));
+    if (!w.ok() || w->spec.stopping || w->spec.user.name != sub.value("user", "") ||
+        w->spec.project != sub.value("project", "")) {
+      RETURN_IF_ERROR(report({{"state", "Failed"},
+                              {"error", fmt::format("workspace {} of user {} in project {} is not running here",
+                                                    sub.value("workspace", ""), sub.value("user", ""),
+                                                    sub.value("project", ""))}}));
+      continue;
+    }
+    ASSIGN_OR_RETURN(auto found, FindSubmitted(id, sub.value("createdAt", int64_t{0})));
+    if (!found) {
+      ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
+      ASSIGN_OR_RETURN(auto rt, op::OpenLocalRuntime(cluster_, c.spec.subnet, self_exe_, false));
+      runtime::ExecOptions o;
+      o.user = w->spec.user.name;  // as the user, with the workspace's token: never as root
+      o.env = op::WorkspaceShellEnv(*w);
+      o.working_dir = o.env["HPCPLANE_DATASET"];
+      o.argv = {"sbatch", "--parsable", "--comment=hpcplane-submission:" + id};
+      for (const auto& a : sub.value("sbatchArgs", std::vector<std::string>{})) o.argv.push_back(a);
+      o.stdin_data = sub.value("script", "");
+      ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(op::WorkspaceLoginPodName(*w), o));
+      if (!r.ok()) {
+        std::string err = r.err;
+        while (!err.empty() && err.back() == '\n') err.pop_back();
+        RETURN_IF_ERROR(report({{"state", "Failed"}, {"error", err}}));
+        continue;
+      }
+      ASSIGN_OR_RETURN(found, FindSubmitted(id, sub.value("createdAt", int64_t{0})));
+      if (!found) return Status::Errorf("submission {}: sbatch said {} but Slurm does not list the job yet", id, r.out);
+    }
+    RETURN_IF_ERROR(report({{"state", "Submitted"}, {"cluster", cluster_.name}, {"jobId", found->first},
+                            {"submitTime", found->second}}));
+    spdlog::info("submission {}: job {} for {} in {}", id, found->first, sub.value("user", ""), sub.value("workspace", ""));
+  }
   return Status::Ok();
 }
 
@@ -104,6 +180,7 @@ void Agent::Run(const std::atomic<bool>& stop) {
   while (!stop) {
     auto started = std::chrono::steady_clock::now();
     if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());
+    if (Status s = RunSubmissions(); !s.ok()) spdlog::warn("submissions: {}", s.message());
     if (Status s = SyncJobs(); !s.ok()) spdlog::warn("jobs: {}", s.message());
     auto next = started + std::chrono::seconds(opts_.interval_seconds);
     while (!stop && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -7,7 +7,9 @@
 #pragma once
 
 #include <atomic>
+#include <optional>
 #include <string>
+#include <utility>
 
 #include "common/result.h"
 #include "operator/daemon.h"
@@ -30,12 +32,19 @@ class Agent {
   // One report and one job sync. Errors are returned (and retried next round by Run).
   Status Report();
   Status SyncJobs();
+  // Runs the control plane's pending API submissions with sbatch in their workspace's login
+  // pod, as the workspace's user; each job carries --comment=hpcplane-submission:<id>, so a
+  // submission interrupted by a crash is found rather than submitted twice.
+  Status RunSubmissions();
   // Loops until `stop` is set.
   void Run(const std::atomic<bool>& stop);
 
  private:
   Result<std::string> InController(const std::vector<std::string>& argv);
   Status Post(const std::string& path, const std::string& body);
+  Result<std::string> Get(const std::string& path);
+  // The job a submission already created, if any: (job id, submit time).
+  Result<std::optional<std::pair<int64_t, int64_t>>> FindSubmitted(const std::string& id, int64_t since);
 
   op::ClusterPaths cluster_;
   std::string self_exe_;

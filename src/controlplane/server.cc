@@ -59,6 +59,32 @@ json DataPlaneJson(const DataPlane& dp) {
           {"slurm", {{"offered", slurm}, {"version", slurm ? dp.component_versions.at("slurm/slurmctld") : ""}}}};
 }
 
+json SubmissionJson(const Submission& x) {
+  return {{"id", x.id},       {"dataPlane", x.data_plane}, {"project", x.project}, {"workspace", x.workspace},
+          {"user", x.user},   {"state", x.state},          {"cluster", x.cluster}, {"jobId", x.job_id},
+          {"submitTime", x.submit_time}, {"error", x.error}, {"createdAt", x.created_at}};
+}
+
+// The sbatch options the API accepts, each value one safe token.
+Result<std::vector<std::string>> SbatchArgs(const json& options) {
+  static const std::map<std::string, std::string> allowed = {
+      {"jobName", "--job-name"}, {"nodes", "--nodes"},   {"ntasks", "--ntasks"}, {"cpusPerTask", "--cpus-per-task"},
+      {"mem", "--mem"},          {"time", "--time"},     {"array", "--array"},   {"output", "--output"},
+      {"error", "--error"}};
+  static const std::regex value("^[A-Za-z0-9_.:/%=,+@-]{1,200}$");
+  if (!options.is_object()) return Status::Error("options: must be an object");
+  std::vector<std::string> out;
+  for (auto it = options.begin(); it != options.end(); ++it) {
+    auto a = allowed.find(it.key());
+    if (a == allowed.end()) return Status::Errorf("options.{}: unknown option", it.key());
+    std::string v = it.value().is_string() ? it.value().get<std::string>()
+                    : it.value().is_number_integer() ? std::to_string(it.value().get<int64_t>()) : "";
+    if (!std::regex_match(v, value)) return Status::Errorf("options.{}: must be one token of letters, digits and _.:/%=,+@-", it.key());
+    out.push_back(a->second + "=" + v);
+  }
+  return out;
+}
+
 }  // namespace
 
 Server::Server(Store* store, ServerOptions opts)
@@ -303,8 +329,94 @@ void Server::Routes() {
         return Error(res, 400, std::string(field) + " is required (a non-empty string)", field);
       }
     }
-    // Dispatch to data planes is not built yet: say so rather than accept and drop the job.
-    Error(res, 501, "submission through the API is not implemented yet; submit from the workspace terminal");
+    Submission sub;
+    sub.data_plane = (*body)["dataPlane"];
+    sub.workspace = (*body)["workspace"];
+    sub.script = (*body)["script"];
+    sub.project = project;
+    sub.user = p->subject;
+    if (!ValidName(sub.workspace)) return Error(res, 400, "workspace must be a workspace id", "workspace");
+    if (sub.script.rfind("#!", 0) != 0 || sub.script.size() > (1 << 20)) {
+      return Error(res, 400, "script must start with #! and be at most 1 MiB", "script");
+    }
+    auto args = SbatchArgs(body->value("options", json::object()));
+    if (!args.ok()) {
+      std::string m = args.status().message();
+      return Error(res, 400, m, m.substr(0, m.find(':')));
+    }
+    sub.sbatch_args = *args;
+    // Only data planes that are Healthy and report Slurm are offered Slurm work.
+    auto dps = store->DataPlanes();
+    if (!dps.ok()) return Error(res, 503, dps.status().message());
+    bool offered = false;
+    for (const auto& dp : *dps) {
+      offered = offered || (dp.name == sub.data_plane && dp.state == "Healthy" && dp.component_versions.count("slurm/slurmctld") &&
+                            jwt::UnixNow() - dp.last_report <= unreachable_after);
+    }
+    if (!offered) return Error(res, 409, "data plane " + sub.data_plane + " is not Healthy with Slurm", "dataPlane");
+    auto id = jwt::RandomBytes(12);
+    if (!id.ok()) return Error(res, 503, id.status().message());
+    sub.id = jwt::Sha256Hex(*id).substr(0, 24);
+    sub.created_at = jwt::UnixNow();
+    if (Status st = store->PutSubmission(sub); !st.ok()) return Error(res, 503, st.message());
+    Ok(res, SubmissionJson(sub), 202);
+  });
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!need_project(*p, project, res)) return;
+    auto sub = store->GetSubmission(req.matches[2]);
+    if (!sub.ok()) return Error(res, 503, sub.status().message());
+    if (!*sub || (*sub)->project != project) return Error(res, 404, "no such submission in project " + project);
+    Ok(res, SubmissionJson(**sub));
+  });
+
+  s.Get(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p || !need_agent_for(*p, req.matches[1], res)) return;
+    auto subs = store->PendingSubmissions(req.matches[1]);
+    if (!subs.ok()) return Error(res, 503, subs.status().message());
+    json out = json::array();
+    for (const auto& x : *subs) {
+      json j = SubmissionJson(x);
+      j["script"] = x.script;
+      j["sbatchArgs"] = x.sbatch_args;
+      out.push_back(j);
+    }
+    Ok(res, {{"submissions", out}});
+  });
+
+  s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p || !need_agent_for(*p, req.matches[1], res)) return;
+    auto body = Body(req, res);
+    if (!body) return;
+    auto sub = store->GetSubmission(req.matches[2]);
+    if (!sub.ok()) return Error(res, 503, sub.status().message());
+    if (!*sub || (*sub)->data_plane != req.matches[1]) return Error(res, 404, "no such submission");
+    Submission x = **sub;
+    x.state = body->value("state", "");
+    if (x.state != "Submitted" && x.state != "Failed") return Error(res, 400, "state must be Submitted or Failed", "state");
+    x.error = body->value("error", "");
+    if (x.state == "Submitted") {
+      if (!(*body)["jobId"].is_number_integer() || !(*body)["submitTime"].is_number_integer() ||
+          !(*body)["cluster"].is_string()) {
+        return Error(res, 400, "jobId, submitTime and cluster are required for a submitted job", "jobId");
+      }
+      x.job_id = (*body)["jobId"];
+      x.submit_time = (*body)["submitTime"];
+      x.cluster = (*body)["cluster"];
+      // The job enters the history now, marked as submitted through the API; the agent's
+      // records fill in its statistics later and keep the mark.
+      JobRecord r;
+      r.data_plane = x.data_plane, r.cluster = x.cluster, r.job_id = x.job_id, r.submit_time = x.submit_time;
+      r.user = x.user, r.project = x.project, r.partition = x.workspace, r.state = "PENDING", r.source = "api";
+      if (Status st = store->UpsertJobs({r}); !st.ok()) return Error(res, 503, st.message());
+    }
+    if (Status st = store->PutSubmission(x); !st.ok()) return Error(res, 503, st.message());
+    Ok(res, SubmissionJson(x));
   });
 
   s.Get("/api/v1/flags", [=](const httplib::Request& req, httplib::Response& res) {

@@ -31,6 +31,12 @@ const std::vector<std::string>& Migrations() {
          CREATE TABLE tokens (token_hash TEXT PRIMARY KEY, subject TEXT NOT NULL, role TEXT NOT NULL,
            projects TEXT NOT NULL);
          CREATE TABLE flags (name TEXT PRIMARY KEY, value INTEGER NOT NULL);)",
+      R"(CREATE TABLE submissions (
+           id TEXT PRIMARY KEY, data_plane TEXT NOT NULL, project TEXT NOT NULL, workspace TEXT NOT NULL,
+           user_name TEXT NOT NULL, script TEXT NOT NULL, sbatch_args TEXT NOT NULL, state TEXT NOT NULL,
+           cluster TEXT NOT NULL, job_id BIGINT NOT NULL, submit_time BIGINT NOT NULL, error TEXT NOT NULL,
+           created_at BIGINT NOT NULL);
+         CREATE INDEX submissions_pending ON submissions (data_plane, state, created_at);)",
   };
   return m;
 }
@@ -228,6 +234,30 @@ class SqlStore : public Store {
     return n;
   }
 
+  Status PutSubmission(const Submission& x) override {
+    auto n = [](int64_t v) { return SqlValue(std::to_string(v)); };
+    return db_->Query(
+        "INSERT INTO submissions (id, data_plane, project, workspace, user_name, script, sbatch_args, state, cluster, "
+        "job_id, submit_time, error, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
+        "ON CONFLICT (id) DO UPDATE SET state = excluded.state, cluster = excluded.cluster, job_id = excluded.job_id, "
+        "submit_time = excluded.submit_time, error = excluded.error",
+        {x.id, x.data_plane, x.project, x.workspace, x.user, x.script, json(x.sbatch_args).dump(), x.state, x.cluster,
+         n(x.job_id), n(x.submit_time), x.error, n(x.created_at)});
+  }
+
+  Result<std::optional<Submission>> GetSubmission(const std::string& id) override {
+    std::vector<Submission> out;
+    RETURN_IF_ERROR(QuerySubmissions("WHERE id = $1", {id}, &out));
+    return out.empty() ? std::optional<Submission>() : std::optional<Submission>(out[0]);
+  }
+
+  Result<std::vector<Submission>> PendingSubmissions(const std::string& data_plane) override {
+    std::vector<Submission> out;
+    RETURN_IF_ERROR(
+        QuerySubmissions("WHERE data_plane = $1 AND state = 'Pending' ORDER BY created_at LIMIT 100", {data_plane}, &out));
+    return out;
+  }
+
   Status PutToken(const std::string& token_hash, const Principal& pr) override {
     return db_->Query(
         "INSERT INTO tokens (token_hash, subject, role, projects) VALUES ($1, $2, $3, $4) "
@@ -265,6 +295,22 @@ class SqlStore : public Store {
   }
 
  private:
+  Status QuerySubmissions(const std::string& where, const std::vector<SqlValue>& params, std::vector<Submission>* out) {
+    return db_->Query(
+        "SELECT id, data_plane, project, workspace, user_name, script, sbatch_args, state, cluster, job_id, "
+        "submit_time, error, created_at FROM submissions " + where,
+        params, [&](const SqlRow& r) {
+          Submission x;
+          x.id = S(r[0]), x.data_plane = S(r[1]), x.project = S(r[2]), x.workspace = S(r[3]), x.user = S(r[4]);
+          x.script = S(r[5]);
+          x.sbatch_args = json::parse(S(r[6]), nullptr, false).get<std::vector<std::string>>();
+          x.state = S(r[7]), x.cluster = S(r[8]), x.job_id = I(r[9]), x.submit_time = I(r[10]);
+          x.error = S(r[11]), x.created_at = I(r[12]);
+          out->push_back(std::move(x));
+          return true;
+        });
+  }
+
   std::unique_ptr<Db> db_;
 };
 

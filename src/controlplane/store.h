@@ -59,6 +59,21 @@ struct JobPage {
   std::optional<JobCursor> next;
 };
 
+// A batch script submitted through the API, waiting for its data plane's agent to run it as
+// the user in the workspace (sbatch in the login pod), then carrying the job id it got.
+struct Submission {
+  std::string id;
+  std::string data_plane, project, workspace, user;
+  std::string script;
+  std::vector<std::string> sbatch_args;  // validated options, e.g. --job-name=x
+  std::string state = "Pending";         // Pending | Submitted | Failed
+  std::string cluster;
+  int64_t job_id = 0;
+  int64_t submit_time = 0;
+  std::string error;
+  int64_t created_at = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -76,6 +91,10 @@ class Store {
   // Streams every matching record to `sink` without holding them all; `sink` returns false to stop.
   virtual Status ExportJobs(const JobFilter& f, const std::function<bool(const JobRecord&)>& sink) = 0;
   virtual Result<int64_t> CountJobs() = 0;
+
+  virtual Status PutSubmission(const Submission& s) = 0;  // insert or replace
+  virtual Result<std::optional<Submission>> GetSubmission(const std::string& id) = 0;
+  virtual Result<std::vector<Submission>> PendingSubmissions(const std::string& data_plane) = 0;
 
   virtual Status PutToken(const std::string& token_hash, const Principal& p) = 0;
   virtual Result<std::optional<Principal>> LookupToken(const std::string& token_hash) = 0;

@@ -69,7 +69,9 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     o << "AccountingStorageType=accounting_storage/slurmdbd\n"
       << "AccountingStorageHost=" << SlurmdbdHost(c) << "\n"
       << "AccountingStoragePort=" << kSlurmdbdPort << "\n"
-      << "JobAcctGatherFrequency=task=5\n";
+      << "JobAcctGatherFrequency=task=5\n"
+      // Keeps --comment in slurmdbd: the agent finds API submissions by it after a crash.
+      << "AccountingStoreFlags=job_comment\n";
     if (!c.spec.accounting.enforce.empty()) o << "AccountingStorageEnforce=" << c.spec.accounting.enforce << "\n";
   } else {
     o << "AccountingStorageType=accounting_storage/none\n";

@@ -179,6 +179,39 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   EXPECT_EQ(submit->status, 403);
   EXPECT_NE(submit->body.find("EnableHPCJobs"), std::string::npos);
   EXPECT_NE(env.Api({"flags", "set", "EnableHPCJobs", "true"}, "ann").exit_code, 0);  // admins only
+  ASSERT_EQ(env.Api({"flags", "set", "EnableHPCJobs", "true"}, "admin").exit_code, 0);
+  auto unknown = ann.Post("/api/v1/projects/astro/jobs",
+                          R"({"dataPlane":"dp1","workspace":"ann-astro","script":"#!/bin/sh\ntrue","options":{"foo":"1"}})",
+                          "application/json");
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_EQ(json::parse(unknown->body)["error"]["field"], "options.foo") << unknown->body;
+  // Through the API: run as ann in her workspace, and in the same history as terminal jobs.
+  auto accepted = ann.Post("/api/v1/projects/astro/jobs",
+                           R"({"dataPlane":"dp1","workspace":"ann-astro","script":"#!/bin/sh\nid -un\nsleep 2\n",)"
+                           R"("options":{"jobName":"api-job"}})",
+                           "application/json");
+  ASSERT_EQ(accepted->status, 202) << accepted->body;
+  std::string sub_id = json::parse(accepted->body)["id"];
+  int64_t api_job = 0;
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = ann.Get("/api/v1/projects/astro/submissions/" + sub_id);
+    if (!r || r->status != 200) return false;
+    json j = json::parse(r->body);
+    api_job = j["jobId"].get<int64_t>();
+    return j["state"] == "Submitted";
+  }, 60s)) << env.agent->Log();
+  ASSERT_TRUE(WaitFor([&] {
+    jobs = env.AllJobs();
+    const json* j = Find(jobs, api_job);
+    return j && (*j)["state"] == "COMPLETED";
+  }, 90s));
+  const json& via_api = *Find(jobs, api_job);
+  EXPECT_EQ(via_api["source"], "api");
+  EXPECT_EQ(via_api["user"], "ann");
+  EXPECT_EQ(via_api["name"], "api-job");
+  EXPECT_EQ(via_api["partition"], "ann-astro");
+  EXPECT_GE(via_api["elapsedSeconds"].get<int64_t>(), 2);
+  EXPECT_EQ((*Find(jobs, ok))["source"], "terminal");
 
   // The data plane reports Slurm; without reports it turns Unreachable and stops offering Slurm.
   json dp = env.DataPlane("dp1");

@@ -61,7 +61,7 @@ TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   auto v = (*again)->Migrate();
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 1);
+  EXPECT_EQ(*v, 2);
   store_ = std::move(*again);
 }
 
