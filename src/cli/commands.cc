@@ -171,7 +171,7 @@ Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted = true; }
 
-int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout_s) {
+int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout_s, const std::string& control_plane) {
   Globals g = g_in;
   auto start = Clock::now();
   if (Status s = Preflight(); !s.ok()) return Fail(s);
@@ -197,6 +197,19 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   for (const auto& ns : m->nodesets) {
     if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
   }
+  if (!control_plane.empty()) {
+    // The daemon also serves the control plane and runs this data plane's agent.
+    if (running != 0) return Fail(Status::Error("--control-plane: the cluster already runs; bring it down first"));
+    if (control_plane.rfind(':') == std::string::npos) {
+      return Fail(Status::Errorf("--control-plane: expected HOST:PORT (got \"{}\")", control_plane));
+    }
+    if (Status s = files::WriteAtomic(p.Dir() + "/controlplane.json", json{{"listen", control_plane}}.dump() + "\n", 0600);
+        !s.ok()) {
+      return Fail(s);
+    }
+  } else if (running == 0) {
+    ::unlink((p.Dir() + "/controlplane.json").c_str());
+  }
   std::cout << fmt::format("Bringing up cluster \"{}\" (subnet {}, state in {})", c.metadata.name, c.spec.subnet,
                            p.Dir())
             << std::endl;
@@ -205,6 +218,12 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   }
   if (Status s = WaitReady(p, start, std::chrono::seconds(timeout_s), false); !s.ok()) return Fail(s);
   std::cout << fmt::format("Cluster \"{}\" is Ready in {:.2f}s.", c.metadata.name, Seconds(start)) << std::endl;
+  if (!control_plane.empty()) {
+    std::cout << fmt::format("Control plane on http://{}/api/v1 (admin token in {}/controlplane/admin.token); this "
+                             "cluster reports as data plane \"{}\".",
+                             control_plane, g.state_dir, c.metadata.name)
+              << std::endl;
+  }
   if (detach) return 0;
   std::cout << "Running in the foreground; press Ctrl-C to bring it down (or use --detach)." << std::endl;
   ::signal(SIGINT, OnInterrupt);
@@ -532,6 +551,9 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   up->add_option("-f,--file", file, "SlurmCluster and NodeSet manifest (YAML or JSON)")->check(CLI::ExistingFile);
   up->add_flag("--detach", detach, "Return once Ready, leaving the cluster running");
   up->add_option("--timeout", timeout_s, "Seconds to wait for Ready");
+  std::string control_plane;
+  up->add_option("--control-plane", control_plane,
+                 "HOST:PORT: also run the control plane's API and this data plane's agent, in the same process");
 
   bool purge = false;
   auto* down = app.add_subcommand("down", "Stop every pod and remove the cluster's network (--purge: also its state)");
@@ -588,7 +610,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
     return app.exit(e);
   }
   log::InitConsole(g.verbose);
-  if (up->parsed()) return CmdUp(g, file, detach, timeout_s);
+  if (up->parsed()) return CmdUp(g, file, detach, timeout_s, control_plane);
   if (down->parsed()) return CmdDown(g, purge);
   if (status->parsed()) return CmdStatus(g);
   if (get->parsed()) return CmdGet(g, what, format);

@@ -8,6 +8,9 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
+
+#include <nlohmann/json.hpp>
 
 #include <spdlog/spdlog.h>
 
@@ -22,6 +25,9 @@
 #include "operator/partition_sync.h"
 #include "operator/workspace.h"
 #include "operator/workspace_reconciler.h"
+#include "controlplane/agent.h"
+#include "controlplane/server.h"
+#include "controlplane/store.h"
 #include "slurm/rest_client.h"
 #include "slurm/slurm_control.h"
 
@@ -220,6 +226,47 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
 
 }  // namespace
 
+namespace {
+
+// Opens the control plane's store under the state dir, makes sure an admin token and this
+// data plane's agent token exist (files, 0600), and starts the API and the agent on threads.
+Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, const std::string& config,
+                         std::unique_ptr<cp::Store>* store, std::unique_ptr<cp::Server>* server,
+                         std::thread* server_thread, std::thread* agent_thread) {
+  auto cfg = nlohmann::json::parse(config, nullptr, false);
+  std::string listen = cfg.is_object() ? cfg.value("listen", "") : "";
+  auto colon = listen.rfind(':');
+  if (colon == std::string::npos) return Status::Errorf("controlplane.json: listen must be HOST:PORT");
+  const std::string dir = p.state_dir + "/controlplane";
+  RETURN_IF_ERROR(files::MakeDirs(dir, 0700));
+  ASSIGN_OR_RETURN(*store, cp::OpenStore("sqlite:" + dir + "/hpcplane.db"));
+  for (const auto& [file, subject, role] : {std::tuple<std::string, std::string, cp::Role>{dir + "/admin.token", "admin", cp::Role::kAdmin},
+                                            {p.Dir() + "/agent.token", p.name, cp::Role::kAgent}}) {
+    if (files::Exists(file)) continue;
+    ASSIGN_OR_RETURN(std::string token, cp::BootstrapToken(store->get(), subject, role));
+    RETURN_IF_ERROR(files::WriteAtomic(file, token + "\n", 0600));
+  }
+  cp::ServerOptions o;
+  o.host = listen.substr(0, colon);
+  o.port = std::atoi(listen.substr(colon + 1).c_str());
+  *server = std::make_unique<cp::Server>(store->get(), o);
+  ASSIGN_OR_RETURN(int port, (*server)->Bind());
+  spdlog::info("control plane API on http://{}:{}/api/v1", o.host, port);
+  cp::Server* srv = server->get();
+  *server_thread = std::thread([srv] { srv->Serve(); });
+  cp::AgentOptions a;
+  a.server = fmt::format("http://{}:{}", o.host == "0.0.0.0" ? "127.0.0.1" : o.host, port);
+  ASSIGN_OR_RETURN(a.token, files::Read(p.Dir() + "/agent.token"));
+  while (!a.token.empty() && a.token.back() == '\n') a.token.pop_back();
+  *agent_thread = std::thread([p, self_exe, a] {
+    cp::Agent agent(p, self_exe, a);
+    agent.Run(g_stop);
+  });
+  return Status::Ok();
+}
+
+}  // namespace
+
 int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   log::InitFile(p.LogFile(), false);
   Store store(p.Dir());
@@ -273,6 +320,15 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   WorkspaceReconciler workspace_rec(rt.get(), *inputs, &control);
   AccountingSync accounting(rt.get(), ControllerPodName(*cluster));
 
+  // With `up --control-plane`, the control plane's API and this data plane's agent run here too.
+  std::unique_ptr<cp::Store> cp_store;
+  std::unique_ptr<cp::Server> cp_server;
+  std::thread cp_server_thread, cp_agent_thread;
+  if (auto cfg = files::Read(p.Dir() + "/controlplane.json"); cfg.ok()) {
+    Status s = StartControlPlane(p, self_exe, *cfg, &cp_store, &cp_server, &cp_server_thread, &cp_agent_thread);
+    if (!s.ok()) spdlog::error("control plane: {}", s.message());
+  }
+
   using Clock = std::chrono::steady_clock;
   auto next_reconcile = Clock::now();
   bool converged = false;
@@ -291,6 +347,9 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     // Fast passes while pods start or restart; slow ones when everything is settled.
     std::this_thread::sleep_for(std::chrono::milliseconds(supervised.settled && converged ? 200 : 20));
   }
+  if (cp_server) cp_server->Stop();
+  if (cp_server_thread.joinable()) cp_server_thread.join();
+  if (cp_agent_thread.joinable()) cp_agent_thread.join();
   spdlog::info("stopping: removing pods and network of cluster {}", p.name);
   Status s = rt->Teardown();
   if (!s.ok()) spdlog::error("teardown: {}", s.message());
