@@ -39,6 +39,7 @@ bench: build
 	@bash bench/cold_start.sh $(BUILD)
 	@bash bench/warm_dispatch.sh $(BUILD)
 	@bash bench/trace_replay.sh $(BUILD)
+	@$(BUILD)/bench_controlplane
 
 clean:
 	rm -rf $(BUILD) build-debug
