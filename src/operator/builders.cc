@@ -41,14 +41,22 @@ std::map<std::string, std::string> Labels(const api::SlurmCluster& c, const std:
   return {{kLabelCluster, c.metadata.name}, {kLabelComponent, component}};
 }
 
-// What every Slurm pod mounts: users, config, and the munge socket.
-std::vector<Mount> CommonMounts() {
-  return {
+// /etc/passwd and /etc/group from slurm-users: every user resolves the same in every pod.
+std::vector<Mount> UserMounts(std::vector<Mount> more = {}) {
+  std::vector<Mount> m = {
       {MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
       {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true},
+  };
+  m.insert(m.end(), more.begin(), more.end());
+  return m;
+}
+
+// What every Slurm pod mounts: users, config, and the munge socket.
+std::vector<Mount> CommonMounts() {
+  return UserMounts({
       {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
       {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
-  };
+  });
 }
 
 void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
@@ -109,13 +117,11 @@ PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.command = {"munged", "--foreground", "--key-file=/run/secrets/munge/munge.key", "--socket=" + socket,
                "--pid-file=/run/munge-state/munged.pid", "--seed-file=/run/munge-state/munged.seed",
                "--log-file=/run/munge-state/munged.log", "--force"};
-  p.mounts = {
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true},
+  p.mounts = UserMounts({
       {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
       {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
       {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
-  };
+  });
   p.readiness.command = {"munge", "--no-input", "--socket=" + socket, "--output=/dev/null"};
   return p;
 }
@@ -210,12 +216,10 @@ PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
                "exec mariadbd " + opts + " --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --port=" +
                    std::to_string(slurm::kMariaDbPort) +
                    " --bind-address=0.0.0.0 --skip-name-resolve --init-file=/run/secrets/db/init.sql"};
-  p.mounts = {
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true},
+  p.mounts = UserMounts({
       {MountSource::kSecret, kSecretDatabase, "/run/secrets/db", "", true},
       {MountSource::kVolume, kVolumeDatabase, "/var/lib/mysql", "", false},
-  };
+  });
   p.readiness.tcp_port = slurm::kMariaDbPort;
   return p;
 }
@@ -235,13 +239,11 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.gid = in.slurm.gid;
   p.env = {{"SLURM_CONF", std::string(slurm::kSlurmdbdConfigDir) + "/slurm.conf"}};
   p.command = {"slurmdbd", "-D"};
-  p.mounts = {
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true},
+  p.mounts = UserMounts({
       {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
       {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
       {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
-  };
+  });
   p.readiness.tcp_port = slurm::kSlurmdbdPort;
   return p;
 }
