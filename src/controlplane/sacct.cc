@@ -13,6 +13,7 @@ constexpr const char* kFields =
     "Cluster,JobIDRaw,JobName,User,Account,Partition,State,ExitCode,Submit,Start,End,ElapsedRaw,TotalCPU,MaxRSS,"
     "NNodes,NodeList,AllocTRES";
 constexpr size_t kFieldCount = 17;
+constexpr const char* kAllStates = "BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO";
 
 std::vector<std::string> SplitPipe(const std::string& line) {
   std::vector<std::string> out;
@@ -43,8 +44,11 @@ std::string SacctTime(int64_t t) {
 }
 
 std::vector<std::string> SacctWindowArgs(int64_t start, int64_t end) {
+  // Every state, named: without --state sacct leaves out jobs that were never eligible to run
+  // (held, then cancelled), and those are jobs too.
   return {"sacct", "--allusers", "--duplicates", "--parsable2", "--noheader", "--noconvert",
-          "--starttime=" + SacctTime(start), "--endtime=" + SacctTime(end), std::string("--format=") + kFields};
+          "--state=" + std::string(kAllStates), "--starttime=" + SacctTime(start), "--endtime=" + SacctTime(end),
+          std::string("--format=") + kFields};
 }
 
 int64_t ParseSlurmDuration(const std::string& s) {

@@ -61,6 +61,8 @@ TEST(Sacct, WindowIsBoundedAndAllUsers) {
   EXPECT_NE(joined.find("--endtime="), std::string::npos);
   EXPECT_NE(joined.find("--allusers"), std::string::npos);
   EXPECT_NE(joined.find("--duplicates"), std::string::npos);
+  // Held-then-cancelled jobs only show up when states are named.
+  EXPECT_NE(joined.find("--state=BF,CA,CD"), std::string::npos);
 }
 
 TEST(JobRecord, JsonRoundTripAndFieldErrors) {

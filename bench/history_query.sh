@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# The same broad query -- every job of the cluster -- three ways, on a cluster holding JOBS
+# (10000) real jobs, REPEATS (20) times each: `sacct -a -P` (and slurmdbd behind it),
+# slurmrestd's /jobs listing, and hpcplane's API export. Prints latency p50/p95 and peak RSS of
+# the process that answers. The jobs are real Slurm jobs, submitted held and then cancelled:
+# that fills slurmctld, slurmdbd and the control plane in minutes instead of the hour this
+# 2-core machine needs to run 10,000 jobs.
+#
+# Usage: bash bench/history_query.sh [build-dir]
+set -euo pipefail
+BUILD=${1:-build}
+H=$(realpath "$BUILD/hpcplane")
+JOBS=${JOBS:-10000}
+REPEATS=${REPEATS:-20}
+STATE=$(mktemp -d /tmp/hpcplane-bench-hq.XXXXXX)
+NAME=hq$$
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+export HPCPLANE_STATE_DIR=$STATE HPCPLANE_CLUSTER=$NAME
+cleanup() { "$H" down --purge >/dev/null 2>&1 || true; rm -rf "$STATE"; }
+trap cleanup EXIT
+
+cat > "$STATE/cluster.yaml" <<EOF
+apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: $NAME
+spec:
+  network:
+    subnet: 10.250.$((RANDOM % 200)).0/24
+  scheduling:
+    extraConfig:
+      - MaxJobCount=$((JOBS * 2 + 1000))
+      - MinJobAge=86400
+  users:
+    - name: alice
+      uid: 2001
+---
+apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata:
+  name: cpu
+spec:
+  replicas: 0
+  partition:
+    default: true
+EOF
+"$H" up -f "$STATE/cluster.yaml" --detach --control-plane "127.0.0.1:$PORT" >/dev/null
+CD=$STATE/clusters/$NAME
+START=$(date +%s)
+# Named states: without them sacct leaves out jobs that never became eligible (held, cancelled).
+STATES=BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO
+SINCE=$(date -d "@$((START - 60))" +%Y-%m-%dT%H:%M:%S)  # sacct takes local wall-clock times
+
+wait_for() {  # description, command that prints a number, target
+  for _ in $(seq 1 900); do
+    n=$(set +o pipefail; eval "$2" 2>/dev/null | tail -1)
+    [ "${n:-0}" -ge "$3" ] && return 0
+    sleep 2
+  done
+  echo "timed out waiting for $1 ($n of $3)" >&2
+  exit 1
+}
+# alice's jobs are charged to account "default" once hpcplane has added her association.
+wait_for "alice's association" "\"$H\" exec $NAME-controller --user slurm -- sacctmgr -n -P show assoc where user=alice format=account | grep -c default" 1
+echo "submitting $JOBS held jobs, then cancelling them ..."
+"$H" exec "$NAME-login" --user alice -- bash -c \
+  "seq $JOBS | xargs -P 4 -n 50 sh -c 'for i; do sbatch --hold -o /dev/null --wrap true >/dev/null; done' sh"
+"$H" exec "$NAME-login" --user alice -- scancel -u alice
+wait_for "slurmdbd records" "\"$H\" exec $NAME-controller --user slurm -- sacct -a -X -n -P -S $SINCE -E now -s $STATES -o JobIDRaw | wc -l" "$JOBS"
+TOKEN_FILE=$STATE/controlplane/admin.token
+API="http://127.0.0.1:$PORT/api/v1/projects/default/jobs"
+wait_for "control plane records" \
+  "curl -s -H \"Authorization: Bearer \$(cat $TOKEN_FILE)\" '$API/export?format=ndjson' | wc -l" "$JOBS"
+
+pid_of() { python3 -c "import json,sys; print(json.load(open('$CD/runtime/pods/$1/state.json'))['pid'])"; }
+# The daemon inside a pod: the child of the pod's init.
+child_pid() { pgrep -P "$(pid_of "$1")" | head -1; }
+hwm() { awk '/VmHWM/ {print $2}' "/proc/$1/status"; }
+DAEMON=$(cut -d' ' -f1 "$CD/daemon.pid")
+DBD=$(child_pid "$NAME-slurmdbd")
+RESTD=$(child_pid "$NAME-restapi")
+REST_IP=$("$H" get pods -o json | python3 -c "import json,sys; print([p['ip'] for p in json.load(sys.stdin) if p['name'].endswith('-restapi')][0])")
+JWT=$(python3 - "$CD/runtime/secrets/jwt-key/jwt_hs256.key" <<'EOF'
+import base64, hashlib, hmac, json, sys, time
+key = open(sys.argv[1], 'rb').read()
+b = lambda x: base64.urlsafe_b64encode(x).rstrip(b'=')
+h = b(json.dumps({"alg": "HS256", "typ": "JWT"}).encode())
+now = int(time.time())
+p = b(json.dumps({"exp": now + 3600, "iat": now, "sun": "slurm"}).encode())
+print((h + b'.' + p + b'.' + b(hmac.new(key, h + b'.' + p, hashlib.sha256).digest())).decode())
+EOF
+)
+
+stats() {  # label, file of "seconds" lines
+  python3 - "$1" "$2" <<'EOF'
+import sys
+v = sorted(float(x) for x in open(sys.argv[2]))
+p = lambda q: v[min(len(v) - 1, int(q * len(v)))]
+print(f"{sys.argv[1]:<34} p50 {p(0.5)*1000:8.0f} ms  p95 {p(0.95)*1000:8.0f} ms", end="")
+EOF
+}
+
+T=$STATE/t
+: > "$T.sacct"; : > "$T.rss"
+DBD0=$(hwm "$DBD")
+for _ in $(seq "$REPEATS"); do
+  "$H" exec "$NAME-controller" --user slurm -- python3 -c "
+import resource, subprocess, time
+t = time.time()
+out = subprocess.run(['sacct', '-a', '-P', '-X', '-S', '$SINCE', '-E', 'now', '-s', '$STATES', '-o', 'JobIDRaw,User,Account,Partition,State,ExitCode,Submit,Start,End,Elapsed,TotalCPU,MaxRSS,NNodes,NodeList,AllocTRES'], stdout=subprocess.PIPE).stdout
+print(time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, out.count(b'\n'))" > "$T.one"
+  awk '{print $1}' "$T.one" >> "$T.sacct"; awk '{print $2}' "$T.one" >> "$T.rss"
+done
+ROWS=$(awk '{print $3}' "$T.one")
+stats "sacct -a -P ($ROWS lines)" "$T.sacct"
+echo "  peak RSS: sacct $(sort -n "$T.rss" | tail -1) KiB, slurmdbd $DBD0 -> $(hwm "$DBD") KiB"
+
+: > "$T.rest"
+R0=$(hwm "$RESTD")
+for _ in $(seq "$REPEATS"); do
+  curl -s -o "$T.body" -w '%{time_total}\n' -H "X-SLURM-USER-NAME: slurm" -H "X-SLURM-USER-TOKEN: $JWT" \
+    "http://$REST_IP:6820/slurm/v0.0.38/jobs" >> "$T.rest"
+done
+RROWS=$(python3 -c "import json; print(len(json.load(open('$T.body'))['jobs']))")
+stats "slurmrestd /jobs ($RROWS jobs)" "$T.rest"
+echo "  peak RSS: slurmrestd $R0 -> $(hwm "$RESTD") KiB"
+
+: > "$T.api"
+A0=$(hwm "$DAEMON")
+for _ in $(seq "$REPEATS"); do
+  curl -s -o "$T.body" -w '%{time_total}\n' -H "Authorization: Bearer $(cat "$TOKEN_FILE")" \
+    "$API/export?format=ndjson" >> "$T.api"
+done
+AROWS=$(wc -l < "$T.body")
+stats "hpcplane API export ($AROWS jobs)" "$T.api"
+echo "  peak RSS: hpcplane (operator + API + agent, one process) $A0 -> $(hwm "$DAEMON") KiB"
+: > "$T.page"
+for _ in $(seq "$REPEATS"); do
+  curl -s -o /dev/null -w '%{time_total}\n' -H "Authorization: Bearer $(cat "$TOKEN_FILE")" "$API?limit=100" >> "$T.page"
+done
+stats "hpcplane API one page of 100" "$T.page"
+echo
