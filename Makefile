@@ -40,6 +40,7 @@ bench: build
 	@bash bench/warm_dispatch.sh $(BUILD)
 	@bash bench/trace_replay.sh $(BUILD)
 	@$(BUILD)/bench_controlplane
+	@bash bench/history_query.sh $(BUILD)
 
 clean:
 	rm -rf $(BUILD) build-debug
