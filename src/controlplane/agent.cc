@@ -162,6 +162,9 @@ Status Agent::SyncJobs() {
   int64_t queued = std::regex_search(sdiag, m, queue) ? std::atoll(m[1].str().c_str()) : -1;
   ASSIGN_OR_RETURN(std::string out, InController(SacctWindowArgs(start, now)));
   ASSIGN_OR_RETURN(auto jobs, ParseSacct(out, opts_.data_plane));
+  ASSIGN_OR_RETURN(std::string cancelled_out, InController(SacctWindowArgs(start, now, true)));
+  ASSIGN_OR_RETURN(auto cancelled, ParseSacct(cancelled_out, opts_.data_plane));
+  jobs.insert(jobs.end(), cancelled.begin(), cancelled.end());  // the store upserts duplicates away
   for (size_t i = 0; i < jobs.size(); i += opts_.batch_size) {
     json batch = json::array();
     for (size_t k = i; k < std::min(jobs.size(), i + opts_.batch_size); ++k) batch.push_back(ToJson(jobs[k]));

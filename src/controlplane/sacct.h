@@ -13,7 +13,8 @@ namespace hpc::cp {
 
 // sacct arguments for the records of jobs active in [start, end) (unix seconds). Run with
 // SLURM_TIME_FORMAT=%s so times come back as unix seconds.
-std::vector<std::string> SacctWindowArgs(int64_t start, int64_t end);
+// `cancelled_only`: the second query, for jobs cancelled before they became eligible.
+std::vector<std::string> SacctWindowArgs(int64_t start, int64_t end, bool cancelled_only = false);
 
 Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::string& data_plane);
 

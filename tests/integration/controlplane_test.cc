@@ -208,7 +208,7 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   const json& via_api = *Find(jobs, api_job);
   EXPECT_EQ(via_api["source"], "api");
   EXPECT_EQ(via_api["user"], "ann");
-  EXPECT_EQ(via_api["name"], "api-job");
+  EXPECT_EQ(via_api["name"], "api-job") << via_api.dump();
   EXPECT_EQ(via_api["partition"], "ann-astro");
   EXPECT_GE(via_api["elapsedSeconds"].get<int64_t>(), 2);
   EXPECT_EQ((*Find(jobs, ok))["source"], "terminal");
