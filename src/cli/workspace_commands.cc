@@ -245,13 +245,13 @@ int CmdUsers(const Globals& g, const std::string& action, const std::string& nam
   }
   if (action == "remove") {
     // A user with a workspace keeps their entry: the workspace's uid must stay theirs.
+    auto u = catalog.FindUser(name);
     for (const auto& c : files::ListDir(g.state_dir + "/clusters")) {
       op::Store store(g.state_dir + "/clusters/" + c);
       auto ws = store.LoadWorkspaces();
-      if (!ws.ok()) continue;
+      if (!ws.ok() || !u.ok()) continue;
       for (const auto& w : *ws) {
-        auto u = catalog.FindUser(name);
-        if (u.ok() && w.spec.user.name == u->slurm_name) {
+        if (w.spec.user.name == u->slurm_name) {
           return Fail(Status::Errorf("user {} has workspace {} on cluster {}: stop it first", name, w.metadata.name, c));
         }
       }

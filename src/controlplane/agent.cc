@@ -89,8 +89,7 @@ Status Agent::RunSubmissions() {
     }
     ASSIGN_OR_RETURN(auto found, FindSubmitted(id, sub.value("createdAt", int64_t{0})));
     if (!found) {
-      ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
-      ASSIGN_OR_RETURN(auto rt, op::OpenLocalRuntime(cluster_, c.spec.subnet, self_exe_, false));
+      ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
       runtime::ExecOptions o;
       o.user = w->spec.user.name;  // as the user, with the workspace's token: never as root
       o.env = op::WorkspaceShellEnv(*w);
@@ -115,16 +114,25 @@ Status Agent::RunSubmissions() {
   return Status::Ok();
 }
 
+Result<runtime::PodRuntime*> Agent::Runtime() {
+  // Opened once: the cluster's subnet and pod names do not change while it exists.
+  if (!runtime_) {
+    op::Store store(cluster_.Dir());
+    ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
+    ASSIGN_OR_RETURN(runtime_, op::OpenLocalRuntime(cluster_, c.spec.subnet, self_exe_, false));
+    controller_pod_ = op::ControllerPodName(c);
+  }
+  return static_cast<runtime::PodRuntime*>(runtime_.get());
+}
+
 Result<std::string> Agent::InController(const std::vector<std::string>& argv) {
-  op::Store store(cluster_.Dir());
-  ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
-  ASSIGN_OR_RETURN(auto rt, op::OpenLocalRuntime(cluster_, c.spec.subnet, self_exe_, false));
+  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
   runtime::ExecOptions o;
   o.user = "slurm";
   o.argv = argv;
   o.env["SLURM_TIME_FORMAT"] = "%s";
   o.timeout = std::chrono::milliseconds(60000);
-  ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(op::ControllerPodName(c), o));
+  ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(controller_pod_, o));
   if (!r.ok()) return Status::Errorf("{}: exit {}: {}", argv[0], r.exit_code, r.err);
   return r.out;
 }

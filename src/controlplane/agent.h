@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,6 +41,7 @@ class Agent {
   void Run(const std::atomic<bool>& stop);
 
  private:
+  Result<runtime::PodRuntime*> Runtime();
   Result<std::string> InController(const std::vector<std::string>& argv);
   Status Post(const std::string& path, const std::string& body);
   Result<std::string> Get(const std::string& path);
@@ -49,6 +51,8 @@ class Agent {
   op::ClusterPaths cluster_;
   std::string self_exe_;
   AgentOptions opts_;
+  std::unique_ptr<runtime::local::LocalRuntime> runtime_;
+  std::string controller_pod_;
 };
 
 }  // namespace hpc::cp

@@ -164,14 +164,10 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
 
   // Nodesets: stored ones, then the workspaces' (pinned to zero once a stopping one has no jobs).
   std::vector<api::NodeSet> nodesets = *stored;
-  std::map<std::string, api::NodeSetStatus> previous;
-  if (auto all = store.LoadAllNodeSets(); all.ok()) {
-    for (const auto& n : *all) previous[n.metadata.name] = n.status;
-  }
   for (const auto& w : *workspaces) {
     auto active = ActiveJobs(jobs ? &*jobs : nullptr, w.metadata.name);
     api::NodeSet ns = WorkspaceNodeSet(w, active && *active == 0);
-    ns.status = previous[ns.metadata.name];
+    ns.status = store.LoadNodeSetStatus(ns.metadata.name);
     nodesets.push_back(std::move(ns));
   }
   std::set<std::string> known;

@@ -84,10 +84,14 @@ Result<std::vector<api::NodeSet>> Store::LoadAllNodeSets() const {
   ASSIGN_OR_RETURN(auto ws, LoadWorkspaces());
   for (const auto& w : ws) {
     api::NodeSet n = WorkspaceNodeSet(w, false);
-    n.status = NodeSetStatusFrom(ReadJson(dir_ + "/status/nodesets/" + n.metadata.name + ".json"));
+    n.status = LoadNodeSetStatus(n.metadata.name);
     out.push_back(std::move(n));
   }
   return out;
+}
+
+api::NodeSetStatus Store::LoadNodeSetStatus(const std::string& name) const {
+  return NodeSetStatusFrom(ReadJson(dir_ + "/status/nodesets/" + name + ".json"));
 }
 
 bool Store::HasWorkspace(const std::string& name) const {

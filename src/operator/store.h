@@ -34,6 +34,8 @@ class Store {
   Status SaveWorkspace(const api::Workspace& w) const;
   Status SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const;
   Status DeleteWorkspace(const std::string& name) const;
+  // A nodeset's last written status (empty when none).
+  api::NodeSetStatus LoadNodeSetStatus(const std::string& name) const;
   // Stored nodesets plus those workspaces own (with their last status).
   Result<std::vector<api::NodeSet>> LoadAllNodeSets() const;
 

@@ -2,8 +2,6 @@
 // the reconciler can compare and only reconfigure Slurm when something changed.
 #pragma once
 
-#include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
