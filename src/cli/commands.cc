@@ -2,6 +2,7 @@
 #include "cli/support.h"
 #include "cli/workspace_commands.h"
 #include "cli/controlplane_commands.h"
+#include "cli/project_commands.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -603,6 +604,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
 
   auto run_workspace_commands = AddWorkspaceCommands(app, g);
   auto run_controlplane_commands = AddControlPlaneCommands(app, g);
+  auto run_project_commands = AddProjectCommands(app, g);
 
   try {
     app.parse(argc, argv);
@@ -627,6 +629,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   if (exec->parsed()) return CmdExec(g, pod, user, cmd);
   if (logs->parsed()) return CmdLogs(g, pod, tail);
   if (int rc = run_workspace_commands(); rc >= 0) return rc;
+  if (int rc = run_project_commands(); rc >= 0) return rc;
   return run_controlplane_commands();
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "cli/api_client.h"
 #include "common/files.h"
 #include "controlplane/agent.h"
 #include "controlplane/server.h"
@@ -23,38 +24,6 @@ using nlohmann::json;
 
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
-
-struct ApiArgs {
-  std::string server = "http://127.0.0.1:8080";
-  std::string token_file;
-};
-
-Result<std::string> ReadToken(const ApiArgs& a) {
-  if (const char* t = std::getenv("HPCPLANE_TOKEN"); t && a.token_file.empty()) return std::string(t);
-  if (a.token_file.empty()) return Status::Error("no API token: give --token-file or set HPCPLANE_TOKEN");
-  ASSIGN_OR_RETURN(std::string t, files::Read(a.token_file));
-  while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
-  return t;
-}
-
-// GET/POST/PUT against the API; returns the parsed body, or the API's error message.
-Result<json> Call(const ApiArgs& a, const std::string& method, const std::string& path, const json& body = nullptr) {
-  ASSIGN_OR_RETURN(std::string token, ReadToken(a));
-  httplib::Client cli(a.server);
-  cli.set_bearer_token_auth(token);
-  cli.set_read_timeout(60);
-  httplib::Result res = method == "GET"    ? cli.Get(path)
-                        : method == "PUT" ? cli.Put(path, body.dump(), "application/json")
-                                          : cli.Post(path, body.dump(), "application/json");
-  if (!res) return Status::Errorf("{}: {}", a.server, httplib::to_string(res.error()));
-  json j = json::parse(res->body, nullptr, false);
-  if (res->status >= 400) {
-    std::string msg = !j.is_discarded() && j.contains("error") ? j["error"].value("message", res->body) : res->body;
-    return Status::Errorf("{} ({})", msg, res->status);
-  }
-  if (j.is_discarded()) return Status::Errorf("{}: answer is not JSON", path);
-  return j;
-}
 
 int CmdServer(const Globals& g, const std::string& listen, std::string store_url, int unreachable_after) {
   std::string dir = g.state_dir + "/controlplane";
@@ -220,13 +189,6 @@ int CmdFlags(const ApiArgs& a, const std::string& action, const std::string& nam
   if (!r.ok()) return Fail(r.status());
   std::cout << name << "=" << value << "\n";
   return 0;
-}
-
-void AddApiOptions(CLI::App* c, ApiArgs* a) {
-  if (const char* s = std::getenv("HPCPLANE_SERVER")) a->server = s;
-  if (const char* f = std::getenv("HPCPLANE_TOKEN_FILE")) a->token_file = f;
-  c->add_option("--server", a->server, "Control plane URL (env HPCPLANE_SERVER)");
-  c->add_option("--token-file", a->token_file, "File with an API token (env HPCPLANE_TOKEN_FILE, or HPCPLANE_TOKEN)");
 }
 
 }  // namespace

@@ -15,6 +15,7 @@
 #include "operator/builders.h"
 #include "operator/store.h"
 #include "operator/workspace.h"
+#include "operator/workspace_request.h"
 #include "platform/catalog.h"
 
 namespace hpc::cli {
@@ -38,65 +39,30 @@ Result<op::ClusterPaths> RunningCluster(const Globals& g) {
   return p;
 }
 
-std::string DefaultWorkspaceName(const std::string& user, const std::string& project) {
-  std::string n = user + "-" + project;
-  std::replace(n.begin(), n.end(), '_', '-');
-  return n;
-}
-
 int CmdLaunch(const Globals& g, const LaunchArgs& a) {
-  // Everything is checked before anything is written.
-  auto slurm_name = platform::DeriveSlurmUserName(a.user);
-  if (!slurm_name.ok()) return Fail(Status::Errorf("workspace launch: --user: {}", slurm_name.status().message()));
   auto p = RunningCluster(g);
   if (!p.ok()) return Fail(p.status());
-  platform::Catalog catalog(g.state_dir);
-  auto user = catalog.FindUser(a.user);
-  if (!user.ok()) return Fail(user.status());
-  auto tier = catalog.FindTier(a.tier);
-  if (!tier.ok()) return Fail(tier.status());
-  if (Status s = platform::CheckTierFits(*tier, platform::LocalNodeCapacity()); !s.ok()) return Fail(s);
   auto lifetime = api::ParseDurationSeconds(a.token_lifetime);
   if (!lifetime.ok()) return Fail(Status::Errorf("--token-lifetime: {}", lifetime.status().message()));
   auto idle = api::ParseDurationSeconds(a.idle_timeout);
   if (!idle.ok()) return Fail(Status::Errorf("--idle-timeout: {}", idle.status().message()));
-
-  op::Store store(p->Dir());
-  auto cluster = store.LoadCluster();
-  if (!cluster.ok()) return Fail(cluster.status());
-  api::Workspace w;
-  w.metadata.name = a.name.empty() ? DefaultWorkspaceName(user->slurm_name, a.project) : a.name;
-  w.spec.cluster = p->name;
-  w.spec.user = {user->slurm_name, user->uid, user->gid, user->IsSysAdmin()};
-  w.spec.project = a.project;
-  w.spec.tier = tier->name;
-  w.spec.resources = {tier->cpus, tier->memory_mib, tier->gpus};
-  w.spec.max_workers = a.max_workers;
-  w.spec.idle_timeout_seconds = *idle;
-  w.spec.token_lifetime_seconds = *lifetime;
-  w.spec.datasets = a.datasets.empty() ? std::vector<std::string>{a.project} : a.datasets;
-  if (Status s = op::ValidateWorkspace(w); !s.ok()) {
-    if (a.name.empty()) return Fail(Status::Errorf("{} (choose another id with --name)", s.message()));
-    return Fail(s);
-  }
-  if (Status s = api::ValidateAgainstCluster(op::WorkspaceNodeSet(w, false), *cluster); !s.ok()) return Fail(s);
-  for (const auto& u : cluster->spec.users) {
-    if (u.name == w.spec.user.name && u.uid != w.spec.user.uid) {
-      return Fail(Status::Errorf("user {} is a cluster user with uid {} but the catalog gives uid {}", u.name, u.uid,
-                                 w.spec.user.uid));
+  op::WorkspaceRequest r;
+  r.user = a.user, r.project = a.project, r.tier = a.tier, r.name = a.name, r.max_workers = a.max_workers;
+  r.idle_timeout_seconds = *idle, r.token_lifetime_seconds = *lifetime, r.datasets = a.datasets;
+  auto created = op::CreateWorkspace(*p, platform::Catalog(g.state_dir), r);
+  if (!created.ok()) {
+    std::string m = created.status().message();
+    if (a.name.empty() && m.ends_with("(choose another workspace id)")) {
+      m = m.substr(0, m.size() - 1) + " with --name)";
     }
+    return Fail(Status::Errorf("workspace launch: {}", m));
   }
-  if (store.HasWorkspace(w.metadata.name)) {
-    return Fail(Status::Errorf("workspace \"{}\" already exists (see `hpcplane workspace list`)", w.metadata.name));
-  }
-  if (store.LoadNodeSet(w.metadata.name).ok()) {
-    return Fail(Status::Errorf("workspace \"{}\": a nodeset of that name exists; choose another id with --name",
-                               w.metadata.name));
-  }
-  if (Status s = store.SaveWorkspace(w); !s.ok()) return Fail(s);
+  const api::Workspace& w = *created;
+  op::Store store(p->Dir());
   std::cout << fmt::format("workspace/{} created for {} (uid {}{}) in project {}: tier {} ({} CPUs, {} MiB), up to {} workers\n",
                            w.metadata.name, w.spec.user.name, w.spec.user.uid, w.spec.user.admin ? ", SysAdmin" : "",
-                           w.spec.project, tier->name, tier->cpus, tier->memory_mib, w.spec.max_workers);
+                           w.spec.project, w.spec.tier, w.spec.resources.cpus, w.spec.resources.memory_mib,
+                           w.spec.max_workers);
   if (a.no_wait) return 0;
   auto start = Clock::now();
   std::string last;

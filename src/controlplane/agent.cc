@@ -191,6 +191,7 @@ void Agent::Run(const std::atomic<bool>& stop) {
   while (!stop) {
     auto started = std::chrono::steady_clock::now();
     if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());
+    if (Status s = ApplyWorkspaces(); !s.ok()) spdlog::warn("workspaces: {}", s.message());
     if (Status s = RunSubmissions(); !s.ok()) spdlog::warn("submissions: {}", s.message());
     if (Status s = SyncJobs(); !s.ok()) spdlog::warn("jobs: {}", s.message());
     auto next = started + std::chrono::seconds(opts_.interval_seconds);

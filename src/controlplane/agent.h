@@ -33,6 +33,9 @@ class Agent {
   // One report and one job sync. Errors are returned (and retried next round by Run).
   Status Report();
   Status SyncJobs();
+  // Creates and stops the workspaces the control plane wants on this data plane and reports
+  // each one's phase (see workspace_apply.cc).
+  Status ApplyWorkspaces();
   // Runs the control plane's pending API submissions with sbatch in their workspace's login
   // pod, as the workspace's user; each job carries --comment=hpcplane-submission:<id>, so a
   // submission interrupted by a crash is found rather than submitted twice.

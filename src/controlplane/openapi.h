@@ -26,7 +26,24 @@ inline constexpr const char* kOpenApiDocument = R"json({
         "reasons": {"type": "array", "items": {"type": "string"}},
         "componentVersions": {"type": "object", "additionalProperties": {"type": "string"}},
         "lastReport": {"type": "integer"},
-        "slurm": {"type": "object", "properties": {"offered": {"type": "boolean"}, "version": {"type": "string"}}}}}
+        "slurm": {"type": "object", "properties": {"offered": {"type": "boolean"}, "version": {"type": "string"}}}}},
+      "Project": {"type": "object", "properties": {
+        "dataPlane": {"type": "string"}, "defaultTier": {"type": "string"},
+        "tiers": {"type": "array", "items": {"type": "string"}}, "maxWorkers": {"type": "integer"},
+        "idleTimeout": {"type": "string", "description": "e.g. 5m (answers: idleTimeoutSeconds)"},
+        "tokenLifetime": {"type": "string", "description": "e.g. 8h (answers: tokenLifetimeSeconds)"},
+        "datasets": {"type": "array", "items": {"type": "string"}},
+        "sysAdmins": {"type": "array", "items": {"type": "string"}}},
+        "required": ["dataPlane"]},
+      "Workspace": {"type": "object", "properties": {
+        "id": {"type": "string"}, "project": {"type": "string"}, "dataPlane": {"type": "string"},
+        "user": {"type": "string"}, "uid": {"type": "integer"}, "admin": {"type": "boolean"},
+        "tier": {"type": "string"}, "maxWorkers": {"type": "integer"},
+        "idleTimeoutSeconds": {"type": "integer"}, "tokenLifetimeSeconds": {"type": "integer"},
+        "datasets": {"type": "array", "items": {"type": "string"}},
+        "desired": {"type": "string", "enum": ["Running", "Stopped"]}, "cancelJobs": {"type": "boolean"},
+        "phase": {"type": "string", "enum": ["Pending", "Ready", "Stopping", "Stopped", "Failed"]},
+        "message": {"type": "string"}, "createdAt": {"type": "integer"}, "updatedAt": {"type": "integer"}}}
     }
   },
   "security": [{"bearer": []}],
@@ -53,6 +70,27 @@ inline constexpr const char* kOpenApiDocument = R"json({
     "/projects/{project}/jobs/{dataPlane}/{cluster}/{jobId}": {"get": {"summary": "One job with its runtime statistics",
       "parameters": [{"name": "submitTime", "in": "query", "description": "which run of a reused id (default: latest)"}],
       "responses": {"200": {"description": "Job"}, "404": {"description": "unknown"}}}},
+    "/projects/{project}": {
+      "put": {"summary": "Admin: configure a project (Project): where and how its workspaces run",
+        "responses": {"200": {"description": "Project"}, "400": {"description": "malformed, names the field"}}},
+      "get": {"summary": "A project's configuration", "responses": {"200": {"description": "Project"},
+        "404": {"description": "not configured"}}}},
+    "/projects/{project}/workspaces": {
+      "get": {"summary": "The project's workspaces", "responses": {"200": {"description": "workspaces: [Workspace]"}}},
+      "post": {"summary": "Launch a workspace {tier?, maxWorkers?, name?, user? (admins)}, built from the project's configuration",
+        "responses": {"202": {"description": "Workspace (phase Pending until its data plane applies it)"},
+          "400": {"description": "malformed, names the field"}, "403": {"description": "not a member, or another user"},
+          "404": {"description": "project not configured"},
+          "409": {"description": "data plane not Healthy with Slurm, or the id is taken"}}}},
+    "/projects/{project}/workspaces/{id}": {
+      "get": {"summary": "One workspace", "responses": {"200": {"description": "Workspace"}}},
+      "delete": {"summary": "Stop a workspace (its user or an admin)",
+        "parameters": [{"name": "cancelJobs", "in": "query", "description": "true: cancel its jobs instead of waiting"}],
+        "responses": {"202": {"description": "Workspace with desired Stopped"}}}},
+    "/dataplanes/{name}/workspaces": {"get": {"summary": "Agent: the workspaces wanted on this data plane",
+      "responses": {"200": {"description": "workspaces: [Workspace]"}}}},
+    "/dataplanes/{name}/workspaces/{id}/status": {"post": {"summary": "Agent: report a workspace's {phase, message}",
+      "responses": {"200": {"description": "accepted"}, "400": {"description": "unknown phase"}}}},
     "/flags": {"get": {"summary": "Feature flags", "responses": {"200": {"description": "flags"}}}},
     "/flags/{name}": {"put": {"summary": "Admin: set a flag {value: bool}", "responses": {"200": {"description": "set"}}}},
     "/tokens": {"post": {"summary": "Admin: create an API token {subject, role, projects}",

@@ -9,38 +9,17 @@
 #include <spdlog/spdlog.h>
 
 #include "common/jwt.h"
+#include "controlplane/http_api.h"
 #include "controlplane/openapi.h"
+#include "controlplane/workspace_routes.h"
 
 namespace hpc::cp {
 using nlohmann::json;
+using http::Body;
+using http::Error;
+using http::Ok;
 
 namespace {
-
-void Error(httplib::Response& res, int code, const std::string& message, const std::string& field = "") {
-  json e = {{"code", code}, {"message", message}};
-  if (!field.empty()) e["field"] = field;
-  res.status = code;
-  res.set_content(json{{"error", e}}.dump() + "\n", "application/json");
-}
-
-void Ok(httplib::Response& res, const json& body, int code = 200) {
-  res.status = code;
-  res.set_content(body.dump() + "\n", "application/json");
-}
-
-// A request body as a JSON object, or a 400 naming what is wrong.
-std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {
-  json j = json::parse(req.body, nullptr, false);
-  if (j.is_discarded()) {
-    Error(res, 400, "request body is not valid JSON", "body");
-    return std::nullopt;
-  }
-  if (!j.is_object()) {
-    Error(res, 400, "request body must be a JSON object", "body");
-    return std::nullopt;
-  }
-  return j;
-}
 
 bool ValidName(const std::string& s) {
   static const std::regex re("^[a-z][a-z0-9-]{0,62}$");
@@ -115,45 +94,7 @@ void Server::Routes() {
   Store* store = store_;
   const int unreachable_after = opts_.unreachable_after_seconds;
 
-  // Authentication for every path: a bearer token known to the store.
-  auto auth = [store](const httplib::Request& req, httplib::Response& res) -> std::optional<Principal> {
-    std::string h = req.get_header_value("Authorization");
-    if (h.rfind("Bearer ", 0) != 0 || h.size() <= 7) {
-      Error(res, 401, "missing bearer token (Authorization: Bearer <token>)");
-      return std::nullopt;
-    }
-    auto p = store->LookupToken(jwt::Sha256Hex(h.substr(7)));
-    if (!p.ok()) {
-      Error(res, 503, "store unavailable: " + p.status().message());
-      return std::nullopt;
-    }
-    if (!*p) {
-      Error(res, 401, "unknown token");
-      return std::nullopt;
-    }
-    return **p;
-  };
-  auto need_project = [](const Principal& p, const std::string& project, httplib::Response& res) {
-    if (p.role == Role::kAgent || !p.MemberOf(project)) {
-      Error(res, 403, fmt::format("{} is not a member of project {}", p.subject, project));
-      return false;
-    }
-    return true;
-  };
-  auto need_agent_for = [](const Principal& p, const std::string& dp, httplib::Response& res) {
-    if (p.role != Role::kAgent || p.subject != dp) {
-      Error(res, 403, fmt::format("only data plane {}'s agent may do this", dp));
-      return false;
-    }
-    return true;
-  };
-  auto need_admin = [](const Principal& p, httplib::Response& res) {
-    if (p.role != Role::kAdmin) {
-      Error(res, 403, "admin role required");
-      return false;
-    }
-    return true;
-  };
+  auto auth = [store](const httplib::Request& req, httplib::Response& res) { return http::Authenticate(store, req, res); };
 
   s.Get("/api/v1/openapi.json", [=](const httplib::Request& req, httplib::Response& res) {
     if (!auth(req, res)) return;
@@ -180,7 +121,7 @@ void Server::Routes() {
     auto p = auth(req, res);
     if (!p) return;
     std::string name = req.matches[1];
-    if (!need_agent_for(*p, name, res)) return;
+    if (!http::RequireAgentFor(*p, name, res)) return;
     auto body = Body(req, res);
     if (!body) return;
     DataPlane dp;
@@ -205,7 +146,7 @@ void Server::Routes() {
     auto p = auth(req, res);
     if (!p) return;
     std::string name = req.matches[1];
-    if (!need_agent_for(*p, name, res)) return;
+    if (!http::RequireAgentFor(*p, name, res)) return;
     auto body = Body(req, res);
     if (!body) return;
     if (!body->contains("jobs") || !(*body)["jobs"].is_array()) return Error(res, 400, "jobs must be an array", "jobs");
@@ -247,7 +188,7 @@ void Server::Routes() {
     auto p = auth(req, res);
     if (!p) return;
     std::string project = req.matches[1];
-    if (!need_project(*p, project, res)) return;
+    if (!http::RequireProject(*p, project, res)) return;
     JobFilter f;
     if (!parse_filter(req, project, &f, res)) return;
     int limit = 100;
@@ -278,7 +219,7 @@ void Server::Routes() {
     auto p = auth(req, res);
     if (!p) return;
     std::string project = req.matches[1];
-    if (!need_project(*p, project, res)) return;
+    if (!http::RequireProject(*p, project, res)) return;
     auto f = std::make_shared<JobFilter>();
     if (!parse_filter(req, project, f.get(), res)) return;
     std::string format = req.has_param("format") ? req.get_param_value("format") : "ndjson";
@@ -303,7 +244,7 @@ void Server::Routes() {
           auto p = auth(req, res);
           if (!p) return;
           std::string project = req.matches[1];
-          if (!need_project(*p, project, res)) return;
+          if (!http::RequireProject(*p, project, res)) return;
           int64_t submit = 0;
           if (req.has_param("submitTime")) submit = std::atoll(req.get_param_value("submitTime").c_str());
           auto j = store->GetJob(req.matches[2], req.matches[3], std::atoll(req.matches[4].str().c_str()), submit);
@@ -316,7 +257,7 @@ void Server::Routes() {
     auto p = auth(req, res);
     if (!p) return;
     std::string project = req.matches[1];
-    if (!need_project(*p, project, res)) return;
+    if (!http::RequireProject(*p, project, res)) return;
     auto flags = store->Flags();
     if (!flags.ok()) return Error(res, 503, flags.status().message());
     if (!flags->count(kFlagHpcJobs) || !flags->at(kFlagHpcJobs)) {
@@ -340,20 +281,10 @@ void Server::Routes() {
       return Error(res, 400, "script must start with #! and be at most 1 MiB", "script");
     }
     auto args = SbatchArgs(body->value("options", json::object()));
-    if (!args.ok()) {
-      std::string m = args.status().message();
-      return Error(res, 400, m, m.substr(0, m.find(':')));
-    }
+    if (!args.ok()) return http::FieldError(res, args.status().message());
     sub.sbatch_args = *args;
     // Only data planes that are Healthy and report Slurm are offered Slurm work.
-    auto dps = store->DataPlanes();
-    if (!dps.ok()) return Error(res, 503, dps.status().message());
-    bool offered = false;
-    for (const auto& dp : *dps) {
-      offered = offered || (dp.name == sub.data_plane && dp.state == "Healthy" && dp.component_versions.count("slurm/slurmctld") &&
-                            jwt::UnixNow() - dp.last_report <= unreachable_after);
-    }
-    if (!offered) return Error(res, 409, "data plane " + sub.data_plane + " is not Healthy with Slurm", "dataPlane");
+    if (!http::RequireSlurmDataPlane(store, sub.data_plane, unreachable_after, res)) return;
     auto id = jwt::RandomBytes(12);
     if (!id.ok()) return Error(res, 503, id.status().message());
     sub.id = jwt::Sha256Hex(*id).substr(0, 24);
@@ -366,7 +297,7 @@ void Server::Routes() {
     auto p = auth(req, res);
     if (!p) return;
     std::string project = req.matches[1];
-    if (!need_project(*p, project, res)) return;
+    if (!http::RequireProject(*p, project, res)) return;
     auto sub = store->GetSubmission(req.matches[2]);
     if (!sub.ok()) return Error(res, 503, sub.status().message());
     if (!*sub || (*sub)->project != project) return Error(res, 404, "no such submission in project " + project);
@@ -375,7 +306,7 @@ void Server::Routes() {
 
   s.Get(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions)", [=](const httplib::Request& req, httplib::Response& res) {
     auto p = auth(req, res);
-    if (!p || !need_agent_for(*p, req.matches[1], res)) return;
+    if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
     auto subs = store->PendingSubmissions(req.matches[1]);
     if (!subs.ok()) return Error(res, 503, subs.status().message());
     json out = json::array();
@@ -390,7 +321,7 @@ void Server::Routes() {
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
     auto p = auth(req, res);
-    if (!p || !need_agent_for(*p, req.matches[1], res)) return;
+    if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
     auto body = Body(req, res);
     if (!body) return;
     auto sub = store->GetSubmission(req.matches[2]);
@@ -430,7 +361,7 @@ void Server::Routes() {
 
   s.Put(R"(/api/v1/flags/([A-Za-z][A-Za-z0-9]*))", [=](const httplib::Request& req, httplib::Response& res) {
     auto p = auth(req, res);
-    if (!p || !need_admin(*p, res)) return;
+    if (!p || !http::RequireAdmin(*p, res)) return;
     auto body = Body(req, res);
     if (!body) return;
     if (!body->contains("value") || !(*body)["value"].is_boolean()) return Error(res, 400, "value must be true or false", "value");
@@ -440,7 +371,7 @@ void Server::Routes() {
 
   s.Post("/api/v1/tokens", [=](const httplib::Request& req, httplib::Response& res) {
     auto p = auth(req, res);
-    if (!p || !need_admin(*p, res)) return;
+    if (!p || !http::RequireAdmin(*p, res)) return;
     auto body = Body(req, res);
     if (!body) return;
     std::string subject = body->value("subject", "");
@@ -459,6 +390,8 @@ void Server::Routes() {
     if (!token.ok()) return Error(res, 503, token.status().message());
     Ok(res, {{"token", *token}, {"subject", subject}, {"role", RoleName(*role)}, {"projects", projects}}, 201);
   });
+
+  AddWorkspaceRoutes(s, store, unreachable_after);
 
   s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
     if (res.status == 404 && res.body.empty()) Error(res, 404, "no such path: " + req.path);

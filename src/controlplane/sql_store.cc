@@ -8,6 +8,7 @@
 
 #include "controlplane/db.h"
 #include "controlplane/store.h"
+#include "platform/catalog.h"
 
 namespace hpc::cp {
 using nlohmann::json;
@@ -37,6 +38,14 @@ const std::vector<std::string>& Migrations() {
            cluster TEXT NOT NULL, job_id BIGINT NOT NULL, submit_time BIGINT NOT NULL, error TEXT NOT NULL,
            created_at BIGINT NOT NULL);
          CREATE INDEX submissions_pending ON submissions (data_plane, state, created_at);)",
+      R"(CREATE TABLE projects (name TEXT PRIMARY KEY, config TEXT NOT NULL, updated_at BIGINT NOT NULL);
+         CREATE TABLE platform_users (name TEXT PRIMARY KEY, uid BIGINT NOT NULL UNIQUE);
+         CREATE TABLE workspaces (
+           id TEXT PRIMARY KEY, project TEXT NOT NULL, data_plane TEXT NOT NULL, spec TEXT NOT NULL,
+           desired TEXT NOT NULL, cancel_jobs INTEGER NOT NULL, phase TEXT NOT NULL, message TEXT NOT NULL,
+           created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
+         CREATE INDEX workspaces_by_project ON workspaces (project, created_at);
+         CREATE INDEX workspaces_by_data_plane ON workspaces (data_plane, created_at);)",
   };
   return m;
 }
@@ -258,6 +267,91 @@ class SqlStore : public Store {
     return out;
   }
 
+  Status PutProject(const ProjectConfig& p) override {
+    return db_->Query(
+        "INSERT INTO projects (name, config, updated_at) VALUES ($1, $2, $3) "
+        "ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
+        {p.name, ToJson(p).dump(), std::to_string(p.updated_at)});
+  }
+
+  Result<std::optional<ProjectConfig>> GetProject(const std::string& name) override {
+    std::optional<std::string> config;
+    int64_t updated = 0;
+    RETURN_IF_ERROR(db_->Query("SELECT config, updated_at FROM projects WHERE name = $1", {name}, [&](const SqlRow& r) {
+      config = S(r[0]);
+      updated = I(r[1]);
+      return false;
+    }));
+    if (!config) return std::optional<ProjectConfig>();
+    json j = json::parse(*config, nullptr, false);
+    // Stored durations are whole seconds under the API's input names.
+    j["idleTimeout"] = j.value("idleTimeoutSeconds", int64_t{300});
+    j["tokenLifetime"] = j.value("tokenLifetimeSeconds", int64_t{8 * 3600});
+    for (const char* k : {"name", "idleTimeoutSeconds", "tokenLifetimeSeconds", "updatedAt"}) j.erase(k);
+    ASSIGN_OR_RETURN(ProjectConfig p, ProjectConfigFromJson(name, j));
+    p.updated_at = updated;
+    return std::optional<ProjectConfig>(p);
+  }
+
+  Result<int64_t> AssignUid(const std::string& user) override {
+    // Two servers may race for the same next uid: the UNIQUE constraint refuses one, which
+    // then takes the next.
+    Status last;
+    for (int attempt = 0; attempt < 5; ++attempt) {
+      last = db_->Query(
+          "INSERT INTO platform_users (name, uid) SELECT CAST($1 AS TEXT), COALESCE(MAX(uid), $2) + 1 "
+          "FROM platform_users WHERE true ON CONFLICT (name) DO NOTHING",
+          {user, std::to_string(platform::kFirstUid - 1)});
+      if (last.ok()) break;
+    }
+    RETURN_IF_ERROR(last);
+    int64_t uid = 0;
+    RETURN_IF_ERROR(db_->Query("SELECT uid FROM platform_users WHERE name = $1", {user}, [&](const SqlRow& r) {
+      uid = I(r[0]);
+      return false;
+    }));
+    if (uid == 0) return Status::Errorf("no uid recorded for user {}", user);
+    if (uid > platform::kLastUid) return Status::Errorf("no free uid left for platform users (up to {})", platform::kLastUid);
+    return uid;
+  }
+
+  Status PutWorkspace(const WorkspaceRecord& w) override {
+    auto n = [](int64_t v) { return SqlValue(std::to_string(v)); };
+    return db_->Query(
+        "INSERT INTO workspaces (id, project, data_plane, spec, desired, cancel_jobs, phase, message, created_at, "
+        "updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (id) DO UPDATE SET project = excluded.project, "
+        "data_plane = excluded.data_plane, spec = excluded.spec, desired = excluded.desired, "
+        "cancel_jobs = excluded.cancel_jobs, phase = excluded.phase, message = excluded.message, "
+        "created_at = excluded.created_at, updated_at = excluded.updated_at",
+        {w.id, w.project, w.data_plane, ToJson(w).dump(), w.desired, n(w.cancel_jobs ? 1 : 0), w.phase, w.message,
+         n(w.created_at), n(w.updated_at)});
+  }
+
+  Result<std::optional<WorkspaceRecord>> GetWorkspace(const std::string& id) override {
+    ASSIGN_OR_RETURN(auto found, QueryWorkspaces("WHERE id = $1", {id}));
+    return found.empty() ? std::optional<WorkspaceRecord>() : std::optional<WorkspaceRecord>(found[0]);
+  }
+
+  Result<std::vector<WorkspaceRecord>> ProjectWorkspaces(const std::string& project) override {
+    return QueryWorkspaces("WHERE project = $1 ORDER BY created_at, id", {project});
+  }
+
+  Result<std::vector<WorkspaceRecord>> DataPlaneWorkspaces(const std::string& data_plane) override {
+    return QueryWorkspaces(
+        "WHERE data_plane = $1 AND NOT (desired = 'Stopped' AND phase = 'Stopped') ORDER BY created_at, id",
+        {data_plane});
+  }
+
+  Status SetWorkspaceDesired(const std::string& id, const std::string& desired, bool cancel_jobs) override {
+    return db_->Query("UPDATE workspaces SET desired = $2, cancel_jobs = $3, updated_at = $4 WHERE id = $1",
+                      {id, desired, std::string(cancel_jobs ? "1" : "0"), std::to_string(std::time(nullptr))});
+  }
+
+  Status SetWorkspacePhase(const std::string& id, const std::string& phase, const std::string& message) override {
+    return db_->Query("UPDATE workspaces SET phase = $2, message = $3, updated_at = $4 WHERE id = $1",
+                      {id, phase, message, std::to_string(std::time(nullptr))});
+  }
+
   Status PutToken(const std::string& token_hash, const Principal& pr) override {
     return db_->Query(
         "INSERT INTO tokens (token_hash, subject, role, projects) VALUES ($1, $2, $3, $4) "
@@ -295,6 +389,26 @@ class SqlStore : public Store {
   }
 
  private:
+  Result<std::vector<WorkspaceRecord>> QueryWorkspaces(const std::string& where, const std::vector<SqlValue>& params) {
+    std::vector<WorkspaceRecord> out;
+    Status bad;
+    RETURN_IF_ERROR(db_->Query(
+        "SELECT spec, desired, cancel_jobs, phase, message, updated_at FROM workspaces " + where, params,
+        [&](const SqlRow& r) {
+          auto w = WorkspaceRecordFromJson(json::parse(S(r[0]), nullptr, false));
+          if (!w.ok()) {
+            bad = w.status();
+            return false;
+          }
+          w->desired = S(r[1]), w->cancel_jobs = I(r[2]) != 0, w->phase = S(r[3]), w->message = S(r[4]);
+          w->updated_at = I(r[5]);
+          out.push_back(std::move(*w));
+          return true;
+        }));
+    RETURN_IF_ERROR(bad);
+    return out;
+  }
+
   Status QuerySubmissions(const std::string& where, const std::vector<SqlValue>& params, std::vector<Submission>* out) {
     return db_->Query(
         "SELECT id, data_plane, project, workspace, user_name, script, sbatch_args, state, cluster, job_id, "

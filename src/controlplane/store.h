@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "controlplane/job_record.h"
+#include "controlplane/workspace_record.h"
 
 namespace hpc::cp {
 
@@ -95,6 +96,23 @@ class Store {
   virtual Status PutSubmission(const Submission& s) = 0;  // insert or replace
   virtual Result<std::optional<Submission>> GetSubmission(const std::string& id) = 0;
   virtual Result<std::vector<Submission>> PendingSubmissions(const std::string& data_plane) = 0;
+
+  virtual Status PutProject(const ProjectConfig& p) = 0;  // insert or replace
+  virtual Result<std::optional<ProjectConfig>> GetProject(const std::string& name) = 0;
+
+  // The platform user's uid, the same on every data plane: handed out once, from 20000 up.
+  virtual Result<int64_t> AssignUid(const std::string& user) = 0;
+
+  // A (re)launched workspace replaces a settled one of the same id.
+  virtual Status PutWorkspace(const WorkspaceRecord& w) = 0;
+  virtual Result<std::optional<WorkspaceRecord>> GetWorkspace(const std::string& id) = 0;
+  virtual Result<std::vector<WorkspaceRecord>> ProjectWorkspaces(const std::string& project) = 0;
+  // The workspaces a data plane's agent still has to act on or report (not settled).
+  virtual Result<std::vector<WorkspaceRecord>> DataPlaneWorkspaces(const std::string& data_plane) = 0;
+  // What the user wants (Running | Stopped) and what the agent reports, written apart so a
+  // report and a stop request never overwrite each other.
+  virtual Status SetWorkspaceDesired(const std::string& id, const std::string& desired, bool cancel_jobs) = 0;
+  virtual Status SetWorkspacePhase(const std::string& id, const std::string& phase, const std::string& message) = 0;
 
   virtual Status PutToken(const std::string& token_hash, const Principal& p) = 0;
   virtual Result<std::optional<Principal>> LookupToken(const std::string& token_hash) = 0;

@@ -19,8 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kFirstUid = 20000;
-constexpr int64_t kLastUid = 59000;
 
 Result<json> ReadJsonFile(const std::string& path, json fallback) {
   if (!files::Exists(path)) return fallback;

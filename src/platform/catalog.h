@@ -15,6 +15,11 @@ namespace hpc::platform {
 inline constexpr const char* kRoleSysAdmin = "SysAdmin";
 inline constexpr const char* kRoleUser = "User";
 
+// The uids (and private gids) platform users get; the control plane hands them out from the
+// same range so a user has one uid on every data plane.
+inline constexpr int64_t kFirstUid = 20000;
+inline constexpr int64_t kLastUid = 59000;
+
 struct PlatformUser {
   std::string name;        // as the platform knows the person, e.g. alice or alice@example.org
   std::string slurm_name;  // the Linux/Slurm user name derived from it

@@ -61,7 +61,7 @@ TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   auto v = (*again)->Migrate();
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 2);
+  EXPECT_EQ(*v, 3);
   store_ = std::move(*again);
 }
 
@@ -153,6 +153,68 @@ TEST_P(StoreTest, DataPlanesTokensAndFlags) {
   EXPECT_TRUE(store_->Flags()->empty());
   ASSERT_TRUE(store_->SetFlag("EnableHPCJobs", true).ok());
   EXPECT_TRUE(store_->Flags()->at("EnableHPCJobs"));
+}
+
+TEST_P(StoreTest, ProjectsUidsAndWorkspaces) {
+  auto none = store_->GetProject("astro");
+  ASSERT_TRUE(none.ok()) << none.status().message();
+  EXPECT_FALSE(*none);
+  auto config = cp::ProjectConfigFromJson(
+      "astro", {{"dataPlane", "dp1"}, {"tiers", {"medium"}}, {"maxWorkers", 3}, {"idleTimeout", "1m"}, {"sysAdmins", {"carol"}}});
+  ASSERT_TRUE(config.ok()) << config.status().message();
+  config->updated_at = 42;
+  ASSERT_TRUE(store_->PutProject(*config).ok());
+  auto got = store_->GetProject("astro");
+  ASSERT_TRUE(got.ok() && *got) << got.status().message();
+  EXPECT_EQ((*got)->data_plane, "dp1");
+  EXPECT_EQ((*got)->tiers, (std::vector<std::string>{"medium", "small"}));
+  EXPECT_EQ((*got)->max_workers, 3);
+  EXPECT_EQ((*got)->idle_timeout_seconds, 60);
+  EXPECT_EQ((*got)->datasets, std::vector<std::string>{"astro"});
+  EXPECT_EQ((*got)->sys_admins, std::vector<std::string>{"carol"});
+  EXPECT_EQ((*got)->updated_at, 42);
+
+  // One uid per user, handed out once, the same on every later call.
+  auto ann = store_->AssignUid("ann"), ben = store_->AssignUid("ben"), ann_again = store_->AssignUid("ann");
+  ASSERT_TRUE(ann.ok() && ben.ok() && ann_again.ok()) << ann.status().message();
+  EXPECT_EQ(*ann, 20000);
+  EXPECT_EQ(*ben, 20001);
+  EXPECT_EQ(*ann_again, *ann);
+
+  auto w = cp::BuildWorkspace(**got, "ann", false, nlohmann::json::object());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  w->uid = *ann;
+  w->created_at = 100;
+  ASSERT_TRUE(store_->PutWorkspace(*w).ok());
+  auto c = cp::BuildWorkspace(**got, "carol", false, {{"name", "carol-ws"}, {"tier", "medium"}});
+  ASSERT_TRUE(c.ok()) << c.status().message();
+  EXPECT_TRUE(c->admin);  // a sysAdmin of the project
+  c->created_at = 101;
+  ASSERT_TRUE(store_->PutWorkspace(*c).ok());
+  auto listed = store_->ProjectWorkspaces("astro");
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 2u);
+  EXPECT_EQ((*listed)[0].id, "ann-astro");
+  EXPECT_EQ((*listed)[0].uid, 20000);
+  EXPECT_EQ((*listed)[1].tier, "medium");
+  // The desired state and the reported phase are written apart and both kept.
+  ASSERT_TRUE(store_->SetWorkspacePhase("ann-astro", "Ready", "login pod running").ok());
+  ASSERT_TRUE(store_->SetWorkspaceDesired("ann-astro", "Stopped", true).ok());
+  auto one = store_->GetWorkspace("ann-astro");
+  ASSERT_TRUE(one.ok() && *one);
+  EXPECT_EQ((*one)->phase, "Ready");
+  EXPECT_EQ((*one)->message, "login pod running");
+  EXPECT_EQ((*one)->desired, "Stopped");
+  EXPECT_TRUE((*one)->cancel_jobs);
+  EXPECT_EQ(store_->DataPlaneWorkspaces("dp1")->size(), 2u);
+  // Stopped as asked: settled, no longer the agent's business, still listed for the project.
+  ASSERT_TRUE(store_->SetWorkspacePhase("ann-astro", "Stopped", "").ok());
+  auto pending = store_->DataPlaneWorkspaces("dp1");
+  ASSERT_TRUE(pending.ok());
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ((*pending)[0].id, "carol-ws");
+  EXPECT_EQ(store_->ProjectWorkspaces("astro")->size(), 2u);
+  EXPECT_TRUE(store_->DataPlaneWorkspaces("dp2")->empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Engines, StoreTest, ::testing::Values("sqlite", "postgres"));
