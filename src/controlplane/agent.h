@@ -1,6 +1,7 @@
 // The data-plane agent (`hpcplane agent`): registers its data plane with the control plane,
-// reports every few seconds its state and component versions, and ships job records read from
-// slurmdbd by time window. The window's start only moves forward once slurmctld has nothing
+// reports every few seconds its state and component versions, applies the workspaces the
+// control plane wants here, runs API submissions, and ships job records read from slurmdbd by
+// time window. The window's start only moves forward once slurmctld has nothing
 // queued for slurmdbd, so records stored late (database away) are still read; records are
 // upserted idempotently, so reading a window twice duplicates nothing. The window start is
 // saved only after the server accepted the batch: a crash at any point loses nothing.

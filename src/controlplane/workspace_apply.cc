@@ -57,8 +57,9 @@ Phase Apply(const op::ClusterPaths& cluster, const WorkspaceRecord& w) {
       spdlog::info("workspace {}: stopping ({})", w.id, w.cancel_jobs ? "cancelling its jobs" : "waiting for its jobs");
       return {"Stopping", w.cancel_jobs ? "cancelling its jobs" : "waiting for its jobs to finish"};
     }
-    if (local->spec.stopping) return {"Stopping", local->status.message};
-    return {local->status.phase, local->status.message};
+    std::string message = local->status.message.empty() ? "applied on cluster " + cluster.name : local->status.message;
+    if (local->spec.stopping) return {"Stopping", message};
+    return {local->status.phase, message};
   }
   if (w.desired == "Stopped") return {"Stopped", "removed from the data plane; datasets and job history kept"};
   // Not here yet: create it, everything checked before anything is written.

@@ -53,11 +53,15 @@ struct ControlPlaneEnv {
     a.insert(a.end(), {"--server", url, "--token-file", Dir() + "/" + token_file + ".token"});
     return cluster.Cli(a);
   }
-  void Setup() {
+  // With `local_workspace`, ann-astro is launched on the data plane itself; without it the
+  // data plane starts with no user and no workspace.
+  void Setup(bool local_workspace = true) {
     ASSERT_EQ(cluster.Up().exit_code, 0);
-    ASSERT_EQ(cluster.Cli({"users", "add", "ann"}).exit_code, 0);
-    ASSERT_EQ(cluster.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--max-workers", "2",
-                           "--idle-timeout", "30s"}, 120s).exit_code, 0);
+    if (local_workspace) {
+      ASSERT_EQ(cluster.Cli({"users", "add", "ann"}).exit_code, 0);
+      ASSERT_EQ(cluster.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--max-workers", "2",
+                             "--idle-timeout", "30s"}, 120s).exit_code, 0);
+    }
     StartServer();
     auto admin = "admin";
     ASSERT_EQ(Api({"tokens", "create", "--subject", "dp1", "--role", "agent", "--out", Dir() + "/agent.token"}, admin).exit_code, 0);
@@ -227,6 +231,82 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   // Records outlive the workspace.
   ASSERT_EQ(env.cluster.Cli({"workspace", "stop", "ann-astro", "--cancel-jobs"}, 120s).exit_code, 0);
   EXPECT_TRUE(Find(env.AllJobs(), ok));
+}
+
+TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
+  ControlPlaneEnv env;
+  env.Setup(/*local_workspace=*/false);
+  ASSERT_TRUE(WaitFor([&] { return env.DataPlane("dp1")["state"] == "Healthy"; }, 60s)) << env.agent->Log();
+  httplib::Client ann(env.url);
+  ann.set_bearer_token_auth(env.Token("ann"));
+  auto launch = [&](const std::string& body) { return ann.Post("/api/v1/projects/astro/workspaces", body, "application/json"); };
+  // No configuration yet: nothing to build the workspace from.
+  auto unconfigured = launch("{}");
+  EXPECT_EQ(unconfigured->status, 404);
+  EXPECT_NE(unconfigured->body.find("PUT /api/v1/projects/astro"), std::string::npos) << unconfigured->body;
+  // Only admins configure projects; a bad configuration is refused with its field.
+  EXPECT_EQ(ann.Put("/api/v1/projects/astro", R"({"dataPlane":"dp1"})", "application/json")->status, 403);
+  auto bad = env.Api({"projects", "set", "astro", "--data-plane", "dp1", "--max-workers", "500"}, "admin");
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("maxWorkers: must be an integer 1-128"), std::string::npos) << bad.err;
+  auto set = env.Api({"projects", "set", "astro", "--data-plane", "dp1", "--max-workers", "1", "--idle-timeout", "30s",
+                      "--tier", "small"}, "admin");
+  ASSERT_EQ(set.exit_code, 0) << set.err;
+  // Malformed requests name the field; a user outside the project is refused.
+  auto tier = launch(R"({"tier":"gpu"})");
+  EXPECT_EQ(tier->status, 400);
+  EXPECT_EQ(json::parse(tier->body)["error"]["field"], "tier") << tier->body;
+  auto workers = launch(R"({"maxWorkers":2})");
+  EXPECT_EQ(workers->status, 400);
+  EXPECT_EQ(json::parse(workers->body)["error"]["field"], "maxWorkers") << workers->body;
+  EXPECT_EQ(json::parse(launch("[1]")->body)["error"]["field"], "body");
+  auto other = launch(R"({"user":"bob"})");
+  EXPECT_EQ(other->status, 403);  // users launch for themselves
+  httplib::Client bob(env.url);
+  bob.set_bearer_token_auth(env.Token("bob"));
+  EXPECT_EQ(bob.Post("/api/v1/projects/astro/workspaces", "{}", "application/json")->status, 403);
+  EXPECT_FALSE(files::Exists(env.cluster.ClusterDir() + "/workspaces/ann-astro.json"));
+
+  // Launched through the control plane; the agent creates it on the data plane.
+  auto launched = env.Api({"projects", "launch", "astro", "--wait", "150"}, "ann");
+  ASSERT_EQ(launched.exit_code, 0) << launched.err << env.agent->Log();
+  EXPECT_NE(launched.out.find("workspace ann-astro requested for ann (uid 20000) on data plane dp1"), std::string::npos)
+      << launched.out;
+  EXPECT_NE(launched.out.find("Ready"), std::string::npos);
+  json w = json::parse(ann.Get("/api/v1/projects/astro/workspaces/ann-astro")->body);
+  EXPECT_EQ(w["phase"], "Ready") << w.dump();
+  EXPECT_EQ(w["uid"], 20000);
+  EXPECT_EQ(w["maxWorkers"], 1);
+  EXPECT_EQ(w["idleTimeoutSeconds"], 30);
+  EXPECT_EQ(launch("{}")->status, 409);  // the id is taken while it runs
+  // The data plane's catalog has ann with the control plane's uid; her job runs as that uid
+  // on her partition and reaches the history.
+  auto users = env.cluster.Cli({"users", "list"});
+  EXPECT_NE(users.out.find("ann"), std::string::npos);
+  EXPECT_NE(users.out.find("20000"), std::string::npos) << users.out;
+  auto job = env.cluster.Cli({"workspace", "exec", "ann-astro", "--", "sbatch", "--parsable", "-o", "uid-%j.out",
+                              "--wrap", "id -u"});
+  ASSERT_EQ(job.exit_code, 0) << job.err;
+  int64_t id = std::atoll(job.out.c_str());
+  std::vector<json> jobs;
+  ASSERT_TRUE(WaitFor([&] {
+    jobs = env.AllJobs();
+    const json* j = Find(jobs, id);
+    return j && (*j)["state"] == "COMPLETED";
+  }, 150s)) << env.agent->Log();
+  EXPECT_EQ((*Find(jobs, id))["partition"], "ann-astro");
+  auto out = env.cluster.Cli({"workspace", "exec", "ann-astro", "--", "cat", "uid-" + std::to_string(id) + ".out"});
+  EXPECT_EQ(Trim(out.out), "20000") << out.err;
+
+  // Stopped through the control plane: gone from the data plane, its history kept.
+  EXPECT_EQ(bob.Delete("/api/v1/projects/astro/workspaces/ann-astro")->status, 403);
+  auto stopped = env.Api({"projects", "stop", "astro", "ann-astro", "--cancel-jobs", "--wait", "150"}, "ann");
+  ASSERT_EQ(stopped.exit_code, 0) << stopped.err << env.agent->Log();
+  EXPECT_FALSE(files::Exists(env.cluster.ClusterDir() + "/workspaces/ann-astro.json"));
+  EXPECT_EQ(env.cluster.Cli({"workspace", "list"}).out.find("ann-astro"), std::string::npos);
+  auto show = env.Api({"projects", "show", "astro"}, "ann");
+  EXPECT_NE(show.out.find("Stopped"), std::string::npos) << show.out;
+  EXPECT_TRUE(Find(env.AllJobs(), id));
 }
 
 TEST(ControlPlane, Kill9OfAgentServerAndSlurmdbdLosesAndDuplicatesNothing) {
