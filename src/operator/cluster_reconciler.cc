@@ -3,10 +3,25 @@
 #include <spdlog/spdlog.h>
 
 #include "common/jwt.h"
+#include "common/subprocess.h"
 #include "operator/conditions.h"
 #include "slurm/config.h"
 
 namespace hpc::op {
+
+namespace {
+// munged's version ("munge-0.5.15 (2022-06-22)" -> "0.5.15"); the pods run the host's munge.
+const std::string& MungeVersion() {
+  static const std::string version = [] {
+    auto r = RunProcess({"munged", "-V"});
+    if (!r.ok() || !r->ok()) return std::string();
+    std::string out = r->out.empty() ? r->err : r->out;
+    if (out.rfind("munge-", 0) != 0) return std::string();
+    return out.substr(6, out.find_first_of(" \n") - 6);
+  }();
+  return version;
+}
+}  // namespace
 
 Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
   // Generated once and kept: a new munge or JWT key would invalidate every credential in use.
@@ -209,6 +224,8 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
       st.component_versions["slurm/slurmrestd"] = *version;
       // One Slurm installation serves every daemon of a local cluster.
       if (slurmdbd_ready_) st.component_versions["slurm/slurmdbd"] = *version;
+      // Slurm answering means munge authenticates between its daemons.
+      if (!MungeVersion().empty()) st.component_versions["munge"] = MungeVersion();
     } else {
       slurm_error = version.status().message();
     }

@@ -223,6 +223,7 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   EXPECT_EQ(dp["state"], "Healthy") << dp.dump();
   EXPECT_EQ(dp["componentVersions"]["slurm/slurmctld"], "22.05.8");
   EXPECT_TRUE(dp["componentVersions"].contains("slurm/slurmdbd"));
+  EXPECT_TRUE(dp["componentVersions"].contains("munge")) << dp.dump();
   EXPECT_TRUE(dp["slurm"]["offered"].get<bool>());
   env.agent->Stop();
   ASSERT_TRUE(WaitFor([&] { return env.DataPlane("dp1")["state"] == "Unreachable"; }, 20s));
