@@ -80,6 +80,12 @@ bool RequireAdmin(const Principal& p, httplib::Response& res) {
   return true;
 }
 
+std::optional<json> AgentBody(Store* store, const httplib::Request& req, httplib::Response& res) {
+  auto p = Authenticate(store, req, res);
+  if (!p || !RequireAgentFor(*p, req.matches[1], res)) return std::nullopt;
+  return Body(req, res);
+}
+
 bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachable_after, httplib::Response& res) {
   auto dps = store->DataPlanes();
   if (!dps.ok()) {

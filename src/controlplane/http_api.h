@@ -32,6 +32,10 @@ bool RequireProject(const Principal& p, const std::string& project, httplib::Res
 bool RequireAgentFor(const Principal& p, const std::string& data_plane, httplib::Response& res);
 bool RequireAdmin(const Principal& p, httplib::Response& res);
 
+// For routes /api/v1/dataplanes/{name}/...: the body of a request from that data plane's own
+// agent (401/403/400 answered otherwise).
+std::optional<nlohmann::json> AgentBody(Store* store, const httplib::Request& req, httplib::Response& res);
+
 // The data plane if it is Healthy, reports slurm/slurmctld and reported within
 // `unreachable_after` seconds; otherwise a 409 naming it (503 if the store is away).
 bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachable_after, httplib::Response& res);

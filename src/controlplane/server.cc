@@ -118,12 +118,9 @@ void Server::Routes() {
   });
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/report)", [=](const httplib::Request& req, httplib::Response& res) {
-    auto p = auth(req, res);
-    if (!p) return;
-    std::string name = req.matches[1];
-    if (!http::RequireAgentFor(*p, name, res)) return;
-    auto body = Body(req, res);
+    auto body = http::AgentBody(store, req, res);
     if (!body) return;
+    std::string name = req.matches[1];
     DataPlane dp;
     dp.name = name;
     dp.state = body->value("state", "");
@@ -143,12 +140,9 @@ void Server::Routes() {
   });
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
-    auto p = auth(req, res);
-    if (!p) return;
-    std::string name = req.matches[1];
-    if (!http::RequireAgentFor(*p, name, res)) return;
-    auto body = Body(req, res);
+    auto body = http::AgentBody(store, req, res);
     if (!body) return;
+    std::string name = req.matches[1];
     if (!body->contains("jobs") || !(*body)["jobs"].is_array()) return Error(res, 400, "jobs must be an array", "jobs");
     std::vector<JobRecord> jobs;
     for (size_t i = 0; i < (*body)["jobs"].size(); ++i) {
@@ -320,9 +314,7 @@ void Server::Routes() {
   });
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
-    auto p = auth(req, res);
-    if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
-    auto body = Body(req, res);
+    auto body = http::AgentBody(store, req, res);
     if (!body) return;
     auto sub = store->GetSubmission(req.matches[2]);
     if (!sub.ok()) return Error(res, 503, sub.status().message());

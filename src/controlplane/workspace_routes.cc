@@ -156,9 +156,7 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
   });
 
   s.Post(std::string(kDataPlaneWorkspaces) + "/([a-z][a-z0-9-]*)/status", [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
-    if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
-    auto body = http::Body(req, res);
+    auto body = http::AgentBody(store, req, res);
     if (!body) return;
     std::string phase = body->value("phase", "");
     if (!ValidPhase(phase)) {
