@@ -28,6 +28,8 @@ metadata:
 spec:
   network:
     subnet: 10.250.$((RANDOM % 200)).0/24
+  restApi:
+    memoryLimitMiB: 0  # the peer measured as it is, not restarted by hpcplane's limit
   scheduling:
     extraConfig:
       - MaxJobCount=$((JOBS * 2 + 1000))

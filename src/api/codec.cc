@@ -153,6 +153,7 @@ void DecodeClusterSpec(const YAML::Node& node, SlurmClusterSpec* s, Status* err)
   {
     FieldReader rest(r.Get("restApi"), "spec.restApi", err);
     rest.Integer("port", &s->rest_port);
+    rest.Integer("memoryLimitMiB", &s->rest_memory_limit_mib);
     rest.Finish();
   }
   {
@@ -370,7 +371,7 @@ nlohmann::json ToJson(const SlurmCluster& c) {
       {"metadata", MetaJson(c.metadata)},
       {"spec",
        {{"network", {{"subnet", s.subnet}}},
-        {"restApi", {{"port", s.rest_port}}},
+        {"restApi", {{"port", s.rest_port}, {"memoryLimitMiB", s.rest_memory_limit_mib}}},
         {"login", {{"enabled", s.login_enabled}}},
         {"nodeSetDefaults", {{"minReplicaCount", s.min_replica_count}}},
         {"scheduling", sched},

@@ -53,6 +53,10 @@ struct AccountingSpec {
 struct SlurmClusterSpec {
   std::string subnet;  // CIDR /24 for the local runtime; empty: derived from the name
   int rest_port = 6820;
+  // slurmrestd is restarted above this much memory (0: never). Slurm 22.05's slurmrestd keeps
+  // the memory of every job listing it serves: listing 5,000 jobs once a second grew it to
+  // 3.7 GiB in three minutes (see bench/README.md).
+  int64_t rest_memory_limit_mib = 2048;
   bool login_enabled = true;
   int min_replica_count = 0;  // default minReplicas for nodesets
   int max_node_count = 64;    // Slurm's MaxNodeCount: bound on dynamic nodes

@@ -108,6 +108,10 @@ Status Validate(const SlurmCluster& c) {
   if (s.rest_port < 1 || s.rest_port > 65535) {
     return FieldError(subject, "spec.restApi.port", fmt::format("must be 1-65535 (got {})", s.rest_port));
   }
+  if (s.rest_memory_limit_mib != 0 && (s.rest_memory_limit_mib < 64 || s.rest_memory_limit_mib > 1048576)) {
+    return FieldError(subject, "spec.restApi.memoryLimitMiB",
+                      fmt::format("must be 0 (no limit) or 64-1048576 (got {})", s.rest_memory_limit_mib));
+  }
   if (s.min_replica_count < 0) {
     return FieldError(subject, "spec.nodeSetDefaults.minReplicaCount",
                       fmt::format("must be >= 0 (got {})", s.min_replica_count));

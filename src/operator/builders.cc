@@ -165,6 +165,8 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
                "0.0.0.0:" + std::to_string(c.spec.rest_port)};
   p.mounts = CommonMounts();
   p.readiness.tcp_port = c.spec.rest_port;
+  // Restarting it is harmless (it keeps no state) and bounds what its leak can take.
+  p.memory_limit_mib = c.spec.rest_memory_limit_mib;
   return p;
 }
 

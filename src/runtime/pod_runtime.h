@@ -46,6 +46,9 @@ struct PodSpec {
   std::vector<Mount> mounts;
   Probe readiness;
   RestartPolicy restart_policy = RestartPolicy::kAlways;
+  // Resident memory of the pod's processes above which the pod is killed and restarted by its
+  // policy, as a Kubernetes memory limit OOM-kills a container. 0: no limit.
+  int64_t memory_limit_mib = 0;
   bool operator==(const PodSpec&) const = default;
 };
 

@@ -59,6 +59,26 @@ uint64_t ProcessStartTime(pid_t pid) {
   return 0;
 }
 
+int64_t ProcessTreeRssKiB(pid_t pid) {
+  int64_t total = 0;
+  std::vector<pid_t> todo = {pid};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    std::ifstream status("/proc/" + std::to_string(p) + "/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) total += std::atoll(line.c_str() + 6);
+    }
+    for (const auto& task : files::ListDir("/proc/" + std::to_string(p) + "/task")) {
+      std::ifstream children("/proc/" + std::to_string(p) + "/task/" + task + "/children");
+      pid_t child = 0;
+      while (children >> child) todo.push_back(child);
+    }
+  }
+  return total;
+}
+
 struct LocalRuntime::PodState {
   pid_t pid = 0;
   uint64_t pid_start = 0;
@@ -97,7 +117,7 @@ json SpecJson(const PodSpec& s) {
           {"uid", s.uid},             {"gid", s.gid},
           {"workingDir", s.working_dir}, {"mounts", mounts},
           {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
-          {"restartPolicy", static_cast<int>(s.restart_policy)}};
+          {"restartPolicy", static_cast<int>(s.restart_policy)}, {"memoryLimitMiB", s.memory_limit_mib}};
 }
 
 Result<PodSpec> SpecFromJson(const json& j) {
@@ -117,6 +137,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.readiness.tcp_port = j.at("readiness").at("tcpPort");
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
+    s.memory_limit_mib = j.value("memoryLimitMiB", int64_t{0});
     return s;
   } catch (const json::exception& e) {
     return Status::Errorf("pod spec: {}", e.what());
@@ -525,6 +546,18 @@ LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
         next_probe_ms_[name] = now + (!st->ready ? 25 : tcp ? INT64_MAX / 2 : 10000);
         if (st->ready && UnixNow() - st->started_at > 10) st->consecutive_failures = 0;
       }
+      const int64_t limit_mib = (*spec)->memory_limit_mib;
+      if (limit_mib > 0 && now >= next_memory_check_ms_[name]) {
+        next_memory_check_ms_[name] = now + 1000;
+        int64_t rss_mib = ProcessTreeRssKiB(st->pid) / 1024;
+        if (rss_mib > limit_mib) {
+          // As PID 1 of the pod, its death ends every process in it; the exit below restarts it.
+          killed_for_memory_[name] = fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB",
+                                                 rss_mib, limit_mib);
+          spdlog::warn("pod {} {}", name, killed_for_memory_[name]);
+          ::kill(st->pid, SIGKILL);
+        }
+      }
     } else if (!st->stopped) {
       if (st->pid > 0) {
         auto it = reaped_.find(st->pid);
@@ -535,6 +568,10 @@ LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
         const auto policy = (*spec)->restart_policy;
         bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
         st->message = fmt::format("exited with status {}", st->last_exit);
+        if (auto k = killed_for_memory_.find(name); k != killed_for_memory_.end()) {
+          st->message = k->second;
+          killed_for_memory_.erase(k);
+        }
         st->pid = 0;
         st->pid_start = 0;
         st->ready = false;

@@ -83,7 +83,12 @@ class LocalRuntime : public PodRuntime {
   // Supervision timers (steady-clock ms), kept in memory: a new daemon probes and starts at once.
   std::map<std::string, int64_t> next_probe_ms_;
   std::map<std::string, int64_t> next_start_ms_;
+  std::map<std::string, int64_t> next_memory_check_ms_;
+  std::map<std::string, std::string> killed_for_memory_;  // pod -> why, until its exit is seen
 };
+
+// Resident memory (KiB) of a process and all its descendants (/proc/<pid>/task/*/children).
+int64_t ProcessTreeRssKiB(pid_t pid);
 
 // Start time of a process in clock ticks since boot, or 0 when it does not exist. Together
 // with the PID it identifies one process, so a recycled PID is never mistaken for a pod.

@@ -32,6 +32,7 @@ TEST(CodecTest, DecodesClusterAndNodeSetWithDefaults) {
   ASSERT_EQ(m->nodesets.size(), 1u);
   EXPECT_EQ(m->clusters[0].spec.users[0].gid, 2001);  // private group defaults to the uid
   EXPECT_EQ(m->clusters[0].spec.rest_port, 6820);
+  EXPECT_EQ(m->clusters[0].spec.rest_memory_limit_mib, 2048);
   EXPECT_EQ(m->nodesets[0].spec.idle_timeout_seconds, 120);
   EXPECT_EQ(m->nodesets[0].PartitionName(), "gpu");
   EXPECT_FALSE(m->nodesets[0].spec.replicas.has_value());
@@ -124,6 +125,10 @@ INSTANTIATE_TEST_SUITE_P(
                     "  - name: d\n      mountPath: /etc\n",
                     "t.yaml: cluster \"c\": spec.datasets[0].mountPath: must be an absolute path outside the system "
                     "directories (got \"/etc\")"},
+        InvalidCase{"tiny slurmrestd memory limit",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  restApi:\n    "
+                    "memoryLimitMiB: 10\n",
+                    "t.yaml: cluster \"c\": spec.restApi.memoryLimitMiB: must be 0 (no limit) or 64-1048576 (got 10)"},
         InvalidCase{"empty file", "", "t.yaml: no resources found"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       std::string name = info.param.what;

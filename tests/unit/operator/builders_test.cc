@@ -52,12 +52,17 @@ TEST(BuildersTest, WorkerPodIsDynamicSlurmdWithDatasets) {
   EXPECT_EQ(WorkerOrdinal(ns, "gpu-1"), -1);
 }
 
-// slurmrestd must not run as root or SlurmUser and needs SLURM_JWT=daemon.
+// slurmrestd must not run as root or SlurmUser, needs SLURM_JWT=daemon, and is bounded in
+// memory (its 22.05 release keeps what each job listing took).
 TEST(BuildersTest, RestApiRunsUnprivilegedWithJwtDaemonMode) {
   auto pod = BuildRestApiPod(Cluster(), Inputs());
   EXPECT_EQ(pod.uid, 65534);
   EXPECT_EQ(pod.env.at("SLURM_JWT"), "daemon");
   EXPECT_EQ(pod.command.back(), "0.0.0.0:6820");
+  EXPECT_EQ(pod.memory_limit_mib, 2048);
+  auto c = Cluster();
+  c.spec.rest_memory_limit_mib = 0;
+  EXPECT_EQ(BuildRestApiPod(c, Inputs()).memory_limit_mib, 0);
 }
 
 // The controller keeps its state on the persistent volume and reads the JWT key secret.
