@@ -259,18 +259,39 @@ void Server::Routes() {
     }
     auto body = Body(req, res);
     if (!body) return;
-    for (const char* field : {"dataPlane", "workspace", "script"}) {
+    for (const char* field : {"workspace", "script"}) {
       if (!body->contains(field) || !(*body)[field].is_string() || (*body)[field].get<std::string>().empty()) {
         return Error(res, 400, std::string(field) + " is required (a non-empty string)", field);
       }
     }
+    if (body->contains("dataPlane") && !(*body)["dataPlane"].is_string()) {
+      return Error(res, 400, "dataPlane must be a string", "dataPlane");
+    }
     Submission sub;
-    sub.data_plane = (*body)["dataPlane"];
+    sub.data_plane = body->value("dataPlane", "");
     sub.workspace = (*body)["workspace"];
     sub.script = (*body)["script"];
     sub.project = project;
     sub.user = p->subject;
     if (!ValidName(sub.workspace)) return Error(res, 400, "workspace must be a workspace id", "workspace");
+    // A workspace the control plane launched names its data plane, and must be the caller's
+    // and running; one launched on a data plane itself needs dataPlane and is checked there.
+    auto launched = store->GetWorkspace(sub.workspace);
+    if (!launched.ok()) return Error(res, 503, launched.status().message());
+    if (*launched) {
+      const WorkspaceRecord& w = **launched;
+      if (w.project != project || w.user != sub.user || w.desired != "Running" ||
+          (!sub.data_plane.empty() && sub.data_plane != w.data_plane)) {
+        return Error(res, 409,
+                     fmt::format("workspace {} is not a running workspace of {} in project {}{}", w.id, sub.user,
+                                 project, sub.data_plane.empty() ? "" : " on data plane " + sub.data_plane),
+                     "workspace");
+      }
+      sub.data_plane = w.data_plane;
+    }
+    if (sub.data_plane.empty()) {
+      return Error(res, 400, "dataPlane is required for a workspace the control plane did not launch", "dataPlane");
+    }
     if (sub.script.rfind("#!", 0) != 0 || sub.script.size() > (1 << 20)) {
       return Error(res, 400, "script must start with #! and be at most 1 MiB", "script");
     }

@@ -299,6 +299,23 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   auto out = env.cluster.Cli({"workspace", "exec", "ann-astro", "--", "cat", "uid-" + std::to_string(id) + ".out"});
   EXPECT_EQ(Trim(out.out), "20000") << out.err;
 
+  // An API submission to a workspace the control plane launched needs no data plane name, and
+  // is refused for another data plane.
+  ASSERT_EQ(env.Api({"flags", "set", "EnableHPCJobs", "true"}, "admin").exit_code, 0);
+  auto elsewhere = ann.Post("/api/v1/projects/astro/jobs", R"({"workspace":"ann-astro","dataPlane":"dp9","script":"#!/bin/sh\ntrue"})",
+                            "application/json");
+  EXPECT_EQ(elsewhere->status, 409);
+  EXPECT_EQ(json::parse(elsewhere->body)["error"]["field"], "workspace") << elsewhere->body;
+  auto submitted = ann.Post("/api/v1/projects/astro/jobs", R"({"workspace":"ann-astro","script":"#!/bin/sh\nid -u\n"})",
+                            "application/json");
+  ASSERT_EQ(submitted->status, 202) << submitted->body;
+  json sub = json::parse(submitted->body);
+  EXPECT_EQ(sub["dataPlane"], "dp1");
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = ann.Get("/api/v1/projects/astro/submissions/" + sub["id"].get<std::string>());
+    return r && r->status == 200 && json::parse(r->body)["state"] == "Submitted";
+  }, 60s)) << env.agent->Log();
+
   // Stopped through the control plane: gone from the data plane, its history kept.
   EXPECT_EQ(bob.Delete("/api/v1/projects/astro/workspaces/ann-astro")->status, 403);
   auto stopped = env.Api({"projects", "stop", "astro", "ann-astro", "--cancel-jobs", "--wait", "150"}, "ann");
