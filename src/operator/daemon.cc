@@ -19,6 +19,7 @@
 #include "common/log.h"
 #include "operator/cluster_reconciler.h"
 #include "operator/conditions.h"
+#include "operator/job_listing.h"
 #include "operator/nodeset_reconciler.h"
 #include "operator/store.h"
 #include "operator/accounting_sync.h"
@@ -114,7 +115,7 @@ std::vector<Association> WantedAssociations(const api::SlurmCluster& c, const st
 // One pass over the cluster, its workspaces and nodesets. Returns whether everything converged.
 bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
                    NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
-                   bool* any_autoscaled) {
+                   JobListing* listing, bool* any_autoscaled) {
   auto c = store.LoadCluster();
   auto stored = store.LoadNodeSets();
   auto workspaces = store.LoadWorkspaces();
@@ -132,17 +133,11 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   bool converged = ready && ready->status == "True";
 
   // One job and node listing per pass, shared by every nodeset and workspace.
-  std::optional<std::vector<slurm::SlurmJob>> jobs;
+  const std::vector<slurm::SlurmJob>* jobs = listing->Get(cluster_rec.reader());
   std::optional<std::vector<slurm::SlurmNode>> nodes;
   std::optional<PendingByPartition> pending;
+  if (jobs) pending = GroupPending(*jobs);
   if (cluster_rec.reader()) {
-    auto listed = cluster_rec.reader()->Jobs();
-    if (listed.ok()) {
-      jobs = std::move(*listed);
-      pending = GroupPending(*jobs);
-    } else {
-      spdlog::warn("cannot list jobs: {}", listed.status().message());
-    }
     if (!workspaces->empty()) {
       auto n = cluster_rec.reader()->Nodes();
       if (n.ok()) nodes = std::move(*n);
@@ -165,7 +160,7 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   // Nodesets: stored ones, then the workspaces' (pinned to zero once a stopping one has no jobs).
   std::vector<api::NodeSet> nodesets = *stored;
   for (const auto& w : *workspaces) {
-    auto active = ActiveJobs(jobs ? &*jobs : nullptr, w.metadata.name);
+    auto active = ActiveJobs(jobs, w.metadata.name);
     api::NodeSet ns = WorkspaceNodeSet(w, active && *active == 0);
     ns.status = store.LoadNodeSetStatus(ns.metadata.name);
     nodesets.push_back(std::move(ns));
@@ -186,7 +181,7 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   if (cluster_rec.controller_ready()) {
     for (const auto& w : *workspaces) {
       WorkspaceView view;
-      view.jobs = jobs ? &*jobs : nullptr;
+      view.jobs = jobs;
       view.nodes = nodes ? &*nodes : nullptr;
       view.nodeset = statuses.count(w.metadata.name) ? &statuses[w.metadata.name] : nullptr;
       view.accounting_ready = !c->spec.accounting.enabled || accounting.Synced(w.spec.user.name);
@@ -329,12 +324,14 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   auto next_reconcile = Clock::now();
   bool converged = false;
   bool any_autoscaled = false;
+  JobListing listing;
   while (!g_stop) {
     // A pod that became ready (or died) is reacted to at once, not at the next tick.
     auto supervised = rt->Supervise();
     if (supervised.changed) next_reconcile = Clock::now();
     if (Clock::now() >= next_reconcile) {
-      converged = ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &any_autoscaled);
+      converged =
+          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &listing, &any_autoscaled);
       // Tight while converging (start-up, scaling). Once steady, autoscaled nodesets still poll
       // Slurm's queue often: the time from sbatch to a new worker starts with this poll.
       auto steady = any_autoscaled ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000);

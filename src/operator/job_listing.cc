@@ -1,0 +1,24 @@
+#include "operator/job_listing.h"
+
+#include <spdlog/spdlog.h>
+
+namespace hpc::op {
+
+const std::vector<slurm::SlurmJob>* JobListing::Get(slurm::SlurmReader* reader) {
+  if (!reader) return nullptr;
+  Clock::time_point start = now_();
+  if (jobs_ && start - at_ < 2 * took_) return &*jobs_;
+  auto listed = reader->Jobs();
+  ++listings_;
+  at_ = start;
+  took_ = now_() - start;
+  if (!listed.ok()) {
+    spdlog::warn("cannot list jobs: {}", listed.status().message());
+    jobs_.reset();
+    return nullptr;
+  }
+  jobs_ = std::move(*listed);
+  return &*jobs_;
+}
+
+}  // namespace hpc::op

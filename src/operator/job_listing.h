@@ -1,0 +1,34 @@
+// Slurm's job list for the operator's passes. A listing is reused until it is older than twice
+// what it took: with a large queue slurmrestd needs seconds per listing and, in Slurm 22.05,
+// keeps the memory of each one (bench/README.md), so listing back to back would hold a core and
+// grow it without end. Small queues list in milliseconds and are read every pass.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <vector>
+
+#include "slurm/slurm_client.h"
+
+namespace hpc::op {
+
+class JobListing {
+ public:
+  using Clock = std::chrono::steady_clock;
+  explicit JobListing(std::function<Clock::time_point()> now = Clock::now) : now_(std::move(now)) {}
+
+  // The jobs for this pass, or nullptr when unknown (no reader, or the listing failed): the
+  // caller then decides nothing that needs them.
+  const std::vector<slurm::SlurmJob>* Get(slurm::SlurmReader* reader);
+  int listings() const { return listings_; }
+
+ private:
+  std::function<Clock::time_point()> now_;
+  Clock::time_point at_{};
+  Clock::duration took_{};
+  std::optional<std::vector<slurm::SlurmJob>> jobs_;
+  int listings_ = 0;
+};
+
+}  // namespace hpc::op

@@ -1,0 +1,76 @@
+// The operator's job listing: read every pass while listing is cheap, spaced out when it is
+// slow, unknown (nullptr) without a reader or after a failed listing.
+#include "operator/job_listing.h"
+
+#include <gtest/gtest.h>
+
+namespace hpc::op {
+namespace {
+
+using namespace std::chrono_literals;
+
+// A reader whose listing "takes" `cost` on the fake clock.
+class SlowReader : public slurm::SlurmReader {
+ public:
+  explicit SlowReader(JobListing::Clock::time_point* now) : now_(now) {}
+  Result<std::string> Ping() override { return std::string("22.05.8"); }
+  Result<std::vector<slurm::SlurmNode>> Nodes() override { return std::vector<slurm::SlurmNode>{}; }
+  Result<std::vector<slurm::SlurmPartition>> Partitions() override { return std::vector<slurm::SlurmPartition>{}; }
+  Result<std::vector<slurm::SlurmJob>> Jobs() override {
+    *now_ += cost;
+    if (fail) return Status::Error("slurmrestd: timeout");
+    slurm::SlurmJob j;
+    j.job_id = ++calls;
+    return std::vector<slurm::SlurmJob>{j};
+  }
+  JobListing::Clock::duration cost = 5ms;
+  bool fail = false;
+  int calls = 0;
+
+ private:
+  JobListing::Clock::time_point* now_;
+};
+
+TEST(JobListing, CheapListingsAreReadEveryPass) {
+  JobListing::Clock::time_point now{};
+  SlowReader reader(&now);
+  JobListing listing([&] { return now; });
+  for (int pass = 0; pass < 4; ++pass) {
+    ASSERT_NE(listing.Get(&reader), nullptr);
+    now += 250ms;  // the daemon's pass interval
+  }
+  EXPECT_EQ(reader.calls, 4);
+}
+
+TEST(JobListing, SlowListingsAreReusedForTwiceTheirCost) {
+  JobListing::Clock::time_point now{};
+  SlowReader reader(&now);
+  reader.cost = 3s;
+  JobListing listing([&] { return now; });
+  EXPECT_EQ(listing.Get(&reader)->front().job_id, 1);  // now = 3 s
+  now += 1s;
+  EXPECT_EQ(listing.Get(&reader)->front().job_id, 1);  // 4 s after it started: reused
+  now += 1s;
+  EXPECT_EQ(listing.Get(&reader)->front().job_id, 1);  // 5 s
+  now += 1s;
+  EXPECT_EQ(listing.Get(&reader)->front().job_id, 2);  // 6 s = twice its cost: read again
+  EXPECT_EQ(reader.calls, 2);
+}
+
+TEST(JobListing, UnknownWithoutReaderOrAfterAFailure) {
+  JobListing::Clock::time_point now{};
+  SlowReader reader(&now);
+  JobListing listing([&] { return now; });
+  ASSERT_NE(listing.Get(&reader), nullptr);
+  EXPECT_EQ(listing.Get(nullptr), nullptr);  // Slurm unreachable: no stale answer either
+  now += 1s;
+  reader.fail = true;
+  EXPECT_EQ(listing.Get(&reader), nullptr);
+  reader.fail = false;
+  now += 1ms;  // a failed listing leaves nothing to reuse: the next pass reads again
+  ASSERT_NE(listing.Get(&reader), nullptr);
+  EXPECT_EQ(listing.listings(), 3);  // the failed one counted too
+}
+
+}  // namespace
+}  // namespace hpc::op
