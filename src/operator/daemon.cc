@@ -20,6 +20,7 @@
 #include "operator/cluster_reconciler.h"
 #include "operator/conditions.h"
 #include "operator/job_listing.h"
+#include "slurm/squeue_jobs.h"
 #include "operator/nodeset_reconciler.h"
 #include "operator/store.h"
 #include "operator/accounting_sync.h"
@@ -133,7 +134,9 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   bool converged = ready && ready->status == "True";
 
   // One job and node listing per pass, shared by every nodeset and workspace.
-  const std::vector<slurm::SlurmJob>* jobs = listing->Get(cluster_rec.reader());
+  const std::vector<slurm::SlurmJob>* jobs = listing->Get(cluster_rec.reader() != nullptr, [&] {
+    return slurm::SqueueJobs(&rt, ControllerPodName(*c));
+  });
   std::optional<std::vector<slurm::SlurmNode>> nodes;
   std::optional<PendingByPartition> pending;
   if (jobs) pending = GroupPending(*jobs);

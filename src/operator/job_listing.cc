@@ -4,11 +4,11 @@
 
 namespace hpc::op {
 
-const std::vector<slurm::SlurmJob>* JobListing::Get(slurm::SlurmReader* reader) {
-  if (!reader) return nullptr;
+const std::vector<slurm::SlurmJob>* JobListing::Get(bool slurm_answers, const Lister& list) {
+  if (!slurm_answers) return nullptr;
   Clock::time_point start = now_();
   if (jobs_ && start - at_ < 2 * took_) return &*jobs_;
-  auto listed = reader->Jobs();
+  auto listed = list();
   ++listings_;
   at_ = start;
   took_ = now_() - start;

@@ -1,7 +1,6 @@
 // Slurm's job list for the operator's passes. A listing is reused until it is older than twice
-// what it took: with a large queue slurmrestd needs seconds per listing and, in Slurm 22.05,
-// keeps the memory of each one (bench/README.md), so listing back to back would hold a core and
-// grow it without end. Small queues list in milliseconds and are read every pass.
+// what it took: a large queue takes Slurm a second or more to list, and listing back to back
+// would hold a core. Small queues list in milliseconds and are read every pass.
 #pragma once
 
 #include <chrono>
@@ -18,9 +17,10 @@ class JobListing {
   using Clock = std::chrono::steady_clock;
   explicit JobListing(std::function<Clock::time_point()> now = Clock::now) : now_(std::move(now)) {}
 
-  // The jobs for this pass, or nullptr when unknown (no reader, or the listing failed): the
-  // caller then decides nothing that needs them.
-  const std::vector<slurm::SlurmJob>* Get(slurm::SlurmReader* reader);
+  using Lister = std::function<Result<std::vector<slurm::SlurmJob>>()>;
+  // The jobs for this pass, or nullptr when unknown (Slurm does not answer, or the listing
+  // failed): the caller then decides nothing that needs them.
+  const std::vector<slurm::SlurmJob>* Get(bool slurm_answers, const Lister& list);
   int listings() const { return listings_; }
 
  private:

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "common/files.h"
 #include "harness.h"
 
 namespace hpc::it {
@@ -150,6 +151,42 @@ TEST(AutoscaleIT, FailsClosedWhenSlurmIsUnreachable) {
   auto cont = c.Cli({"exec", c.name() + "-restapi", "--", "pkill", "-CONT", "-x", "slurmrestd"});
   ASSERT_EQ(cont.exit_code, 0) << cont.err;
   ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && c.SinfoNodes().empty(); }, seconds(60)));
+}
+
+}  // namespace
+}  // namespace hpc::it
+
+namespace hpc::it {
+namespace {
+
+// Resident memory (KiB) of the slurmrestd process in the cluster's restapi pod.
+int64_t SlurmrestdRssKiB(TestCluster& c) {
+  auto state = files::Read(c.ClusterDir() + "/runtime/pods/" + c.name() + "-restapi/state.json");
+  if (!state.ok()) return -1;
+  int init = nlohmann::json::parse(*state, nullptr, false).value("pid", 0);
+  auto children = files::Read("/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children");
+  if (!children.ok() || children->empty()) return -1;
+  auto status = files::Read("/proc/" + std::to_string(std::atoi(children->c_str())) + "/status");
+  if (!status.ok()) return -1;
+  auto pos = status->find("VmRSS:");
+  return pos == std::string::npos ? -1 : std::atoll(status->c_str() + pos + 6);
+}
+
+// The autoscaler reads the queue on every pass (4 a second here) with squeue in the controller,
+// not through slurmrestd, whose 22.05 release keeps the memory of every job listing it serves:
+// 500 queued jobs leave it flat.
+TEST(AutoscaleIT, ReadingALargeQueueLeavesSlurmrestdFlat) {
+  TestCluster c("arq", Elastic());
+  ASSERT_EQ(c.Up().exit_code, 0);
+  auto r = c.Login("alice", {"bash", "-c", "for i in $(seq 500); do sbatch --hold -o /dev/null --wrap true >/dev/null || exit 1; done"},
+                   seconds(180));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int64_t before = SlurmrestdRssKiB(c);
+  ASSERT_GT(before, 0);
+  // About 40 passes, each listing the 500 jobs.
+  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 0; }, std::chrono::seconds(10)));  // held jobs scale nothing
+  int64_t after = SlurmrestdRssKiB(c);
+  EXPECT_LT(after - before, 16 * 1024) << "slurmrestd grew from " << before << " to " << after << " KiB";
 }
 
 }  // namespace

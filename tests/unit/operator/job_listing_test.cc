@@ -1,5 +1,5 @@
 // The operator's job listing: read every pass while listing is cheap, spaced out when it is
-// slow, unknown (nullptr) without a reader or after a failed listing.
+// slow, unknown (nullptr) when Slurm does not answer or after a failed listing.
 #include "operator/job_listing.h"
 
 #include <gtest/gtest.h>
@@ -36,7 +36,7 @@ TEST(JobListing, CheapListingsAreReadEveryPass) {
   SlowReader reader(&now);
   JobListing listing([&] { return now; });
   for (int pass = 0; pass < 4; ++pass) {
-    ASSERT_NE(listing.Get(&reader), nullptr);
+    ASSERT_NE(listing.Get(true, [&] { return reader.Jobs(); }), nullptr);
     now += 250ms;  // the daemon's pass interval
   }
   EXPECT_EQ(reader.calls, 4);
@@ -47,28 +47,28 @@ TEST(JobListing, SlowListingsAreReusedForTwiceTheirCost) {
   SlowReader reader(&now);
   reader.cost = 3s;
   JobListing listing([&] { return now; });
-  EXPECT_EQ(listing.Get(&reader)->front().job_id, 1);  // now = 3 s
+  EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 1);  // now = 3 s
   now += 1s;
-  EXPECT_EQ(listing.Get(&reader)->front().job_id, 1);  // 4 s after it started: reused
+  EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 1);  // 4 s after it started: reused
   now += 1s;
-  EXPECT_EQ(listing.Get(&reader)->front().job_id, 1);  // 5 s
+  EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 1);  // 5 s
   now += 1s;
-  EXPECT_EQ(listing.Get(&reader)->front().job_id, 2);  // 6 s = twice its cost: read again
+  EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 2);  // 6 s = twice its cost: read again
   EXPECT_EQ(reader.calls, 2);
 }
 
-TEST(JobListing, UnknownWithoutReaderOrAfterAFailure) {
+TEST(JobListing, UnknownWhenSlurmDoesNotAnswerOrAfterAFailure) {
   JobListing::Clock::time_point now{};
   SlowReader reader(&now);
   JobListing listing([&] { return now; });
-  ASSERT_NE(listing.Get(&reader), nullptr);
-  EXPECT_EQ(listing.Get(nullptr), nullptr);  // Slurm unreachable: no stale answer either
+  ASSERT_NE(listing.Get(true, [&] { return reader.Jobs(); }), nullptr);
+  EXPECT_EQ(listing.Get(false, [&] { return reader.Jobs(); }), nullptr);  // Slurm unreachable: no stale answer either
   now += 1s;
   reader.fail = true;
-  EXPECT_EQ(listing.Get(&reader), nullptr);
+  EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); }), nullptr);
   reader.fail = false;
   now += 1ms;  // a failed listing leaves nothing to reuse: the next pass reads again
-  ASSERT_NE(listing.Get(&reader), nullptr);
+  ASSERT_NE(listing.Get(true, [&] { return reader.Jobs(); }), nullptr);
   EXPECT_EQ(listing.listings(), 3);  // the failed one counted too
 }
 
