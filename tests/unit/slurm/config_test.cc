@@ -85,6 +85,42 @@ TEST(RestClientTest, ParsesNodes) {
   EXPECT_TRUE((*nodes)[1].Busy());
 }
 
+// The job list as slurmrestd v0.0.38 /jobs and 22.05's `squeue --json` print it: the fields
+// the operator reads survive the parse-time filter, nested values of dropped fields do not
+// confuse it, and an error in the body is still reported.
+TEST(RestClientTest, ParsesJobsKeepingOnlyWhatTheOperatorReads) {
+  const char* body = R"({"meta":{"plugin":{"type":"openapi/v0.0.38"}},"errors":[],"jobs":[
+    {"account":"default","job_id":7,"user_name":"alice","job_state":"PENDING","state_reason":"Resources",
+     "partition":"cpu","nodes":"","submit_time":100,"start_time":0,"node_count":2,"cpus":4,
+     "minimum_cpus_per_node":2,"memory_per_node":500,"memory_per_cpu":null,"tres_per_node":"gres:gpu:1",
+     "shared":"none","array_task_string":"1-9%2","array_max_tasks":2,"restart_cnt":1,
+     "flags":["JOB_WAS_RUNNING"],"job_resources":{"nodes":"cpu-0","allocated_hosts":1,"allocated_nodes":[{"job_id":99}]},
+     "gres_detail":[],"name":"job_id"}]})";
+  auto jobs = RestClient::ParseJobs(body);
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  ASSERT_EQ(jobs->size(), 1u);
+  const auto& j = (*jobs)[0];
+  EXPECT_EQ(j.job_id, 7);
+  EXPECT_EQ(j.user, "alice");
+  EXPECT_EQ(j.state, "PENDING");
+  EXPECT_EQ(j.reason, "Resources");
+  EXPECT_EQ(j.partition, "cpu");
+  EXPECT_EQ(j.submit_time, 100);
+  EXPECT_EQ(j.node_count, 2);
+  EXPECT_EQ(j.cpus, 4);
+  EXPECT_EQ(j.min_cpus_per_node, 2);
+  EXPECT_EQ(j.memory_per_node, 500);
+  EXPECT_EQ(j.memory_per_cpu, 0);
+  EXPECT_EQ(j.gpus_per_node, 1);
+  EXPECT_TRUE(j.exclusive);
+  EXPECT_EQ(j.array_task_string, "1-9%2");
+  EXPECT_EQ(j.array_max_tasks, 2);
+  EXPECT_EQ(j.restart_count, 1);
+  auto failed = RestClient::ParseJobs(R"({"errors":[{"error":"Unable to query jobs","error_number":1}],"jobs":[]})");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "slurmrestd: Unable to query jobs");
+}
+
 TEST(RestClientTest, ReportsErrorsInBody) {
   auto nodes = RestClient::ParseNodes(R"({"errors":[{"error":"Unable to query nodes"}],"nodes":[]})");
   ASSERT_FALSE(nodes.ok());
