@@ -55,7 +55,6 @@ TEST(LocalRuntime, PodOverItsMemoryLimitIsKilledAndRestarted) {
   }, 10s)) << pod("hog").message;
   EXPECT_EQ(pod("calm").restarts, 0);
   EXPECT_EQ(pod("calm").phase, runtime::PodPhase::kRunning);
-  EXPECT_GT(runtime::local::ProcessTreeRssKiB(::getpid()), 0);
   ASSERT_TRUE((*rt)->Teardown().ok());
   rt->reset();
   (void)files::RemoveAll(*dir);

@@ -59,7 +59,7 @@ uint64_t ProcessStartTime(pid_t pid) {
   return 0;
 }
 
-int64_t ProcessTreeRssKiB(pid_t pid) {
+int64_t DescendantsRssKiB(pid_t pid) {
   int64_t total = 0;
   std::vector<pid_t> todo = {pid};
   while (!todo.empty()) {
@@ -67,7 +67,7 @@ int64_t ProcessTreeRssKiB(pid_t pid) {
     todo.pop_back();
     std::ifstream status("/proc/" + std::to_string(p) + "/status");
     std::string line;
-    while (std::getline(status, line)) {
+    while (p != pid && std::getline(status, line)) {
       if (line.rfind("VmRSS:", 0) == 0) total += std::atoll(line.c_str() + 6);
     }
     for (const auto& task : files::ListDir("/proc/" + std::to_string(p) + "/task")) {
@@ -549,7 +549,8 @@ LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
       const int64_t limit_mib = (*spec)->memory_limit_mib;
       if (limit_mib > 0 && now >= next_memory_check_ms_[name]) {
         next_memory_check_ms_[name] = now + 1000;
-        int64_t rss_mib = ProcessTreeRssKiB(st->pid) / 1024;
+        // What runs under the pod's init: the init is hpcplane's, not the workload's.
+        int64_t rss_mib = DescendantsRssKiB(st->pid) / 1024;
         if (rss_mib > limit_mib) {
           // As PID 1 of the pod, its death ends every process in it; the exit below restarts it.
           killed_for_memory_[name] = fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB",

@@ -87,8 +87,9 @@ class LocalRuntime : public PodRuntime {
   std::map<std::string, std::string> killed_for_memory_;  // pod -> why, until its exit is seen
 };
 
-// Resident memory (KiB) of a process and all its descendants (/proc/<pid>/task/*/children).
-int64_t ProcessTreeRssKiB(pid_t pid);
+// Resident memory (KiB) of the descendants of a process (/proc/<pid>/task/*/children), not
+// counting the process itself: for a pod, what runs under its init.
+int64_t DescendantsRssKiB(pid_t pid);
 
 // Start time of a process in clock ticks since boot, or 0 when it does not exist. Together
 // with the PID it identifies one process, so a recycled PID is never mistaken for a pod.
