@@ -604,7 +604,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
 
   auto run_workspace_commands = AddWorkspaceCommands(app, g);
   auto run_controlplane_commands = AddControlPlaneCommands(app, g);
-  auto run_project_commands = AddProjectCommands(app, g);
+  auto run_project_commands = AddProjectCommands(app);
 
   try {
     app.parse(argc, argv);

@@ -103,7 +103,7 @@ int CmdStop(const ApiArgs& api, const std::string& project, const std::string& i
 
 }  // namespace
 
-std::function<int()> AddProjectCommands(CLI::App& app, Globals& g) {
+std::function<int()> AddProjectCommands(CLI::App& app) {
   auto api = std::make_shared<ApiArgs>();
   auto project = std::make_shared<std::string>();
   auto* projects = app.add_subcommand("projects", "Projects on the control plane and their workspaces");
@@ -148,8 +148,7 @@ std::function<int()> AddProjectCommands(CLI::App& app, Globals& g) {
   stop->add_flag("--cancel-jobs", *cancel, "Cancel its queued and running jobs instead of waiting");
   stop->add_option("--wait", *stop_wait, "Seconds to wait for it to be Stopped (0: do not wait)");
 
-  return [=, &g]() -> int {
-    (void)g;
+  return [=]() -> int {
     if (set->parsed()) return CmdSet(*api, *project, *pa);
     if (launch->parsed()) return CmdLaunch(*api, *project, *la);
     if (stop->parsed()) return CmdStop(*api, *project, *id, *cancel, *stop_wait);

@@ -12,6 +12,6 @@
 namespace hpc::cli {
 
 // Adds the subcommands; the returned function runs whichever was parsed (-1: none of these).
-std::function<int()> AddProjectCommands(CLI::App& app, Globals& g);
+std::function<int()> AddProjectCommands(CLI::App& app);
 
 }  // namespace hpc::cli

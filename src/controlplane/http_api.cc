@@ -93,8 +93,7 @@ bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachabl
     return false;
   }
   for (const auto& dp : *dps) {
-    if (dp.name == name && dp.state == "Healthy" && dp.component_versions.count("slurm/slurmctld") &&
-        jwt::UnixNow() - dp.last_report <= unreachable_after) {
+    if (dp.name == name && dp.OffersSlurm() && jwt::UnixNow() - dp.last_report <= unreachable_after) {
       return true;
     }
   }

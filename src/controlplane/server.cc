@@ -27,7 +27,7 @@ bool ValidName(const std::string& s) {
 }
 
 json DataPlaneJson(const DataPlane& dp) {
-  bool slurm = dp.state == "Healthy" && dp.component_versions.count("slurm/slurmctld");
+  bool slurm = dp.OffersSlurm();
   return {{"name", dp.name},
           {"state", dp.state},
           {"reasons", dp.reasons},

@@ -55,6 +55,7 @@ const char* kJobColumns =
     "start_time, end_time, elapsed_seconds, cpu_seconds, max_rss_kib, nodes, node_list, tres, source";
 
 int64_t I(const SqlValue& v) { return v ? std::atoll(v->c_str()) : 0; }
+SqlValue N(int64_t v) { return std::to_string(v); }
 std::string S(const SqlValue& v) { return v.value_or(""); }
 
 JobRecord JobFromRow(const SqlRow& r) {
@@ -68,10 +69,9 @@ JobRecord JobFromRow(const SqlRow& r) {
 }
 
 std::vector<SqlValue> JobParams(const JobRecord& j) {
-  auto n = [](int64_t v) { return SqlValue(std::to_string(v)); };
-  return {j.data_plane, j.cluster, n(j.job_id), n(j.submit_time), j.name, j.user, j.project, j.partition,
-          j.state, j.exit_code, n(j.start_time), n(j.end_time), n(j.elapsed_seconds), n(j.cpu_seconds),
-          n(j.max_rss_kib), n(j.nodes), j.node_list, j.tres, j.source};
+  return {j.data_plane, j.cluster, N(j.job_id), N(j.submit_time), j.name, j.user, j.project, j.partition,
+          j.state, j.exit_code, N(j.start_time), N(j.end_time), N(j.elapsed_seconds), N(j.cpu_seconds),
+          N(j.max_rss_kib), N(j.nodes), j.node_list, j.tres, j.source};
 }
 
 class SqlStore : public Store {
@@ -244,14 +244,13 @@ class SqlStore : public Store {
   }
 
   Status PutSubmission(const Submission& x) override {
-    auto n = [](int64_t v) { return SqlValue(std::to_string(v)); };
     return db_->Query(
         "INSERT INTO submissions (id, data_plane, project, workspace, user_name, script, sbatch_args, state, cluster, "
         "job_id, submit_time, error, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11,$12,$13) "
         "ON CONFLICT (id) DO UPDATE SET state = excluded.state, cluster = excluded.cluster, job_id = excluded.job_id, "
         "submit_time = excluded.submit_time, error = excluded.error",
         {x.id, x.data_plane, x.project, x.workspace, x.user, x.script, json(x.sbatch_args).dump(), x.state, x.cluster,
-         n(x.job_id), n(x.submit_time), x.error, n(x.created_at)});
+         N(x.job_id), N(x.submit_time), x.error, N(x.created_at)});
   }
 
   Result<std::optional<Submission>> GetSubmission(const std::string& id) override {
@@ -316,15 +315,14 @@ class SqlStore : public Store {
   }
 
   Status PutWorkspace(const WorkspaceRecord& w) override {
-    auto n = [](int64_t v) { return SqlValue(std::to_string(v)); };
     return db_->Query(
         "INSERT INTO workspaces (id, project, data_plane, spec, desired, cancel_jobs, phase, message, created_at, "
         "updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (id) DO UPDATE SET project = excluded.project, "
         "data_plane = excluded.data_plane, spec = excluded.spec, desired = excluded.desired, "
         "cancel_jobs = excluded.cancel_jobs, phase = excluded.phase, message = excluded.message, "
         "created_at = excluded.created_at, updated_at = excluded.updated_at",
-        {w.id, w.project, w.data_plane, ToJson(w).dump(), w.desired, n(w.cancel_jobs ? 1 : 0), w.phase, w.message,
-         n(w.created_at), n(w.updated_at)});
+        {w.id, w.project, w.data_plane, ToJson(w).dump(), w.desired, N(w.cancel_jobs ? 1 : 0), w.phase, w.message,
+         N(w.created_at), N(w.updated_at)});
   }
 
   Result<std::optional<WorkspaceRecord>> GetWorkspace(const std::string& id) override {

@@ -23,6 +23,8 @@ struct DataPlane {
   std::map<std::string, std::string> component_versions;
   int64_t last_report = 0;  // unix seconds
   int64_t registered_at = 0;
+  // Slurm work goes only where Slurm is known to be there and healthy.
+  bool OffersSlurm() const { return state == "Healthy" && component_versions.count("slurm/slurmctld") > 0; }
 };
 
 enum class Role { kAdmin, kUser, kAgent };

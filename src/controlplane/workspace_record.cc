@@ -7,6 +7,7 @@
 
 #include "api/codec.h"
 #include "api/validation.h"
+#include "operator/workspace_request.h"
 #include "platform/catalog.h"
 
 namespace hpc::cp {
@@ -116,7 +117,7 @@ json ToJson(const ProjectConfig& p) {
           {"updatedAt", p.updated_at}};
 }
 
-Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::string& user, bool admin,
+Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::string& user,
                                        const json& request) {
   RETURN_IF_ERROR(OnlyKnownFields(request, {"user", "name", "tier", "maxWorkers"}));
   auto slurm_user = platform::DeriveSlurmUserName(user);
@@ -125,10 +126,8 @@ Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::
   w.project = project.name;
   w.data_plane = project.data_plane;
   w.user = user;
-  w.admin = admin || std::find(project.sys_admins.begin(), project.sys_admins.end(), user) != project.sys_admins.end();
-  std::string default_id = *slurm_user + "-" + project.name;
-  std::replace(default_id.begin(), default_id.end(), '_', '-');
-  ASSIGN_OR_RETURN(w.id, StringField(request, "name", default_id));
+  w.admin = std::find(project.sys_admins.begin(), project.sys_admins.end(), user) != project.sys_admins.end();
+  ASSIGN_OR_RETURN(w.id, StringField(request, "name", op::DefaultWorkspaceName(*slurm_user, project.name)));
   if (Status s = api::ValidateResourceName(w.id); !s.ok()) {
     return Status::Errorf("name: {}{}", s.message(), request.contains("name") ? "" : " (give another with \"name\")");
   }

@@ -56,7 +56,7 @@ nlohmann::json ToJson(const ProjectConfig& p);
 
 // Builds the desired workspace for `user` from a launch request body and the project's
 // configuration; errors read "field: why". The uid is filled in by the caller.
-Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::string& user, bool admin,
+Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::string& user,
                                        const nlohmann::json& request);
 nlohmann::json ToJson(const WorkspaceRecord& w);
 Result<WorkspaceRecord> WorkspaceRecordFromJson(const nlohmann::json& j);

@@ -88,7 +88,7 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
         return http::Error(res, 403, fmt::format("{} may not launch a workspace for {}", p->subject, user), "user");
       }
     }
-    auto w = BuildWorkspace(*project, user, false, *body);
+    auto w = BuildWorkspace(*project, user, *body);
     if (!w.ok()) return http::FieldError(res, w.status().message());
     if (!http::RequireSlurmDataPlane(store, w->data_plane, unreachable_after, res)) return;
     auto existing = store->GetWorkspace(w->id);

@@ -181,12 +181,12 @@ TEST_P(StoreTest, ProjectsUidsAndWorkspaces) {
   EXPECT_EQ(*ben, 20001);
   EXPECT_EQ(*ann_again, *ann);
 
-  auto w = cp::BuildWorkspace(**got, "ann", false, nlohmann::json::object());
+  auto w = cp::BuildWorkspace(**got, "ann", nlohmann::json::object());
   ASSERT_TRUE(w.ok()) << w.status().message();
   w->uid = *ann;
   w->created_at = 100;
   ASSERT_TRUE(store_->PutWorkspace(*w).ok());
-  auto c = cp::BuildWorkspace(**got, "carol", false, {{"name", "carol-ws"}, {"tier", "medium"}});
+  auto c = cp::BuildWorkspace(**got, "carol", {{"name", "carol-ws"}, {"tier", "medium"}});
   ASSERT_TRUE(c.ok()) << c.status().message();
   EXPECT_TRUE(c->admin);  // a sysAdmin of the project
   c->created_at = 101;

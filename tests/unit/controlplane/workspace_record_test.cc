@@ -45,7 +45,7 @@ TEST(ProjectConfig, RefusalsNameTheField) {
 }
 
 TEST(BuildWorkspace, FromTheRequestWithinTheProject) {
-  auto w = BuildWorkspace(Astro(), "ann", false, {{"tier", "medium"}, {"maxWorkers", 3}});
+  auto w = BuildWorkspace(Astro(), "ann", {{"tier", "medium"}, {"maxWorkers", 3}});
   ASSERT_TRUE(w.ok()) << w.status().message();
   EXPECT_EQ(w->id, "ann-astro");
   EXPECT_EQ(w->data_plane, "dp1");
@@ -57,7 +57,7 @@ TEST(BuildWorkspace, FromTheRequestWithinTheProject) {
   EXPECT_EQ(w->desired, "Running");
   EXPECT_EQ(w->phase, "Pending");
   // The default id is USER-PROJECT, with the Slurm name's "_" as "-" (ids are resource names).
-  auto defaults = BuildWorkspace(Astro(), "bo_b", false, json::object());
+  auto defaults = BuildWorkspace(Astro(), "bo_b", json::object());
   ASSERT_TRUE(defaults.ok()) << defaults.status().message();
   EXPECT_EQ(defaults->id, "bo-b-astro");
   EXPECT_EQ(defaults->tier, "small");
@@ -68,14 +68,14 @@ TEST(BuildWorkspace, FromTheRequestWithinTheProject) {
 }
 
 TEST(BuildWorkspace, RefusalsNameTheField) {
-  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", false, {{"tier", "gpu"}})),
+  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", {{"tier", "gpu"}})),
             "tier: project astro offers small, medium (got \"gpu\")");
-  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", false, {{"maxWorkers", 5}})), "maxWorkers: must be an integer 1-4");
-  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", false, {{"name", "Not OK"}})).rfind("name: must be 1-20", 0), 0u);
-  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", false, {{"cpus", 9}})), "cpus: unknown field");
-  EXPECT_EQ(Error(BuildWorkspace(Astro(), "root", false, json::object())).rfind("user: ", 0), 0u);
+  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", {{"maxWorkers", 5}})), "maxWorkers: must be an integer 1-4");
+  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", {{"name", "Not OK"}})).rfind("name: must be 1-20", 0), 0u);
+  EXPECT_EQ(Error(BuildWorkspace(Astro(), "ann", {{"cpus", 9}})), "cpus: unknown field");
+  EXPECT_EQ(Error(BuildWorkspace(Astro(), "root", json::object())).rfind("user: ", 0), 0u);
   // A default id too long for a resource name says how to choose one.
-  EXPECT_NE(Error(BuildWorkspace(Astro(), "averyveryverylongname", false, json::object())).find("give another with \"name\""),
+  EXPECT_NE(Error(BuildWorkspace(Astro(), "averyveryverylongname", json::object())).find("give another with \"name\""),
             std::string::npos);
 }
 
