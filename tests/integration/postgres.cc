@@ -5,6 +5,8 @@
 
 #include <filesystem>
 
+#include <libpq-fe.h>
+
 #include "common/files.h"
 #include "common/subprocess.h"
 
@@ -49,12 +51,14 @@ PostgresServer::PostgresServer() {
                                bin + "/postgres", "-D", data, "-k", dir_, "-p", std::to_string(port), "-c",
                                "listen_addresses=", "-c", "fsync=off"},
       dir_ + "/postgres.log");
-  std::string socket = dir_ + "/.s.PGSQL." + std::to_string(port);
-  if (!WaitFor([&] { return files::Exists(socket); }, std::chrono::seconds(30))) {
+  std::string url = "postgresql:///postgres?host=" + dir_ + "&port=" + std::to_string(port) + "&user=postgres";
+  // The socket appears before the server accepts connections ("the database system is
+  // starting up"): ready is when a connection would be accepted.
+  if (!WaitFor([&] { return PQping(url.c_str()) == PQPING_OK; }, std::chrono::seconds(30))) {
     error_ = "postgres did not start: " + server_->Log();
     return;
   }
-  url_ = "postgresql:///postgres?host=" + dir_ + "&port=" + std::to_string(port) + "&user=postgres";
+  url_ = url;
 }
 
 PostgresServer::~PostgresServer() {
