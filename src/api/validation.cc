@@ -250,6 +250,18 @@ Status ValidateAgainstCluster(const NodeSet& n, const SlurmCluster& c) {
   if (n.spec.replicas && *n.spec.replicas < min) {
     return FieldError(subject, "spec.replicas", fmt::format("must be >= minReplicas (got {} < {})", *n.spec.replicas, min));
   }
+  // A partition the admin declared is theirs: a nodeset must not take it over (and would
+  // otherwise be deleted with the nodeset).
+  for (size_t i = 0; i < c.spec.extra_config.size(); ++i) {
+    static const std::regex partition_line(R"(^[Pp][Aa][Rr][Tt][Ii][Tt][Ii][Oo][Nn][Nn][Aa][Mm][Ee]=([^ \t]+))");
+    std::smatch m;
+    if (std::regex_search(c.spec.extra_config[i], m, partition_line) && m[1] == n.PartitionName()) {
+      return FieldError(subject, n.spec.partition.name.empty() ? "metadata.name" : "spec.partition.name",
+                        fmt::format("partition \"{}\" is declared by the cluster's spec.scheduling.extraConfig[{}] "
+                                    "and belongs to its admin; choose another name",
+                                    n.PartitionName(), i));
+    }
+  }
   if (n.spec.max_replicas > c.spec.max_node_count) {
     return FieldError(subject, "spec.maxReplicas",
                       fmt::format("must be <= the cluster's spec.scheduling.maxNodeCount (got {} > {})",

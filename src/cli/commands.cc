@@ -176,10 +176,32 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   Globals g = g_in;
   auto start = Clock::now();
   if (Status s = Preflight(); !s.ok()) return Fail(s);
-  auto m = LoadManifest(file, std::nullopt);
-  if (!m.ok()) return Fail(m.status());
-  if (m->clusters.empty()) return Fail(Status::Errorf("{}: `up` needs a SlurmCluster", file));
-  const api::SlurmCluster& c = m->clusters[0];
+  // Without -f, `up` brings back the cluster the state dir holds (its stored specs, unchanged);
+  // the embedded demo cluster only when the state dir holds none.
+  std::optional<op::ClusterPaths> stored;
+  if (file.empty()) {
+    auto resolved = ResolveCluster(g);
+    if (resolved.ok()) {
+      stored = *resolved;
+    } else if (!g.cluster.empty()) {
+      return Fail(Status::Errorf("cluster \"{}\" not found in {} (`up -f FILE` creates a cluster)", g.cluster,
+                                 g.state_dir));
+    } else if (!ListStoredClusters(g.state_dir).empty()) {
+      return Fail(resolved.status());
+    }
+  }
+  api::Manifest m;
+  if (stored) {
+    auto c = op::Store(stored->Dir()).LoadCluster();
+    if (!c.ok()) return Fail(c.status());
+    m.clusters.push_back(*c);
+  } else {
+    auto loaded = LoadManifest(file, std::nullopt);
+    if (!loaded.ok()) return Fail(loaded.status());
+    m = std::move(*loaded);
+  }
+  if (m.clusters.empty()) return Fail(Status::Errorf("{}: `up` needs a SlurmCluster", file));
+  const api::SlurmCluster& c = m.clusters[0];
   op::ClusterPaths p{g.state_dir, c.metadata.name};
   pid_t running = op::RunningDaemon(p);
   if (running == 0) {
@@ -194,9 +216,11 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   }
   if (Status s = files::MakeDirs(p.Dir(), 0755); !s.ok()) return Fail(s);
   op::Store store(p.Dir());
-  if (Status s = store.SaveCluster(c); !s.ok()) return Fail(s);
-  for (const auto& ns : m->nodesets) {
-    if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
+  if (!stored) {
+    if (Status s = store.SaveCluster(c); !s.ok()) return Fail(s);
+    for (const auto& ns : m.nodesets) {
+      if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
+    }
   }
   if (!control_plane.empty()) {
     // The daemon also serves the control plane and runs this data plane's agent.
@@ -211,7 +235,8 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   } else if (running == 0) {
     ::unlink((p.Dir() + "/controlplane.json").c_str());
   }
-  std::cout << fmt::format("Bringing up cluster \"{}\" (subnet {}, state in {})", c.metadata.name, c.spec.subnet,
+  const char* source = stored ? "the state dir's cluster" : file.empty() ? "the embedded demo cluster" : "cluster";
+  std::cout << fmt::format("Bringing up {} \"{}\" (subnet {}, state in {})", source, c.metadata.name, c.spec.subnet,
                            p.Dir())
             << std::endl;
   if (running == 0) {
@@ -548,7 +573,8 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   std::string file;
   bool detach = false;
   int timeout_s = 120;
-  auto* up = app.add_subcommand("up", "Bring up a cluster (the embedded demo cluster without -f) and wait until Ready");
+  auto* up = app.add_subcommand("up", "Bring up a cluster and wait until Ready (without -f: the state dir's cluster, or the embedded demo "
+      "cluster when it holds none)");
   up->add_option("-f,--file", file, "SlurmCluster and NodeSet manifest (YAML or JSON)")->check(CLI::ExistingFile);
   up->add_flag("--detach", detach, "Return once Ready, leaving the cluster running");
   up->add_option("--timeout", timeout_s, "Seconds to wait for Ready");

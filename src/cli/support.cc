@@ -18,6 +18,14 @@ double Seconds(Clock::time_point since) {
 }
 
 // The cluster a command is about: --cluster, else the only one in the state dir.
+std::vector<std::string> ListStoredClusters(const std::string& state_dir) {
+  std::vector<std::string> names;
+  for (const auto& n : files::ListDir(state_dir + "/clusters")) {
+    if (files::Exists(state_dir + "/clusters/" + n + "/cluster.json")) names.push_back(n);
+  }
+  return names;
+}
+
 Result<op::ClusterPaths> ResolveCluster(const Globals& g) {
   if (!g.cluster.empty()) {
     op::ClusterPaths p{g.state_dir, g.cluster};
@@ -26,10 +34,7 @@ Result<op::ClusterPaths> ResolveCluster(const Globals& g) {
     }
     return p;
   }
-  std::vector<std::string> names;
-  for (const auto& n : files::ListDir(g.state_dir + "/clusters")) {
-    if (files::Exists(g.state_dir + "/clusters/" + n + "/cluster.json")) names.push_back(n);
-  }
+  std::vector<std::string> names = ListStoredClusters(g.state_dir);
   if (names.empty()) return Status::Errorf("no cluster in {} (run `hpcplane up` first)", g.state_dir);
   if (names.size() > 1) {
     std::string all;

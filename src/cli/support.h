@@ -4,6 +4,7 @@
 #include <chrono>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "common/result.h"
 #include "operator/daemon.h"
@@ -23,6 +24,8 @@ struct Globals {
 // Prints "error: MESSAGE" and returns the exit code 1.
 int Fail(const Status& s);
 double Seconds(Clock::time_point since);
+// Names of the clusters whose specs the state dir holds, running or not.
+std::vector<std::string> ListStoredClusters(const std::string& state_dir);
 // The cluster a command is about: --cluster, else the only one in the state dir.
 Result<op::ClusterPaths> ResolveCluster(const Globals& g);
 // A runtime handle for commands (no supervision: the daemon owns that).

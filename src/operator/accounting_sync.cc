@@ -21,7 +21,8 @@ Status AccountingSync::Sacctmgr(const std::vector<std::string>& args) {
   return Status::Errorf("sacctmgr {} failed (exit {}): {}", JoinArgs(args), r.exit_code, text);
 }
 
-Status AccountingSync::Sync(const std::string& cluster, const std::vector<Association>& want) {
+Status AccountingSync::Sync(const std::string& cluster, const std::vector<Association>& want,
+                            OwnershipLedger* ledger) {
   if (!cluster_added_) {
     RETURN_IF_ERROR(Sacctmgr({"add", "cluster", cluster}));
     cluster_added_ = true;
@@ -33,10 +34,17 @@ Status AccountingSync::Sync(const std::string& cluster, const std::vector<Associ
                                 "Description=hpcplane project " + a.account, "Organization=hpcplane"}));
       accounts_.insert(a.account);
     }
+    // `add` gives a new user this level and leaves an existing user's level alone.
     std::string level = a.admin ? "Administrator" : "None";
     RETURN_IF_ERROR(Sacctmgr({"add", "user", a.user, "Account=" + a.account, "Cluster=" + cluster, "AdminLevel=" + level}));
-    // `add` leaves an existing user's level alone; a role change must reach Slurm too.
-    RETURN_IF_ERROR(Sacctmgr({"modify", "user", "where", "name=" + a.user, "set", "AdminLevel=" + level}));
+    std::string ours = ledger->AdminLevel(a.user);
+    // A role change must reach an existing user too, but only a level hpcplane set is taken back.
+    bool grant = a.admin && ours != "Administrator";
+    bool revoke = !a.admin && ours == "Administrator";
+    if (grant || revoke) {
+      RETURN_IF_ERROR(Sacctmgr({"modify", "user", "where", "name=" + a.user, "set", "AdminLevel=" + level}));
+    }
+    if (grant || revoke || ours.empty()) RETURN_IF_ERROR(ledger->SetAdminLevel(a.user, level));
     spdlog::info("accounting: user {} in account {} (admin level {})", a.user, a.account, level);
     // A user's earlier entry with another level is superseded.
     std::erase_if(done_, [&](const Association& d) { return d.user == a.user && d.admin != a.admin; });

@@ -2,6 +2,11 @@
 // account per project, each user under it with Slurm's administrator level when the user is an
 // admin (SysAdmin). Runs sacctmgr in the controller pod as SlurmUser; remembers what it has done
 // so a steady cluster costs nothing. Users are never removed: their job history stays queryable.
+//
+// Ownership: the administrator level is changed only where hpcplane's wish differs from what
+// it last set itself (kept in the ownership ledger): a SysAdmin gets Administrator, and losing
+// the role takes back only a level hpcplane granted. A level an admin gave a user with sacctmgr
+// stays theirs; accounts, QOS and limits set by admins are never touched.
 #pragma once
 
 #include <set>
@@ -9,6 +14,7 @@
 #include <vector>
 
 #include "common/result.h"
+#include "operator/ownership.h"
 #include "runtime/pod_runtime.h"
 
 namespace hpc::op {
@@ -27,7 +33,7 @@ class AccountingSync {
   AccountingSync(runtime::PodRuntime* rt, std::string controller_pod)
       : rt_(rt), pod_(std::move(controller_pod)) {}
 
-  Status Sync(const std::string& cluster, const std::vector<Association>& want);
+  Status Sync(const std::string& cluster, const std::vector<Association>& want, OwnershipLedger* ledger);
   bool Synced(const std::string& user) const;
 
  private:

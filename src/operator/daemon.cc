@@ -24,6 +24,7 @@
 #include "operator/nodeset_reconciler.h"
 #include "operator/store.h"
 #include "operator/accounting_sync.h"
+#include "operator/ownership.h"
 #include "operator/partition_sync.h"
 #include "operator/workspace.h"
 #include "operator/workspace_reconciler.h"
@@ -116,7 +117,7 @@ std::vector<Association> WantedAssociations(const api::SlurmCluster& c, const st
 // One pass over the cluster, its workspaces and nodesets. Returns whether everything converged.
 bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
                    NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
-                   JobListing* listing, bool* any_autoscaled) {
+                   OwnershipLedger* ledger, JobListing* listing, bool* any_autoscaled) {
   auto c = store.LoadCluster();
   auto stored = store.LoadNodeSets();
   auto workspaces = store.LoadWorkspaces();
@@ -149,13 +150,14 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   if (cluster_rec.reader() && cluster_rec.controller_ready()) {
     // Users changes are remembered until applied: AllowGroups must see a new user.
     bool users_changed = cluster_rec.TakeUsersChanged();
-    if (Status s = SyncPartitions(config_nodesets, cluster_rec.reader(), cluster_rec.control(), users_changed); !s.ok()) {
+    if (Status s = SyncPartitions(config_nodesets, cluster_rec.reader(), cluster_rec.control(), users_changed, ledger);
+        !s.ok()) {
       spdlog::warn("partitions: {}", s.message());
       if (users_changed) cluster_rec.MarkUsersChanged();
     }
   }
   if (c->spec.accounting.enabled && cluster_rec.slurmdbd_ready() && cluster_rec.controller_ready()) {
-    if (Status s = accounting.Sync(c->metadata.name, WantedAssociations(*c, *workspaces)); !s.ok()) {
+    if (Status s = accounting.Sync(c->metadata.name, WantedAssociations(*c, *workspaces), ledger); !s.ok()) {
       spdlog::warn("accounting: {}", s.message());
     }
   }
@@ -313,6 +315,11 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   NodeSetReconciler nodeset_rec(rt.get(), *inputs, &control);
   WorkspaceReconciler workspace_rec(rt.get(), *inputs, &control);
   AccountingSync accounting(rt.get(), ControllerPodName(*cluster));
+  auto ledger = OwnershipLedger::Open(p.Dir() + "/owned.json");
+  if (!ledger.ok()) {
+    spdlog::error("{}", ledger.status().message());
+    return 1;
+  }
 
   // With `up --control-plane`, the control plane's API and this data plane's agent run here too.
   std::unique_ptr<cp::Store> cp_store;
@@ -334,7 +341,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     if (supervised.changed) next_reconcile = Clock::now();
     if (Clock::now() >= next_reconcile) {
       converged =
-          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &listing, &any_autoscaled);
+          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger, &listing,
+                        &any_autoscaled);
       // Tight while converging (start-up, scaling). Once steady, autoscaled nodesets still poll
       // Slurm's queue often: the time from sbatch to a new worker starts with this poll.
       auto steady = any_autoscaled ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000);

@@ -11,7 +11,8 @@ namespace hpc::op {
 
 std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nodesets,
                                             const std::vector<slurm::SlurmPartition>& actual,
-                                            const std::vector<slurm::SlurmNode>& nodes, bool users_changed) {
+                                            const std::vector<slurm::SlurmNode>& nodes, bool users_changed,
+                                            const std::set<std::string>& owned) {
   std::map<std::string, const slurm::SlurmPartition*> live;
   for (const auto& p : actual) live[p.name] = &p;
   std::vector<PartitionAction> out;
@@ -42,21 +43,36 @@ std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nod
     if (!update.empty()) out.push_back({PartitionAction::kUpdate, name, update});
   }
   for (const auto& p : actual) {
-    if (!wanted.count(p.name) && p.name != slurm::kPlaceholderPartition) out.push_back({PartitionAction::kDelete, p.name, {}});
+    // Not wanted is not enough: an admin's partition is not wanted either.
+    if (owned.count(p.name) && !wanted.count(p.name) && p.name != slurm::kPlaceholderPartition) {
+      out.push_back({PartitionAction::kDelete, p.name, {}});
+    }
   }
   return out;
 }
 
 Status SyncPartitions(const std::vector<api::NodeSet>& nodesets, slurm::SlurmReader* reader,
-                      slurm::SlurmControl* control, bool users_changed) {
+                      slurm::SlurmControl* control, bool users_changed, OwnershipLedger* ledger) {
   ASSIGN_OR_RETURN(auto partitions, reader->Partitions());
   ASSIGN_OR_RETURN(auto nodes, reader->Nodes());
+  // Ours before they exist: a crash right after a create still finds the partition recorded.
+  std::set<std::string> wanted;
+  for (const auto& ns : nodesets) wanted.insert(ns.PartitionName());
+  RETURN_IF_ERROR(ledger->AddPartitions(wanted));
+  // Recorded ones that neither exist nor are wanted (deleted while the daemon was down, or
+  // gone with a slurmctld restart) are forgotten, so a later admin partition of that name stays theirs.
+  std::set<std::string> live;
+  for (const auto& p : partitions) live.insert(p.name);
+  for (const auto& name : std::set<std::string>(ledger->partitions())) {
+    if (!live.count(name) && !wanted.count(name)) RETURN_IF_ERROR(ledger->ForgetPartition(name));
+  }
   Status first = Status::Ok();
-  for (const auto& a : PlanPartitions(nodesets, partitions, nodes, users_changed)) {
+  for (const auto& a : PlanPartitions(nodesets, partitions, nodes, users_changed, ledger->partitions())) {
     Status s = a.kind == PartitionAction::kCreate   ? control->CreatePartition(a.partition, a.options)
                : a.kind == PartitionAction::kUpdate ? control->UpdatePartition(a.partition, a.options)
                                                     : control->DeletePartition(a.partition);
     const char* verb = a.kind == PartitionAction::kCreate ? "created" : a.kind == PartitionAction::kUpdate ? "updated" : "deleted";
+    if (s.ok() && a.kind == PartitionAction::kDelete) s = ledger->ForgetPartition(a.partition);
     if (s.ok()) {
       std::string opts;
       for (const auto& o : a.options) opts += " " + o;

@@ -3,17 +3,26 @@
 // changes (a stopping workspace's DRAIN), re-resolves AllowGroups when users changed, and
 // deletes partitions whose nodeset is gone. slurm.conf holds the same partitions, so a restarted
 // slurmctld comes back to the same picture.
+//
+// Ownership: only partitions in the ownership ledger are ever deleted. A nodeset's partition is
+// recorded there before it is created (and adopted when slurmctld already has it from
+// slurm.conf); partitions from spec.scheduling.extraConfig or made by an admin at run time are
+// never in it, so they are left alone whatever their name.
 #pragma once
 
+#include <set>
+#include <string>
 #include <vector>
 
 #include "api/types.h"
 #include "common/result.h"
+#include "operator/ownership.h"
 #include "slurm/slurm_client.h"
 
 namespace hpc::op {
 
-// The scontrol actions that bring `actual` to what `nodesets` describe. Pure, for tests.
+// The scontrol actions that bring `actual` to what `nodesets` describe, deleting only partitions
+// named in `owned`. Pure, for tests.
 struct PartitionAction {
   enum Kind { kCreate, kUpdate, kDelete } kind;
   std::string partition;
@@ -22,9 +31,10 @@ struct PartitionAction {
 };
 std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nodesets,
                                             const std::vector<slurm::SlurmPartition>& actual,
-                                            const std::vector<slurm::SlurmNode>& nodes, bool users_changed);
+                                            const std::vector<slurm::SlurmNode>& nodes, bool users_changed,
+                                            const std::set<std::string>& owned);
 
 Status SyncPartitions(const std::vector<api::NodeSet>& nodesets, slurm::SlurmReader* reader,
-                      slurm::SlurmControl* control, bool users_changed);
+                      slurm::SlurmControl* control, bool users_changed, OwnershipLedger* ledger);
 
 }  // namespace hpc::op

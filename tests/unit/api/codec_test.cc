@@ -146,6 +146,19 @@ TEST(CodecTest, ValidateAgainstClusterUsesClusterMinimum) {
   EXPECT_EQ(s.message(), "nodeset \"gpu\": spec.maxReplicas: must be >= minReplicas (got 1 < 2)");
 }
 
+// An admin's partition from extraConfig is never taken over by a nodeset of the same name.
+TEST(CodecTest, ValidateAgainstClusterRefusesAPartitionDeclaredInExtraConfig) {
+  auto m = DecodeManifest(WithNodeSet("  maxReplicas: 1\n"), "t.yaml");
+  ASSERT_TRUE(m.ok());
+  m->clusters[0].spec.extra_config = {"SuspendTime=2", "PartitionName=gpu Nodes=cloud-[0-1] State=UP"};
+  Status s = ValidateAgainstCluster(m->nodesets[0], m->clusters[0]);
+  EXPECT_EQ(s.message(),
+            "nodeset \"gpu\": metadata.name: partition \"gpu\" is declared by the cluster's "
+            "spec.scheduling.extraConfig[1] and belongs to its admin; choose another name");
+  m->nodesets[0].spec.partition.name = "gpu-elastic";
+  EXPECT_TRUE(ValidateAgainstCluster(m->nodesets[0], m->clusters[0]).ok());
+}
+
 // Output encoders produce what the decoder accepts (round trip through YAML).
 TEST(CodecTest, ToJsonRoundTripsThroughYaml) {
   auto m = DecodeManifest(WithNodeSet("  maxReplicas: 3\n  replicas: 2\n  features: [fast]\n"), "t.yaml");

@@ -4,7 +4,6 @@
 #include "api/validation.h"
 #include "common/files.h"
 #include "operator/builders.h"
-#include "operator/partition_sync.h"
 #include "operator/workspace.h"
 #include "platform/catalog.h"
 #include "slurm/config.h"
@@ -90,57 +89,6 @@ TEST(UsersConfigMap, PrivateGroupsAndAnAdminGroup) {
   EXPECT_NE(cm.data["group"].find("ann:x:20000:ann\n"), std::string::npos);
   EXPECT_NE(cm.data["group"].find(std::string(kAdminGroup) + ":x:" + std::to_string(kAdminGroupGid) + ":bob\n"),
             std::string::npos);
-}
-
-api::NodeSet Ns(const std::string& name, const std::string& state = "UP") {
-  api::NodeSet n;
-  n.metadata.name = name;
-  n.spec.partition.state = state;
-  return n;
-}
-
-slurm::SlurmNode Node(const std::string& name, const std::string& feature, std::set<std::string> partitions) {
-  slurm::SlurmNode n;
-  n.name = name;
-  n.features = {feature};
-  n.partitions = std::move(partitions);
-  return n;
-}
-
-TEST(PlanPartitions, CreatesMissingOnesWithTheirRegisteredWorkers) {
-  auto plan = PlanPartitions({Ns("a"), Ns("b")}, {{"a", "UP"}}, {Node("b-0", "b", {})}, false);
-  ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].kind, PartitionAction::kCreate);
-  EXPECT_EQ(plan[0].partition, "b");
-  EXPECT_EQ(plan[0].options.front(), "Nodes=b-0");
-}
-
-TEST(PlanPartitions, AddsWorkersThatAreNotMembersAndAppliesStates) {
-  auto plan = PlanPartitions({Ns("a", "DRAIN")}, {{"a", "UP"}},
-                             {Node("a-0", "a", {"a"}), Node("a-1", "a", {})}, false);
-  ASSERT_EQ(plan.size(), 1u);
-  EXPECT_EQ(plan[0].kind, PartitionAction::kUpdate);
-  EXPECT_EQ(plan[0].options, (std::vector<std::string>{"Nodes=a-0,a-1", "State=DRAIN"}));
-}
-
-TEST(PlanPartitions, NothingToDoWhenInStep) {
-  EXPECT_TRUE(PlanPartitions({Ns("a")}, {{"a", "UP"}}, {Node("a-0", "a", {"a"})}, false).empty());
-}
-
-TEST(PlanPartitions, DeletesPartitionsWithoutNodesetAndRefreshesGroups) {
-  api::NodeSet a = Ns("a");
-  a.spec.partition.options["AllowGroups"] = "ann,hpcadmins";
-  auto plan = PlanPartitions({a}, {{"a", "UP"}, {"gone", "DRAIN"}, {slurm::kPlaceholderPartition, "INACTIVE"}}, {}, true);
-  ASSERT_EQ(plan.size(), 2u);
-  EXPECT_EQ(plan[0], (PartitionAction{PartitionAction::kUpdate, "a", {"AllowGroups=ann,hpcadmins"}}));
-  EXPECT_EQ(plan[1], (PartitionAction{PartitionAction::kDelete, "gone", {}}));
-}
-
-TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
-  std::string base = "ClusterName=x\nNodeSet=a Feature=a\nPartitionName=a Nodes=a State=UP\n";
-  EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "NodeSet=b Feature=b\nPartitionName=b Nodes=b State=UP\n"));
-  EXPECT_FALSE(slurm::NeedsReconfigure(base, "ClusterName=x\n"));
-  EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "PriorityType=priority/multifactor\n"));
 }
 
 }  // namespace

@@ -1,0 +1,59 @@
+#include "operator/ownership.h"
+
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+
+namespace hpc::op {
+using nlohmann::json;
+
+Result<OwnershipLedger> OwnershipLedger::Open(std::string path) {
+  OwnershipLedger ledger(std::move(path));
+  if (!files::Exists(ledger.path_)) return ledger;
+  ASSIGN_OR_RETURN(std::string text, files::Read(ledger.path_));
+  json j = json::parse(text, nullptr, false);
+  bool valid = j.is_object();
+  const json partitions = valid ? j.value("partitions", json::array()) : json();
+  const json levels = valid ? j.value("adminLevels", json::object()) : json();
+  valid = valid && partitions.is_array() && levels.is_object();
+  if (valid) {
+    for (const auto& p : partitions) valid = valid && p.is_string();
+    for (const auto& l : levels) valid = valid && l.is_string();
+  }
+  if (!valid) {
+    return Status::Errorf("{}: not a valid ownership record; hpcplane changes no partition or admin level until it "
+                          "is repaired or removed",
+                          ledger.path_);
+  }
+  ledger.partitions_ = partitions.get<std::set<std::string>>();
+  ledger.admin_levels_ = levels.get<std::map<std::string, std::string>>();
+  return ledger;
+}
+
+Status OwnershipLedger::Save() const {
+  json j = {{"partitions", partitions_}, {"adminLevels", admin_levels_}};
+  return files::WriteAtomic(path_, j.dump(2) + "\n", 0600);
+}
+
+Status OwnershipLedger::AddPartitions(const std::set<std::string>& names) {
+  size_t before = partitions_.size();
+  partitions_.insert(names.begin(), names.end());
+  return partitions_.size() == before ? Status::Ok() : Save();
+}
+
+Status OwnershipLedger::ForgetPartition(const std::string& name) {
+  return partitions_.erase(name) ? Save() : Status::Ok();
+}
+
+std::string OwnershipLedger::AdminLevel(const std::string& user) const {
+  auto it = admin_levels_.find(user);
+  return it == admin_levels_.end() ? "" : it->second;
+}
+
+Status OwnershipLedger::SetAdminLevel(const std::string& user, const std::string& level) {
+  if (AdminLevel(user) == level) return Status::Ok();
+  admin_levels_[user] = level;
+  return Save();
+}
+
+}  // namespace hpc::op

@@ -1,0 +1,114 @@
+// An in-memory PodRuntime for unit tests: config maps, secrets, volumes and pods are kept in
+// maps, every Exec is recorded, and its answer comes from `exec_handler` (exit 0 with no output
+// when unset), so a test scripts what a command inside a pod prints.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "runtime/pod_runtime.h"
+
+namespace hpc::fakes {
+
+class FakePodRuntime : public runtime::PodRuntime {
+ public:
+  struct ExecCall {
+    std::string pod;
+    runtime::ExecOptions opts;
+  };
+
+  std::map<std::string, runtime::ConfigMap> config_maps;
+  std::map<std::string, runtime::Secret> secrets;
+  std::map<std::string, uint32_t> volumes;  // name -> mode
+  std::map<std::string, runtime::PodSpec> pods;
+  std::vector<ExecCall> execs;
+  std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
+
+  Status ApplyConfigMap(const runtime::ConfigMap& cm) override {
+    config_maps[cm.name] = cm;
+    return Status::Ok();
+  }
+  Result<std::optional<runtime::ConfigMap>> GetConfigMap(const std::string& name) override {
+    auto it = config_maps.find(name);
+    return it == config_maps.end() ? std::optional<runtime::ConfigMap>() : std::optional(it->second);
+  }
+  Status DeleteConfigMap(const std::string& name) override {
+    config_maps.erase(name);
+    return Status::Ok();
+  }
+  Status ApplySecret(const runtime::Secret& s) override {
+    secrets[s.name] = s;
+    return Status::Ok();
+  }
+  Result<std::optional<runtime::Secret>> GetSecret(const std::string& name) override {
+    auto it = secrets.find(name);
+    return it == secrets.end() ? std::optional<runtime::Secret>() : std::optional(it->second);
+  }
+  Status DeleteSecret(const std::string& name) override {
+    secrets.erase(name);
+    return Status::Ok();
+  }
+  Status EnsureVolume(const std::string& name, int64_t, int64_t, uint32_t mode) override {
+    volumes[name] = mode;
+    return Status::Ok();
+  }
+  Status CreatePod(const runtime::PodSpec& spec) override {
+    auto it = pods.find(spec.name);
+    if (it != pods.end() && !(it->second == spec)) return Status::Errorf("pod {} exists with another spec", spec.name);
+    pods[spec.name] = spec;
+    return Status::Ok();
+  }
+  Status DeletePod(const std::string& name) override {
+    pods.erase(name);
+    return Status::Ok();
+  }
+  Result<std::vector<runtime::PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override {
+    std::vector<runtime::PodStatus> out;
+    for (const auto& [name, spec] : pods) {
+      bool match = true;
+      for (const auto& [k, v] : selector) {
+        auto it = spec.labels.find(k);
+        match = match && it != spec.labels.end() && it->second == v;
+      }
+      if (!match) continue;
+      runtime::PodStatus st;
+      st.name = name;
+      st.labels = spec.labels;
+      st.phase = runtime::PodPhase::kRunning;
+      st.ready = true;
+      out.push_back(st);
+    }
+    return out;
+  }
+  Result<std::optional<runtime::PodSpec>> GetPodSpec(const std::string& name) override {
+    auto it = pods.find(name);
+    return it == pods.end() ? std::optional<runtime::PodSpec>() : std::optional(it->second);
+  }
+  Result<ProcessResult> Exec(const std::string& pod, const runtime::ExecOptions& opts) override {
+    execs.push_back({pod, opts});
+    if (exec_handler) return exec_handler(pod, opts);
+    ProcessResult r;
+    r.exit_code = 0;
+    return r;
+  }
+  Result<int> ExecInteractive(const std::string& pod, const runtime::ExecOptions& opts) override {
+    execs.push_back({pod, opts});
+    return 0;
+  }
+  Result<std::string> Logs(const std::string&, size_t) override { return std::string(); }
+
+  // The argv of every Exec, each joined with spaces, in order.
+  std::vector<std::string> ExecLines() const {
+    std::vector<std::string> out;
+    for (const auto& e : execs) {
+      std::string line;
+      for (const auto& a : e.opts.argv) line += (line.empty() ? "" : " ") + a;
+      out.push_back(line);
+    }
+    return out;
+  }
+};
+
+}  // namespace hpc::fakes

@@ -1,0 +1,151 @@
+// The partition plan and its sync: create and update hpcplane's nodeset partitions, and delete
+// only those the ownership ledger records as hpcplane's (an admin's partition is never deleted).
+#include <gtest/gtest.h>
+
+#include "common/files.h"
+#include "fakes/fake_slurm.h"
+#include "operator/ownership.h"
+#include "operator/partition_sync.h"
+#include "slurm/config.h"
+
+namespace hpc::op {
+namespace {
+
+api::NodeSet Ns(const std::string& name, const std::string& state = "UP") {
+  api::NodeSet n;
+  n.metadata.name = name;
+  n.spec.partition.state = state;
+  return n;
+}
+
+slurm::SlurmNode Node(const std::string& name, const std::string& feature, std::set<std::string> partitions) {
+  slurm::SlurmNode n;
+  n.name = name;
+  n.features = {feature};
+  n.partitions = std::move(partitions);
+  return n;
+}
+
+// A ledger in a fresh temporary directory, removed with the test.
+class LedgerDir {
+ public:
+  LedgerDir() : dir_(*files::MakeTempDir("hpcplane-ledger")) {}
+  ~LedgerDir() { (void)files::RemoveAll(dir_); }
+  std::string path() const { return dir_ + "/owned.json"; }
+  OwnershipLedger Open() const { return *OwnershipLedger::Open(path()); }
+
+ private:
+  std::string dir_;
+};
+
+TEST(PlanPartitions, CreatesMissingOnesWithTheirRegisteredWorkers) {
+  auto plan = PlanPartitions({Ns("a"), Ns("b")}, {{"a", "UP"}}, {Node("b-0", "b", {})}, false, {});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].kind, PartitionAction::kCreate);
+  EXPECT_EQ(plan[0].partition, "b");
+  EXPECT_EQ(plan[0].options.front(), "Nodes=b-0");
+}
+
+TEST(PlanPartitions, AddsWorkersThatAreNotMembersAndAppliesStates) {
+  auto plan = PlanPartitions({Ns("a", "DRAIN")}, {{"a", "UP"}},
+                             {Node("a-0", "a", {"a"}), Node("a-1", "a", {})}, false, {"a"});
+  ASSERT_EQ(plan.size(), 1u);
+  EXPECT_EQ(plan[0].kind, PartitionAction::kUpdate);
+  EXPECT_EQ(plan[0].options, (std::vector<std::string>{"Nodes=a-0,a-1", "State=DRAIN"}));
+}
+
+TEST(PlanPartitions, NothingToDoWhenInStep) {
+  EXPECT_TRUE(PlanPartitions({Ns("a")}, {{"a", "UP"}}, {Node("a-0", "a", {"a"})}, false, {"a"}).empty());
+}
+
+TEST(PlanPartitions, DeletesOwnedPartitionsWithoutNodesetAndRefreshesGroups) {
+  api::NodeSet a = Ns("a");
+  a.spec.partition.options["AllowGroups"] = "ann,hpcadmins";
+  auto plan = PlanPartitions({a}, {{"a", "UP"}, {"gone", "DRAIN"}, {slurm::kPlaceholderPartition, "INACTIVE"}}, {},
+                             true, {"a", "gone", slurm::kPlaceholderPartition});
+  ASSERT_EQ(plan.size(), 2u);
+  EXPECT_EQ(plan[0], (PartitionAction{PartitionAction::kUpdate, "a", {"AllowGroups=ann,hpcadmins"}}));
+  EXPECT_EQ(plan[1], (PartitionAction{PartitionAction::kDelete, "gone", {}}));
+}
+
+// Guards the bug where every partition outside hpcplane's list was deleted (extraConfig's
+// "cloud", an admin's `scontrol create partition`).
+TEST(PlanPartitions, NeverDeletesAPartitionItDoesNotOwn) {
+  auto plan = PlanPartitions({Ns("a")}, {{"a", "UP"}, {"cloud", "UP"}, {"debug", "DOWN"}}, {}, false, {"a"});
+  EXPECT_TRUE(plan.empty());
+}
+
+TEST(SyncPartitions, RecordsWhatItCreatesAndLeavesOthersAlone) {
+  LedgerDir dir;
+  auto ledger = dir.Open();
+  fakes::FakeSlurm slurm;
+  slurm.partitions = {{"cloud", "UP"}, {slurm::kPlaceholderPartition, "INACTIVE"}};
+  ASSERT_TRUE(SyncPartitions({Ns("a")}, &slurm, &slurm, false, &ledger).ok());
+  EXPECT_TRUE(slurm.Called("create-partition a"));
+  EXPECT_EQ(ledger.partitions(), (std::set<std::string>{"a"}));
+  // An admin adds one at run time; the nodeset goes away: only hpcplane's own is deleted.
+  slurm.partitions.push_back({"debug", "UP"});
+  ASSERT_TRUE(SyncPartitions({}, &slurm, &slurm, false, &ledger).ok());
+  EXPECT_TRUE(slurm.Called("delete-partition a"));
+  EXPECT_TRUE(slurm.HasPartition("cloud"));
+  EXPECT_TRUE(slurm.HasPartition("debug"));
+  EXPECT_TRUE(ledger.partitions().empty());
+  // The ledger is on disk: a restarted daemon knows the same.
+  EXPECT_TRUE(dir.Open().partitions().empty());
+}
+
+TEST(SyncPartitions, OwnershipOutlivesTheProcess) {
+  LedgerDir dir;
+  fakes::FakeSlurm slurm;
+  {
+    auto ledger = dir.Open();
+    ASSERT_TRUE(SyncPartitions({Ns("a"), Ns("b")}, &slurm, &slurm, false, &ledger).ok());
+  }
+  auto reopened = dir.Open();
+  ASSERT_TRUE(SyncPartitions({Ns("a")}, &slurm, &slurm, false, &reopened).ok());
+  EXPECT_TRUE(slurm.Called("delete-partition b"));
+  EXPECT_FALSE(slurm.Called("delete-partition a"));
+}
+
+// A recorded partition that vanished (slurmctld restarted without it) is forgotten, so an admin
+// who later creates one of that name keeps it.
+TEST(SyncPartitions, ForgetsRecordedPartitionsThatNoLongerExist) {
+  LedgerDir dir;
+  auto ledger = dir.Open();
+  ASSERT_TRUE(ledger.AddPartitions({"old"}).ok());
+  fakes::FakeSlurm slurm;
+  ASSERT_TRUE(SyncPartitions({}, &slurm, &slurm, false, &ledger).ok());
+  EXPECT_TRUE(ledger.partitions().empty());
+  slurm.partitions.push_back({"old", "UP"});
+  ASSERT_TRUE(SyncPartitions({}, &slurm, &slurm, false, &ledger).ok());
+  EXPECT_TRUE(slurm.HasPartition("old"));
+}
+
+TEST(SyncPartitions, DoesNothingWhenSlurmCannotBeRead) {
+  LedgerDir dir;
+  auto ledger = dir.Open();
+  ASSERT_TRUE(ledger.AddPartitions({"gone"}).ok());
+  fakes::FakeSlurm slurm;
+  slurm.reachable = false;
+  EXPECT_FALSE(SyncPartitions({}, &slurm, &slurm, false, &ledger).ok());
+  EXPECT_TRUE(slurm.calls.empty());
+  EXPECT_EQ(ledger.partitions(), (std::set<std::string>{"gone"}));
+}
+
+TEST(OwnershipLedger, AMalformedRecordIsAnErrorNotAnEmptyLedger) {
+  LedgerDir dir;
+  ASSERT_TRUE(files::WriteAtomic(dir.path(), "{\"partitions\": [1]}").ok());
+  auto ledger = OwnershipLedger::Open(dir.path());
+  ASSERT_FALSE(ledger.ok());
+  EXPECT_NE(ledger.status().message().find("not a valid ownership record"), std::string::npos);
+}
+
+TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
+  std::string base = "ClusterName=x\nNodeSet=a Feature=a\nPartitionName=a Nodes=a State=UP\n";
+  EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "NodeSet=b Feature=b\nPartitionName=b Nodes=b State=UP\n"));
+  EXPECT_FALSE(slurm::NeedsReconfigure(base, "ClusterName=x\n"));
+  EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "PriorityType=priority/multifactor\n"));
+}
+
+}  // namespace
+}  // namespace hpc::op
