@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build debug unittest test integration demo bench clean
+.PHONY: all deps build debug unittest test integration benchsmoke demo bench clean
 
 all: build
 
@@ -25,9 +25,14 @@ unittest: build
 integration: build
 	@cd $(BUILD) && ctest -L integration --output-on-failure
 
-# Every test: unit tests first (fast), then the integration tests against real Slurm daemons.
+# Every test: unit tests first (fast), then the integration tests against real Slurm daemons,
+# then every benchmark at a tiny size (bench/smoke.sh) so none rots unnoticed.
 test: build
-	@cd $(BUILD) && ctest --output-on-failure -L unit -j$(JOBS) && ctest --output-on-failure -L integration
+	@cd $(BUILD) && ctest --output-on-failure -L unit -j$(JOBS) && ctest --output-on-failure -L integration && \
+		ctest --output-on-failure -L bench
+
+benchsmoke: build
+	@cd $(BUILD) && ctest --output-on-failure -L bench
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/hpcplane

@@ -96,6 +96,9 @@ struct LocalRuntime::PodState {
 
 namespace {
 
+// Size of each pod's private /tmp (and /dev/shm): a job's scratch cannot fill the host's disk.
+constexpr int64_t kPodTmpMiB = 1024;
+
 int64_t NowMs() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now().time_since_epoch()).count();
 }
@@ -363,6 +366,10 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   RETURN_IF_ERROR(network_.EnsurePod(spec.name, st->ip));
   LaunchPlan plan;
   plan.hostname = spec.name;
+  // The pod's root is assembled on this empty directory inside the pod's mount namespace only.
+  plan.root_dir = PodDir(spec.name) + "/rootfs";
+  RETURN_IF_ERROR(files::MakeDirs(plan.root_dir, 0700));
+  plan.tmp_mib = kPodTmpMiB;
   plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
   for (const auto& m : spec.mounts) {
     auto src = ResolveMountSource(spec, m);

@@ -7,6 +7,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -25,7 +26,8 @@ nlohmann::json ToJson(const LaunchPlan& p) {
   for (const auto& m : p.mounts) {
     mounts.push_back({{"source", m.source}, {"target", m.target}, {"readOnly", m.read_only}});
   }
-  return {{"hostname", p.hostname}, {"netns", p.netns_path}, {"mounts", mounts},
+  return {{"hostname", p.hostname}, {"rootDir", p.root_dir}, {"tmpMiB", p.tmp_mib},
+          {"netns", p.netns_path}, {"mounts", mounts},
           {"command", p.command},   {"env", p.env},          {"uid", p.uid},
           {"gid", p.gid},           {"workingDir", p.working_dir}};
 }
@@ -34,6 +36,8 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
   try {
     LaunchPlan p;
     p.hostname = j.at("hostname").get<std::string>();
+    p.root_dir = j.at("rootDir").get<std::string>();
+    p.tmp_mib = j.at("tmpMiB").get<int64_t>();
     p.netns_path = j.at("netns").get<std::string>();
     for (const auto& m : j.at("mounts")) {
       p.mounts.push_back({m.at("source").get<std::string>(), m.at("target").get<std::string>(),
@@ -74,6 +78,98 @@ void EnsureMountPoint(const std::string& target, bool is_dir) {
   }
 }
 
+void MakeDirOrDie(const std::string& path, mode_t mode) {
+  if (::mkdir(path.c_str(), mode) != 0 && errno != EEXIST) Die("mkdir " + path);
+  ::chmod(path.c_str(), mode);  // mkdir applies the umask
+}
+
+void SymlinkOrDie(const std::string& to, const std::string& at) {
+  if (::symlink(to.c_str(), at.c_str()) != 0) Die("symlink " + at);
+}
+
+// Binds `source` (a path, or /proc/self/fd/N) at `target`, read-only when asked; system
+// directories are nosuid too: nothing in a pod gains privileges from a host binary.
+void Bind(const std::string& source, const std::string& target, bool read_only, bool nosuid = false) {
+  MountOrDie(source.c_str(), target.c_str(), nullptr, MS_BIND | MS_REC);
+  if (read_only || nosuid) {
+    unsigned long flags = MS_BIND | MS_REMOUNT | (read_only ? MS_RDONLY : 0) | (nosuid ? MS_NOSUID : 0);
+    MountOrDie(nullptr, target.c_str(), nullptr, flags);
+  }
+}
+
+// Makes `root`/`path` show the host's `path` read-only: the same symlink when the host has a
+// symlink there (merged /usr), a bind of the file or directory otherwise; absent stays absent.
+void ShowHostPath(const std::string& root, const std::string& path) {
+  struct stat st;
+  if (::lstat(path.c_str(), &st) != 0) return;
+  std::string target = root + path;
+  if (S_ISLNK(st.st_mode)) {
+    char buf[4096];
+    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) Die("readlink " + path);
+    SymlinkOrDie(std::string(buf, static_cast<size_t>(n)), target);
+    return;
+  }
+  EnsureMountPoint(target, S_ISDIR(st.st_mode));
+  Bind(path, target, true, true);
+}
+
+// The system part of the pod's root (see the contract in pod_init.h).
+constexpr const char* kSystemDirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
+constexpr const char* kEtcEntries[] = {
+    "alternatives", "bash.bashrc",  "debian_version", "environment", "gai.conf",   "host.conf",
+    "inputrc",      "ld.so.cache",  "ld.so.conf",     "ld.so.conf.d", "locale.alias", "localtime",
+    "login.defs",   "mime.types",   "mysql",          "networks",     "nsswitch.conf", "os-release",
+    "perl",         "profile",      "profile.d",      "protocols",    "python3",     "python3.11",
+    "rpc",          "services",     "shells",         "ssl",          "terminfo",    "timezone",
+    "mtab"};
+
+void BuildSystemRoot(const std::string& root, int64_t tmp_mib) {
+  const std::string tmp_opts = "mode=1777,size=" + std::to_string(tmp_mib) + "m";
+  MountOrDie("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64m");
+  for (const char* dir : kSystemDirs) ShowHostPath(root, dir);
+  MakeDirOrDie(root + "/etc", 0755);
+  for (const char* entry : kEtcEntries) ShowHostPath(root, std::string("/etc/") + entry);
+  MakeDirOrDie(root + "/tmp", 01777);
+  MountOrDie("tmpfs", (root + "/tmp").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts.c_str());
+  MakeDirOrDie(root + "/run", 0755);
+  MountOrDie("tmpfs", (root + "/run").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64m");
+  MakeDirOrDie(root + "/var", 0755);
+  for (const char* dir : {"lib", "log", "spool", "cache"}) MakeDirOrDie(root + "/var/" + dir, 0755);
+  MakeDirOrDie(root + "/var/tmp", 01777);
+  SymlinkOrDie("../run", root + "/var/run");
+  MakeDirOrDie(root + "/root", 0700);
+  MakeDirOrDie(root + "/proc", 0555);
+  MakeDirOrDie(root + "/sys", 0555);
+  Bind("/sys", root + "/sys", true);
+  // A minimal /dev: the usual character devices, a private pseudo-terminal instance, shm.
+  const std::string dev = root + "/dev";
+  MakeDirOrDie(dev, 0755);
+  MountOrDie("tmpfs", dev.c_str(), "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=755,size=1m");
+  for (const char* node : {"null", "zero", "full", "random", "urandom", "tty"}) {
+    EnsureMountPoint(dev + "/" + node, false);
+    Bind(std::string("/dev/") + node, dev + "/" + node, false);
+  }
+  MakeDirOrDie(dev + "/pts", 0755);
+  MountOrDie("devpts", (dev + "/pts").c_str(), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620");
+  SymlinkOrDie("pts/ptmx", dev + "/ptmx");
+  MakeDirOrDie(dev + "/shm", 01777);
+  MountOrDie("tmpfs", (dev + "/shm").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts.c_str());
+  SymlinkOrDie("/proc/self/fd", dev + "/fd");
+  SymlinkOrDie("/proc/self/fd/0", dev + "/stdin");
+  SymlinkOrDie("/proc/self/fd/1", dev + "/stdout");
+  SymlinkOrDie("/proc/self/fd/2", dev + "/stderr");
+}
+
+// Makes `root` the pod's "/" and detaches the host's root from this mount namespace.
+void EnterRoot(const std::string& root) {
+  if (::chdir(root.c_str()) != 0) Die("chdir " + root);
+  // pivot_root(".", ".") stacks the old root on the new one; unmounting "." then removes it.
+  if (::syscall(SYS_pivot_root, ".", ".") != 0) Die("pivot_root " + root);
+  if (::umount2(".", MNT_DETACH) != 0) Die("detach the host's root");
+  if (::chdir("/") != 0) Die("chdir /");
+}
+
 pid_t g_child = -1;
 void Forward(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
@@ -99,16 +195,14 @@ int RunPodInit(const std::string& plan_path) {
   ::close(netfd);
   if (::sethostname(plan.hostname.data(), plan.hostname.size()) != 0) Die("sethostname");
 
-  // Sources are opened before /run and /tmp are replaced, since they may live beneath them;
-  // the binds then go through /proc/self/fd.
+  // Sources are opened first, then bound through /proc/self/fd into the new root.
   std::vector<std::pair<int, LaunchMount>> sources;
   for (const auto& m : plan.mounts) {
     int fd = ::open(m.source.c_str(), O_PATH | O_CLOEXEC);
     if (fd < 0) Die("open mount source " + m.source);
     sources.emplace_back(fd, m);
   }
-  MountOrDie("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV, "mode=755");
-  MountOrDie("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777");
+  BuildSystemRoot(plan.root_dir, plan.tmp_mib);
   // Parents before children, so nested mount paths land on top of their parents.
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
     return std::count(a.second.target.begin(), a.second.target.end(), '/') <
@@ -117,14 +211,12 @@ int RunPodInit(const std::string& plan_path) {
   for (const auto& [fd, m] : sources) {
     struct stat st;
     if (::fstat(fd, &st) != 0) Die("stat " + m.source);
-    EnsureMountPoint(m.target, S_ISDIR(st.st_mode));
-    std::string via = "/proc/self/fd/" + std::to_string(fd);
-    MountOrDie(via.c_str(), m.target.c_str(), nullptr, MS_BIND | MS_REC);
-    if (m.read_only) {
-      MountOrDie(nullptr, m.target.c_str(), nullptr, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_REC);
-    }
+    const std::string target = plan.root_dir + m.target;
+    EnsureMountPoint(target, S_ISDIR(st.st_mode));
+    Bind("/proc/self/fd/" + std::to_string(fd), target, m.read_only);
     ::close(fd);
   }
+  EnterRoot(plan.root_dir);
   // A /proc of this pod's PID namespace: `ps` inside shows the pod's processes only.
   MountOrDie("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
 

@@ -1,8 +1,21 @@
 // The first process of a local pod. The runtime clones it into fresh PID, mount and UTS
-// namespaces; it joins the pod's network namespace, builds the pod's file view from bind
-// mounts, starts the pod's command as the pod's user and then acts as the pod's init:
-// it forwards termination signals, reaps orphans, and exits with the command's status.
-// Its exit ends every process left in the pod, since it is PID 1 of the pod's PID namespace.
+// namespaces; it joins the pod's network namespace, builds the pod's root file system, starts
+// the pod's command as the pod's user and then acts as the pod's init: it forwards termination
+// signals, reaps orphans, and exits with the command's status. Its exit ends every process left
+// in the pod, since it is PID 1 of the pod's PID namespace.
+//
+// The pod's file-system contract (what a pod sees; the Kubernetes runtime gives the same from
+// container images): a root of its own (a small tmpfs, writable only by root) holding
+//  - the host's system directories /usr, /bin, /sbin, /lib* read-only and nosuid, and the parts
+//    of /etc that programs need to run (dynamic linker, alternatives, NSS, time zone, shells,
+//    MariaDB's and Python's configuration: kEtcEntries), read-only;
+//  - exactly the pod's mounts (config maps, secrets, volumes, emptyDirs, host paths);
+//  - a private /tmp and /dev/shm (tmpfs of tmp_mib each), /run (tmpfs), /var with empty lib,
+//    log, spool, cache and tmp, an empty /root;
+//  - a minimal /dev (null, zero, full, random, urandom, tty, a private devpts), /proc of the
+//    pod's PID namespace, /sys read-only.
+// Nothing else of the host is there: no state dir, /home, /root, /var/lib/*, /work, other pods'
+// or clusters' files. Daemons that need more get it through explicit mounts.
 #pragma once
 
 #include <string>
@@ -23,6 +36,8 @@ struct LaunchMount {
 // Everything pod-init needs, resolved to host paths by the runtime.
 struct LaunchPlan {
   std::string hostname;
+  std::string root_dir;  // an empty host directory the pod's root is assembled on
+  int64_t tmp_mib = 1024;  // size of /tmp (and of /dev/shm)
   std::string netns_path;
   std::vector<LaunchMount> mounts;
   std::vector<std::string> command;

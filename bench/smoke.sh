@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Benchmark smoke run: every benchmark under bench/ at a tiny size (one trial, a few jobs), so a
+# benchmark that no longer runs fails `make test` instead of rotting unnoticed. Each must exit 0
+# and print the line that carries its ratio against its peer. Numbers from this run mean
+# nothing; `make bench` gives the real ones.
+#
+# Usage: bash bench/smoke.sh [build-dir]
+set -uo pipefail
+build=$(readlink -f "${1:-build}")
+here=$(dirname "$(readlink -f "$0")")
+logs=$(mktemp -d /tmp/hpcplane-bench-smoke-XXXXXX)
+trap 'rm -rf "$logs"' EXIT
+passed=0
+failed=0
+
+# run NAME PATTERN COMMAND...: passes when COMMAND exits 0 and its output has PATTERN.
+run() {
+  local name=$1 pattern=$2
+  shift 2
+  local start=$SECONDS
+  if "$@" > "$logs/$name.log" 2>&1 && grep -q -- "$pattern" "$logs/$name.log"; then
+    echo "bench smoke: $name ok ($((SECONDS - start)) s): $(grep -m1 -- "$pattern" "$logs/$name.log")"
+    passed=$((passed + 1))
+  else
+    echo "bench smoke: $name FAILED ($((SECONDS - start)) s); its output:"
+    tail -n 40 "$logs/$name.log" | sed 's/^/    /'
+    failed=$((failed + 1))
+  fi
+}
+
+run decision_cost "ratio" "$build/bench_decision_cost"
+run up_to_ready "ratio" env RUNS=1 bash "$here/up_to_ready.sh" "$build/hpcplane"
+run cold_start "peer/hpcplane" env TRIALS=1 bash "$here/cold_start.sh" "$build"
+run warm_dispatch "ratio" env JOBS=10 bash "$here/warm_dispatch.sh" "$build"
+run trace_replay "ratios autoscaled/static" env JOBS=6 bash "$here/trace_replay.sh" "$build"
+run controlplane "ratio" env RECORDS=2000 PG_RECORDS=1000 PEER_RECORDS=200 "$build/bench_controlplane"
+run history_query "hpcplane API export" env JOBS=20 REPEATS=2 bash "$here/history_query.sh" "$build"
+
+echo "bench smoke: $passed passed, $failed failed"
+[ "$failed" -eq 0 ]
