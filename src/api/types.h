@@ -35,6 +35,10 @@ struct Dataset {
   std::string name;
   std::string mount_path;
   std::string host_path;  // empty: a volume kept under the state dir
+  // A project dataset's group (set for workspaces' datasets, never from a manifest): its volume
+  // is root:<group> 2770, so only the project's members reach it. 0: a cluster-wide dataset
+  // (1777, the sticky bit keeps each user's files theirs).
+  int64_t group_gid = 0;
 };
 
 struct ClusterUser {
@@ -160,6 +164,7 @@ struct WorkspaceSpec {
   int64_t idle_timeout_seconds = 300;
   int64_t token_lifetime_seconds = 8 * 3600;
   std::vector<std::string> datasets;  // project datasets, mounted at /datasets/<name>
+  std::map<std::string, int64_t> dataset_gids;  // each dataset's group (platform catalog)
   // Set by `workspace stop`: drain the partition, wait for (or cancel) its jobs, then remove all.
   bool stopping = false;
   bool cancel_jobs = false;

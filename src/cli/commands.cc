@@ -214,7 +214,12 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
                                  c.metadata.name, c.spec.subnet, **owner));
     }
   }
-  if (Status s = files::MakeDirs(p.Dir(), 0755); !s.ok()) return Fail(s);
+  // The state dir holds keys, datasets and databases: root's alone (pods see only what they mount).
+  // A state dir hpcplane creates is 0700 too; one that exists is left as its owner made it.
+  const bool fresh_state_dir = !files::Exists(g.state_dir);
+  if (Status s = files::MakeDirs(p.Dir(), 0700); !s.ok()) return Fail(s);
+  for (const std::string& dir : {g.state_dir + "/clusters", p.Dir()}) ::chmod(dir.c_str(), 0700);
+  if (fresh_state_dir) ::chmod(g.state_dir.c_str(), 0700);
   op::Store store(p.Dir());
   if (!stored) {
     if (Status s = store.SaveCluster(c); !s.ok()) return Fail(s);

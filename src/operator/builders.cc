@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "operator/workspace.h"
 #include "slurm/config.h"
 
 namespace hpc::op {
@@ -30,6 +31,7 @@ int WorkerOrdinal(const api::NodeSet& ns, const std::string& pod) {
   return rest.size() > 6 ? -1 : std::stoi(rest);
 }
 std::string DatasetVolumeName(const api::Dataset& d) { return "dataset-" + d.name; }
+std::string DatasetGroupName(const std::string& dataset) { return "proj-" + dataset; }
 std::string MariaDbPodName(const api::SlurmCluster& c) { return slurm::DatabaseHost(c); }
 std::string SlurmdbdPodName(const api::SlurmCluster& c) { return slurm::SlurmdbdHost(c); }
 std::string WorkspaceLoginPodName(const api::Workspace& w) { return w.metadata.name + "-login"; }
@@ -82,7 +84,7 @@ runtime::ConfigMap BuildScriptsConfigMap() {
 }
 
 runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const std::vector<api::ClusterUser>& extra_users,
-                                       const BuildInputs& in) {
+                                       const BuildInputs& in, const std::vector<DatasetGroup>& dataset_groups) {
   std::ostringstream passwd, group;
   passwd << in.host_passwd;
   group << in.host_group;
@@ -104,6 +106,15 @@ runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const std::ve
     if (u.admin) admins += (admins.empty() ? "" : ",") + u.name;
   }
   group << kAdminGroup << ":x:" << kAdminGroupGid << ":" << admins << "\n";
+  for (const auto& g : dataset_groups) {
+    std::set<std::string> members(g.members.begin(), g.members.end());
+    for (const auto& u : all) {
+      if (u.admin) members.insert(u.name);
+    }
+    std::string list;
+    for (const auto& m : members) list += (list.empty() ? "" : ",") + m;
+    group << g.name << ":x:" << g.gid << ":" << list << "\n";
+  }
   return {kConfigMapUsers, {{"passwd", passwd.str()}, {"group", group.str()}, {"users.json", users.dump(2) + "\n"}}};
 }
 
@@ -294,7 +305,7 @@ PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace&
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapWorkspaceTools, kWorkspaceToolsDir, "", true});
   AddDatasets(c.spec.datasets, &p);
   std::vector<api::Dataset> project;
-  for (const auto& d : w.spec.datasets) project.push_back({d, "/datasets/" + d, ""});
+  for (const auto& d : w.spec.datasets) project.push_back(WorkspaceDataset(w, d));
   AddDatasets(project, &p);
   return p;
 }

@@ -65,11 +65,20 @@ std::string WorkspaceTokenSecretName(const api::Workspace& w);
 // Executable scripts slurmd runs (TaskProlog).
 runtime::ConfigMap BuildScriptsConfigMap();
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+// A project dataset's group: its volume is root:<group> 2770; members reach it, nobody else.
+struct DatasetGroup {
+  std::string name;  // DatasetGroupName(dataset)
+  int64_t gid = 0;
+  std::vector<std::string> members;
+  bool operator==(const DatasetGroup&) const = default;
+};
+std::string DatasetGroupName(const std::string& dataset);
 // The slurm-users config map: users.json (the allowed Slurm users) and the passwd/group files
 // every pod sees, so each user resolves to the same uid and private gid everywhere.
-// Workspace users join the cluster's own; admins are also members of kAdminGroup.
+// Workspace users join the cluster's own; admins are also members of kAdminGroup and of every
+// dataset group.
 runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const std::vector<api::ClusterUser>& extra_users,
-                                       const BuildInputs& in);
+                                       const BuildInputs& in, const std::vector<DatasetGroup>& dataset_groups = {});
 // Wrappers for the Slurm commands in a workspace: each reads the token afresh, so a refreshed
 // token is used at once; srun and salloc use munge (slurmd accepts nothing else in 22.05).
 runtime::ConfigMap BuildWorkspaceToolsConfigMap();

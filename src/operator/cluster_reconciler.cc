@@ -1,5 +1,7 @@
 #include "operator/cluster_reconciler.h"
 
+#include "operator/dataset_volume.h"
+
 #include <spdlog/spdlog.h>
 
 #include "common/jwt.h"
@@ -61,14 +63,15 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   if (c.spec.accounting.enabled) RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700));
   for (const auto& d : c.spec.datasets) {
     // Shared by the cluster's users like /tmp: anyone may create, only owners may delete.
-    if (d.host_path.empty()) RETURN_IF_ERROR(rt_->EnsureVolume(DatasetVolumeName(d), 0, 0, 01777));
+    RETURN_IF_ERROR(EnsureDatasetVolume(rt_, d));
   }
   return Status::Ok();
 }
 
 Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
-                                       const std::vector<api::ClusterUser>& extra_users) {
-  runtime::ConfigMap users = BuildUsersConfigMap(c, extra_users, in_);
+                                       const std::vector<api::ClusterUser>& extra_users,
+                                       const std::vector<DatasetGroup>& dataset_groups) {
+  runtime::ConfigMap users = BuildUsersConfigMap(c, extra_users, in_, dataset_groups);
   ASSIGN_OR_RETURN(auto existing_users, rt_->GetConfigMap(kConfigMapUsers));
   runtime::ConfigMap cm = BuildSlurmConfigMap(c, nodesets);
   ASSIGN_OR_RETURN(auto existing, rt_->GetConfigMap(kConfigMapSlurm));
@@ -121,7 +124,8 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
 
 api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
                                                      const std::vector<api::NodeSet>& nodesets,
-                                                     const std::vector<api::ClusterUser>& extra_users) {
+                                                     const std::vector<api::ClusterUser>& extra_users,
+                                                     const std::vector<DatasetGroup>& dataset_groups) {
   api::SlurmClusterStatus st = c.status;
   st.components.clear();
   degraded_ = false;
@@ -133,7 +137,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   std::vector<Step> steps = {
       {"secrets", [&] { return EnsureSecrets(c); }, true},
       {"volumes", [&] { return EnsureVolumes(c); }, true},
-      {"config", [&] { return EnsureConfig(c, nodesets, extra_users); }, true},
+      {"config", [&] { return EnsureConfig(c, nodesets, extra_users, dataset_groups); }, true},
       // Each daemon needs the one before: slurmctld authenticates with munge, slurmrestd talks
       // to slurmctld, and the login pod is only useful once Slurm answers.
       {"munge", [&] { return EnsurePod(BuildMungePod(c, in_), "munge", &st); }, true},

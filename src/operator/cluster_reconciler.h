@@ -30,9 +30,11 @@ class ClusterReconciler {
       : rt_(rt), in_(std::move(inputs)), readers_(std::move(readers)), control_(control) {}
 
   /** Converges the cluster's objects and returns its new status (previous status in `c`). */
-  /** `extra_users` are the workspaces' users, added to slurm-users next to the cluster's own. */
+  /** `extra_users` are the workspaces' users, added to slurm-users next to the cluster's own;
+   * `dataset_groups` the groups of the workspaces' project datasets. */
   api::SlurmClusterStatus Reconcile(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
-                                    const std::vector<api::ClusterUser>& extra_users = {});
+                                    const std::vector<api::ClusterUser>& extra_users = {},
+                                    const std::vector<DatasetGroup>& dataset_groups = {});
 
   /** The Slurm reader of the last reconcile when Slurm answered its ping; else null, so a
    * pass where slurmctld is away does not wait on one timeout per query (and fails closed). */
@@ -54,7 +56,8 @@ class ClusterReconciler {
   Status EnsureSecrets(const api::SlurmCluster& c);
   Status EnsureVolumes(const api::SlurmCluster& c);
   Status EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
-                      const std::vector<api::ClusterUser>& extra_users);
+                      const std::vector<api::ClusterUser>& extra_users,
+                      const std::vector<DatasetGroup>& dataset_groups);
   // Creates the pod (replacing it when its spec changed) and waits for it to be ready.
   Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st);
 

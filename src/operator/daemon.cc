@@ -28,6 +28,7 @@
 #include "operator/partition_sync.h"
 #include "operator/workspace.h"
 #include "operator/workspace_reconciler.h"
+#include "platform/catalog.h"
 #include "controlplane/agent.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
@@ -129,7 +130,8 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   // slurm.conf sees every workspace's partition (draining ones included).
   std::vector<api::NodeSet> config_nodesets = *stored;
   for (const auto& w : *workspaces) config_nodesets.push_back(WorkspaceNodeSet(w, false));
-  api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, config_nodesets, WorkspaceUsers(*workspaces));
+  api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, config_nodesets, WorkspaceUsers(*workspaces),
+                                                       WorkspaceDatasetGroups(*workspaces));
   (void)store.SaveClusterStatus(cst);
   const auto* ready = FindCondition(cst.conditions, "Ready");
   bool converged = ready && ready->status == "True";
@@ -218,6 +220,26 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
     }
   }
   return converged;
+}
+
+// Workspaces stored before project datasets had groups get theirs from the catalog, once.
+void GiveDatasetsTheirGroups(const Store& store, const platform::Catalog& catalog) {
+  auto workspaces = store.LoadWorkspaces();
+  if (!workspaces.ok()) return;
+  for (auto w : *workspaces) {
+    bool changed = false;
+    for (const auto& d : w.spec.datasets) {
+      if (w.spec.dataset_gids.count(d)) continue;
+      auto gid = catalog.DatasetGid(d);
+      if (!gid.ok()) {
+        spdlog::error("workspace {}: dataset {}: {}", w.metadata.name, d, gid.status().message());
+        continue;
+      }
+      w.spec.dataset_gids[d] = *gid;
+      changed = true;
+    }
+    if (changed && store.SaveWorkspace(w).ok()) spdlog::info("workspace {}: datasets now belong to their project groups", w.metadata.name);
+  }
 }
 
 }  // namespace
@@ -315,6 +337,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   NodeSetReconciler nodeset_rec(rt.get(), *inputs, &control);
   WorkspaceReconciler workspace_rec(rt.get(), *inputs, &control);
   AccountingSync accounting(rt.get(), ControllerPodName(*cluster));
+  GiveDatasetsTheirGroups(store, platform::Catalog(p.state_dir));
   auto ledger = OwnershipLedger::Open(p.Dir() + "/owned.json");
   if (!ledger.ok()) {
     spdlog::error("{}", ledger.status().message());

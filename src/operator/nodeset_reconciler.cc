@@ -1,5 +1,7 @@
 #include "operator/nodeset_reconciler.h"
 
+#include "operator/dataset_volume.h"
+
 #include <algorithm>
 #include <ctime>
 #include <map>
@@ -128,7 +130,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   }
   for (const auto& d : ns.spec.datasets) {
     if (plan.create.empty()) break;
-    if (Status s = rt_->EnsureVolume(DatasetVolumeName(d), 0, 0, 01777); !s.ok()) errors.push_back(s.message());
+    if (Status s = EnsureDatasetVolume(rt_, d); !s.ok()) errors.push_back(s.message());
   }
   for (int ord : plan.create) {
     Status s = rt_->CreatePod(BuildWorkerPod(c, ns, ord, in_));

@@ -1,5 +1,7 @@
 #include "operator/workspace.h"
 
+#include <algorithm>
+#include <map>
 #include <set>
 
 #include <fmt/format.h>
@@ -28,8 +30,32 @@ api::NodeSet WorkspaceNodeSet(const api::Workspace& w, bool jobs_gone) {
     s.partition.state = "DRAIN";
     if (jobs_gone) s.replicas = 0;
   }
-  for (const auto& d : w.spec.datasets) s.datasets.push_back({d, "/datasets/" + d, ""});
+  for (const auto& d : w.spec.datasets) s.datasets.push_back(WorkspaceDataset(w, d));
   return ns;
+}
+
+api::Dataset WorkspaceDataset(const api::Workspace& w, const std::string& dataset) {
+  auto gid = w.spec.dataset_gids.find(dataset);
+  return {dataset, "/datasets/" + dataset, "", gid == w.spec.dataset_gids.end() ? 0 : gid->second};
+}
+
+std::vector<DatasetGroup> WorkspaceDatasetGroups(const std::vector<api::Workspace>& ws) {
+  std::map<std::string, DatasetGroup> groups;
+  for (const auto& w : ws) {
+    for (const auto& dataset : w.spec.datasets) {
+      const int64_t gid = WorkspaceDataset(w, dataset).group_gid;
+      if (gid == 0) continue;
+      DatasetGroup& g = groups[dataset];
+      g.name = DatasetGroupName(dataset);
+      g.gid = gid;
+      if (std::find(g.members.begin(), g.members.end(), w.spec.user.name) == g.members.end()) {
+        g.members.push_back(w.spec.user.name);
+      }
+    }
+  }
+  std::vector<DatasetGroup> out;
+  for (auto& [name, g] : groups) out.push_back(std::move(g));
+  return out;
 }
 
 std::vector<api::ClusterUser> WorkspaceUsers(const std::vector<api::Workspace>& ws) {
@@ -56,6 +82,7 @@ json WorkspaceSpecJson(const api::Workspace& w) {
             {"idleTimeoutSeconds", s.idle_timeout_seconds},
             {"tokenLifetimeSeconds", s.token_lifetime_seconds},
             {"datasets", s.datasets},
+            {"datasetGroups", s.dataset_gids},
             {"stopping", s.stopping},
             {"cancelJobs", s.cancel_jobs}}}};
 }
@@ -89,6 +116,7 @@ Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
     w.spec.idle_timeout_seconds = s.value("idleTimeoutSeconds", int64_t{300});
     w.spec.token_lifetime_seconds = s.value("tokenLifetimeSeconds", int64_t{8 * 3600});
     w.spec.datasets = s.value("datasets", std::vector<std::string>{});
+    w.spec.dataset_gids = s.value("datasetGroups", std::map<std::string, int64_t>{});
     w.spec.stopping = s.value("stopping", false);
     w.spec.cancel_jobs = s.value("cancelJobs", false);
     if (status.is_object()) {

@@ -10,6 +10,7 @@
 
 #include "api/types.h"
 #include "common/result.h"
+#include "operator/builders.h"
 
 namespace hpc::op {
 
@@ -17,6 +18,13 @@ namespace hpc::op {
 // maxWorkers with the tier's shape, its partition open only to the user's private group and
 // the admin group, draining while the workspace stops and pinned to zero once its jobs are gone.
 api::NodeSet WorkspaceNodeSet(const api::Workspace& w, bool jobs_gone);
+
+// A workspace's project dataset: mounted at /datasets/<name>, owned by its group.
+api::Dataset WorkspaceDataset(const api::Workspace& w, const std::string& dataset);
+// One group per project dataset the workspaces mount; its members are the users of the
+// workspaces that mount it (admins join in BuildUsersConfigMap). A user who leaves the project
+// leaves the group with their last workspace.
+std::vector<DatasetGroup> WorkspaceDatasetGroups(const std::vector<api::Workspace>& ws);
 
 // Users the workspaces of a cluster add to slurm-users (one entry per user).
 std::vector<api::ClusterUser> WorkspaceUsers(const std::vector<api::Workspace>& ws);

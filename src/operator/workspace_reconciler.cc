@@ -1,5 +1,8 @@
 #include "operator/workspace_reconciler.h"
 
+#include "operator/dataset_volume.h"
+#include "operator/workspace.h"
+
 #include <spdlog/spdlog.h>
 
 #include "common/jwt.h"
@@ -59,8 +62,7 @@ WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api:
     return out;
   };
   for (const auto& d : w.spec.datasets) {
-    // Shared by the project's users; the sticky bit keeps each user's files theirs.
-    if (Status s = rt_->EnsureVolume(DatasetVolumeName({d, "", ""}), 0, 0, 01777); !s.ok()) return fail(s);
+    if (Status s = EnsureDatasetVolume(rt_, WorkspaceDataset(w, d)); !s.ok()) return fail(s);
   }
   if (Status s = EnsureToken(w, &st); !s.ok()) return fail(s);
   if (Status s = rt_->ApplyConfigMap(BuildWorkspaceToolsConfigMap()); !s.ok()) return fail(s);

@@ -41,6 +41,9 @@ Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Ca
     if (r.name.empty()) return Status::Errorf("{} (choose another workspace id)", s.message());
     return s;
   }
+  for (const auto& d : w.spec.datasets) {
+    ASSIGN_OR_RETURN(w.spec.dataset_gids[d], catalog.DatasetGid(d));
+  }
   RETURN_IF_ERROR(api::ValidateAgainstCluster(WorkspaceNodeSet(w, false), cluster));
   for (const auto& u : cluster.spec.users) {
     if (u.name == w.spec.user.name && u.uid != w.spec.user.uid) {

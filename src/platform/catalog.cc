@@ -182,6 +182,30 @@ Status Catalog::SaveUsers(const std::vector<PlatformUser>& users) const {
   return files::WriteAtomic(dir_ + "/users.json", j.dump(2) + "\n", 0600);
 }
 
+Result<int64_t> Catalog::DatasetGid(const std::string& dataset) const {
+  if (Status s = api::ValidateResourceName(dataset); !s.ok()) return Status::Errorf("dataset: {}", s.message());
+  const std::string path = dir_ + "/dataset-groups.json";
+  ASSIGN_OR_RETURN(json j, ReadJsonFile(path, json::object()));
+  if (!j.is_object()) return Status::Errorf("{}: expected an object of dataset name to gid", path);
+  if (j.contains(dataset)) {
+    if (!j[dataset].is_number_integer()) return Status::Errorf("{}: {}: gid must be an integer", path, dataset);
+    return j[dataset].get<int64_t>();
+  }
+  std::set<int64_t> taken = IdsInUse("/etc/group");
+  for (const auto& [name, gid] : j.items()) {
+    if (gid.is_number_integer()) taken.insert(gid.get<int64_t>());
+  }
+  int64_t gid = kFirstDatasetGid;
+  while (gid <= kLastDatasetGid && taken.count(gid)) ++gid;
+  if (gid > kLastDatasetGid) {
+    return Status::Errorf("no free dataset group id left in {}-{}", kFirstDatasetGid, kLastDatasetGid);
+  }
+  j[dataset] = gid;
+  RETURN_IF_ERROR(files::MakeDirs(dir_, 0700));
+  RETURN_IF_ERROR(files::WriteAtomic(path, j.dump(2) + "\n", 0600));
+  return gid;
+}
+
 Result<std::vector<Tier>> Catalog::Tiers() const {
   if (!files::Exists(dir_ + "/tiers.json")) return BuiltinTiers();
   ASSIGN_OR_RETURN(json j, ReadJsonFile(dir_ + "/tiers.json", json::array()));

@@ -19,6 +19,9 @@ inline constexpr const char* kRoleUser = "User";
 // same range so a user has one uid on every data plane.
 inline constexpr int64_t kFirstUid = 20000;
 inline constexpr int64_t kLastUid = 59000;
+// The gids of project dataset groups: above the users' range and hpcadmins (59999).
+inline constexpr int64_t kFirstDatasetGid = 60000;
+inline constexpr int64_t kLastDatasetGid = 64999;
 
 struct PlatformUser {
   std::string name;        // as the platform knows the person, e.g. alice or alice@example.org
@@ -62,6 +65,10 @@ class Catalog {
                                std::optional<int64_t> uid = std::nullopt) const;
   Status SetRoles(const std::string& name, const std::vector<std::string>& roles) const;
   Status RemoveUser(const std::string& name) const;
+
+  // The gid of a project dataset's group, given once and kept (outside ids the host uses), so
+  // the dataset's files keep their group across workspaces and restarts.
+  Result<int64_t> DatasetGid(const std::string& dataset) const;
 
   // Built-in tiers until the catalog is first changed.
   Result<std::vector<Tier>> Tiers() const;

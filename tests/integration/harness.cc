@@ -58,8 +58,13 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
   int n = g_counter++;
   int pid = static_cast<int>(::getpid());
   name_ = tag + std::to_string(pid % 10000) + std::to_string(n);
-  auto dir = files::MakeTempDir("hpcplane-it");
-  state_dir_ = dir.ok() ? *dir : "/tmp/hpcplane-it-fallback";
+  if (opts.state_parent.empty()) {
+    auto dir = files::MakeTempDir("hpcplane-it");
+    state_dir_ = dir.ok() ? *dir : "/tmp/hpcplane-it-fallback";
+  } else {
+    std::string templ = opts.state_parent + "/hpcplane-it-XXXXXX";
+    state_dir_ = ::mkdtemp(templ.data()) ? templ : opts.state_parent + "/hpcplane-it-fallback";
+  }
   // 10.240-254.x.0/24 from pid and counter: distinct for concurrent test processes.
   subnet_prefix_ = "10." + std::to_string(240 + (pid / 256 + n) % 15) + "." + std::to_string((pid + n * 37) % 256);
   manifest_ = state_dir_ + "/cluster.yaml";

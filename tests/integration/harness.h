@@ -16,6 +16,7 @@ struct ClusterOptions {
   int max_replicas = 4;
   std::string extra_nodeset_spec;  // more YAML lines under the nodeset's spec (2-space indented)
   std::vector<std::string> extra_config;  // slurm.conf lines for spec.scheduling.extraConfig
+  std::string state_parent;  // where the state dir is made ("" : $TMPDIR or /tmp)
 };
 
 class TestCluster {

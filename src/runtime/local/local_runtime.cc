@@ -262,11 +262,18 @@ Status LocalRuntime::DeleteSecret(const std::string& name) { return files::Remov
 Status LocalRuntime::EnsureVolume(const std::string& name, int64_t uid, int64_t gid, uint32_t mode) {
   if (!IsValidName(name)) return Status::Errorf("volume name \"{}\" is invalid", name);
   std::string dir = VolumePath(name);
-  bool existed = files::Exists(dir);
   RETURN_IF_ERROR(files::MakeDirs(dir, mode));
-  if (!existed) {
-    ::chown(dir.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid));
-    ::chmod(dir.c_str(), mode);
+  // Owner and mode are the caller's every time: a volume made under an older rule, or changed
+  // by hand, is brought back to it (data inside is never touched).
+  struct stat st {};
+  if (::stat(dir.c_str(), &st) != 0) return Status::Errorf("volume {}: {}", name, std::strerror(errno));
+  if (st.st_uid != static_cast<uid_t>(uid) || st.st_gid != static_cast<gid_t>(gid)) {
+    if (::chown(dir.c_str(), static_cast<uid_t>(uid), static_cast<gid_t>(gid)) != 0) {
+      return Status::Errorf("volume {}: chown: {}", name, std::strerror(errno));
+    }
+  }
+  if ((st.st_mode & 07777) != mode && ::chmod(dir.c_str(), mode) != 0) {
+    return Status::Errorf("volume {}: chmod: {}", name, std::strerror(errno));
   }
   return Status::Ok();
 }

@@ -91,6 +91,31 @@ TEST(UsersConfigMap, PrivateGroupsAndAnAdminGroup) {
             std::string::npos);
 }
 
+// A project dataset belongs to its project's group: the nodeset's and login pod's datasets
+// carry the gid, and the group lists the users of the workspaces mounting it.
+TEST(WorkspaceDatasets, BelongToTheProjectGroupWhoseMembersAreItsWorkspacesUsers) {
+  api::Workspace ann = Ws();
+  ann.spec.dataset_gids = {{"astro", 60000}};
+  api::Workspace ben = Ws();
+  ben.metadata.name = "ben-astro";
+  ben.spec.user = {"ben", 20001, 20001, false};
+  ben.spec.dataset_gids = {{"astro", 60000}};
+  api::NodeSet ns = WorkspaceNodeSet(ann, false);
+  ASSERT_EQ(ns.spec.datasets.size(), 1u);
+  EXPECT_EQ(ns.spec.datasets[0].group_gid, 60000);
+  auto groups = WorkspaceDatasetGroups({ann, ben});
+  ASSERT_EQ(groups.size(), 1u);
+  EXPECT_EQ(groups[0], (DatasetGroup{"proj-astro", 60000, {"ann", "ben"}}));
+  // Admins are members of every dataset group; others are not.
+  api::SlurmCluster c;
+  BuildInputs in;
+  auto cm = BuildUsersConfigMap(c, {ann.spec.user, {"carol", 20002, 20002, true}, {"dan", 20003, 20003, false}}, in,
+                                {{"proj-astro", 60000, {"ann"}}});
+  EXPECT_NE(cm.data["group"].find("\nproj-astro:x:60000:ann,carol\n"), std::string::npos) << cm.data["group"];
+  // A workspace from before dataset groups has none (the daemon gives it one at start).
+  EXPECT_TRUE(WorkspaceDatasetGroups({Ws()}).empty());
+}
+
 }  // namespace
 }  // namespace hpc::op
 
@@ -145,6 +170,22 @@ TEST(Catalog, StableUidsPrivateGroupsRolesAndNothingWrittenOnError) {
   ASSERT_TRUE(cat.AddTier({"tiny", 1, 256, 0}, LocalNodeCapacity()).ok());
   EXPECT_EQ(cat.Tiers()->size(), 3u);
   EXPECT_NE(cat.FindTier("nope").status().message().find("known: small, medium, tiny"), std::string::npos);
+  (void)files::RemoveAll(*dir);
+}
+
+// Dataset groups get one gid each, kept across calls, in their own range.
+TEST(Catalog, DatasetGidsAreGivenOnceAndKept) {
+  auto dir = files::MakeTempDir("hpcplane-catalog");
+  ASSERT_TRUE(dir.ok());
+  Catalog cat(*dir);
+  auto astro = cat.DatasetGid("astro");
+  auto bio = cat.DatasetGid("bio");
+  ASSERT_TRUE(astro.ok() && bio.ok());
+  EXPECT_NE(*astro, *bio);
+  EXPECT_GE(*astro, kFirstDatasetGid);
+  EXPECT_LE(*bio, kLastDatasetGid);
+  EXPECT_EQ(Catalog(*dir).DatasetGid("astro").value_or(0), *astro);
+  EXPECT_FALSE(cat.DatasetGid("../etc").ok());
   (void)files::RemoveAll(*dir);
 }
 
