@@ -2,6 +2,17 @@
 // config maps, secrets and volumes in runtime-neutral terms; a runtime realises them (local
 // namespaced processes today, Kubernetes objects later). Nothing above this interface may
 // depend on PIDs, host paths or namespaces.
+//
+// The pod's file-system contract, which every runtime keeps (the local runtime with its own
+// root per pod, see local/pod_init.h; Kubernetes with container images):
+//  - the operating system's programs and libraries (Slurm, munge, MariaDB, a shell, coreutils)
+//    read-only, with the configuration they need to run;
+//  - exactly the pod's `mounts`, at their mount paths: nothing else of the machine, no other
+//    pod's files, no other cluster's, no state of hpcplane's;
+//  - a private writable /tmp of bounded size, /run, /dev with the usual devices, /proc of the
+//    pod's own processes;
+//  - /etc/hosts resolving every pod of the cluster by name.
+// A daemon that needs more gets it through an explicit mount.
 #pragma once
 
 #include <cstdint>
