@@ -74,7 +74,8 @@ void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
 }  // namespace
 
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets) {
-  return {kConfigMapSlurm, {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets)}}};
+  return {kConfigMapSlurm,
+          {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets)}, {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
 }
 
 runtime::ConfigMap BuildScriptsConfigMap() {

@@ -1,9 +1,11 @@
 #include "operator/daemon.h"
 
 #include <pwd.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <set>
@@ -26,6 +28,8 @@
 #include "operator/accounting_sync.h"
 #include "operator/ownership.h"
 #include "operator/partition_sync.h"
+#include "operator/pass_schedule.h"
+#include "slurm/config.h"
 #include "operator/workspace.h"
 #include "operator/workspace_reconciler.h"
 #include "platform/catalog.h"
@@ -115,10 +119,28 @@ std::vector<Association> WantedAssociations(const api::SlurmCluster& c, const st
   return out;
 }
 
+// No job in the listing that is not finished (what squeue keeps for MinJobAge is history).
+bool QueueIsEmpty(const std::vector<slurm::SlurmJob>& jobs) {
+  static const std::set<std::string> finished = {"COMPLETED", "CANCELLED", "FAILED",    "TIMEOUT",      "NODE_FAIL",
+                                                 "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"};
+  return std::all_of(jobs.begin(), jobs.end(), [](const auto& j) { return finished.count(j.state) > 0; });
+}
+
+// The change probe's stamp (pass_schedule.h): modification times of slurmctld's submit marker
+// and of the specs the CLI and the agent write. A few stat(2) calls, no process, no request.
+std::string ChangeStamp(const std::vector<std::string>& paths) {
+  std::string out;
+  for (const auto& path : paths) {
+    struct stat st {};
+    out += ::stat(path.c_str(), &st) == 0 ? fmt::format("{}.{};", st.st_mtim.tv_sec, st.st_mtim.tv_nsec) : "-;";
+  }
+  return out;
+}
+
 // One pass over the cluster, its workspaces and nodesets. Returns whether everything converged.
 bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
                    NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
-                   OwnershipLedger* ledger, JobListing* listing, bool* any_autoscaled) {
+                   OwnershipLedger* ledger, JobListing* listing, bool* any_autoscaled, bool* queue_empty) {
   auto c = store.LoadCluster();
   auto stored = store.LoadNodeSets();
   auto workspaces = store.LoadWorkspaces();
@@ -143,6 +165,7 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   std::optional<std::vector<slurm::SlurmNode>> nodes;
   std::optional<PendingByPartition> pending;
   if (jobs) pending = GroupPending(*jobs);
+  *queue_empty = jobs != nullptr && QueueIsEmpty(*jobs);
   if (cluster_rec.reader()) {
     if (!workspaces->empty()) {
       auto n = cluster_rec.reader()->Nodes();
@@ -354,25 +377,47 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   }
 
   using Clock = std::chrono::steady_clock;
-  auto next_reconcile = Clock::now();
-  bool converged = false;
-  bool any_autoscaled = false;
+  PassSchedule::Options schedule_options;
+  // The idle safety pass; tests set it far out to prove that no submission is missed.
+  if (const char* v = std::getenv("HPCPLANE_IDLE_PASS_SECONDS"); v && std::atoi(v) > 0) {
+    schedule_options.idle = std::chrono::seconds(std::atoi(v));
+  }
+  PassSchedule schedule(schedule_options);
+  const std::vector<std::string> probed = {
+      rt->VolumePath(kVolumeControllerState) + "/" + slurm::kSubmitMarkerFile, p.Dir() + "/cluster.json",
+      p.Dir() + "/nodesets", p.Dir() + "/workspaces"};
+  auto next_supervise = Clock::now();
+  bool settled = false;
   JobListing listing;
   while (!g_stop) {
-    // A pod that became ready (or died) is reacted to at once, not at the next tick.
-    auto supervised = rt->Supervise();
-    if (supervised.changed) next_reconcile = Clock::now();
-    if (Clock::now() >= next_reconcile) {
-      converged =
-          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger, &listing,
-                        &any_autoscaled);
-      // Tight while converging (start-up, scaling). Once steady, autoscaled nodesets still poll
-      // Slurm's queue often: the time from sbatch to a new worker starts with this poll.
-      auto steady = any_autoscaled ? std::chrono::milliseconds(250) : std::chrono::milliseconds(1000);
-      next_reconcile = Clock::now() + (converged ? steady : std::chrono::milliseconds(200));
+    auto now = Clock::now();
+    if (now >= next_supervise) {
+      // A pod that became ready (or died) is reacted to at once, not at the next pass.
+      auto supervised = rt->Supervise();
+      if (supervised.changed) schedule.PassNow();
+      settled = supervised.settled;
+      // Pods starting are watched closely; settled ones often, and only every second when idle.
+      next_supervise = now + (!settled ? std::chrono::milliseconds(20)
+                              : schedule.idle() ? std::chrono::milliseconds(1000)
+                                                : std::chrono::milliseconds(200));
     }
-    // Fast passes while pods start or restart; slow ones when everything is settled.
-    std::this_thread::sleep_for(std::chrono::milliseconds(supervised.settled && converged ? 200 : 20));
+    const std::string stamp = ChangeStamp(probed);
+    if (schedule.Due(Clock::now(), stamp)) {
+      const bool was_idle = schedule.idle();
+      if (was_idle && schedule.Moved(stamp)) spdlog::info("woken by a change (a submission or a spec)");
+      PassOutcome outcome;
+      bool queue_empty = false;
+      outcome.converged = ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger,
+                                        &listing, &outcome.any_autoscaled, &queue_empty);
+      outcome.idle = queue_empty;
+      schedule.Done(Clock::now(), outcome, stamp);
+      if (!was_idle && schedule.idle()) {
+        spdlog::info("cluster {} is idle: Slurm is asked again on a submission or a spec change, at the latest in {}s",
+                     p.name, std::chrono::duration_cast<std::chrono::seconds>(schedule.options().idle).count());
+      }
+    }
+    // The probe's tick: how soon a submission to an idle cluster starts a pass.
+    std::this_thread::sleep_for(std::chrono::milliseconds(settled ? 50 : 20));
   }
   if (cp_server) cp_server->Stop();
   if (cp_server_thread.joinable()) cp_server_thread.join();

@@ -78,6 +78,11 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   }
   bool any_gpu = std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
   if (any_gpu) o << "GresTypes=gpu\n";
+  // The operator's change probe (pass_schedule.h). An admin's own JobSubmitPlugins in
+  // extraConfig wins; the operator then learns of work on its periodic passes only.
+  bool admin_submit_plugins = std::any_of(c.spec.extra_config.begin(), c.spec.extra_config.end(),
+                                          [](const auto& l) { return l.rfind("JobSubmitPlugins=", 0) == 0; });
+  if (!admin_submit_plugins) o << "JobSubmitPlugins=lua\n";
   for (const auto& line : c.spec.extra_config) o << line << "\n";
   o << "# One nodeset and one partition per NodeSet; workers join as dynamic nodes.\n";
   for (const auto& ns : nodesets) {
@@ -92,6 +97,26 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     o << "\n";
   }
   return o.str();
+}
+
+std::string JobSubmitLuaScript() {
+  return fmt::format(
+      "-- hpcplane: tells the autoscaler that work arrived or changed, at once. It watches this\n"
+      "-- file instead of listing the queue while the cluster is idle. Never refuses a job.\n"
+      "local marker = \"{}/{}\"\n"
+      "local function touch()\n"
+      "  local f = io.open(marker, \"w\")\n"
+      "  if f then f:write(os.time(), \"\\n\") f:close() end\n"
+      "end\n"
+      "function slurm_job_submit(job_desc, part_list, submit_uid)\n"
+      "  touch()\n"
+      "  return slurm.SUCCESS\n"
+      "end\n"
+      "function slurm_job_modify(job_desc, job_rec, part_list, modify_uid)\n"
+      "  touch()\n"
+      "  return slurm.SUCCESS\n"
+      "end\n",
+      kStateSaveDir, kSubmitMarkerFile);
 }
 
 std::vector<std::string> PartitionOptions(const api::NodeSet& ns) {

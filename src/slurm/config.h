@@ -26,6 +26,12 @@ inline constexpr int kMariaDbPort = 3306;
 inline constexpr const char* kAccountingDatabase = "slurm_acct_db";
 // slurmdbd finds slurmdbd.conf next to $SLURM_CONF; its pod points SLURM_CONF into this secret.
 inline constexpr const char* kSlurmdbdConfigDir = "/run/secrets/slurmdbd";
+// slurmctld's job_submit hook rewrites this file (in its state volume) on every submission and
+// job update, so the operator learns of new work from a stat(2) instead of listing the queue.
+inline constexpr const char* kSubmitMarkerFile = "hpcplane-submitted";
+
+// job_submit.lua, next to slurm.conf: touches kSubmitMarkerFile and never refuses a job.
+std::string JobSubmitLuaScript();
 
 // Pod (and host) names of the controller, the accounting daemon and its database.
 std::string ControllerHost(const api::SlurmCluster& c);

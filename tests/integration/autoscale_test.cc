@@ -189,5 +189,30 @@ TEST(AutoscaleIT, ReadingALargeQueueLeavesSlurmrestdFlat) {
   EXPECT_LT(after - before, 16 * 1024) << "slurmrestd grew from " << before << " to " << after << " KiB";
 }
 
+// An idle cluster lists nothing but still misses no work: with its periodic safety pass set
+// far out (10 min), a single job submitted after a long idle gets its worker from slurmctld's
+// submit hook, in seconds.
+TEST(AutoscaleIT, AJobAfterALongIdleStillGetsItsWorker) {
+  ::setenv("HPCPLANE_IDLE_PASS_SECONDS", "600", 1);
+  TestCluster c("ai", Elastic());
+  auto up = c.Up();
+  ::unsetenv("HPCPLANE_IDLE_PASS_SECONDS");
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  auto log = [&] { return files::Read(c.ClusterDir() + "/daemon.log").value_or(""); };
+  ASSERT_TRUE(WaitFor([&] { return log().find("is idle") != std::string::npos; }, seconds(30))) << log();
+  // Idle for a while: nothing is listed or scaled.
+  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 0; }, seconds(15)));
+  auto submitted = std::chrono::steady_clock::now();
+  auto r = c.Login("alice", {"sbatch", "-o", "/dev/null", "--wrap", "sleep 1"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int64_t id = JobIdFrom(r.out);
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "RUNNING" || c.JobField(id, "JobState") == "COMPLETED"; },
+                      seconds(20)))
+      << "job " << id << " is " << c.JobField(id, "JobState") << " after an idle; daemon log:\n" << log();
+  auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - submitted);
+  EXPECT_LT(waited.count(), 20000);
+  EXPECT_NE(log().find("woken by a change"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpc::it

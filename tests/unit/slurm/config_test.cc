@@ -61,6 +61,20 @@ TEST(SlurmConfTest, SchedulingSettingsAndGpus) {
   EXPECT_TRUE(HasLine(conf, "GresTypes=gpu"));
 }
 
+// slurmctld's submit hook is the operator's change probe; an admin's own submit plugins win.
+TEST(SlurmConfTest, SubmitHookTouchesTheMarkerUnlessTheAdminHasSubmitPlugins) {
+  auto c = Cluster();
+  EXPECT_TRUE(HasLine(RenderSlurmConf(c, {}), "JobSubmitPlugins=lua"));
+  std::string lua = JobSubmitLuaScript();
+  EXPECT_NE(lua.find(std::string(kStateSaveDir) + "/" + kSubmitMarkerFile), std::string::npos) << lua;
+  EXPECT_NE(lua.find("function slurm_job_submit"), std::string::npos);
+  EXPECT_NE(lua.find("return slurm.SUCCESS"), std::string::npos);
+  c.spec.extra_config = {"JobSubmitPlugins=require_timelimit"};
+  auto conf = RenderSlurmConf(c, {});
+  EXPECT_FALSE(HasLine(conf, "JobSubmitPlugins=lua"));
+  EXPECT_TRUE(HasLine(conf, "JobSubmitPlugins=require_timelimit"));
+}
+
 TEST(SlurmConfTest, DynamicNodeConfCarriesShapeAndFeatures) {
   auto ns = NodeSet("gpu", 1);
   ns.spec.features = {"a100"};

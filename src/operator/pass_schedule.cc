@@ -1,0 +1,21 @@
+#include "operator/pass_schedule.h"
+
+namespace hpc::op {
+
+bool PassSchedule::Due(Clock::time_point now, const std::string& stamp) const {
+  if (now >= next_) return true;
+  return stamp != stamp_ && now >= last_ + o_.min_gap;
+}
+
+void PassSchedule::Done(Clock::time_point now, const PassOutcome& outcome, const std::string& stamp) {
+  last_ = now;
+  stamp_ = stamp;
+  idle_ = outcome.converged && outcome.idle;
+  auto wait = !outcome.converged      ? o_.converging
+              : idle_                 ? o_.idle
+              : outcome.any_autoscaled ? o_.autoscaled
+                                      : o_.steady;
+  next_ = now + wait;
+}
+
+}  // namespace hpc::op
