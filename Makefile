@@ -43,6 +43,7 @@ bench: build
 	@$(BUILD)/bench_decision_cost
 	@bash bench/cold_start.sh $(BUILD)
 	@bash bench/warm_dispatch.sh $(BUILD)
+	@bash bench/idle_cost.sh $(BUILD)
 	@bash bench/trace_replay.sh $(BUILD)
 	@$(BUILD)/bench_controlplane
 	@bash bench/history_query.sh $(BUILD)

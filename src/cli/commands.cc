@@ -28,6 +28,7 @@
 #include "common/log.h"
 #include "common/subprocess.h"
 #include "embedded_cluster.h"
+#include "controlplane/server.h"
 #include "operator/builders.h"
 #include "operator/conditions.h"
 #include "operator/daemon.h"
@@ -230,8 +231,8 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   if (!control_plane.empty()) {
     // The daemon also serves the control plane and runs this data plane's agent.
     if (running != 0) return Fail(Status::Error("--control-plane: the cluster already runs; bring it down first"));
-    if (control_plane.rfind(':') == std::string::npos) {
-      return Fail(Status::Errorf("--control-plane: expected HOST:PORT (got \"{}\")", control_plane));
+    if (auto at = cp::ParseListenAddress(control_plane); !at.ok()) {
+      return Fail(Status::Errorf("--control-plane: {}", at.status().message()));
     }
     if (Status s = files::WriteAtomic(p.Dir() + "/controlplane.json", json{{"listen", control_plane}}.dump() + "\n", 0600);
         !s.ok()) {

@@ -26,6 +26,9 @@ std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
 int CmdServer(const Globals& g, const std::string& listen, std::string store_url, int unreachable_after) {
+  // Checked before anything is created.
+  auto parsed = cp::ParseListenAddress(listen);
+  if (!parsed.ok()) return Fail(Status::Errorf("--listen: {}", parsed.status().message()));
   std::string dir = g.state_dir + "/controlplane";
   if (Status s = files::MakeDirs(dir, 0700); !s.ok()) return Fail(s);
   if (store_url.empty()) store_url = "sqlite:" + dir + "/hpcplane.db";
@@ -38,11 +41,7 @@ int CmdServer(const Globals& g, const std::string& listen, std::string store_url
     if (Status s = files::WriteAtomic(admin_file, *token + "\n", 0600); !s.ok()) return Fail(s);
     std::cout << "admin token written to " << admin_file << " (mode 0600)\n";
   }
-  cp::ServerOptions o;
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return Fail(Status::Errorf("--listen: expected HOST:PORT (got \"{}\")", listen));
-  o.host = listen.substr(0, colon);
-  o.port = std::atoi(listen.substr(colon + 1).c_str());
+  cp::ServerOptions o = *parsed;
   o.unreachable_after_seconds = unreachable_after;
   cp::Server server(store->get(), o);
   auto port = server.Bind();

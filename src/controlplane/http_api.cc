@@ -2,6 +2,8 @@
 
 #include <httplib.h>
 
+#include <charconv>
+
 #include <fmt/format.h>
 
 #include "common/jwt.h"
@@ -13,7 +15,8 @@ void Error(httplib::Response& res, int code, const std::string& message, const s
   json e = {{"code", code}, {"message", message}};
   if (!field.empty()) e["field"] = field;
   res.status = code;
-  res.set_content(json{{"error", e}}.dump() + "\n", "application/json");
+  // Messages may quote what a client sent; bytes that are not UTF-8 are replaced, never thrown on.
+  res.set_content(json{{"error", e}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
 }
 
 void FieldError(httplib::Response& res, const std::string& message) {
@@ -22,7 +25,28 @@ void FieldError(httplib::Response& res, const std::string& message) {
 
 void Ok(httplib::Response& res, const json& body, int code) {
   res.status = code;
-  res.set_content(body.dump() + "\n", "application/json");
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
+}
+
+std::optional<int64_t> ParseInteger(const std::string& text, int64_t min, int64_t max) {
+  int64_t v = 0;
+  const char* end = text.data() + text.size();
+  auto [ptr, ec] = std::from_chars(text.data(), end, v);
+  if (text.empty() || ec != std::errc() || ptr != end || v < min || v > max) return std::nullopt;
+  return v;
+}
+
+bool IntegerParam(const httplib::Request& req, httplib::Response& res, const std::string& name, int64_t min,
+                  int64_t max, int64_t* out) {
+  const std::string v = req.get_param_value(name);
+  if (v.empty()) return true;  // `name=` as a form sends it: not given
+  auto parsed = ParseInteger(v, min, max);
+  if (!parsed) {
+    Error(res, 400, fmt::format("{} must be an integer {}-{} (got \"{}\")", name, min, max, v), name);
+    return false;
+  }
+  *out = *parsed;
+  return true;
 }
 
 std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {

@@ -4,6 +4,7 @@
 // handler reads `if (!check) return;`.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -22,6 +23,13 @@ void Error(httplib::Response& res, int code, const std::string& message, const s
 // A "field: why" message as a 400 naming the field.
 void FieldError(httplib::Response& res, const std::string& message);
 void Ok(httplib::Response& res, const nlohmann::json& body, int code = 200);
+
+// A whole decimal integer in [min, max]; nullopt for anything else (signs, spaces, overflow).
+std::optional<int64_t> ParseInteger(const std::string& text, int64_t min, int64_t max);
+// Query parameter `name` into *out when present and not empty; false after a 400 naming it when
+// it is not an integer in [min, max].
+bool IntegerParam(const httplib::Request& req, httplib::Response& res, const std::string& name, int64_t min,
+                  int64_t max, int64_t* out);
 
 // The request body as a JSON object, or a 400 naming what is wrong.
 std::optional<nlohmann::json> Body(const httplib::Request& req, httplib::Response& res);

@@ -21,6 +21,9 @@ using http::Ok;
 
 namespace {
 
+// Times in queries are unix seconds up to the year 9999.
+constexpr int64_t kMaxUnixSeconds = 253402300799;
+
 bool ValidName(const std::string& s) {
   static const std::regex re("^[a-z][a-z0-9-]{0,62}$");
   return std::regex_match(s, re);
@@ -72,6 +75,19 @@ Server::Server(Store* store, ServerOptions opts)
 }
 
 Server::~Server() = default;
+
+Result<ServerOptions> ParseListenAddress(const std::string& host_port) {
+  auto colon = host_port.rfind(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Status::Errorf("listen address: expected HOST:PORT (got \"{}\")", host_port);
+  }
+  auto port = http::ParseInteger(host_port.substr(colon + 1), 0, 65535);
+  if (!port) return Status::Errorf("listen address: port must be 0-65535 (got \"{}\")", host_port.substr(colon + 1));
+  ServerOptions o;
+  o.host = host_port.substr(0, colon);
+  o.port = static_cast<int>(*port);
+  return o;
+}
 
 Result<int> Server::Bind() {
   int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
@@ -166,16 +182,8 @@ void Server::Routes() {
     f->user = req.get_param_value("user");
     f->state = req.get_param_value("state");
     f->workspace = req.get_param_value("workspace");
-    for (const auto& [key, out] : {std::pair<const char*, int64_t*>{"from", &f->from}, {"to", &f->to}}) {
-      std::string v = req.get_param_value(key);
-      if (v.empty()) continue;
-      if (v.find_first_not_of("0123456789") != std::string::npos) {
-        Error(res, 400, fmt::format("{} must be unix seconds (got \"{}\")", key, v), key);
-        return false;
-      }
-      *out = std::atoll(v.c_str());
-    }
-    return true;
+    return http::IntegerParam(req, res, "from", 0, kMaxUnixSeconds, &f->from) &&
+           http::IntegerParam(req, res, "to", 0, kMaxUnixSeconds, &f->to);
   };
 
   s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
@@ -185,15 +193,8 @@ void Server::Routes() {
     if (!http::RequireProject(*p, project, res)) return;
     JobFilter f;
     if (!parse_filter(req, project, &f, res)) return;
-    int limit = 100;
-    if (req.has_param("limit")) {
-      std::string v = req.get_param_value("limit");
-      if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || std::atoi(v.c_str()) < 1 ||
-          std::atoi(v.c_str()) > 1000) {
-        return Error(res, 400, "limit must be 1-1000 (got \"" + v + "\")", "limit");
-      }
-      limit = std::atoi(v.c_str());
-    }
+    int64_t limit = 100;
+    if (!http::IntegerParam(req, res, "limit", 1, 1000, &limit)) return;
     std::optional<JobCursor> cursor;
     if (req.has_param("cursor")) {
       auto c = JobCursor::Decode(req.get_param_value("cursor"));
@@ -240,8 +241,10 @@ void Server::Routes() {
           std::string project = req.matches[1];
           if (!http::RequireProject(*p, project, res)) return;
           int64_t submit = 0;
-          if (req.has_param("submitTime")) submit = std::atoll(req.get_param_value("submitTime").c_str());
-          auto j = store->GetJob(req.matches[2], req.matches[3], std::atoll(req.matches[4].str().c_str()), submit);
+          if (!http::IntegerParam(req, res, "submitTime", 0, kMaxUnixSeconds, &submit)) return;
+          auto job_id = http::ParseInteger(req.matches[4], 1, INT64_MAX);
+          if (!job_id) return Error(res, 404, "no such job in project " + project);
+          auto j = store->GetJob(req.matches[2], req.matches[3], *job_id, submit);
           if (!j.ok()) return Error(res, 503, j.status().message());
           if (!*j || (*j)->project != project) return Error(res, 404, "no such job in project " + project);
           Ok(res, ToJson(**j));
@@ -406,8 +409,36 @@ void Server::Routes() {
 
   AddWorkspaceRoutes(s, store, unreachable_after);
 
-  s.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
-    if (res.status == 404 && res.body.empty()) Error(res, 404, "no such path: " + req.path);
+  // Limits, so that no client can make the server read without bound.
+  s.set_payload_max_length(opts_.max_body_bytes);
+  // Errors the HTTP layer answers itself (bad request line, body or URL too long, no route)
+  // get the same JSON body as every other error.
+  const size_t max_body = opts_.max_body_bytes;
+  s.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return;
+    switch (res.status) {
+      case 404: return Error(res, 404, "no such path: " + req.path);
+      case 413: return Error(res, 413, fmt::format("request body too large (limit {} bytes)", max_body), "body");
+      case 414: return Error(res, 414, "request URL too long");
+      case 431: return Error(res, 431, "request headers too large");
+      default: return Error(res, res.status, res.status >= 500 ? "internal error" : "bad request");
+    }
+  });
+  // A handler that throws answers instead of taking the process down. JSON type errors come
+  // from what the client sent (a field of the wrong type): a 400. Anything else is logged here
+  // and answered without internals.
+  s.set_exception_handler([](const httplib::Request& req, httplib::Response& res, std::exception_ptr ep) {
+    try {
+      std::rethrow_exception(ep);
+    } catch (const json::exception& e) {
+      Error(res, 400, fmt::format("request body: a field has the wrong type or form ({})", e.what()), "body");
+    } catch (const std::exception& e) {
+      spdlog::error("{} {}: {}", req.method, req.path, e.what());
+      Error(res, 500, "internal error");
+    } catch (...) {
+      spdlog::error("{} {}: unknown exception", req.method, req.path);
+      Error(res, 500, "internal error");
+    }
   });
 }
 

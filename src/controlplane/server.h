@@ -22,7 +22,11 @@ struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;  // 0: any free port (see Server::port())
   int unreachable_after_seconds = 15;  // a data plane whose reports stop for this long
+  size_t max_body_bytes = 4 << 20;     // larger request bodies are refused with 413 unread
 };
+
+// "HOST:PORT" with a port 0-65535 (0: any free port); anything else is an error naming it.
+Result<ServerOptions> ParseListenAddress(const std::string& host_port);
 
 class Server {
  public:

@@ -275,9 +275,9 @@ Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, con
                          std::unique_ptr<cp::Store>* store, std::unique_ptr<cp::Server>* server,
                          std::thread* server_thread, std::thread* agent_thread) {
   auto cfg = nlohmann::json::parse(config, nullptr, false);
-  std::string listen = cfg.is_object() ? cfg.value("listen", "") : "";
-  auto colon = listen.rfind(':');
-  if (colon == std::string::npos) return Status::Errorf("controlplane.json: listen must be HOST:PORT");
+  std::string listen = cfg.is_object() && cfg["listen"].is_string() ? cfg["listen"].get<std::string>() : "";
+  auto listen_at = cp::ParseListenAddress(listen);
+  if (!listen_at.ok()) return Status::Errorf("controlplane.json: {}", listen_at.status().message());
   const std::string dir = p.state_dir + "/controlplane";
   RETURN_IF_ERROR(files::MakeDirs(dir, 0700));
   ASSIGN_OR_RETURN(*store, cp::OpenStore("sqlite:" + dir + "/hpcplane.db"));
@@ -287,9 +287,7 @@ Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, con
     ASSIGN_OR_RETURN(std::string token, cp::BootstrapToken(store->get(), subject, role));
     RETURN_IF_ERROR(files::WriteAtomic(file, token + "\n", 0600));
   }
-  cp::ServerOptions o;
-  o.host = listen.substr(0, colon);
-  o.port = std::atoi(listen.substr(colon + 1).c_str());
+  cp::ServerOptions o = *listen_at;
   *server = std::make_unique<cp::Server>(store->get(), o);
   ASSIGN_OR_RETURN(int port, (*server)->Bind());
   spdlog::info("control plane API on http://{}:{}/api/v1", o.host, port);
