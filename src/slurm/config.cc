@@ -132,7 +132,9 @@ bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf) 
     std::istringstream in(conf);
     std::string line;
     while (std::getline(in, line)) {
-      if (line.rfind("NodeSet=", 0) == 0 || line.rfind("PartitionName=", 0) == 0) continue;
+      if (line.rfind("NodeSet=", 0) == 0 || line.rfind("PartitionName=", 0) == 0 || line == "JobSubmitPlugins=lua") {
+        continue;
+      }
       out.push_back(line);
     }
     return out;

@@ -145,6 +145,8 @@ TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
   EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "NodeSet=b Feature=b\nPartitionName=b Nodes=b State=UP\n"));
   EXPECT_FALSE(slurm::NeedsReconfigure(base, "ClusterName=x\n"));
   EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "PriorityType=priority/multifactor\n"));
+  // The change probe's hook reaches older clusters at slurmctld's next start, not by reconfigure.
+  EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "JobSubmitPlugins=lua\n"));
 }
 
 }  // namespace
