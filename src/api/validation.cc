@@ -2,6 +2,7 @@
 
 #include <arpa/inet.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -69,7 +70,13 @@ Status ValidateDatasets(const std::string& subject, const std::string& field, co
     if (!dataset_names.insert(d.name).second) {
       return FieldError(subject, p + ".name", "duplicate dataset name \"" + d.name + "\"");
     }
-    if (!std::regex_match(d.mount_path, abs_path) || forbidden_mounts.count(d.mount_path) ||
+    // Pods see the system directories read-only (the pod file-system contract): nothing can be
+    // mounted inside them.
+    static const std::vector<std::string> read_only_trees = {"/etc/",   "/usr/",   "/bin/",  "/sbin/", "/lib/",
+                                                             "/lib32/", "/lib64/", "/proc/", "/sys/",  "/dev/"};
+    bool under_system = std::any_of(read_only_trees.begin(), read_only_trees.end(),
+                                    [&](const std::string& t) { return d.mount_path.rfind(t, 0) == 0; });
+    if (!std::regex_match(d.mount_path, abs_path) || forbidden_mounts.count(d.mount_path) || under_system ||
         d.mount_path.find("/..") != std::string::npos) {
       return FieldError(subject, p + ".mountPath",
                         "must be an absolute path outside the system directories (got \"" + d.mount_path + "\")");

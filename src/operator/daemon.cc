@@ -119,13 +119,6 @@ std::vector<Association> WantedAssociations(const api::SlurmCluster& c, const st
   return out;
 }
 
-// No job in the listing that is not finished (what squeue keeps for MinJobAge is history).
-bool QueueIsEmpty(const std::vector<slurm::SlurmJob>& jobs) {
-  static const std::set<std::string> finished = {"COMPLETED", "CANCELLED", "FAILED",    "TIMEOUT",      "NODE_FAIL",
-                                                 "PREEMPTED", "BOOT_FAIL", "DEADLINE", "OUT_OF_MEMORY"};
-  return std::all_of(jobs.begin(), jobs.end(), [](const auto& j) { return finished.count(j.state) > 0; });
-}
-
 // The change probe's stamp (pass_schedule.h): modification times of slurmctld's submit marker
 // and of the specs the CLI and the agent write. A few stat(2) calls, no process, no request.
 std::string ChangeStamp(const std::vector<std::string>& paths) {
@@ -137,17 +130,19 @@ std::string ChangeStamp(const std::vector<std::string>& paths) {
   return out;
 }
 
-// One pass over the cluster, its workspaces and nodesets. Returns whether everything converged.
-bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
+// One pass over the cluster, its workspaces and nodesets: whether everything converged, whether
+// the cluster is idle, and when the next time-based duty (a token's renewal) falls due.
+PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
                    NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
-                   OwnershipLedger* ledger, JobListing* listing, bool* any_autoscaled, bool* queue_empty) {
+                   OwnershipLedger* ledger, JobListing* listing) {
+  PassOutcome outcome;
   auto c = store.LoadCluster();
   auto stored = store.LoadNodeSets();
   auto workspaces = store.LoadWorkspaces();
   if (!c.ok() || !stored.ok() || !workspaces.ok()) {
     spdlog::error("store: {}", !c.ok() ? c.status().message()
                                : !stored.ok() ? stored.status().message() : workspaces.status().message());
-    return false;
+    return outcome;
   }
   // slurm.conf sees every workspace's partition (draining ones included).
   std::vector<api::NodeSet> config_nodesets = *stored;
@@ -165,7 +160,7 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   std::optional<std::vector<slurm::SlurmNode>> nodes;
   std::optional<PendingByPartition> pending;
   if (jobs) pending = GroupPending(*jobs);
-  *queue_empty = jobs != nullptr && QueueIsEmpty(*jobs);
+  outcome.idle = jobs != nullptr && std::none_of(jobs->begin(), jobs->end(), [](const auto& j) { return !j.Finished(); });
   if (cluster_rec.reader()) {
     if (!workspaces->empty()) {
       auto n = cluster_rec.reader()->Nodes();
@@ -197,10 +192,10 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
   }
   std::set<std::string> known;
   std::map<std::string, api::NodeSetStatus> statuses;
-  *any_autoscaled = false;
+  outcome.any_autoscaled = false;
   for (const auto& ns : nodesets) {
     known.insert(ns.metadata.name);
-    *any_autoscaled = *any_autoscaled || IsAutoscaled(ns);
+    outcome.any_autoscaled = outcome.any_autoscaled || IsAutoscaled(ns);
     if (!cluster_rec.controller_ready()) continue;
     api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), pending ? &*pending : nullptr);
     (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
@@ -225,6 +220,10 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
       }
       (void)store.SaveWorkspaceStatus(w.metadata.name, out.status);
       if (out.status.phase != "Ready") converged = false;
+      if (out.status.token_expires > 0) {
+        std::chrono::seconds renew_in(std::max<int64_t>(0, TokenRenewAt(w, out.status) - jwt::UnixNow()));
+        outcome.duty_in = outcome.duty_in ? std::min(*outcome.duty_in, renew_in) : renew_in;
+      }
     }
   }
 
@@ -242,7 +241,8 @@ bool ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconcile
       (void)nodeset_rec.RemoveNodeSet(*c, gone, cluster_rec.reader());
     }
   }
-  return converged;
+  outcome.converged = converged;
+  return outcome;
 }
 
 // Workspaces stored before project datasets had groups get theirs from the catalog, once.
@@ -403,11 +403,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     if (schedule.Due(Clock::now(), stamp)) {
       const bool was_idle = schedule.idle();
       if (was_idle && schedule.Moved(stamp)) spdlog::info("woken by a change (a submission or a spec)");
-      PassOutcome outcome;
-      bool queue_empty = false;
-      outcome.converged = ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger,
-                                        &listing, &outcome.any_autoscaled, &queue_empty);
-      outcome.idle = queue_empty;
+      PassOutcome outcome =
+          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger, &listing);
       schedule.Done(Clock::now(), outcome, stamp);
       if (!was_idle && schedule.idle()) {
         spdlog::info("cluster {} is idle: Slurm is asked again on a submission or a spec change, at the latest in {}s",

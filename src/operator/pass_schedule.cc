@@ -1,5 +1,7 @@
 #include "operator/pass_schedule.h"
 
+#include <algorithm>
+
 namespace hpc::op {
 
 bool PassSchedule::Due(Clock::time_point now, const std::string& stamp) const {
@@ -11,10 +13,11 @@ void PassSchedule::Done(Clock::time_point now, const PassOutcome& outcome, const
   last_ = now;
   stamp_ = stamp;
   idle_ = outcome.converged && outcome.idle;
-  auto wait = !outcome.converged      ? o_.converging
-              : idle_                 ? o_.idle
-              : outcome.any_autoscaled ? o_.autoscaled
-                                      : o_.steady;
+  Clock::duration wait = !outcome.converged      ? o_.converging
+                        : idle_                 ? o_.idle
+                        : outcome.any_autoscaled ? o_.autoscaled
+                                                : o_.steady;
+  if (outcome.duty_in) wait = std::min<Clock::duration>(wait, *outcome.duty_in);
   next_ = now + wait;
 }
 

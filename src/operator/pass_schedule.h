@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <optional>
 #include <string>
 
 namespace hpc::op {
@@ -15,7 +16,10 @@ namespace hpc::op {
 struct PassOutcome {
   bool converged = false;
   bool any_autoscaled = false;
-  bool idle = false;  // converged, and Slurm answered with no job that is not finished
+  bool idle = false;  // Slurm answered with no job that is not finished
+  // When a time-based duty (a workspace token's renewal) falls due: an idle cluster passes by
+  // then even if nothing moves the probe.
+  std::optional<std::chrono::seconds> duty_in;
 };
 
 class PassSchedule {

@@ -12,14 +12,15 @@ namespace hpc::op {
 
 std::optional<int> ActiveJobs(const std::vector<slurm::SlurmJob>* jobs, const std::string& partition) {
   if (!jobs) return std::nullopt;
-  static const std::set<std::string> ended = {"COMPLETED", "CANCELLED", "FAILED",        "TIMEOUT",
-                                              "NODE_FAIL", "PREEMPTED", "BOOT_FAIL",     "DEADLINE",
-                                              "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"};
   int n = 0;
   for (const auto& j : *jobs) {
-    if (j.partition == partition && !ended.count(j.state)) ++n;
+    if (j.partition == partition && !j.Finished()) ++n;
   }
   return n;
+}
+
+int64_t TokenRenewAt(const api::Workspace& w, const api::WorkspaceStatus& st) {
+  return st.token_expires - w.spec.token_lifetime_seconds / 3;
 }
 
 Status WorkspaceReconciler::EnsureToken(const api::Workspace& w, api::WorkspaceStatus* st) {
@@ -29,7 +30,9 @@ Status WorkspaceReconciler::EnsureToken(const api::Workspace& w, api::WorkspaceS
   if (existing && existing->data.count("expires")) {
     int64_t expires = std::atoll(existing->data.at("expires").c_str());
     // Renewed with a third of the lifetime left, so a command started now still has time.
-    if (expires - now > w.spec.token_lifetime_seconds / 3 && existing->owner_uid == w.spec.user.uid) {
+    api::WorkspaceStatus current;
+    current.token_expires = expires;
+    if (now < TokenRenewAt(w, current) && existing->owner_uid == w.spec.user.uid) {
       st->token_expires = expires;
       return Status::Ok();
     }

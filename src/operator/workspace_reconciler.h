@@ -19,6 +19,8 @@ namespace hpc::op {
 
 // Jobs of a partition that have not ended; nullopt when the job list is unknown.
 std::optional<int> ActiveJobs(const std::vector<slurm::SlurmJob>* jobs, const std::string& partition);
+// When a workspace's token is renewed: with a third of its lifetime left (unix seconds).
+int64_t TokenRenewAt(const api::Workspace& w, const api::WorkspaceStatus& st);
 
 struct WorkspaceView {
   const std::vector<slurm::SlurmJob>* jobs = nullptr;    // null: Slurm's job list is unknown

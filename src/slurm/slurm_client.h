@@ -67,6 +67,14 @@ struct SlurmJob {
   std::string array_task_string;  // pending tasks of an array, e.g. "1-5%2"
   int array_max_tasks = 0;
   int restart_count = 0;
+
+  // Ended for good: what squeue still lists for MinJobAge is history, not work.
+  bool Finished() const {
+    static const std::set<std::string> ended = {"COMPLETED", "CANCELLED", "FAILED",   "TIMEOUT",
+                                                "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
+                                                "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"};
+    return ended.count(state) > 0;
+  }
 };
 
 class SlurmReader {

@@ -125,6 +125,11 @@ INSTANTIATE_TEST_SUITE_P(
                     "  - name: d\n      mountPath: /etc\n",
                     "t.yaml: cluster \"c\": spec.datasets[0].mountPath: must be an absolute path outside the system "
                     "directories (got \"/etc\")"},
+        InvalidCase{"dataset inside read only usr",
+                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  datasets:\n  "
+                    "  - name: d\n      mountPath: /usr/local/data\n",
+                    "t.yaml: cluster \"c\": spec.datasets[0].mountPath: must be an absolute path outside the system "
+                    "directories (got \"/usr/local/data\")"},
         InvalidCase{"tiny slurmrestd memory limit",
                     "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  restApi:\n    "
                     "memoryLimitMiB: 10\n",

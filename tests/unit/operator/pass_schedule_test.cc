@@ -47,6 +47,20 @@ TEST(PassSchedule, ChangesDuringAPassAreSeenAndBurstsAreSpaced) {
   EXPECT_TRUE(s.Due(t0 + 100ms, "b"));
 }
 
+// Guards token renewal on an idle cluster: a duty due before the idle interval ends sets the
+// next pass (a 12 s token was not renewed when idle passes were 30 s apart).
+TEST(PassSchedule, AnIdleClusterStillPassesWhenATimeBasedDutyFallsDue) {
+  PassSchedule s;
+  PassOutcome idle_with_token{true, true, true, std::chrono::seconds(4)};
+  s.Done(t0, idle_with_token, "a");
+  EXPECT_TRUE(s.idle());
+  EXPECT_FALSE(s.Due(t0 + 3s, "a"));
+  EXPECT_TRUE(s.Due(t0 + 4s, "a"));
+  // A duty further out than the idle interval does not stretch it.
+  s.Done(t0, {true, true, true, std::chrono::seconds(3600)}, "a");
+  EXPECT_TRUE(s.Due(t0 + 30s, "a"));
+}
+
 TEST(PassSchedule, ADaemonEventPassesAtOnce) {
   PassSchedule s;
   s.Done(t0, {true, true, true}, "a");
