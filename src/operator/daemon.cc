@@ -23,6 +23,7 @@
 #include "operator/conditions.h"
 #include "operator/job_listing.h"
 #include "slurm/squeue_jobs.h"
+#include "operator/node_snapshot.h"
 #include "operator/nodeset_reconciler.h"
 #include "operator/store.h"
 #include "operator/accounting_sync.h"
@@ -153,7 +154,11 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
   const auto* ready = FindCondition(cst.conditions, "Ready");
   bool converged = ready && ready->status == "True";
 
-  // One job and node listing per pass, shared by every nodeset and workspace.
+  // One node and one job listing per pass, shared by every nodeset and workspace; nodes first
+  // (node_snapshot.h says why).
+  std::optional<NodeSnapshot> snapshot;
+  if (cluster_rec.reader()) snapshot.emplace(cluster_rec.reader());
+  slurm::SlurmReader* reader = snapshot ? &*snapshot : nullptr;
   const std::vector<slurm::SlurmJob>* jobs = listing->Get(cluster_rec.reader() != nullptr, [&] {
     return slurm::SqueueJobs(&rt, ControllerPodName(*c));
   });
@@ -161,16 +166,14 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
   std::optional<PendingByPartition> pending;
   if (jobs) pending = GroupPending(*jobs);
   outcome.idle = jobs != nullptr && std::none_of(jobs->begin(), jobs->end(), [](const auto& j) { return !j.Finished(); });
-  if (cluster_rec.reader()) {
-    if (!workspaces->empty()) {
-      auto n = cluster_rec.reader()->Nodes();
-      if (n.ok()) nodes = std::move(*n);
-    }
+  if (reader && !workspaces->empty()) {
+    auto n = reader->Nodes();
+    if (n.ok()) nodes = std::move(*n);
   }
-  if (cluster_rec.reader() && cluster_rec.controller_ready()) {
+  if (reader && cluster_rec.controller_ready()) {
     // Users changes are remembered until applied: AllowGroups must see a new user.
     bool users_changed = cluster_rec.TakeUsersChanged();
-    if (Status s = SyncPartitions(config_nodesets, cluster_rec.reader(), cluster_rec.control(), users_changed, ledger);
+    if (Status s = SyncPartitions(config_nodesets, reader, cluster_rec.control(), users_changed, ledger);
         !s.ok()) {
       spdlog::warn("partitions: {}", s.message());
       if (users_changed) cluster_rec.MarkUsersChanged();
@@ -197,7 +200,7 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
     known.insert(ns.metadata.name);
     outcome.any_autoscaled = outcome.any_autoscaled || IsAutoscaled(ns);
     if (!cluster_rec.controller_ready()) continue;
-    api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, cluster_rec.reader(), pending ? &*pending : nullptr);
+    api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, reader, pending ? &*pending : nullptr);
     (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
     statuses[ns.metadata.name] = nst;
     if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
@@ -386,13 +389,17 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       p.Dir() + "/nodesets", p.Dir() + "/workspaces"};
   auto next_supervise = Clock::now();
   bool settled = false;
+  bool something_moved = false;
   JobListing listing;
   while (!g_stop) {
     auto now = Clock::now();
     if (now >= next_supervise) {
       // A pod that became ready (or died) is reacted to at once, not at the next pass.
       auto supervised = rt->Supervise();
-      if (supervised.changed) schedule.PassNow();
+      if (supervised.changed) {
+        schedule.PassNow();
+        something_moved = true;
+      }
       settled = supervised.settled;
       // Pods starting are watched closely; settled ones often, and only every second when idle.
       next_supervise = now + (!settled ? std::chrono::milliseconds(20)
@@ -403,6 +410,9 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     if (schedule.Due(Clock::now(), stamp)) {
       const bool was_idle = schedule.idle();
       if (was_idle && schedule.Moved(stamp)) spdlog::info("woken by a change (a submission or a spec)");
+      // A pass for something that just moved reads the queue afresh, never a reused listing.
+      if (something_moved || schedule.Moved(stamp)) listing.Invalidate();
+      something_moved = false;
       PassOutcome outcome =
           ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger, &listing);
       schedule.Done(Clock::now(), outcome, stamp);

@@ -22,6 +22,8 @@ class JobListing {
   // failed): the caller then decides nothing that needs them.
   const std::vector<slurm::SlurmJob>* Get(bool slurm_answers, const Lister& list);
   int listings() const { return listings_; }
+  // The next Get lists afresh (something just moved: a reused listing would be stale).
+  void Invalidate() { jobs_.reset(); }
 
  private:
   std::function<Clock::time_point()> now_;

@@ -146,8 +146,11 @@ TEST(AutoscaleIT, FailsClosedWhenSlurmIsUnreachable) {
   ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("conditions").find("SlurmUnreachable") != std::string::npos; },
                       seconds(30)));
   ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "COMPLETED"; }, seconds(30)));
-  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 2; }, seconds(12)));  // well past idleTimeout
-  EXPECT_EQ(c.SinfoNodes().size(), 2u);
+  auto daemon_log = [&] { return files::Read(c.ClusterDir() + "/daemon.log").value_or(""); };
+  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 2; }, seconds(12)))  // well past idleTimeout
+      << "replicas " << Replicas(c) << "\n" << daemon_log();
+  auto nodes = c.SinfoNodes();
+  EXPECT_EQ(nodes.size(), 2u) << ::testing::PrintToString(nodes);
   auto cont = c.Cli({"exec", c.name() + "-restapi", "--", "pkill", "-CONT", "-x", "slurmrestd"});
   ASSERT_EQ(cont.exit_code, 0) << cont.err;
   ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && c.SinfoNodes().empty(); }, seconds(60)));

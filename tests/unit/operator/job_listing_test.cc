@@ -57,6 +57,18 @@ TEST(JobListing, SlowListingsAreReusedForTwiceTheirCost) {
   EXPECT_EQ(reader.calls, 2);
 }
 
+// A pass for something that just moved (a worker became ready) never reuses a listing: a job
+// that started since would count as pending while its workers count as busy.
+TEST(JobListing, AnInvalidatedListingIsReadAgain) {
+  JobListing::Clock::time_point now{};
+  SlowReader reader(&now);
+  JobListing listing([&] { return now; });
+  ASSERT_NE(listing.Get(true, [&] { return reader.Jobs(); }), nullptr);
+  listing.Invalidate();
+  ASSERT_NE(listing.Get(true, [&] { return reader.Jobs(); }), nullptr);
+  EXPECT_EQ(reader.calls, 2);
+}
+
 TEST(JobListing, UnknownWhenSlurmDoesNotAnswerOrAfterAFailure) {
   JobListing::Clock::time_point now{};
   SlowReader reader(&now);

@@ -4,6 +4,7 @@
 
 #include "common/files.h"
 #include "fakes/fake_slurm.h"
+#include "operator/node_snapshot.h"
 #include "operator/ownership.h"
 #include "operator/partition_sync.h"
 #include "slurm/config.h"
@@ -138,6 +139,20 @@ TEST(OwnershipLedger, AMalformedRecordIsAnErrorNotAnEmptyLedger) {
   auto ledger = OwnershipLedger::Open(dir.path());
   ASSERT_FALSE(ledger.ok());
   EXPECT_NE(ledger.status().message().find("not a valid ownership record"), std::string::npos);
+}
+
+// A pass's node view is read once, when the pass starts: later changes wait for the next pass.
+TEST(NodeSnapshot, ServesTheNodesReadAtTheStartOfThePass) {
+  fakes::FakeSlurm slurm;
+  slurm.nodes = {Node("a-0", "a", {"a"})};
+  NodeSnapshot snapshot(&slurm);
+  slurm.nodes.push_back(Node("a-1", "a", {"a"}));
+  ASSERT_EQ(snapshot.Nodes()->size(), 1u);
+  slurm.partitions = {{"a", "UP"}};
+  EXPECT_EQ(snapshot.Partitions()->size(), 1u);  // everything else is read live
+  fakes::FakeSlurm down;
+  down.reachable = false;
+  EXPECT_FALSE(NodeSnapshot(&down).Nodes().ok());
 }
 
 TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
