@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "common/files.h"
+#include "controlplane/api_client_tls.h"
 
 namespace hpc::cli {
 using nlohmann::json;
@@ -19,7 +20,8 @@ Result<std::string> ReadToken(const ApiArgs& a) {
 
 Result<json> Call(const ApiArgs& a, const std::string& method, const std::string& path, const json& body) {
   ASSIGN_OR_RETURN(std::string token, ReadToken(a));
-  httplib::Client cli(a.server);
+  auto client = cp::ApiHttpClient(a.server, a.ca_file);
+  httplib::Client& cli = *client;
   cli.set_bearer_token_auth(token);
   cli.set_read_timeout(60);
   httplib::Result res = method == "GET"      ? cli.Get(path)
@@ -41,6 +43,8 @@ void AddApiOptions(CLI::App* c, ApiArgs* a) {
   if (const char* f = std::getenv("HPCPLANE_TOKEN_FILE")) a->token_file = f;
   c->add_option("--server", a->server, "Control plane URL (env HPCPLANE_SERVER)");
   c->add_option("--token-file", a->token_file, "File with an API token (env HPCPLANE_TOKEN_FILE, or HPCPLANE_TOKEN)");
+  if (const char* f = std::getenv("HPCPLANE_CA_FILE")) a->ca_file = f;
+  c->add_option("--ca-file", a->ca_file, "PEM CA certificate that verifies an https:// server (env HPCPLANE_CA_FILE)");
 }
 
 }  // namespace hpc::cli

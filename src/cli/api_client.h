@@ -14,6 +14,7 @@ namespace hpc::cli {
 struct ApiArgs {
   std::string server = "http://127.0.0.1:8080";
   std::string token_file;
+  std::string ca_file;
 };
 
 // --token-file, else $HPCPLANE_TOKEN.

@@ -14,6 +14,7 @@
 #include "cli/api_client.h"
 #include "common/files.h"
 #include "controlplane/agent.h"
+#include "controlplane/api_client_tls.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
 
@@ -25,10 +26,22 @@ using nlohmann::json;
 std::atomic<bool> g_stop{false};
 void OnSignal(int) { g_stop = true; }
 
-int CmdServer(const Globals& g, const std::string& listen, std::string store_url, int unreachable_after) {
+struct ServerArgs {
+  std::string listen = "127.0.0.1:8080";
+  std::string store;
+  int unreachable_after = 15;
+  std::string tls_cert, tls_key;
+  bool allow_plain_http = false;
+  int max_connections_per_client = 128;
+  int request_deadline = 10;
+  int64_t max_body_mib = 4;
+};
+
+int CmdServer(const Globals& g, const ServerArgs& args) {
   // Checked before anything is created.
-  auto parsed = cp::ParseListenAddress(listen);
+  auto parsed = cp::ParseListenAddress(args.listen);
   if (!parsed.ok()) return Fail(Status::Errorf("--listen: {}", parsed.status().message()));
+  std::string store_url = args.store;
   std::string dir = g.state_dir + "/controlplane";
   if (Status s = files::MakeDirs(dir, 0700); !s.ok()) return Fail(s);
   if (store_url.empty()) store_url = "sqlite:" + dir + "/hpcplane.db";
@@ -42,11 +55,18 @@ int CmdServer(const Globals& g, const std::string& listen, std::string store_url
     std::cout << "admin token written to " << admin_file << " (mode 0600)\n";
   }
   cp::ServerOptions o = *parsed;
-  o.unreachable_after_seconds = unreachable_after;
+  o.unreachable_after_seconds = args.unreachable_after;
+  o.tls_cert = args.tls_cert;
+  o.tls_key = args.tls_key;
+  o.allow_plain_http = args.allow_plain_http;
+  o.connections.max_per_client = args.max_connections_per_client;
+  o.connections.request_deadline_seconds = args.request_deadline;
+  o.max_body_bytes = static_cast<size_t>(args.max_body_mib) << 20;
   cp::Server server(store->get(), o);
   auto port = server.Bind();
   if (!port.ok()) return Fail(port.status());
-  std::cout << fmt::format("hpcplane control plane on http://{}:{}/api/v1 (store {})", o.host, *port,
+  std::cout << fmt::format("hpcplane control plane on {}://{}:{}/api/v1 (store {})", o.tls_cert.empty() ? "http" : "https",
+                           o.host, *port,
                            store_url.rfind("postgres", 0) == 0 ? "postgres" : store_url)
             << std::endl;
   ::signal(SIGTERM, OnSignal);
@@ -67,6 +87,7 @@ int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
   auto token = ReadToken(a);
   if (!token.ok()) return Fail(token.status());
   o.server = a.server;
+  o.ca_file = a.ca_file;
   o.token = *token;
   ::signal(SIGTERM, OnSignal);
   ::signal(SIGINT, OnSignal);
@@ -75,17 +96,59 @@ int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
   return 0;
 }
 
-int CmdTokens(const ApiArgs& a, const std::string& subject, const std::string& role,
-              const std::vector<std::string>& projects, const std::string& out) {
-  auto r = Call(a, "POST", "/api/v1/tokens", {{"subject", subject}, {"role", role}, {"projects", projects}});
+struct TokenArgs {
+  std::string action, id, subject, role = "user", out, ttl;
+  std::vector<std::string> projects;
+};
+
+std::string Time(int64_t t);
+
+int CmdTokens(const ApiArgs& a, const TokenArgs& t) {
+  if (t.action == "list") {
+    auto r = Call(a, "GET", "/api/v1/tokens");
+    if (!r.ok()) return Fail(r.status());
+    std::cout << fmt::format("{:<17}{:<16}{:<7}{:<21}{:<21}{:<21}{}\n", "ID", "SUBJECT", "ROLE", "CREATED", "EXPIRES",
+                             "LAST USED", "REVOKED");
+    auto time = [](const json& v) { return v.is_number() ? Time(v.get<int64_t>()) : std::string("-"); };
+    for (const auto& x : (*r)["tokens"]) {
+      std::cout << fmt::format("{:<17}{:<16}{:<7}{:<21}{:<21}{:<21}{}\n", x["id"].get<std::string>(),
+                               x["subject"].get<std::string>(), x["role"].get<std::string>(), time(x["createdAt"]),
+                               time(x["expiresAt"]), time(x["lastUsed"]), time(x["revokedAt"]));
+    }
+    return 0;
+  }
+  if (t.action == "revoke") {
+    if (t.id.empty()) return Fail(Status::Error("tokens revoke ID (the ID column of tokens list)"));
+    auto r = Call(a, "DELETE", "/api/v1/tokens/" + t.id);
+    if (!r.ok()) return Fail(r.status());
+    std::cout << "token " << t.id << " revoked\n";
+    return 0;
+  }
+  if (t.subject.empty()) return Fail(Status::Error("tokens create: --subject is required"));
+  json body = {{"subject", t.subject}, {"role", t.role}, {"projects", t.projects}};
+  if (!t.ttl.empty()) body["ttl"] = t.ttl;
+  auto r = Call(a, "POST", "/api/v1/tokens", body);
   if (!r.ok()) return Fail(r.status());
   std::string token = (*r)["token"];
-  if (out.empty()) {
+  if (t.out.empty()) {
     std::cout << token << "\n";
     return 0;
   }
-  if (Status s = files::WriteAtomic(out, token + "\n", 0600); !s.ok()) return Fail(s);
-  std::cout << fmt::format("token for {} ({}) written to {} (mode 0600)\n", subject, role, out);
+  if (Status s = files::WriteAtomic(t.out, token + "\n", 0600); !s.ok()) return Fail(s);
+  std::cout << fmt::format("token {} for {} ({}) written to {} (mode 0600)\n", (*r)["id"].get<std::string>(), t.subject,
+                           t.role, t.out);
+  return 0;
+}
+
+int CmdAudit(const ApiArgs& a, int limit) {
+  auto r = Call(a, "GET", fmt::format("/api/v1/audit?limit={}", limit));
+  if (!r.ok()) return Fail(r.status());
+  for (const auto& e : (*r)["entries"]) {
+    std::cout << fmt::format("{}  {:<14} {:<18} {:<28} {:<16} {}\n", Time(e["at"].get<int64_t>()),
+                             e["actor"].get<std::string>(), e["action"].get<std::string>(),
+                             e["target"].get<std::string>(), e["remote"].get<std::string>(),
+                             e["detail"].get<std::string>());
+  }
   return 0;
 }
 
@@ -102,7 +165,8 @@ int CmdJobs(const ApiArgs& a, const std::string& action, const std::string& proj
   if (action == "export") {
     auto token = ReadToken(a);
     if (!token.ok()) return Fail(token.status());
-    httplib::Client cli(a.server);
+    auto client = cp::ApiHttpClient(a.server, a.ca_file);
+    httplib::Client& cli = *client;
     cli.set_bearer_token_auth(*token);
     cli.set_read_timeout(3600);
     std::string path = fmt::format("/api/v1/projects/{}/jobs/export?format={}", project, format == "csv" ? "csv" : "ndjson");
@@ -194,13 +258,24 @@ int CmdFlags(const ApiArgs& a, const std::string& action, const std::string& nam
 
 std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   auto api = std::make_shared<ApiArgs>();
-  auto listen = std::make_shared<std::string>("127.0.0.1:8080");
-  auto store = std::make_shared<std::string>();
-  auto unreachable = std::make_shared<int>(15);
+  auto sargs = std::make_shared<ServerArgs>();
   auto* server = app.add_subcommand("server", "Run the control plane's REST API");
-  server->add_option("--listen", *listen, "HOST:PORT");
-  server->add_option("--store", *store, "sqlite:PATH (default under the state dir) or postgres://...");
-  server->add_option("--unreachable-after", *unreachable, "Seconds without a report before a data plane is Unreachable");
+  server->add_option("--listen", sargs->listen, "HOST:PORT");
+  server->add_option("--store", sargs->store, "sqlite:PATH (default under the state dir) or postgres://...");
+  server->add_option("--unreachable-after", sargs->unreachable_after,
+                     "Seconds without a report before a data plane is Unreachable");
+  server->add_option("--tls-cert", sargs->tls_cert, "PEM certificate (chain) to serve HTTPS with");
+  server->add_option("--tls-key", sargs->tls_key, "PEM private key of --tls-cert");
+  server->add_flag("--allow-plain-http", sargs->allow_plain_http,
+                   "Serve plain HTTP on a non-loopback address (only behind a TLS-terminating proxy)");
+  server->add_option("--max-connections-per-client", sargs->max_connections_per_client,
+                     "Open connections one client address may hold")
+      ->check(CLI::Range(1, 100000));
+  server->add_option("--request-deadline", sargs->request_deadline,
+                     "Seconds a client has to send a whole request (slower ones are closed with 408)")
+      ->check(CLI::Range(1, 3600));
+  server->add_option("--max-body-mib", sargs->max_body_mib, "Largest request body in MiB (larger: 413)")
+      ->check(CLI::Range(1, 1024));
 
   auto agent_opts = std::make_shared<cp::AgentOptions>();
   auto* agent = app.add_subcommand("agent", "Report this data plane and ship its job records to the control plane");
@@ -208,18 +283,26 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   agent->add_option("--name", agent_opts->data_plane, "Data plane name (default: the cluster's)");
   agent->add_option("--interval", agent_opts->interval_seconds, "Seconds between reports");
 
-  auto subject = std::make_shared<std::string>(), role = std::make_shared<std::string>("user"),
-       out = std::make_shared<std::string>();
-  auto projects = std::make_shared<std::vector<std::string>>();
-  auto* tokens = app.add_subcommand("tokens", "Create API tokens (admin): tokens create --subject S --role R");
+  auto targs = std::make_shared<TokenArgs>();
+  auto* tokens = app.add_subcommand(
+      "tokens", "API tokens: tokens create --subject S --role R [--ttl 30d] | tokens list | tokens revoke ID");
   AddApiOptions(tokens, api.get());
-  auto action = std::make_shared<std::string>();
-  tokens->add_option("action", *action, "create")->required()->check(CLI::IsMember({"create"}));
-  tokens->add_option("--subject", *subject, "User name or data plane")->required();
-  tokens->add_option("--role", *role, "admin | user | agent")->check(CLI::IsMember({"admin", "user", "agent"}));
-  tokens->add_option("--project", *projects, "Projects a user belongs to (repeatable)");
-  tokens->add_option("--out", *out, "Write the token to this file (0600) instead of printing it");
+  tokens->add_option("action", targs->action, "create | list | revoke")
+      ->required()
+      ->check(CLI::IsMember({"create", "list", "revoke"}));
+  tokens->add_option("id", targs->id, "revoke: the token's ID (from tokens list)");
+  tokens->add_option("--subject", targs->subject, "create: user name or data plane");
+  tokens->add_option("--role", targs->role, "admin | user | agent")->check(CLI::IsMember({"admin", "user", "agent"}));
+  tokens->add_option("--project", targs->projects, "Projects a user belongs to (repeatable)");
+  tokens->add_option("--ttl", targs->ttl, "Lifetime, e.g. 90m, 12h, 30d (default: until revoked)");
+  tokens->add_option("--out", targs->out, "Write the token to this file (0600) instead of printing it");
 
+  auto audit_limit = std::make_shared<int>(50);
+  auto* audit = app.add_subcommand("audit", "The audit log, newest first (admin)");
+  AddApiOptions(audit, api.get());
+  audit->add_option("--limit", *audit_limit, "Entries (1-1000)")->check(CLI::Range(1, 1000));
+
+  auto action = std::make_shared<std::string>();
   auto project = std::make_shared<std::string>(), id = std::make_shared<std::string>(),
        format = std::make_shared<std::string>("table");
   auto query = std::make_shared<std::map<std::string, std::string>>();
@@ -249,9 +332,10 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   flags->add_option("value", *value, "true | false");
 
   return [=, &g]() -> int {
-    if (server->parsed()) return CmdServer(g, *listen, *store, *unreachable);
+    if (server->parsed()) return CmdServer(g, *sargs);
     if (agent->parsed()) return CmdAgent(g, *api, *agent_opts);
-    if (tokens->parsed()) return CmdTokens(*api, *subject, *role, *projects, *out);
+    if (tokens->parsed()) return CmdTokens(*api, *targs);
+    if (audit->parsed()) return CmdAudit(*api, *audit_limit);
     if (jobs->parsed()) {
       std::string fmt_ = *format == "table" && *action == "export" ? "ndjson" : *format;
       return CmdJobs(*api, *action, *project, *query, *id, fmt_);

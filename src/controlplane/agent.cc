@@ -12,6 +12,7 @@
 
 #include "common/files.h"
 #include "common/jwt.h"
+#include "controlplane/api_client_tls.h"
 #include "controlplane/sacct.h"
 #include "operator/builders.h"
 #include "operator/conditions.h"
@@ -31,7 +32,8 @@ Agent::Agent(op::ClusterPaths cluster, std::string self_exe, AgentOptions opts)
 }
 
 Status Agent::Post(const std::string& path, const std::string& body) {
-  httplib::Client cli(opts_.server);
+  auto client = ApiHttpClient(opts_.server, opts_.ca_file);
+  httplib::Client& cli = *client;
   cli.set_connection_timeout(3);
   cli.set_read_timeout(30);
   cli.set_bearer_token_auth(opts_.token);
@@ -42,7 +44,8 @@ Status Agent::Post(const std::string& path, const std::string& body) {
 }
 
 Result<std::string> Agent::Get(const std::string& path) {
-  httplib::Client cli(opts_.server);
+  auto client = ApiHttpClient(opts_.server, opts_.ca_file);
+  httplib::Client& cli = *client;
   cli.set_connection_timeout(3);
   cli.set_read_timeout(30);
   cli.set_bearer_token_auth(opts_.token);
@@ -52,17 +55,22 @@ Result<std::string> Agent::Get(const std::string& path) {
   return res->body;
 }
 
-Result<std::optional<std::pair<int64_t, int64_t>>> Agent::FindSubmitted(const std::string& id, int64_t since) {
+Result<std::optional<std::pair<int64_t, int64_t>>> Agent::FindSubmitted(const std::string& id, const std::string& user,
+                                                                         int64_t since) {
   const std::string tag = "hpcplane-submission:" + id;
-  // Queued or running jobs, then finished ones (slurmdbd keeps the comment).
-  ASSIGN_OR_RETURN(std::string queued, InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%V|%k"}));
+  // Queued or running jobs, then finished ones (slurmdbd keeps the comment). Only a job of the
+  // submission's own user counts: anyone can put that comment on a job of theirs.
+  ASSIGN_OR_RETURN(std::string queued, InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%V|%u|%k"}));
   ASSIGN_OR_RETURN(std::string done, InController({"sacct", "-n", "-X", "-P", "-a", "--starttime=" + SacctTime(since - 60),
-                                                   "--format=JobIDRaw,Submit,Comment"}));
+                                                   "--format=JobIDRaw,Submit,User,Comment"}));
   std::istringstream in(queued + "\n" + done);
   std::string line;
   while (std::getline(in, line)) {
-    auto a = line.find('|'), b = line.rfind('|');
-    if (a == std::string::npos || a == b || line.substr(b + 1) != tag) continue;
+    // id|submit|user|comment; the comment is last and may itself hold '|'.
+    auto a = line.find('|');
+    auto b = a == std::string::npos ? a : line.find('|', a + 1);
+    auto c = b == std::string::npos ? b : line.find('|', b + 1);
+    if (c == std::string::npos || line.substr(c + 1) != tag || line.substr(b + 1, c - b - 1) != user) continue;
     return std::optional<std::pair<int64_t, int64_t>>({std::atoll(line.c_str()), std::atoll(line.c_str() + a + 1)});
   }
   return std::optional<std::pair<int64_t, int64_t>>();
@@ -87,7 +95,7 @@ Status Agent::RunSubmissions() {
                                                     sub.value("project", ""))}}));
       continue;
     }
-    ASSIGN_OR_RETURN(auto found, FindSubmitted(id, sub.value("createdAt", int64_t{0})));
+    ASSIGN_OR_RETURN(auto found, FindSubmitted(id, w->spec.user.name, sub.value("createdAt", int64_t{0})));
     if (!found) {
       ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
       runtime::ExecOptions o;
@@ -104,7 +112,7 @@ Status Agent::RunSubmissions() {
         RETURN_IF_ERROR(report({{"state", "Failed"}, {"error", err}}));
         continue;
       }
-      ASSIGN_OR_RETURN(found, FindSubmitted(id, sub.value("createdAt", int64_t{0})));
+      ASSIGN_OR_RETURN(found, FindSubmitted(id, w->spec.user.name, sub.value("createdAt", int64_t{0})));
       if (!found) return Status::Errorf("submission {}: sbatch said {} but Slurm does not list the job yet", id, r.out);
     }
     RETURN_IF_ERROR(report({{"state", "Submitted"}, {"cluster", cluster_.name}, {"jobId", found->first},

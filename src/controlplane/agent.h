@@ -21,6 +21,7 @@ namespace hpc::cp {
 struct AgentOptions {
   std::string server = "http://127.0.0.1:8080";
   std::string token;
+  std::string ca_file;     // verifies an https:// server (default: the system's CAs)
   std::string data_plane;  // default: the cluster's name
   int interval_seconds = 5;
   int overlap_seconds = 120;  // re-read this much before the window start
@@ -49,8 +50,9 @@ class Agent {
   Result<std::string> InController(const std::vector<std::string>& argv);
   Status Post(const std::string& path, const std::string& body);
   Result<std::string> Get(const std::string& path);
-  // The job a submission already created, if any: (job id, submit time).
-  Result<std::optional<std::pair<int64_t, int64_t>>> FindSubmitted(const std::string& id, int64_t since);
+  // The job a submission already created as `user`, if any: (job id, submit time).
+  Result<std::optional<std::pair<int64_t, int64_t>>> FindSubmitted(const std::string& id, const std::string& user,
+                                                                   int64_t since);
 
   op::ClusterPaths cluster_;
   std::string self_exe_;

@@ -2,9 +2,11 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <charconv>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 
 #include "common/jwt.h"
 
@@ -62,22 +64,77 @@ std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {
   return j;
 }
 
-std::optional<Principal> Authenticate(Store* store, const httplib::Request& req, httplib::Response& res) {
+int64_t SignInLimiter::RetryAfter(const std::string& address, int64_t now) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto it = windows_.find(address);
+  if (it == windows_.end() || it->second.failures < max_failures_ || now >= it->second.start + window_) return 0;
+  return it->second.start + window_ - now;
+}
+
+bool SignInLimiter::Failed(const std::string& address, int64_t now) {
+  std::lock_guard<std::mutex> l(mu_);
+  // Bounded memory however many addresses try: expired windows go first, then everything.
+  if (windows_.size() >= 10000) {
+    std::erase_if(windows_, [&](const auto& w) { return now >= w.second.start + window_; });
+    if (windows_.size() >= 10000) windows_.clear();
+  }
+  Window& w = windows_[address];
+  if (now >= w.start + window_) w = {now, 0};
+  return ++w.failures == max_failures_;
+}
+
+std::optional<Principal> Auth::Authenticate(const httplib::Request& req, httplib::Response& res) {
+  const int64_t now = jwt::UnixNow();
+  if (int64_t wait = limiter_->RetryAfter(req.remote_addr, now); wait > 0) {
+    res.set_header("Retry-After", std::to_string(wait));
+    Error(res, 429, fmt::format("too many failed sign-ins from {}; retry in {} s", req.remote_addr, wait));
+    return std::nullopt;
+  }
   std::string h = req.get_header_value("Authorization");
   if (h.rfind("Bearer ", 0) != 0 || h.size() <= 7) {
     Error(res, 401, "missing bearer token (Authorization: Bearer <token>)");
     return std::nullopt;
   }
-  auto p = store->LookupToken(jwt::Sha256Hex(h.substr(7)));
-  if (!p.ok()) {
-    Error(res, 503, "store unavailable: " + p.status().message());
+  const std::string digest = jwt::Sha256Hex(h.substr(7));
+  auto t = store_->LookupToken(digest);
+  if (!t.ok()) {
+    Error(res, 503, "store unavailable: " + t.status().message());
     return std::nullopt;
   }
-  if (!*p) {
-    Error(res, 401, "unknown token");
+  std::string why;
+  if (!*t) {
+    why = "unknown token";
+  } else if ((*t)->Revoked()) {
+    why = fmt::format("token {} was revoked", (*t)->id);
+  } else if ((*t)->Expired(now)) {
+    why = fmt::format("token {} expired", (*t)->id);
+  }
+  if (!why.empty()) {
+    bool tripped = limiter_->Failed(req.remote_addr, now);
+    Audit("-", req, "signin.failed", *t ? (*t)->principal.subject : "", why + (tripped ? "; address now rate-limited" : ""));
+    Error(res, 401, why);
     return std::nullopt;
   }
-  return **p;
+  // Last use to the minute: one write a minute per token, not one per request.
+  if (now - (*t)->last_used >= 60) {
+    if (Status s = store_->TouchToken(digest, now); !s.ok()) spdlog::warn("token {}: last use not recorded: {}", (*t)->id, s.message());
+  }
+  return (*t)->principal;
+}
+
+std::optional<json> Auth::AgentBody(const httplib::Request& req, httplib::Response& res) {
+  auto p = Authenticate(req, res);
+  if (!p || !RequireAgentFor(*p, req.matches[1], res)) return std::nullopt;
+  return Body(req, res);
+}
+
+void Auth::Audit(const std::string& actor, const httplib::Request& req, const std::string& action,
+                 const std::string& target, const std::string& detail) {
+  AuditEntry e;
+  e.at_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
+                .count();
+  e.actor = actor, e.action = action, e.target = target, e.detail = detail, e.remote = req.remote_addr;
+  if (Status s = store_->AppendAudit(e); !s.ok()) spdlog::error("audit {} {}: not recorded: {}", action, target, s.message());
 }
 
 bool RequireProject(const Principal& p, const std::string& project, httplib::Response& res) {
@@ -102,12 +159,6 @@ bool RequireAdmin(const Principal& p, httplib::Response& res) {
     return false;
   }
   return true;
-}
-
-std::optional<json> AgentBody(Store* store, const httplib::Request& req, httplib::Response& res) {
-  auto p = Authenticate(store, req, res);
-  if (!p || !RequireAgentFor(*p, req.matches[1], res)) return std::nullopt;
-  return Body(req, res);
 }
 
 bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachable_after, httplib::Response& res) {

@@ -5,6 +5,8 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
 #include <optional>
 #include <string>
 
@@ -34,15 +36,51 @@ bool IntegerParam(const httplib::Request& req, httplib::Response& res, const std
 // The request body as a JSON object, or a 400 naming what is wrong.
 std::optional<nlohmann::json> Body(const httplib::Request& req, httplib::Response& res);
 
-// The caller named by the bearer token, or a 401 (none, unknown) / 503 (store away).
-std::optional<Principal> Authenticate(Store* store, const httplib::Request& req, httplib::Response& res);
+// Failed sign-ins per client address: after `max_failures` within `window_seconds`, the address
+// is answered 429 until its window ends, so tokens cannot be guessed at network speed.
+class SignInLimiter {
+ public:
+  explicit SignInLimiter(int max_failures = 10, int64_t window_seconds = 60)
+      : max_failures_(max_failures), window_(window_seconds) {}
+  // Seconds the address must still wait; 0 when it may try.
+  int64_t RetryAfter(const std::string& address, int64_t now);
+  // Records a failure; true when this one reaches the limit.
+  bool Failed(const std::string& address, int64_t now);
+
+ private:
+  struct Window {
+    int64_t start = 0;
+    int failures = 0;
+  };
+  const int max_failures_;
+  const int64_t window_;
+  std::mutex mu_;
+  std::map<std::string, Window> windows_;
+};
+
+// Authentication and the audit log, shared by every route.
+class Auth {
+ public:
+  Auth(Store* store, SignInLimiter* limiter) : store_(store), limiter_(limiter) {}
+  Store* store() const { return store_; }
+  // The caller named by the bearer token, or an answer: 401 (none, unknown, expired, revoked),
+  // 429 (too many failures from this address), 503 (store away).
+  std::optional<Principal> Authenticate(const httplib::Request& req, httplib::Response& res);
+  // For routes /api/v1/dataplanes/{name}/...: the body of a request from that data plane's own
+  // agent (401/403/400 answered otherwise).
+  std::optional<nlohmann::json> AgentBody(const httplib::Request& req, httplib::Response& res);
+  // One audit entry; a store failure is logged, never fails the request it describes.
+  void Audit(const std::string& actor, const httplib::Request& req, const std::string& action,
+             const std::string& target, const std::string& detail = "");
+
+ private:
+  Store* store_;
+  SignInLimiter* limiter_;
+};
+
 bool RequireProject(const Principal& p, const std::string& project, httplib::Response& res);
 bool RequireAgentFor(const Principal& p, const std::string& data_plane, httplib::Response& res);
 bool RequireAdmin(const Principal& p, httplib::Response& res);
-
-// For routes /api/v1/dataplanes/{name}/...: the body of a request from that data plane's own
-// agent (401/403/400 answered otherwise).
-std::optional<nlohmann::json> AgentBody(Store* store, const httplib::Request& req, httplib::Response& res);
 
 // The data plane if it is Healthy, reports slurm/slurmctld and reported within
 // `unreachable_after` seconds; otherwise a 409 naming it (503 if the store is away).

@@ -1,5 +1,7 @@
 #include "controlplane/job_record.h"
 
+#include <string_view>
+
 #include <optional>
 #include <stdexcept>
 #include <type_traits>
@@ -68,6 +70,13 @@ JobRecord JobRecordFromJson(const json& j) {
 }
 
 namespace {
+// A text field for spreadsheets: one that starts like a formula (=, +, -, @, tab, CR) gets a
+// leading apostrophe so that opening the export never runs what a user put in a job name.
+std::string Text(const std::string& v) {
+  if (!v.empty() && std::string_view("=+-@\t\r").find(v[0]) != std::string_view::npos) return "'" + v;
+  return v;
+}
+
 std::string Quote(const std::string& s) {
   if (s.find_first_of(",\"\n\r") == std::string::npos) return s;
   std::string out = "\"";
@@ -88,10 +97,10 @@ std::string ToCsvLine(const JobRecord& r) {
   std::string out;
   auto add = [&](const std::string& v) { out += (out.empty() ? "" : ",") + Quote(v); };
   add(r.data_plane), add(r.cluster), add(std::to_string(r.job_id)), add(std::to_string(r.submit_time));
-  add(r.name), add(r.user), add(r.project), add(r.partition), add(r.state), add(r.exit_code);
+  add(Text(r.name)), add(r.user), add(r.project), add(r.partition), add(r.state), add(Text(r.exit_code));
   add(std::to_string(r.start_time)), add(std::to_string(r.end_time)), add(std::to_string(r.elapsed_seconds));
   add(std::to_string(r.cpu_seconds)), add(std::to_string(r.max_rss_kib)), add(std::to_string(r.nodes));
-  add(r.node_list), add(r.tres), add(r.source);
+  add(Text(r.node_list)), add(Text(r.tres)), add(r.source);
   return out + "\n";
 }
 

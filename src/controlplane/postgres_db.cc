@@ -1,56 +1,23 @@
 #include <libpq-fe.h>
 
-#include <mutex>
-
 #include "controlplane/db.h"
 
 namespace hpc::cp {
 namespace {
 
-class PostgresDb : public Db {
+class PostgresConnection : public DbConnection {
  public:
-  explicit PostgresDb(PGconn* c) : conn_(c) {}
-  ~PostgresDb() override { PQfinish(conn_); }
-  const char* engine() const override { return "postgres"; }
+  explicit PostgresConnection(PGconn* c) : conn_(c) {}
+  ~PostgresConnection() override { PQfinish(conn_); }
 
   Status ExecScript(const std::string& sql) override {
-    std::lock_guard<std::mutex> l(mu_);
     PGresult* r = PQexec(conn_, sql.c_str());
     Status s = Check(r);
     PQclear(r);
     return s;
   }
 
-  Status Query(const std::string& sql, const std::vector<SqlValue>& params,
-               const std::function<bool(const SqlRow&)>& row) override {
-    std::lock_guard<std::mutex> l(mu_);
-    return QueryLocked(sql, params, row);
-  }
-
-  Status ExecBatch(const std::string& sql, const std::vector<std::vector<SqlValue>>& params) override {
-    std::lock_guard<std::mutex> l(mu_);
-    RETURN_IF_ERROR(QueryLocked("BEGIN", {}, nullptr));
-    for (const auto& p : params) {
-      Status s = QueryLocked(sql, p, nullptr);
-      if (!s.ok()) {
-        (void)QueryLocked("ROLLBACK", {}, nullptr);
-        return s;
-      }
-    }
-    return QueryLocked("COMMIT", {}, nullptr);
-  }
-
- private:
-  Status Check(PGresult* r) {
-    auto st = PQresultStatus(r);
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Status::Ok();
-    std::string msg = PQresultErrorMessage(r);
-    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
-    return Status::Errorf("postgres: {}", msg);
-  }
-
-  Status QueryLocked(const std::string& sql, const std::vector<SqlValue>& params,
-                     const std::function<bool(const SqlRow&)>& row) {
+  Status Query(const std::string& sql, const std::vector<SqlValue>& params, const RowSink& row) override {
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
     PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
@@ -70,13 +37,21 @@ class PostgresDb : public Db {
     return s;
   }
 
+  bool Broken() const override { return PQstatus(conn_) != CONNECTION_OK; }
+
+ private:
+  Status Check(PGresult* r) {
+    auto st = PQresultStatus(r);
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK) return Status::Ok();
+    std::string msg = r ? PQresultErrorMessage(r) : PQerrorMessage(conn_);
+    while (!msg.empty() && msg.back() == '\n') msg.pop_back();
+    return Status::Errorf("postgres: {}", msg);
+  }
+
   PGconn* conn_;
-  std::mutex mu_;
 };
 
-}  // namespace
-
-Result<std::unique_ptr<Db>> OpenPostgres(const std::string& url) {
+Result<std::unique_ptr<DbConnection>> OpenPostgresConnection(const std::string& url) {
   PGconn* c = PQconnectdb(url.c_str());
   if (PQstatus(c) != CONNECTION_OK) {
     std::string msg = PQerrorMessage(c);
@@ -84,7 +59,25 @@ Result<std::unique_ptr<Db>> OpenPostgres(const std::string& url) {
     while (!msg.empty() && msg.back() == '\n') msg.pop_back();
     return Status::Errorf("postgres: cannot connect: {}", msg);
   }
-  return std::unique_ptr<Db>(std::make_unique<PostgresDb>(c));
+  // NOTICEs ("relation already exists, skipping") are the server talking to itself, not news.
+  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+  return std::unique_ptr<DbConnection>(std::make_unique<PostgresConnection>(c));
+}
+
+}  // namespace
+
+Result<std::unique_ptr<Db>> OpenPostgres(const std::string& url) {
+  DbEngine e;
+  e.name = "postgres";
+  e.begin_write = "BEGIN";
+  // Held to the end of the migration transaction: a second server starting at the same time
+  // waits, then finds the migrations applied.
+  e.schema_lock = "SELECT pg_advisory_xact_lock(7085016)";
+  e.max_connections = 8;
+  e.open = [url] { return OpenPostgresConnection(url); };
+  auto db = std::make_unique<Db>(std::move(e));
+  RETURN_IF_ERROR(db->ExecScript("SELECT 1"));  // an unreachable server fails now, not at the first request
+  return db;
 }
 
 }  // namespace hpc::cp

@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "api/codec.h"
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
 #include "controlplane/openapi.h"
@@ -41,6 +42,20 @@ json DataPlaneJson(const DataPlane& dp) {
           {"slurm", {{"offered", slurm}, {"version", slurm ? dp.component_versions.at("slurm/slurmctld") : ""}}}};
 }
 
+constexpr int64_t kMaxTokenTtlSeconds = 3650LL * 86400;
+
+json TokenJson(const TokenInfo& t) {
+  return {{"id", t.id},
+          {"subject", t.principal.subject},
+          {"role", RoleName(t.principal.role)},
+          {"projects", t.principal.projects},
+          {"createdAt", t.created_at},
+          {"createdBy", t.created_by},
+          {"expiresAt", t.expires_at ? json(t.expires_at) : json(nullptr)},
+          {"lastUsed", t.last_used ? json(t.last_used) : json(nullptr)},
+          {"revokedAt", t.revoked_at ? json(t.revoked_at) : json(nullptr)}};
+}
+
 json SubmissionJson(const Submission& x) {
   return {{"id", x.id},       {"dataPlane", x.data_plane}, {"project", x.project}, {"workspace", x.workspace},
           {"user", x.user},   {"state", x.state},          {"cluster", x.cluster}, {"jobId", x.job_id},
@@ -70,7 +85,20 @@ Result<std::vector<std::string>> SbatchArgs(const json& options) {
 }  // namespace
 
 Server::Server(Store* store, ServerOptions opts)
-    : store_(store), opts_(std::move(opts)), http_(std::make_unique<httplib::Server>()) {
+    : store_(store), opts_(std::move(opts)), watchdog_(opts_.connections) {
+  if (opts_.tls_cert.empty() != opts_.tls_key.empty()) {
+    init_ = Status::Error("TLS needs both --tls-cert and --tls-key");
+  } else if (!opts_.tls_cert.empty()) {
+    auto tls = std::make_unique<httplib::SSLServer>(opts_.tls_cert.c_str(), opts_.tls_key.c_str());
+    if (!tls->is_valid()) {
+      init_ = Status::Errorf("TLS: cannot load certificate {} with key {} (PEM files, the key matching the certificate)",
+                             opts_.tls_cert, opts_.tls_key);
+    }
+    http_ = std::move(tls);
+  }
+  if (!http_) http_ = std::make_unique<httplib::Server>();
+  auth_ = std::make_unique<http::Auth>(store_, &limiter_);
+  routes_ = std::make_unique<RouteTable>(*http_);
   Routes();
 }
 
@@ -89,14 +117,31 @@ Result<ServerOptions> ParseListenAddress(const std::string& host_port) {
   return o;
 }
 
+namespace {
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+}
+}  // namespace
+
 Result<int> Server::Bind() {
+  RETURN_IF_ERROR(init_);
+  if (opts_.tls_cert.empty() && !opts_.allow_plain_http && !IsLoopbackHost(opts_.host)) {
+    return Status::Errorf(
+        "refusing plain HTTP on {}: API tokens would cross the network in clear text; give --tls-cert and "
+        "--tls-key, or --allow-plain-http behind a TLS-terminating proxy",
+        opts_.host);
+  }
   int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
   if (port < 0) return Status::Errorf("cannot listen on {}:{}", opts_.host, opts_.port);
+  watchdog_.Start(port, opts_.tls_cert.empty());
   return port;
 }
 
 void Server::Serve() { http_->listen_after_bind(); }
-void Server::Stop() { http_->stop(); }
+void Server::Stop() {
+  http_->stop();
+  watchdog_.Stop();
+}
 
 Result<std::string> BootstrapToken(Store* store, const std::string& subject, Role role,
                                    const std::vector<std::string>& projects) {
@@ -106,11 +151,12 @@ Result<std::string> BootstrapToken(Store* store, const std::string& subject, Rol
 }
 
 void Server::Routes() {
-  auto& s = *http_;
+  auto& s = *routes_;
   Store* store = store_;
+  http::Auth* authn = auth_.get();
   const int unreachable_after = opts_.unreachable_after_seconds;
 
-  auto auth = [store](const httplib::Request& req, httplib::Response& res) { return http::Authenticate(store, req, res); };
+  auto auth = [authn](const httplib::Request& req, httplib::Response& res) { return authn->Authenticate(req, res); };
 
   s.Get("/api/v1/openapi.json", [=](const httplib::Request& req, httplib::Response& res) {
     if (!auth(req, res)) return;
@@ -134,7 +180,7 @@ void Server::Routes() {
   });
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/report)", [=](const httplib::Request& req, httplib::Response& res) {
-    auto body = http::AgentBody(store, req, res);
+    auto body = authn->AgentBody(req, res);
     if (!body) return;
     std::string name = req.matches[1];
     DataPlane dp;
@@ -156,7 +202,7 @@ void Server::Routes() {
   });
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
-    auto body = http::AgentBody(store, req, res);
+    auto body = authn->AgentBody(req, res);
     if (!body) return;
     std::string name = req.matches[1];
     if (!body->contains("jobs") || !(*body)["jobs"].is_array()) return Error(res, 400, "jobs must be an array", "jobs");
@@ -308,6 +354,8 @@ void Server::Routes() {
     sub.id = jwt::Sha256Hex(*id).substr(0, 24);
     sub.created_at = jwt::UnixNow();
     if (Status st = store->PutSubmission(sub); !st.ok()) return Error(res, 503, st.message());
+    authn->Audit(p->subject, req, "submission.create", project + "/" + sub.id,
+                 fmt::format("workspace {} on data plane {}", sub.workspace, sub.data_plane));
     Ok(res, SubmissionJson(sub), 202);
   });
 
@@ -338,7 +386,7 @@ void Server::Routes() {
   });
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
-    auto body = http::AgentBody(store, req, res);
+    auto body = authn->AgentBody(req, res);
     if (!body) return;
     auto sub = store->GetSubmission(req.matches[2]);
     if (!sub.ok()) return Error(res, 503, sub.status().message());
@@ -382,6 +430,7 @@ void Server::Routes() {
     if (!body) return;
     if (!body->contains("value") || !(*body)["value"].is_boolean()) return Error(res, 400, "value must be true or false", "value");
     if (Status st = store->SetFlag(req.matches[1], (*body)["value"].get<bool>()); !st.ok()) return Error(res, 503, st.message());
+    authn->Audit(p->subject, req, "flag.set", req.matches[1], (*body)["value"].dump());
     Ok(res, {{"name", req.matches[1]}, {"value", (*body)["value"]}});
   });
 
@@ -390,6 +439,8 @@ void Server::Routes() {
     if (!p || !http::RequireAdmin(*p, res)) return;
     auto body = Body(req, res);
     if (!body) return;
+    if (body->contains("subject") && !(*body)["subject"].is_string()) return Error(res, 400, "subject must be a string", "subject");
+    if (body->contains("role") && !(*body)["role"].is_string()) return Error(res, 400, "role must be a string", "role");
     std::string subject = body->value("subject", "");
     if (!ValidName(subject)) return Error(res, 400, "subject must be a lowercase name (got \"" + subject + "\")", "subject");
     auto role = ParseRole(body->value("role", ""));
@@ -402,22 +453,128 @@ void Server::Routes() {
         projects.push_back(pr.get<std::string>());
       }
     }
-    auto token = BootstrapToken(store, subject, *role, projects);
+    TokenInfo t;
+    t.principal = {subject, *role, projects};
+    t.created_at = jwt::UnixNow();
+    t.created_by = p->subject;
+    if (body->contains("ttl")) {
+      const json& ttl = (*body)["ttl"];
+      auto seconds = ttl.is_string() ? api::ParseDurationSeconds(ttl.get<std::string>())
+                     : ttl.is_number_unsigned() ? Result<int64_t>(ttl.get<int64_t>())
+                                                : Result<int64_t>(Status::Error("not a duration"));
+      if (!seconds.ok() || *seconds < 60 || *seconds > kMaxTokenTtlSeconds) {
+        return Error(res, 400, "ttl must be a duration from 1m to 3650d (\"90m\", \"12h\", \"30d\" or seconds)", "ttl");
+      }
+      t.expires_at = t.created_at + *seconds;
+    }
+    auto token = jwt::NewApiToken();
     if (!token.ok()) return Error(res, 503, token.status().message());
-    Ok(res, {{"token", *token}, {"subject", subject}, {"role", RoleName(*role)}, {"projects", projects}}, 201);
+    const std::string digest = jwt::Sha256Hex(*token);
+    if (Status st = store->CreateToken(digest, t); !st.ok()) return Error(res, 503, st.message());
+    t.id = digest.substr(0, 16);
+    authn->Audit(p->subject, req, "token.create", t.id,
+                 fmt::format("subject {} role {}{}", subject, RoleName(*role),
+                             t.expires_at ? fmt::format(" expires {}", t.expires_at) : ""));
+    json out = TokenJson(t);
+    out["token"] = *token;  // the only time the secret is shown
+    Ok(res, out, 201);
   });
 
-  AddWorkspaceRoutes(s, store, unreachable_after);
+  // Admins see every token; others their own. Never the secret or its digest.
+  s.Get("/api/v1/tokens", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    auto tokens = store->ListTokens(p->role == Role::kAdmin ? "" : p->subject);
+    if (!tokens.ok()) return Error(res, 503, tokens.status().message());
+    json out = json::array();
+    for (const auto& t : *tokens) out.push_back(TokenJson(t));
+    Ok(res, {{"tokens", out}});
+  });
 
+  s.Delete(R"(/api/v1/tokens/([0-9a-f]{16}))", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    const std::string id = req.matches[1];
+    // Others may revoke only their own; whether someone else's id exists is not told.
+    if (p->role != Role::kAdmin) {
+      auto own = store->ListTokens(p->subject);
+      if (!own.ok()) return Error(res, 503, own.status().message());
+      bool mine = std::any_of(own->begin(), own->end(), [&](const TokenInfo& t) { return t.id == id; });
+      if (!mine) return Error(res, 404, "no token " + id + " of " + p->subject);
+    }
+    auto found = store->RevokeToken(id, jwt::UnixNow());
+    if (!found.ok()) return Error(res, 503, found.status().message());
+    if (!*found) return Error(res, 404, "no token " + id);
+    authn->Audit(p->subject, req, "token.revoke", id);
+    Ok(res, {{"id", id}, {"revoked", true}});
+  });
+
+  s.Get("/api/v1/audit", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p || !http::RequireAdmin(*p, res)) return;
+    int64_t limit = 100, before = 0;
+    if (!http::IntegerParam(req, res, "limit", 1, 1000, &limit) ||
+        !http::IntegerParam(req, res, "before", 1, kMaxUnixSeconds * 1000000, &before)) {
+      return;
+    }
+    auto entries = store->ListAudit(static_cast<int>(limit), before);
+    if (!entries.ok()) return Error(res, 503, entries.status().message());
+    json out = json::array();
+    for (const auto& e : *entries) {
+      out.push_back({{"atMicros", e.at_us}, {"at", e.at_us / 1000000}, {"actor", e.actor}, {"action", e.action},
+                     {"target", e.target}, {"detail", e.detail}, {"remote", e.remote}});
+    }
+    json page = {{"entries", out}};
+    page["nextBefore"] = static_cast<int64_t>(out.size()) == limit ? json(entries->back().at_us) : json(nullptr);
+    Ok(res, page);
+  });
+
+  AddWorkspaceRoutes(s, authn, unreachable_after);
+
+  ServerLimits();
+}
+
+void Server::ServerLimits() {
+  httplib::Server& s = *http_;
+  const RouteTable* routes = routes_.get();
+  ConnectionWatchdog* watchdog = &watchdog_;
   // Limits, so that no client can make the server read without bound.
   s.set_payload_max_length(opts_.max_body_bytes);
+  // A connection waits for its next request briefly; slow senders are the watchdog's.
+  s.set_keep_alive_timeout(2);
+  s.set_keep_alive_max_count(100);
+  s.set_read_timeout(5, 0);
+  s.set_write_timeout(5, 0);
+  const size_t max_threads = opts_.connections.max_threads;
+  s.new_task_queue = [max_threads] { return new ElasticThreadPool(max_threads); };
+  const size_t max_headers = opts_.max_headers;
+  s.set_pre_routing_handler([watchdog, max_headers](const httplib::Request& req, httplib::Response& res) {
+    if (req.headers.size() > max_headers) {
+      Error(res, 431, fmt::format("too many header fields ({}; limit {})", req.headers.size(), max_headers));
+      return httplib::Server::HandlerResponse::Handled;
+    }
+    // A request without a body is whole once its headers are in: from here it is being served
+    // (an export may stream for long) and the watchdog's deadline no longer applies.
+    if (req.get_header_value("Content-Length").empty() && req.get_header_value("Transfer-Encoding").empty()) {
+      watchdog->RequestStarted(req.remote_addr, req.remote_port);
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  s.set_logger([watchdog](const httplib::Request& req, const httplib::Response&) {
+    watchdog->ResponseSent(req.remote_addr, req.remote_port);
+  });
   // Errors the HTTP layer answers itself (bad request line, body or URL too long, no route)
   // get the same JSON body as every other error.
   const size_t max_body = opts_.max_body_bytes;
-  s.set_error_handler([max_body](const httplib::Request& req, httplib::Response& res) {
+  s.set_error_handler([max_body, routes](const httplib::Request& req, httplib::Response& res) {
     if (!res.body.empty()) return;
     switch (res.status) {
-      case 404: return Error(res, 404, "no such path: " + req.path);
+      case 404: {
+        std::string allow = routes->Allow(req.path);
+        if (allow.empty()) return Error(res, 404, "no such path: " + req.path);
+        res.set_header("Allow", allow);
+        return Error(res, 405, fmt::format("{} is not served for {}; it takes {}", req.method, req.path, allow));
+      }
       case 413: return Error(res, 413, fmt::format("request body too large (limit {} bytes)", max_body), "body");
       case 414: return Error(res, 414, "request URL too long");
       case 431: return Error(res, 431, "request headers too large");

@@ -8,11 +8,10 @@
 #include <string>
 
 #include "common/result.h"
+#include "controlplane/connection_guard.h"
+#include "controlplane/http_api.h"
+#include "controlplane/route_table.h"
 #include "controlplane/store.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace hpc::cp {
 
@@ -23,6 +22,13 @@ struct ServerOptions {
   int port = 8080;  // 0: any free port (see Server::port())
   int unreachable_after_seconds = 15;  // a data plane whose reports stop for this long
   size_t max_body_bytes = 4 << 20;     // larger request bodies are refused with 413 unread
+  size_t max_headers = 100;            // more header fields: 431
+  ConnectionLimits connections;
+  // TLS: both files, PEM. Without them the server speaks plain HTTP, which it does only on a
+  // loopback address unless allow_plain_http says otherwise (tokens would cross the network in
+  // clear text).
+  std::string tls_cert, tls_key;
+  bool allow_plain_http = false;
 };
 
 // "HOST:PORT" with a port 0-65535 (0: any free port); anything else is an error naming it.
@@ -40,9 +46,15 @@ class Server {
 
  private:
   void Routes();
+  void ServerLimits();  // timeouts, limits, error answers
   Store* store_;
   ServerOptions opts_;
   std::unique_ptr<httplib::Server> http_;
+  http::SignInLimiter limiter_;
+  std::unique_ptr<http::Auth> auth_;
+  std::unique_ptr<RouteTable> routes_;
+  ConnectionWatchdog watchdog_;
+  Status init_;  // TLS files that could not be loaded
 };
 
 // Creates the first admin token if the store has none for `subject`; returns it, or "" when

@@ -1,4 +1,7 @@
 // Store over Db: the same SQL for SQLite and PostgreSQL.
+#include <unistd.h>
+
+#include <atomic>
 #include <ctime>
 #include <map>
 #include <tuple>
@@ -46,6 +49,13 @@ const std::vector<std::string>& Migrations() {
            created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL);
          CREATE INDEX workspaces_by_project ON workspaces (project, created_at);
          CREATE INDEX workspaces_by_data_plane ON workspaces (data_plane, created_at);)",
+      R"(ALTER TABLE tokens ADD COLUMN created_at BIGINT NOT NULL DEFAULT 0;
+         ALTER TABLE tokens ADD COLUMN expires_at BIGINT NOT NULL DEFAULT 0;
+         ALTER TABLE tokens ADD COLUMN last_used BIGINT NOT NULL DEFAULT 0;
+         ALTER TABLE tokens ADD COLUMN revoked_at BIGINT NOT NULL DEFAULT 0;
+         ALTER TABLE tokens ADD COLUMN created_by TEXT NOT NULL DEFAULT '';
+         CREATE TABLE audit_log (at_us BIGINT NOT NULL, id TEXT NOT NULL, actor TEXT NOT NULL, action TEXT NOT NULL,
+           target TEXT NOT NULL, detail TEXT NOT NULL, remote TEXT NOT NULL, PRIMARY KEY (at_us, id));)",
   };
   return m;
 }
@@ -79,24 +89,25 @@ class SqlStore : public Store {
   explicit SqlStore(std::unique_ptr<Db> db) : db_(std::move(db)) {}
 
   Result<int> Migrate() override {
-    RETURN_IF_ERROR(db_->ExecScript(
-        "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"));
-    int current = 0;
-    RETURN_IF_ERROR(db_->Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", {}, [&](const SqlRow& r) {
-      current = static_cast<int>(I(r[0]));
-      return false;
-    }));
     const auto& all = Migrations();
-    for (size_t v = current; v < all.size(); ++v) {
-      // Each migration and its bookkeeping commit together.
-      std::string script = "BEGIN;\n" + all[v] + "\nINSERT INTO schema_migrations (version, applied_at) VALUES (" +
-                           std::to_string(v + 1) + ", " + std::to_string(std::time(nullptr)) + ");\nCOMMIT;";
-      Status s = db_->ExecScript(script);
-      if (!s.ok()) {
-        (void)db_->ExecScript("ROLLBACK");
-        return Status::Errorf("migration {}: {}", v + 1, s.message());
+    // One transaction under the schema lock: two servers starting at once on one database
+    // apply each migration once, and a failed migration leaves the schema as it was.
+    Status s = db_->SchemaTransaction([&](DbConnection& c) {
+      RETURN_IF_ERROR(c.ExecScript(
+          "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, applied_at BIGINT NOT NULL)"));
+      size_t current = 0;
+      RETURN_IF_ERROR(c.Query("SELECT COALESCE(MAX(version), 0) FROM schema_migrations", {}, [&](const SqlRow& r) {
+        current = static_cast<size_t>(I(r[0]));
+        return false;
+      }));
+      for (size_t v = current; v < all.size(); ++v) {
+        Status m = c.ExecScript(all[v] + ";\nINSERT INTO schema_migrations (version, applied_at) VALUES (" +
+                                std::to_string(v + 1) + ", " + std::to_string(std::time(nullptr)) + ")");
+        if (!m.ok()) return Status::Errorf("migration {}: {}", v + 1, m.message());
       }
-    }
+      return Status::Ok();
+    });
+    RETURN_IF_ERROR(s);
     return static_cast<int>(all.size());
   }
 
@@ -350,25 +361,65 @@ class SqlStore : public Store {
                       {id, phase, message, std::to_string(std::time(nullptr))});
   }
 
-  Status PutToken(const std::string& token_hash, const Principal& pr) override {
+  Status CreateToken(const std::string& token_hash, const TokenInfo& t) override {
+    const Principal& pr = t.principal;
     return db_->Query(
-        "INSERT INTO tokens (token_hash, subject, role, projects) VALUES ($1, $2, $3, $4) "
-        "ON CONFLICT (token_hash) DO UPDATE SET subject = excluded.subject, role = excluded.role, "
-        "projects = excluded.projects",
-        {token_hash, pr.subject, std::string(RoleName(pr.role)), json(pr.projects).dump()});
+        "INSERT INTO tokens (token_hash, subject, role, projects, created_at, expires_at, created_by) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        {token_hash, pr.subject, std::string(RoleName(pr.role)), json(pr.projects).dump(), N(t.created_at),
+         N(t.expires_at), t.created_by});
   }
 
-  Result<std::optional<Principal>> LookupToken(const std::string& token_hash) override {
-    std::optional<Principal> out;
-    RETURN_IF_ERROR(db_->Query("SELECT subject, role, projects FROM tokens WHERE token_hash = $1", {token_hash},
-                               [&](const SqlRow& r) {
-                                 Principal p;
-                                 p.subject = S(r[0]);
-                                 p.role = ParseRole(S(r[1])).value_or(Role::kUser);
-                                 p.projects = json::parse(S(r[2]), nullptr, false).get<std::vector<std::string>>();
-                                 out = p;
-                                 return false;
-                               }));
+  Result<std::optional<TokenInfo>> LookupToken(const std::string& token_hash) override {
+    std::vector<TokenInfo> out;
+    RETURN_IF_ERROR(QueryTokens("WHERE token_hash = $1", {token_hash}, &out));
+    return out.empty() ? std::optional<TokenInfo>() : std::optional<TokenInfo>(out[0]);
+  }
+
+  Result<std::vector<TokenInfo>> ListTokens(const std::string& subject) override {
+    std::vector<TokenInfo> out;
+    if (subject.empty()) {
+      RETURN_IF_ERROR(QueryTokens("ORDER BY created_at DESC, token_hash", {}, &out));
+    } else {
+      RETURN_IF_ERROR(QueryTokens("WHERE subject = $1 ORDER BY created_at DESC, token_hash", {subject}, &out));
+    }
+    return out;
+  }
+
+  Result<bool> RevokeToken(const std::string& id, int64_t at) override {
+    bool found = false;
+    RETURN_IF_ERROR(db_->Query(
+        "UPDATE tokens SET revoked_at = CASE WHEN revoked_at = 0 THEN CAST($2 AS BIGINT) ELSE revoked_at END "
+        "WHERE substr(token_hash, 1, 16) = $1 RETURNING token_hash",
+        {id, N(at)}, [&](const SqlRow&) {
+          found = true;
+          return true;
+        }));
+    return found;
+  }
+
+  Status TouchToken(const std::string& token_hash, int64_t at) override {
+    return db_->Query("UPDATE tokens SET last_used = $2 WHERE token_hash = $1 AND last_used < $2", {token_hash, N(at)});
+  }
+
+  Status AppendAudit(const AuditEntry& e) override {
+    // The id only tells apart two entries of the same microsecond.
+    static std::atomic<uint64_t> seq{0};
+    return db_->Query(
+        "INSERT INTO audit_log (at_us, id, actor, action, target, detail, remote) VALUES ($1,$2,$3,$4,$5,$6,$7)",
+        {N(e.at_us), fmt::format("{}-{}", ::getpid(), seq++), e.actor, e.action, e.target, e.detail, e.remote});
+  }
+
+  Result<std::vector<AuditEntry>> ListAudit(int limit, int64_t before_us) override {
+    std::vector<AuditEntry> out;
+    RETURN_IF_ERROR(db_->Query(
+        fmt::format("SELECT at_us, actor, action, target, detail, remote FROM audit_log {} ORDER BY at_us DESC, id DESC "
+                    "LIMIT {}",
+                    before_us ? "WHERE at_us < CAST($1 AS BIGINT)" : "", limit),
+        before_us ? std::vector<SqlValue>{N(before_us)} : std::vector<SqlValue>{}, [&](const SqlRow& r) {
+          out.push_back({I(r[0]), S(r[1]), S(r[2]), S(r[3]), S(r[4]), S(r[5])});
+          return true;
+        }));
     return out;
   }
 
@@ -405,6 +456,23 @@ class SqlStore : public Store {
         }));
     RETURN_IF_ERROR(bad);
     return out;
+  }
+
+  Status QueryTokens(const std::string& where, const std::vector<SqlValue>& params, std::vector<TokenInfo>* out) {
+    return db_->Query(
+        "SELECT token_hash, subject, role, projects, created_at, expires_at, last_used, revoked_at, created_by "
+        "FROM tokens " + where,
+        params, [&](const SqlRow& r) {
+          TokenInfo t;
+          t.id = S(r[0]).substr(0, 16);
+          t.principal.subject = S(r[1]);
+          t.principal.role = ParseRole(S(r[2])).value_or(Role::kUser);
+          t.principal.projects = json::parse(S(r[3]), nullptr, false).get<std::vector<std::string>>();
+          t.created_at = I(r[4]), t.expires_at = I(r[5]), t.last_used = I(r[6]), t.revoked_at = I(r[7]);
+          t.created_by = S(r[8]);
+          out->push_back(std::move(t));
+          return true;
+        });
   }
 
   Status QuerySubmissions(const std::string& where, const std::vector<SqlValue>& params, std::vector<Submission>* out) {

@@ -2,21 +2,23 @@
 #include <sqlite3.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cerrno>
 #include <cstring>
-
-#include <cctype>
+#include <map>
 
 #include "controlplane/db.h"
 
 namespace hpc::cp {
 namespace {
 
-class SqliteDb : public Db {
+class SqliteConnection : public DbConnection {
  public:
-  explicit SqliteDb(sqlite3* db) : db_(db) {}
-  ~SqliteDb() override { sqlite3_close(db_); }
-  const char* engine() const override { return "sqlite"; }
+  explicit SqliteConnection(sqlite3* db) : db_(db) {}
+  ~SqliteConnection() override {
+    for (auto& [sql, st] : statements_) sqlite3_finalize(st);
+    sqlite3_close(db_);
+  }
 
   Status ExecScript(const std::string& sql) override {
     char* err = nullptr;
@@ -28,30 +30,21 @@ class SqliteDb : public Db {
     return Status::Ok();
   }
 
-  Status Query(const std::string& sql, const std::vector<SqlValue>& params,
-               const std::function<bool(const SqlRow&)>& row) override {
+  Status Query(const std::string& sql, const std::vector<SqlValue>& params, const RowSink& row) override {
     sqlite3_stmt* st = nullptr;
-    RETURN_IF_ERROR(Prepare(sql, &st));
+    RETURN_IF_ERROR(Prepared(sql, &st));
     Status s = Run(st, params, row);
-    sqlite3_finalize(st);
+    sqlite3_reset(st);  // ends the statement's read so a later COMMIT is not held up
     return s;
   }
 
-  Status ExecBatch(const std::string& sql, const std::vector<std::vector<SqlValue>>& params) override {
-    RETURN_IF_ERROR(ExecScript("BEGIN IMMEDIATE"));
-    sqlite3_stmt* st = nullptr;
-    Status s = Prepare(sql, &st);
-    for (size_t i = 0; s.ok() && i < params.size(); ++i) s = Run(st, params[i], nullptr);
-    sqlite3_finalize(st);
-    if (!s.ok()) {
-      (void)ExecScript("ROLLBACK");
-      return s;
-    }
-    return ExecScript("COMMIT");
-  }
-
  private:
-  Status Prepare(const std::string& sql, sqlite3_stmt** st) {
+  // Statements are prepared once per connection: a batch of thousands of rows binds the same one.
+  Status Prepared(const std::string& sql, sqlite3_stmt** st) {
+    if (auto it = statements_.find(sql); it != statements_.end()) {
+      *st = it->second;
+      return Status::Ok();
+    }
     // $N placeholders become SQLite's ?N (our statements hold no '$' in literals).
     std::string q = sql;
     for (size_t i = 0; i + 1 < q.size(); ++i) {
@@ -60,10 +53,15 @@ class SqliteDb : public Db {
     if (sqlite3_prepare_v2(db_, q.c_str(), -1, st, nullptr) != SQLITE_OK) {
       return Status::Errorf("sqlite: {} in: {}", sqlite3_errmsg(db_), sql.substr(0, 120));
     }
+    if (statements_.size() >= kMaxCachedStatements) {
+      for (auto& [old, s] : statements_) sqlite3_finalize(s);
+      statements_.clear();
+    }
+    statements_[sql] = *st;
     return Status::Ok();
   }
 
-  Status Run(sqlite3_stmt* st, const std::vector<SqlValue>& params, const std::function<bool(const SqlRow&)>& row) {
+  Status Run(sqlite3_stmt* st, const std::vector<SqlValue>& params, const RowSink& row) {
     sqlite3_reset(st);
     sqlite3_clear_bindings(st);
     for (size_t i = 0; i < params.size(); ++i) {
@@ -90,8 +88,26 @@ class SqliteDb : public Db {
     }
   }
 
+  static constexpr size_t kMaxCachedStatements = 64;
   sqlite3* db_;
+  std::map<std::string, sqlite3_stmt*> statements_;
 };
+
+Result<std::unique_ptr<DbConnection>> OpenSqliteConnection(const std::string& path) {
+  sqlite3* db = nullptr;
+  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX, nullptr) !=
+      SQLITE_OK) {
+    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
+    sqlite3_close(db);
+    return Status::Errorf("sqlite {}: {}", path, msg);
+  }
+  // Writers queue behind each other for up to 10 s instead of failing with SQLITE_BUSY.
+  sqlite3_busy_timeout(db, 10000);
+  auto c = std::make_unique<SqliteConnection>(db);
+  // WAL: readers never block the writer; NORMAL sync is durable across process crashes.
+  RETURN_IF_ERROR(c->ExecScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"));
+  return std::unique_ptr<DbConnection>(std::move(c));
+}
 
 }  // namespace
 
@@ -103,18 +119,16 @@ Result<std::unique_ptr<Db>> OpenSqlite(const std::string& path) {
     if (fd < 0) return Status::Errorf("sqlite {}: {}", path, std::strerror(errno));
     ::close(fd);
   }
-  sqlite3* db = nullptr;
-  if (sqlite3_open_v2(path.c_str(), &db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX, nullptr) !=
-      SQLITE_OK) {
-    std::string msg = db ? sqlite3_errmsg(db) : "out of memory";
-    sqlite3_close(db);
-    return Status::Errorf("sqlite {}: {}", path, msg);
-  }
-  sqlite3_busy_timeout(db, 10000);
-  auto out = std::make_unique<SqliteDb>(db);
-  // WAL: readers never block the writer; NORMAL sync is durable across process crashes.
-  RETURN_IF_ERROR(out->ExecScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"));
-  return std::unique_ptr<Db>(std::move(out));
+  DbEngine e;
+  e.name = "sqlite";
+  // IMMEDIATE takes the write lock at BEGIN, so a transaction never fails half way for want of it.
+  e.begin_write = "BEGIN IMMEDIATE";
+  // One writer at a time is SQLite's own rule; an in-memory database is one connection's alone.
+  e.max_connections = path == ":memory:" ? 1 : 8;
+  e.open = [path] { return OpenSqliteConnection(path); };
+  auto db = std::make_unique<Db>(std::move(e));
+  RETURN_IF_ERROR(db->ExecScript("SELECT 1"));  // fails now, not at the first request
+  return db;
 }
 
 }  // namespace hpc::cp

@@ -38,6 +38,30 @@ struct Principal {
   bool MemberOf(const std::string& project) const;
 };
 
+// An API token as stored: its digest's key, never the token itself.
+struct TokenInfo {
+  std::string id;  // public handle: the first 16 hex digits of the digest
+  Principal principal;
+  int64_t created_at = 0;
+  int64_t expires_at = 0;  // 0: never
+  int64_t last_used = 0;   // to the minute
+  int64_t revoked_at = 0;  // 0: not revoked
+  std::string created_by;
+  bool Revoked() const { return revoked_at != 0; }
+  bool Expired(int64_t now) const { return expires_at != 0 && now >= expires_at; }
+};
+
+// Who did what, when and from where: token changes, flag changes, project configuration,
+// submissions, workspace launches and stops, failed sign-ins.
+struct AuditEntry {
+  int64_t at_us = 0;  // unix microseconds
+  std::string actor;  // subject of the token, or "-" for a failed sign-in
+  std::string action; // e.g. token.create, flag.set, signin.failed
+  std::string target;
+  std::string detail;
+  std::string remote;  // client address
+};
+
 struct JobFilter {
   std::string project;  // required for listing
   std::string user;
@@ -116,8 +140,22 @@ class Store {
   virtual Status SetWorkspaceDesired(const std::string& id, const std::string& desired, bool cancel_jobs) = 0;
   virtual Status SetWorkspacePhase(const std::string& id, const std::string& phase, const std::string& message) = 0;
 
-  virtual Status PutToken(const std::string& token_hash, const Principal& p) = 0;
-  virtual Result<std::optional<Principal>> LookupToken(const std::string& token_hash) = 0;
+  virtual Status CreateToken(const std::string& token_hash, const TokenInfo& t) = 0;
+  Status PutToken(const std::string& token_hash, const Principal& p) {
+    TokenInfo t;
+    t.principal = p;
+    return CreateToken(token_hash, t);
+  }
+  virtual Result<std::optional<TokenInfo>> LookupToken(const std::string& token_hash) = 0;
+  // Every token (admins) or one subject's, newest first, without digests.
+  virtual Result<std::vector<TokenInfo>> ListTokens(const std::string& subject = "") = 0;
+  // False when no token has that id; revoking twice keeps the first time.
+  virtual Result<bool> RevokeToken(const std::string& id, int64_t at) = 0;
+  virtual Status TouchToken(const std::string& token_hash, int64_t at) = 0;
+
+  virtual Status AppendAudit(const AuditEntry& e) = 0;
+  // Newest first, older than `before_us` when given.
+  virtual Result<std::vector<AuditEntry>> ListAudit(int limit, int64_t before_us = 0) = 0;
 
   virtual Result<std::map<std::string, bool>> Flags() = 0;
   virtual Status SetFlag(const std::string& name, bool value) = 0;

@@ -8,6 +8,7 @@
 
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
+#include "controlplane/route_table.h"
 
 namespace hpc::cp {
 using nlohmann::json;
@@ -49,12 +50,13 @@ std::optional<WorkspaceRecord> LoadWorkspace(Store* store, const std::string& pr
 
 }  // namespace
 
-void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after) {
+void AddWorkspaceRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
+  Store* store = auth->store();
   using httplib::Request;
   using httplib::Response;
 
   s.Put(kProject, [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
+    auto p = auth->Authenticate(req, res);
     if (!p || !http::RequireAdmin(*p, res)) return;
     auto body = http::Body(req, res);
     if (!body) return;
@@ -63,17 +65,18 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
     config->updated_at = jwt::UnixNow();
     if (Status st = store->PutProject(*config); !st.ok()) return http::Error(res, 503, st.message());
     spdlog::info("project {}: workspaces on data plane {}", config->name, config->data_plane);
+    auth->Audit(p->subject, req, "project.put", config->name, ToJson(*config).dump());
     http::Ok(res, ToJson(*config));
   });
 
   s.Get(kProject, [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
+    auto p = auth->Authenticate(req, res);
     if (!p || !http::RequireProject(*p, req.matches[1], res)) return;
     if (auto config = LoadProject(store, req.matches[1], res)) http::Ok(res, ToJson(*config));
   });
 
   s.Post(std::string(kProject) + "/workspaces", [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
+    auto p = auth->Authenticate(req, res);
     if (!p || !http::RequireProject(*p, req.matches[1], res)) return;
     auto body = http::Body(req, res);
     if (!body) return;
@@ -93,6 +96,11 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
     if (!http::RequireSlurmDataPlane(store, w->data_plane, unreachable_after, res)) return;
     auto existing = store->GetWorkspace(w->id);
     if (!existing.ok()) return http::Error(res, 503, existing.status().message());
+    // Ids are one namespace on a data plane: another project's workspace, running or not, is
+    // neither shown nor taken over.
+    if (*existing && (*existing)->project != w->project) {
+      return http::Error(res, 409, fmt::format("workspace id {} is taken; choose another name", w->id), "name");
+    }
     if (*existing && !(*existing)->Settled()) {
       return http::Error(res, 409,
                          fmt::format("workspace {} exists on data plane {} (phase {}); stop it or choose another name",
@@ -106,11 +114,13 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
     w->message = "waiting for data plane " + w->data_plane + " to apply it";
     if (Status st = store->PutWorkspace(*w); !st.ok()) return http::Error(res, 503, st.message());
     spdlog::info("workspace {}: {} in project {} on data plane {}", w->id, w->user, w->project, w->data_plane);
+    auth->Audit(p->subject, req, "workspace.launch", w->project + "/" + w->id,
+                fmt::format("user {} tier {} on data plane {}", w->user, w->tier, w->data_plane));
     http::Ok(res, ToJson(*w), 202);
   });
 
   s.Get(std::string(kProject) + "/workspaces", [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
+    auto p = auth->Authenticate(req, res);
     if (!p || !http::RequireProject(*p, req.matches[1], res)) return;
     auto ws = store->ProjectWorkspaces(req.matches[1]);
     if (!ws.ok()) return http::Error(res, 503, ws.status().message());
@@ -120,13 +130,13 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
   });
 
   s.Get(std::string(kProject) + "/workspaces/([a-z][a-z0-9-]*)", [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
+    auto p = auth->Authenticate(req, res);
     if (!p || !http::RequireProject(*p, req.matches[1], res)) return;
     if (auto w = LoadWorkspace(store, req.matches[1], req.matches[2], res)) http::Ok(res, ToJson(*w));
   });
 
   s.Delete(std::string(kProject) + "/workspaces/([a-z][a-z0-9-]*)", [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
+    auto p = auth->Authenticate(req, res);
     if (!p || !http::RequireProject(*p, req.matches[1], res)) return;
     auto w = LoadWorkspace(store, req.matches[1], req.matches[2], res);
     if (!w) return;
@@ -142,11 +152,12 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
     if (Status st = store->SetWorkspaceDesired(w->id, w->desired, w->cancel_jobs); !st.ok()) {
       return http::Error(res, 503, st.message());
     }
+    auth->Audit(p->subject, req, "workspace.stop", w->project + "/" + w->id, w->cancel_jobs ? "cancelJobs" : "");
     http::Ok(res, ToJson(*w), 202);
   });
 
   s.Get(kDataPlaneWorkspaces, [=](const Request& req, Response& res) {
-    auto p = http::Authenticate(store, req, res);
+    auto p = auth->Authenticate(req, res);
     if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
     auto ws = store->DataPlaneWorkspaces(req.matches[1]);
     if (!ws.ok()) return http::Error(res, 503, ws.status().message());
@@ -156,7 +167,7 @@ void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after)
   });
 
   s.Post(std::string(kDataPlaneWorkspaces) + "/([a-z][a-z0-9-]*)/status", [=](const Request& req, Response& res) {
-    auto body = http::AgentBody(store, req, res);
+    auto body = auth->AgentBody(req, res);
     if (!body) return;
     std::string phase = body->value("phase", "");
     if (!ValidPhase(phase)) {

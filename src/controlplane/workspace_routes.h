@@ -5,12 +5,12 @@
 
 #include "controlplane/store.h"
 
-namespace httplib {
-class Server;
+namespace hpc::cp {
+class RouteTable;
+namespace http {
+class Auth;
 }
 
-namespace hpc::cp {
-
-void AddWorkspaceRoutes(httplib::Server& s, Store* store, int unreachable_after_seconds);
+void AddWorkspaceRoutes(RouteTable& s, http::Auth* auth, int unreachable_after_seconds);
 
 }  // namespace hpc::cp
