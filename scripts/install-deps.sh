@@ -9,7 +9,7 @@ packages=(
   libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
   iproute2 util-linux procps curl
-  bc python3
+  bc python3 openssl
 )
 
 missing=()

@@ -46,6 +46,29 @@ bool PeerOf(int fd, int server_port, std::string* host, int* port) {
 
 }  // namespace
 
+int WidenListenBacklog(int server_port, int backlog) {
+  int widened = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      int fd = std::atoi(e->d_name);
+      sockaddr_storage local{}, peer{};
+      socklen_t llen = sizeof local, plen = sizeof peer;
+      std::string host;
+      int port = 0, listening = 0;
+      socklen_t olen = sizeof listening;
+      if (fd == dirfd(d) || getsockname(fd, reinterpret_cast<sockaddr*>(&local), &llen) != 0) continue;
+      if (!Numeric(local, llen, &host, &port) || port != server_port) continue;
+      if (getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &plen) == 0) continue;
+      if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &olen) != 0 || !listening) continue;
+      // listen() again on a listening socket only changes its backlog.
+      if (::listen(fd, backlog) == 0) ++widened;
+    }
+    closedir(d);
+  }
+  return widened;
+}
+
 ElasticThreadPool::ElasticThreadPool(size_t max_threads) : max_threads_(std::max(max_threads, kMinThreads)) {}
 
 ElasticThreadPool::~ElasticThreadPool() { shutdown(); }

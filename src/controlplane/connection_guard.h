@@ -29,6 +29,11 @@ struct ConnectionLimits {
   size_t max_threads = 512;       // connections served at once; more wait for a thread
 };
 
+// cpp-httplib listens with a backlog of 5: a burst of clients connecting at once overflows it and
+// waits for the kernel's retransmissions. This raises the backlog of the server's listening
+// socket(s) on `server_port`; returns how many it changed.
+int WidenListenBacklog(int server_port, int backlog);
+
 // An httplib task queue that starts a thread per waiting connection up to `max_threads`, and
 // lets threads idle for a while go.
 class ElasticThreadPool : public httplib::TaskQueue {

@@ -133,6 +133,7 @@ Result<int> Server::Bind() {
   }
   int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
   if (port < 0) return Status::Errorf("cannot listen on {}:{}", opts_.host, opts_.port);
+  if (WidenListenBacklog(port, 1024) == 0) spdlog::warn("listen backlog of port {} left at the HTTP library's 5", port);
   watchdog_.Start(port, opts_.tls_cert.empty());
   return port;
 }
@@ -462,8 +463,8 @@ void Server::Routes() {
       auto seconds = ttl.is_string() ? api::ParseDurationSeconds(ttl.get<std::string>())
                      : ttl.is_number_unsigned() ? Result<int64_t>(ttl.get<int64_t>())
                                                 : Result<int64_t>(Status::Error("not a duration"));
-      if (!seconds.ok() || *seconds < 60 || *seconds > kMaxTokenTtlSeconds) {
-        return Error(res, 400, "ttl must be a duration from 1m to 3650d (\"90m\", \"12h\", \"30d\" or seconds)", "ttl");
+      if (!seconds.ok() || *seconds < 1 || *seconds > kMaxTokenTtlSeconds) {
+        return Error(res, 400, "ttl must be a duration from 1s to 3650d (\"90m\", \"12h\", \"30d\" or seconds)", "ttl");
       }
       t.expires_at = t.created_at + *seconds;
     }

@@ -4,7 +4,10 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <poll.h>
 #include <unistd.h>
+
+#include <thread>
 
 #include <httplib.h>
 
@@ -44,15 +47,51 @@ json ErrorOf(const std::string& body) {
   return j.is_object() && j.contains("error") ? j["error"] : json();
 }
 
+// A raw connection to the server, for clients that misbehave on purpose.
+class RawConnection {
+ public:
+  explicit RawConnection(int port) {
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_port = htons(static_cast<uint16_t>(port));
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    connected_ = ::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
+  }
+  ~RawConnection() { ::close(fd_); }
+  bool connected() const { return connected_; }
+  bool Send(const std::string& s) { return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size()); }
+  // What the server sent until it closed, or until `timeout` passed.
+  std::string ReadUntilClosed(std::chrono::milliseconds timeout) {
+    std::string out;
+    auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (std::chrono::steady_clock::now() < deadline) {
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 100) <= 0) continue;
+      char buf[4096];
+      ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      out.append(buf, static_cast<size_t>(n));
+    }
+    return out;
+  }
+
+ private:
+  int fd_ = -1;
+  bool connected_ = false;
+};
+
 class ServerHardening : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { Start({}); }
+  void Start(const std::vector<std::string>& extra) {
     dir_ = *files::MakeTempDir("hpcplane-srv");
     port_ = FreeLoopbackPort();
-    server_ = std::make_unique<Background>(
-        std::vector<std::string>{HPCPLANE_BIN, "--state-dir", dir_, "server", "--listen",
-                                 "127.0.0.1:" + std::to_string(port_)},
-        dir_ + "/server.log");
+    std::vector<std::string> argv = {HPCPLANE_BIN, "--state-dir", dir_, "server", "--listen",
+                                     "127.0.0.1:" + std::to_string(port_), "--max-connections-per-client", "20",
+                                     "--request-deadline", "3"};
+    argv.insert(argv.end(), extra.begin(), extra.end());
+    server_ = std::make_unique<Background>(argv, dir_ + "/server.log");
     ASSERT_TRUE(WaitFor([&] { return httplib::Client(Url()).Get("/api/v1/flags") != nullptr; }, 20s))
         << server_->Log();
     token_ = Trim(files::Read(dir_ + "/controlplane/admin.token").value_or(""));
@@ -131,6 +170,270 @@ TEST_F(ServerHardening, NumbersInQueriesAreParsedStrictly) {
   ASSERT_TRUE(job);
   EXPECT_EQ(job->status, 400) << job->body;
   EXPECT_EQ(ErrorOf(job->body)["field"], "submitTime");
+}
+
+// Guards the starved worker pool: 10 connections sending one header byte every 3 s held all 8
+// threads and a normal request waited 19 s.
+TEST_F(ServerHardening, SlowHeaderClientsNeitherStarveOthersNorStayPastTheDeadline) {
+  std::vector<std::unique_ptr<RawConnection>> slow;
+  for (int i = 0; i < 15; ++i) {
+    slow.push_back(std::make_unique<RawConnection>(port_));
+    ASSERT_TRUE(slow.back()->connected());
+    ASSERT_TRUE(slow.back()->Send("G"));
+  }
+  std::atomic<bool> stop{false};
+  std::thread trickle([&] {
+    const std::string rest = "ET /api/v1/flags HTTP/1.1\r\nHost: x\r\nX-Slow: ";
+    for (size_t i = 0; !stop && i < 100; ++i) {
+      for (auto& c : slow) (void)c->Send(std::string(1, i < rest.size() ? rest[i] : 'a'));
+      for (int t = 0; t < 5 && !stop; ++t) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  });
+  // Meanwhile a normal client is answered at once, many times over.
+  auto cli = Admin();
+  for (int i = 0; i < 20; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    auto r = cli.Get("/api/v1/flags");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 200);
+    EXPECT_LT(std::chrono::steady_clock::now() - t0, 1s);
+  }
+  // Past the 3 s request deadline the slow ones are answered 408 and closed.
+  std::string answer = slow[0]->ReadUntilClosed(10s);
+  stop = true;
+  trickle.join();
+  EXPECT_EQ(answer.rfind("HTTP/1.1 408", 0), 0u) << answer;
+  EXPECT_NE(answer.find("\"code\":408"), std::string::npos) << answer;
+  EXPECT_NE(server_->Log().find("no whole request within 3 s"), std::string::npos);
+}
+
+TEST_F(ServerHardening, ConnectionsBeyondThePerClientLimitAreAnswered429) {
+  std::vector<std::unique_ptr<RawConnection>> idle;
+  for (int i = 0; i < 25; ++i) {
+    idle.push_back(std::make_unique<RawConnection>(port_));
+    ASSERT_TRUE(idle.back()->connected());
+  }
+  int refused = 0;
+  for (auto& c : idle) {
+    std::string a = c->ReadUntilClosed(5s);
+    if (a.rfind("HTTP/1.1 429", 0) == 0) {
+      ++refused;
+      EXPECT_NE(a.find("too many connections from 127.0.0.1 (limit 20)"), std::string::npos) << a;
+    }
+  }
+  EXPECT_EQ(refused, 5) << server_->Log();
+  idle.clear();
+  EXPECT_TRUE(Alive());
+}
+
+TEST_F(ServerHardening, AWrongMethodOnARealPathIs405WithAllow) {
+  auto cli = Admin();
+  auto r = cli.Delete("/api/v1/flags");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 405) << r->body;
+  EXPECT_EQ(r->get_header_value("Allow"), "GET");
+  EXPECT_EQ(ErrorOf(r->body)["code"], 405);
+  auto t = cli.Put("/api/v1/tokens", "{}", "application/json");
+  ASSERT_TRUE(t);
+  EXPECT_EQ(t->status, 405);
+  EXPECT_EQ(t->get_header_value("Allow"), "POST, GET");
+  auto none = cli.Delete("/api/v1/nothing-here");
+  ASSERT_TRUE(none);
+  EXPECT_EQ(none->status, 404);
+}
+
+TEST_F(ServerHardening, TokensExpireCanBeListedAndRevokedAndEveryChangeIsAudited) {
+  auto admin = Admin();
+  auto made = admin.Post("/api/v1/tokens", R"({"subject":"ann","role":"user","projects":["astro"],"ttl":"3s"})",
+                         "application/json");
+  ASSERT_TRUE(made);
+  ASSERT_EQ(made->status, 201) << made->body;
+  json m = json::parse(made->body);
+  const std::string token = m["token"], id = m["id"];
+  EXPECT_TRUE(m["expiresAt"].is_number());
+  httplib::Client ann(Url());
+  ann.set_bearer_token_auth(token);
+  auto ok = ann.Get("/api/v1/projects/astro/jobs");
+  ASSERT_TRUE(ok);
+  EXPECT_EQ(ok->status, 200) << ok->body;
+  // Listed without the secret or its digest, with its last use.
+  auto listed = admin.Get("/api/v1/tokens");
+  ASSERT_TRUE(listed);
+  EXPECT_EQ(listed->body.find(token), std::string::npos);
+  json entry;
+  const json tokens = json::parse(listed->body)["tokens"];
+  for (const auto& t : tokens) {
+    if (t["id"] == id) entry = t;
+  }
+  ASSERT_TRUE(entry.is_object()) << id << " " << made->body << " " << listed->body;
+  EXPECT_EQ(entry["subject"], "ann");
+  EXPECT_EQ(entry["createdBy"], "admin");
+  EXPECT_TRUE(entry["lastUsed"].is_number()) << entry;
+  EXPECT_FALSE(entry.contains("token"));
+  // It expires.
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = ann.Get("/api/v1/projects/astro/jobs");
+    return r && r->status == 401 && ErrorOf(r->body)["message"] == "token " + id + " expired";
+  }, 10s));
+  // Another one is revoked by its id.
+  auto second = json::parse(admin.Post("/api/v1/tokens", R"({"subject":"ann","role":"user","projects":["astro"]})",
+                                       "application/json")->body);
+  ann.set_bearer_token_auth(second["token"].get<std::string>());
+  EXPECT_EQ(ann.Get("/api/v1/projects/astro/jobs")->status, 200);
+  auto gone = admin.Delete("/api/v1/tokens/" + second["id"].get<std::string>());
+  ASSERT_TRUE(gone);
+  EXPECT_EQ(gone->status, 200) << gone->body;
+  auto after = ann.Get("/api/v1/projects/astro/jobs");
+  EXPECT_EQ(after->status, 401);
+  EXPECT_EQ(ErrorOf(after->body)["message"], "token " + second["id"].get<std::string>() + " was revoked");
+  EXPECT_EQ(admin.Delete("/api/v1/tokens/ffffffffffffffff")->status, 404);
+  auto bad_ttl = admin.Post("/api/v1/tokens", R"({"subject":"ann","role":"user","ttl":"forever"})", "application/json");
+  EXPECT_EQ(bad_ttl->status, 400);
+  EXPECT_EQ(ErrorOf(bad_ttl->body)["field"], "ttl");
+  ASSERT_EQ(admin.Put("/api/v1/flags/EnableHPCJobs", R"({"value":true})", "application/json")->status, 200);
+  // The audit log has who did what, from where.
+  auto audit = admin.Get("/api/v1/audit?limit=50");
+  ASSERT_TRUE(audit);
+  ASSERT_EQ(audit->status, 200) << audit->body;
+  std::map<std::string, int> actions;
+  const json entries = json::parse(audit->body)["entries"];
+  for (const auto& e : entries) {
+    ++actions[e["action"].get<std::string>()];
+    EXPECT_EQ(e["remote"], "127.0.0.1");
+  }
+  EXPECT_EQ(actions["token.create"], 2);
+  EXPECT_EQ(actions["token.revoke"], 1);
+  EXPECT_EQ(actions["flag.set"], 1);
+  EXPECT_GE(actions["signin.failed"], 2);  // the expired and the revoked token
+  EXPECT_EQ(audit->body.find(token), std::string::npos);
+  // Users may not read it.
+  httplib::Client user(Url());
+  user.set_bearer_token_auth(json::parse(admin.Post("/api/v1/tokens", R"({"subject":"ben","role":"user"})",
+                                                    "application/json")->body)["token"].get<std::string>());
+  EXPECT_EQ(user.Get("/api/v1/audit")->status, 403);
+}
+
+TEST_F(ServerHardening, RepeatedFailedSignInsFromOneAddressAreRateLimited) {
+  httplib::Client guesser(Url());
+  int unauthorized = 0, limited = 0;
+  std::string retry_after;
+  for (int i = 0; i < 15; ++i) {
+    guesser.set_bearer_token_auth("guess-" + std::to_string(i));
+    auto r = guesser.Get("/api/v1/flags");
+    ASSERT_TRUE(r);
+    if (r->status == 401) ++unauthorized;
+    if (r->status == 429) {
+      ++limited;
+      retry_after = r->get_header_value("Retry-After");
+    }
+  }
+  EXPECT_EQ(unauthorized, 10);
+  EXPECT_EQ(limited, 5);
+  EXPECT_FALSE(retry_after.empty());
+  // Even a right token waits while its address is limited: guesses cannot be told from it.
+  EXPECT_EQ(Admin().Get("/api/v1/flags")->status, 429);
+}
+
+// Job names are the user's: in a CSV export they must not become spreadsheet formulas.
+TEST_F(ServerHardening, CsvExportNeutralisesFormulasAndWorkspaceIdsStayInTheirProject) {
+  auto admin = Admin();
+  auto agent_token = json::parse(
+      admin.Post("/api/v1/tokens", R"({"subject":"dp1","role":"agent"})", "application/json")->body)["token"];
+  httplib::Client agent(Url());
+  agent.set_bearer_token_auth(agent_token.get<std::string>());
+  json jobs = {{"jobs",
+                {{{"cluster", "c1"}, {"jobId", 1}, {"submitTime", 100}, {"name", "=HYPERLINK(\"http://x\")"},
+                  {"user", "ann"}, {"project", "astro"}, {"partition", "ann-astro"}, {"state", "COMPLETED"}},
+                 {{"cluster", "c1"}, {"jobId", 2}, {"submitTime", 101}, {"name", "plain-name"}, {"user", "ann"},
+                  {"project", "astro"}, {"partition", "ann-astro"}, {"state", "COMPLETED"}}}}};
+  auto up = agent.Post("/api/v1/dataplanes/dp1/jobs", jobs.dump(), "application/json");
+  ASSERT_TRUE(up);
+  ASSERT_EQ(up->status, 200) << up->body;
+  auto csv = admin.Get("/api/v1/projects/astro/jobs/export?format=csv");
+  ASSERT_TRUE(csv);
+  EXPECT_NE(csv->body.find(R"x("'=HYPERLINK(""http://x"")")x"), std::string::npos) << csv->body;
+  EXPECT_EQ(csv->body.find(",=HYPERLINK"), std::string::npos) << csv->body;
+  EXPECT_NE(csv->body.find(",plain-name,"), std::string::npos) << csv->body;
+
+  // Two projects on one data plane; a member of the second tries to take the first's id.
+  auto rep = agent.Post("/api/v1/dataplanes/dp1/report",
+                        R"({"state":"Healthy","componentVersions":{"slurm/slurmctld":"22.05.8"}})", "application/json");
+  ASSERT_EQ(rep->status, 200) << rep->body;
+  for (const std::string p : {"proja", "projb"}) {
+    auto r = admin.Put("/api/v1/projects/" + p, R"({"dataPlane":"dp1"})", "application/json");
+    ASSERT_EQ(r->status, 200) << r->body;
+  }
+  auto user_token = [&](const std::string& who, const std::string& project) {
+    return json::parse(admin.Post("/api/v1/tokens", json{{"subject", who}, {"role", "user"}, {"projects", {project}}}.dump(),
+                                  "application/json")->body)["token"].get<std::string>();
+  };
+  httplib::Client carol(Url()), dave(Url());
+  carol.set_bearer_token_auth(user_token("carol", "proja"));
+  dave.set_bearer_token_auth(user_token("dave", "projb"));
+  auto mine = carol.Post("/api/v1/projects/proja/workspaces", "{}", "application/json");
+  ASSERT_EQ(mine->status, 202) << mine->body;
+  EXPECT_EQ(json::parse(mine->body)["id"], "carol-proja");
+  auto taken = dave.Post("/api/v1/projects/projb/workspaces", R"({"name":"carol-proja"})", "application/json");
+  ASSERT_TRUE(taken);
+  EXPECT_EQ(taken->status, 409) << taken->body;
+  EXPECT_EQ(ErrorOf(taken->body)["message"], "workspace id carol-proja is taken; choose another name");
+  // Stopped and settled, it is still not another project's to take over.
+  ASSERT_EQ(carol.Delete("/api/v1/projects/proja/workspaces/carol-proja")->status, 202);
+  EXPECT_EQ(dave.Post("/api/v1/projects/projb/workspaces", R"({"name":"carol-proja"})", "application/json")->status, 409);
+  auto still = carol.Get("/api/v1/projects/proja/workspaces/carol-proja");
+  ASSERT_EQ(still->status, 200);
+  EXPECT_EQ(json::parse(still->body)["project"], "proja");
+}
+
+TEST(ServerTls, ServesHttpsThatClientsVerifyAndRefusesPlainHttpOffLoopback) {
+  auto dir = *files::MakeTempDir("hpcplane-tls");
+  // A self-signed certificate for 127.0.0.1, made with the openssl command.
+  auto gen = RunProcess({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
+                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", dir + "/key.pem", "-out",
+                         dir + "/cert.pem"});
+  ASSERT_TRUE(gen.ok() && gen->exit_code == 0) << (gen.ok() ? gen->err : gen.status().message());
+  // Plain HTTP off loopback is refused before anything listens.
+  auto plain = RunProcess({HPCPLANE_BIN, "--state-dir", dir, "server", "--listen", "0.0.0.0:0"});
+  ASSERT_TRUE(plain.ok());
+  EXPECT_NE(plain->exit_code, 0);
+  EXPECT_NE(plain->err.find("refusing plain HTTP on 0.0.0.0"), std::string::npos) << plain->err;
+  auto nokey = RunProcess({HPCPLANE_BIN, "--state-dir", dir, "server", "--listen", "127.0.0.1:0", "--tls-cert",
+                           dir + "/cert.pem"});
+  ASSERT_TRUE(nokey.ok());
+  EXPECT_NE(nokey->exit_code, 0);
+  EXPECT_NE(nokey->err.find("--tls-key"), std::string::npos) << nokey->err;
+
+  int port = FreeLoopbackPort();
+  Background server({HPCPLANE_BIN, "--state-dir", dir, "server", "--listen", "127.0.0.1:" + std::to_string(port),
+                     "--tls-cert", dir + "/cert.pem", "--tls-key", dir + "/key.pem"},
+                    dir + "/server.log");
+  const std::string url = "https://127.0.0.1:" + std::to_string(port);
+  ASSERT_TRUE(WaitFor([&] { return files::Exists(dir + "/controlplane/admin.token"); }, 20s)) << server.Log();
+  const std::string token = Trim(files::Read(dir + "/controlplane/admin.token").value_or(""));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        httplib::Client c(url);
+        c.set_ca_cert_path(dir + "/cert.pem");
+        c.set_bearer_token_auth(token);
+        auto r = c.Get("/api/v1/flags");
+        return r && r->status == 200;
+      },
+      20s))
+      << server.Log();
+  // Without the CA the client refuses the server; plain HTTP gets no answer.
+  httplib::Client unverified(url);
+  EXPECT_FALSE(unverified.Get("/api/v1/flags"));
+  httplib::Client clear("http://127.0.0.1:" + std::to_string(port));
+  auto c = clear.Get("/api/v1/flags");
+  EXPECT_TRUE(!c || c->status >= 400);
+  // The CLI speaks it with --ca-file.
+  auto cli = RunProcess({HPCPLANE_BIN, "flags", "get", "--server", url, "--ca-file", dir + "/cert.pem", "--token-file",
+                         dir + "/controlplane/admin.token"});
+  ASSERT_TRUE(cli.ok());
+  EXPECT_EQ(cli->exit_code, 0) << cli->err;
+  EXPECT_NE(cli->out.find("EnableHPCJobs=false"), std::string::npos) << cli->out;
+  server.Stop();
+  (void)files::RemoveAll(dir);
 }
 
 TEST(ServerListen, AnInvalidPortIsRefusedBeforeAnythingIsCreated) {
