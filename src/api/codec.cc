@@ -29,10 +29,12 @@ class FieldReader {
   YAML::Node Get(const std::string& key) { return Has(key) ? node_[key] : YAML::Node(); }
   std::string Path(const std::string& key) const { return path_.empty() ? key : path_ + "." + key; }
 
+  // Strings, numbers and booleans are told apart as Kubernetes' schema does: `name: 123` or
+  // `cpus: "4"` is refused, not coerced, so that what is applied is what was meant.
   void String(const std::string& key, std::string* out) {
     if (!Has(key)) return;
     YAML::Node n = node_[key];
-    if (!n.IsScalar()) return Fail(Path(key), "must be a string", n);
+    if (!IsString(n)) return Fail(Path(key), fmt::format("must be a string (got {})", Describe(n)), n);
     *out = n.Scalar();
   }
   template <typename Int>
@@ -40,8 +42,12 @@ class FieldReader {
     if (!Has(key)) return;
     YAML::Node n = node_[key];
     Int v{};
-    if (!n.IsScalar() || !YAML::convert<Int>::decode(n, v)) {
-      return Fail(Path(key), fmt::format("must be an integer (got {})", Describe(n)), n);
+    if (!n.IsScalar() || Quoted(n) || !YAML::convert<Int>::decode(n, v)) {
+      bool out_of_range = n.IsScalar() && LooksTyped(n);
+      return Fail(Path(key),
+                  out_of_range ? fmt::format("must be an integer in range (got {})", n.Scalar())
+                               : fmt::format("must be an integer (got {})", DescribeValue(n)),
+                  n);
     }
     *out = v;
   }
@@ -55,8 +61,9 @@ class FieldReader {
     if (!Has(key)) return;
     YAML::Node n = node_[key];
     bool v = false;
-    if (!n.IsScalar() || !YAML::convert<bool>::decode(n, v)) {
-      return Fail(Path(key), fmt::format("must be true or false (got {})", Describe(n)), n);
+    static const std::regex boolean("^(true|false|True|False|TRUE|FALSE)$");
+    if (!n.IsScalar() || Quoted(n) || !std::regex_match(n.Scalar(), boolean) || !YAML::convert<bool>::decode(n, v)) {
+      return Fail(Path(key), fmt::format("must be true or false (got {})", DescribeValue(n)), n);
     }
     *out = v;
   }
@@ -73,7 +80,9 @@ class FieldReader {
     YAML::Node n = node_[key];
     if (!n.IsSequence()) return Fail(Path(key), "must be a list of strings", n);
     for (size_t i = 0; i < n.size(); ++i) {
-      if (!n[i].IsScalar()) return Fail(fmt::format("{}[{}]", Path(key), i), "must be a string", n[i]);
+      if (!IsString(n[i])) {
+        return Fail(fmt::format("{}[{}]", Path(key), i), fmt::format("must be a string (got {})", Describe(n[i])), n[i]);
+      }
       out->push_back(n[i].Scalar());
     }
   }
@@ -82,8 +91,9 @@ class FieldReader {
     YAML::Node n = node_[key];
     if (!n.IsMap()) return Fail(Path(key), "must be a mapping of strings", n);
     for (const auto& kv : n) {
-      if (!kv.second.IsScalar()) {
-        return Fail(Path(key) + "." + kv.first.Scalar(), "must be a string", kv.second);
+      if (!IsString(kv.second)) {
+        return Fail(Path(key) + "." + kv.first.Scalar(), fmt::format("must be a string (got {})", Describe(kv.second)),
+                    kv.second);
       }
       (*out)[kv.first.Scalar()] = kv.second.Scalar();
     }
@@ -106,7 +116,22 @@ class FieldReader {
   bool ok() const { return error_->ok(); }
 
  private:
+  static bool Quoted(const YAML::Node& n) { return n.Tag() == "!"; }
+  // A plain scalar that YAML's core schema reads as a number, boolean or null is not a string.
+  static bool LooksTyped(const YAML::Node& n) {
+    static const std::regex typed(
+        R"(^(true|false|True|False|TRUE|FALSE|null|Null|NULL|~|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|)"
+        R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN))$)");
+    return !Quoted(n) && std::regex_match(n.Scalar(), typed);
+  }
+  static bool IsString(const YAML::Node& n) { return n.IsScalar() && !LooksTyped(n); }
+  // What a number or boolean field got, without the hint about quoting.
+  static std::string DescribeValue(const YAML::Node& n) {
+    if (n.IsScalar()) return "\"" + n.Scalar() + "\"";
+    return Describe(n);
+  }
   static std::string Describe(const YAML::Node& n) {
+    if (n.IsScalar() && LooksTyped(n)) return "the plain value " + n.Scalar() + "; quote it if a string is meant";
     if (n.IsScalar()) return "\"" + n.Scalar() + "\"";
     if (n.IsSequence()) return "a list";
     if (n.IsMap()) return "a mapping";
@@ -260,6 +285,9 @@ std::string FormatDuration(int64_t s) {
 }
 
 Result<Manifest> DecodeManifest(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxManifestBytes) {
+    return Status::Errorf("{}: is {} bytes; the limit is {} bytes", source, text.size(), kMaxManifestBytes);
+  }
   std::vector<YAML::Node> docs;
   try {
     docs = YAML::LoadAll(text);
@@ -316,7 +344,7 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& sour
 }
 
 Result<Manifest> DecodeManifestFile(const std::string& path) {
-  ASSIGN_OR_RETURN(std::string text, files::Read(path));
+  ASSIGN_OR_RETURN(std::string text, files::ReadAtMost(path, kMaxManifestBytes));
   return DecodeManifest(text, path);
 }
 
@@ -416,31 +444,43 @@ nlohmann::json ToJson(const NodeSet& n) {
   };
 }
 
-static YAML::Node JsonToYamlNode(const nlohmann::json& j) {
-  YAML::Node n;
+static void EmitJson(YAML::Emitter& e, const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::object:
-      n = YAML::Node(YAML::NodeType::Map);
-      for (auto it = j.begin(); it != j.end(); ++it) n[it.key()] = JsonToYamlNode(it.value());
+      e << YAML::BeginMap;
+      for (auto it = j.begin(); it != j.end(); ++it) {
+        e << YAML::Key << it.key() << YAML::Value;
+        EmitJson(e, it.value());
+      }
+      e << YAML::EndMap;
       break;
     case nlohmann::json::value_t::array:
-      n = YAML::Node(YAML::NodeType::Sequence);
-      for (const auto& e : j) n.push_back(JsonToYamlNode(e));
+      e << YAML::BeginSeq;
+      for (const auto& v : j) EmitJson(e, v);
+      e << YAML::EndSeq;
       break;
-    case nlohmann::json::value_t::string:
-      n = j.get<std::string>();
+    case nlohmann::json::value_t::string: {
+      // A string that would read back as a number, boolean or null is quoted, so that the
+      // strict decoder takes it back as the string it is.
+      static const std::regex typed(
+          R"(^(true|false|True|False|TRUE|FALSE|null|Null|NULL|~|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|)"
+          R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|)$)");
+      const std::string v = j.get<std::string>();
+      if (std::regex_match(v, typed)) e << YAML::DoubleQuoted;
+      e << v;
       break;
+    }
     case nlohmann::json::value_t::null:
+      e << YAML::Null;
       break;
     default:
-      n = j.dump();
+      e << j.dump();
   }
-  return n;
 }
 
 std::string JsonToYaml(const nlohmann::json& j) {
   YAML::Emitter e;
-  e << JsonToYamlNode(j);
+  EmitJson(e, j);
   return std::string(e.c_str()) + "\n";
 }
 

@@ -20,6 +20,8 @@ struct Manifest {
 };
 
 // Parses one or more documents ("---" separated). `source` names the input in errors.
+// Manifests are refused above 1 MiB, Kubernetes' own order of limit for one object.
+inline constexpr size_t kMaxManifestBytes = 1 << 20;
 Result<Manifest> DecodeManifest(const std::string& text, const std::string& source);
 Result<Manifest> DecodeManifestFile(const std::string& path);
 

@@ -119,9 +119,9 @@ Status Validate(const SlurmCluster& c) {
     return FieldError(subject, "spec.restApi.memoryLimitMiB",
                       fmt::format("must be 0 (no limit) or 64-1048576 (got {})", s.rest_memory_limit_mib));
   }
-  if (s.min_replica_count < 0) {
+  if (s.min_replica_count < 0 || s.min_replica_count > 128) {
     return FieldError(subject, "spec.nodeSetDefaults.minReplicaCount",
-                      fmt::format("must be >= 0 (got {})", s.min_replica_count));
+                      fmt::format("must be 0-128 (got {})", s.min_replica_count));
   }
   if (s.max_node_count < 1 || s.max_node_count > 200) {
     return FieldError(subject, "spec.scheduling.maxNodeCount",
@@ -195,20 +195,23 @@ Status ValidateShape(const NodeSet& n) {
     return FieldError(subject, "spec.replicas",
                       fmt::format("must be >= minReplicas (got {} < {})", *s.replicas, *s.min_replicas));
   }
-  if (s.idle_timeout_seconds < 0) return FieldError(subject, "spec.idleTimeout", "must not be negative");
-  if (s.scale_up_per_minute < 0) {
-    return FieldError(subject, "spec.scaling.scaleUpPerMinute", fmt::format("must be >= 0 (got {})", s.scale_up_per_minute));
+  if (s.idle_timeout_seconds < 0 || s.idle_timeout_seconds > 30 * 86400) {
+    return FieldError(subject, "spec.idleTimeout", fmt::format("must be 0s-30d (got {}s)", s.idle_timeout_seconds));
   }
-  if (s.scale_down_per_minute < 0) {
+  if (s.scale_up_per_minute < 0 || s.scale_up_per_minute > 10000) {
+    return FieldError(subject, "spec.scaling.scaleUpPerMinute",
+                      fmt::format("must be 0-10000 (got {})", s.scale_up_per_minute));
+  }
+  if (s.scale_down_per_minute < 0 || s.scale_down_per_minute > 10000) {
     return FieldError(subject, "spec.scaling.scaleDownPerMinute",
-                      fmt::format("must be >= 0 (got {})", s.scale_down_per_minute));
+                      fmt::format("must be 0-10000 (got {})", s.scale_down_per_minute));
   }
   if (s.resources.cpus < 1 || s.resources.cpus > 1024) {
     return FieldError(subject, "spec.resources.cpus", fmt::format("must be 1-1024 (got {})", s.resources.cpus));
   }
-  if (s.resources.memory_mib < 64) {
+  if (s.resources.memory_mib < 64 || s.resources.memory_mib > 16 * 1024 * 1024) {
     return FieldError(subject, "spec.resources.memoryMiB",
-                      fmt::format("must be >= 64 (got {})", s.resources.memory_mib));
+                      fmt::format("must be 64-16777216 (16 TiB) (got {})", s.resources.memory_mib));
   }
   if (s.resources.gpus < 0 || s.resources.gpus > 64) {
     return FieldError(subject, "spec.resources.gpus", fmt::format("must be 0-64 (got {})", s.resources.gpus));

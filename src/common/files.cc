@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+
+#include <fmt/format.h>
 #include <sstream>
 
 namespace hpc::files {
@@ -21,6 +23,22 @@ Result<std::string> Read(const std::string& path) {
   std::ostringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+Result<std::string> ReadAtMost(const std::string& path, size_t max_bytes) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return Status::Errorf("{}: cannot read: {}", path, std::strerror(errno));
+  // Read one byte past the limit, never the whole of a huge file or an endless pipe.
+  std::string out(max_bytes + 1, '\0');
+  in.read(out.data(), static_cast<std::streamsize>(out.size()));
+  out.resize(static_cast<size_t>(in.gcount()));
+  if (out.size() > max_bytes) {
+    struct stat st;
+    std::string size = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? fmt::format("{} bytes", st.st_size)
+                                                                             : "more than that";
+    return Status::Errorf("{}: is {}; the limit is {} bytes", path, size, max_bytes);
+  }
+  return out;
 }
 
 bool Exists(const std::string& path) {

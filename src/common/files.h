@@ -12,6 +12,8 @@
 namespace hpc::files {
 
 Result<std::string> Read(const std::string& path);
+// The whole file if it holds at most `max_bytes`; an error naming its size otherwise.
+Result<std::string> ReadAtMost(const std::string& path, size_t max_bytes);
 bool Exists(const std::string& path);
 Status MakeDirs(const std::string& path, mode_t mode = 0755);
 // Writes via a temp file and rename; the file ends with `mode`, owned by uid/gid when given.

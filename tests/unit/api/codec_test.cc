@@ -134,6 +134,26 @@ INSTANTIATE_TEST_SUITE_P(
                     "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  restApi:\n    "
                     "memoryLimitMiB: 10\n",
                     "t.yaml: cluster \"c\": spec.restApi.memoryLimitMiB: must be 0 (no limit) or 64-1048576 (got 10)"},
+        InvalidCase{"number for a string", WithNodeSet("  maxReplicas: 2\n  features: [fast, 7]\n"),
+                    "t.yaml: nodeset \"gpu\": spec.features[1]: must be a string (got the plain value 7; quote it if "
+                    "a string is meant) (line 18)"},
+        InvalidCase{"quoted number for an integer", WithNodeSet("  maxReplicas: \"2\"\n"),
+                    "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be an integer (got \"2\") (line 17)"},
+        InvalidCase{"yes for a boolean",
+                    std::string(kCluster) + "  accounting:\n    enabled: yes\n",
+                    "t.yaml: cluster \"c1\": spec.accounting.enabled: must be true or false (got \"yes\") (line 12)"},
+        InvalidCase{"boolean for a label", WithNodeSet("  maxReplicas: 2\n", "gpu\n  labels:\n    gpu: true"),
+                    "t.yaml: nodeset \"gpu\": metadata.labels.gpu: must be a string (got the plain value true; quote "
+                    "it if a string is meant) (line 17)"},
+        InvalidCase{"integer out of range", WithNodeSet("  maxReplicas: 99999999999\n"),
+                    "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be an integer in range (got 99999999999) "
+                    "(line 17)"},
+        InvalidCase{"huge memory", WithNodeSet("  resources:\n    memoryMiB: 999999999\n"),
+                    "t.yaml: nodeset \"gpu\": spec.resources.memoryMiB: must be 64-16777216 (16 TiB) (got 999999999)"},
+        InvalidCase{"idle timeout of years", WithNodeSet("  idleTimeout: 400d\n"),
+                    "t.yaml: nodeset \"gpu\": spec.idleTimeout: must be 0s-30d (got 34560000s)"},
+        InvalidCase{"scale rate", WithNodeSet("  scaling:\n    scaleUpPerMinute: 100000\n"),
+                    "t.yaml: nodeset \"gpu\": spec.scaling.scaleUpPerMinute: must be 0-10000 (got 100000)"},
         InvalidCase{"empty file", "", "t.yaml: no resources found"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       std::string name = info.param.what;
@@ -173,6 +193,24 @@ TEST(CodecTest, ToJsonRoundTripsThroughYaml) {
   ASSERT_TRUE(again.ok()) << again.status().message() << "\n" << yaml;
   EXPECT_EQ(again->nodesets[0].spec.replicas, 2);
   EXPECT_EQ(again->nodesets[0].spec.features, std::vector<std::string>{"fast"});
+}
+
+// Guards the 20 MB manifest (one huge comment) that `up` read and accepted.
+TEST(CodecTest, ManifestsAboveOneMebibyteAreRefusedWithTheirSize) {
+  std::string big = std::string(kCluster) + "# " + std::string(kMaxManifestBytes, 'x') + "\n";
+  auto m = DecodeManifest(big, "big.yaml");
+  ASSERT_FALSE(m.ok());
+  EXPECT_EQ(m.status().message(), fmt::format("big.yaml: is {} bytes; the limit is 1048576 bytes", big.size()));
+}
+
+// Strings that look like numbers survive `get -o yaml` and apply again.
+TEST(CodecTest, StringsThatLookTypedAreQuotedOnOutput) {
+  auto m = DecodeManifest(WithNodeSet("  maxReplicas: 3\n  features: [\"7\", \"true\", fast]\n"), "t.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  std::string yaml = JsonToYaml(ToJson(m->nodesets[0]));
+  auto again = DecodeManifest(yaml, "out.yaml");
+  ASSERT_TRUE(again.ok()) << again.status().message() << "\n" << yaml;
+  EXPECT_EQ(again->nodesets[0].spec.features, (std::vector<std::string>{"7", "true", "fast"}));
 }
 
 TEST(CodecTest, Durations) {
