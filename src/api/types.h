@@ -175,6 +175,9 @@ struct WorkspaceStatus {
   std::string message;
   int64_t token_expires = 0;  // unix seconds
   int active_jobs = 0;
+  // Stopping, its workers gone: its partition leaves Slurm, and the record goes once Slurm no
+  // longer lists the partition.
+  bool released = false;
   std::vector<Condition> conditions;
 };
 

@@ -147,7 +147,10 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
   }
   // slurm.conf sees every workspace's partition (draining ones included).
   std::vector<api::NodeSet> config_nodesets = *stored;
-  for (const auto& w : *workspaces) config_nodesets.push_back(WorkspaceNodeSet(w, false));
+  for (const auto& w : *workspaces) {
+    // A released workspace (stopping, workers gone) no longer has a partition in Slurm's config.
+    if (!(w.spec.stopping && w.status.released)) config_nodesets.push_back(WorkspaceNodeSet(w, false));
+  }
   api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, config_nodesets, WorkspaceUsers(*workspaces),
                                                        WorkspaceDatasetGroups(*workspaces));
   (void)store.SaveClusterStatus(cst);
@@ -166,6 +169,7 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
   std::optional<PendingByPartition> pending;
   if (jobs) pending = GroupPending(*jobs);
   outcome.idle = jobs != nullptr && std::none_of(jobs->begin(), jobs->end(), [](const auto& j) { return !j.Finished(); });
+  std::optional<std::vector<std::string>> partitions;
   if (reader && !workspaces->empty()) {
     auto n = reader->Nodes();
     if (n.ok()) nodes = std::move(*n);
@@ -177,6 +181,15 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
         !s.ok()) {
       spdlog::warn("partitions: {}", s.message());
       if (users_changed) cluster_rec.MarkUsersChanged();
+    }
+    // Read after the sync: a released workspace's partition is gone from here once deleted.
+    bool any_released = std::any_of(workspaces->begin(), workspaces->end(),
+                                    [](const api::Workspace& w) { return w.spec.stopping && w.status.released; });
+    if (any_released) {
+      if (auto parts = reader->Partitions(); parts.ok()) {
+        partitions.emplace();
+        for (const auto& p : *parts) partitions->push_back(p.name);
+      }
     }
   }
   if (c->spec.accounting.enabled && cluster_rec.slurmdbd_ready() && cluster_rec.controller_ready()) {
@@ -213,12 +226,12 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
       view.nodes = nodes ? &*nodes : nullptr;
       view.nodeset = statuses.count(w.metadata.name) ? &statuses[w.metadata.name] : nullptr;
       view.accounting_ready = !c->spec.accounting.enabled || accounting.Synced(w.spec.user.name);
+      view.partitions = partitions ? &*partitions : nullptr;
       WorkspaceOutcome out = workspace_rec.Reconcile(*c, w, view);
       if (out.remove) {
         spdlog::info("workspace {} stopped and removed", w.metadata.name);
         (void)store.DeleteWorkspace(w.metadata.name);
         known.erase(w.metadata.name);
-        converged = false;  // its partition leaves slurm.conf on the next pass
         continue;
       }
       (void)store.SaveWorkspaceStatus(w.metadata.name, out.status);

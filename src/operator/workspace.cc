@@ -94,7 +94,7 @@ json WorkspaceStatusJson(const api::WorkspaceStatus& s) {
                           {"lastTransitionTime", c.last_transition_time}});
   }
   return {{"phase", s.phase}, {"message", s.message}, {"tokenExpires", s.token_expires},
-          {"activeJobs", s.active_jobs}, {"conditions", conditions}};
+          {"activeJobs", s.active_jobs}, {"released", s.released}, {"conditions", conditions}};
 }
 
 Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
@@ -124,6 +124,7 @@ Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
       w.status.message = status.value("message", "");
       w.status.token_expires = status.value("tokenExpires", int64_t{0});
       w.status.active_jobs = status.value("activeJobs", 0);
+      w.status.released = status.value("released", false);
       for (const auto& c : status.value("conditions", json::array())) {
         w.status.conditions.push_back({c.value("type", ""), c.value("status", ""), c.value("reason", ""),
                                        c.value("message", ""), c.value("lastTransitionTime", "")});

@@ -1,5 +1,7 @@
 #include "operator/workspace_reconciler.h"
 
+#include <algorithm>
+
 #include "operator/dataset_volume.h"
 #include "operator/workspace.h"
 
@@ -120,6 +122,17 @@ WorkspaceOutcome WorkspaceReconciler::Stop(const api::SlurmCluster& c, const api
   for (const auto& n : *view.nodes) in_slurm += n.features.count(w.metadata.name) ? 1 : 0;
   if (workers > 0 || in_slurm > 0) {
     st.message = fmt::format("removing workers ({} pods, {} Slurm nodes left)", workers, in_slurm);
+    return out;
+  }
+  // Released: its partition leaves Slurm now; the workspace is gone only once Slurm agrees, so
+  // that `workspace stop` returning means squeue and sinfo no longer show it.
+  st.released = true;
+  if (!view.partitions) {
+    st.message = "waiting: Slurm's partition list is unavailable";
+    return out;
+  }
+  if (std::find(view.partitions->begin(), view.partitions->end(), w.metadata.name) != view.partitions->end()) {
+    st.message = fmt::format("removing partition {}", w.metadata.name);
     return out;
   }
   (void)rt_->DeleteSecret(WorkspaceTokenSecretName(w));

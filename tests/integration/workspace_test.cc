@@ -112,6 +112,9 @@ TEST(Workspace, TwoUsersRunOnTheirOwnWorkersAndStopLeavesNothingBehind) {
   ASSERT_TRUE(WaitFor([&] { return JobIs(c, ann_long, "RUNNING") && JobIs(c, ben_long, "RUNNING"); }, 60s));
   auto stop = c.Cli({"workspace", "stop", "ann-astro", "--cancel-jobs", "--timeout", "90"}, 120s);
   ASSERT_EQ(stop.exit_code, 0) << stop.out << stop.err;
+  // Once stop returns, Slurm no longer has the partition (it used to for about a second more).
+  auto gone = c.Login("root", {"scontrol", "show", "partition", "ann-astro"});
+  EXPECT_NE(gone.exit_code, 0) << gone.out;
   EXPECT_EQ(c.JobField(ann_long, "JobState"), "CANCELLED");
   EXPECT_EQ(c.JobField(ben_long, "JobState"), "RUNNING");
   ASSERT_TRUE(WaitFor([&] { return JobIs(c, ben_long, "COMPLETED"); }, 60s));
