@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build debug unittest test integration benchsmoke demo bench clean
+.PHONY: all deps build debug unittest test integration benchsmoke demo bench fuzz clean
 
 all: build
 
@@ -48,5 +48,13 @@ bench: build
 	@$(BUILD)/bench_controlplane
 	@bash bench/history_query.sh $(BUILD)
 
+# libFuzzer targets (clang, ASan, UBSan) over the seed corpus in tests/fuzz/corpus, each for
+# FUZZ_SECONDS (bench/fuzz.sh reports executions and crashes). Not part of `make test`.
+FUZZ_SECONDS ?= 60
+fuzz: deps
+	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DHPCPLANE_FUZZ=ON >/dev/null
+	@cmake --build build-fuzz -j$(JOBS) --target fuzz_targets
+	@bash bench/fuzz.sh build-fuzz $(FUZZ_SECONDS)
+
 clean:
-	rm -rf $(BUILD) build-debug
+	rm -rf $(BUILD) build-debug build-fuzz

@@ -10,6 +10,7 @@ packages=(
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
   iproute2 util-linux procps curl
   bc python3 openssl
+  clang libclang-rt-dev
 )
 
 missing=()

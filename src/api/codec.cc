@@ -13,6 +13,10 @@
 namespace hpc::api {
 namespace {
 
+// The first line of the document being decoded: marks in a document's nodes count from its
+// own start (see SplitDocuments), error messages from the file's.
+thread_local int g_document_first_line = 0;
+
 // Walks one YAML mapping, remembering which keys were read so that anything left over is
 // reported as an unknown field. The first error wins; later reads become no-ops.
 class FieldReader {
@@ -110,7 +114,9 @@ class FieldReader {
   void Fail(const std::string& path, const std::string& why, const YAML::Node& at = YAML::Node()) {
     if (!error_->ok()) return;
     std::string where;
-    if (at.IsDefined() && at.Mark().line >= 0) where = fmt::format(" (line {})", at.Mark().line + 1);
+    if (at.IsDefined() && at.Mark().line >= 0) {
+      where = fmt::format(" (line {})", g_document_first_line + at.Mark().line + 1);
+    }
     *error_ = Status::Errorf("{}: {}{}", path, why, where);
   }
   bool ok() const { return error_->ok(); }
@@ -284,22 +290,85 @@ std::string FormatDuration(int64_t s) {
   return fmt::format("{}s", s);
 }
 
+namespace {
+
+struct DocumentText {
+  int first_line = 0;  // 0-based line of the file where it starts
+  std::string text;
+};
+
+// The documents of a multi-document YAML stream, split at its "---" and "..." marker lines
+// (which the YAML spec forbids anywhere else at the start of a line). yaml-cpp's own LoadAll
+// loops forever on a document that starts with ',' (found by fuzzing: `up -f` of a one-byte
+// file hung), so each document is loaded on its own with YAML::Load.
+std::vector<DocumentText> SplitDocuments(const std::string& text) {
+  std::vector<DocumentText> docs(1);
+  size_t pos = 0;
+  int line = 0;
+  while (pos <= text.size()) {
+    size_t end = text.find('\n', pos);
+    std::string l = text.substr(pos, end == std::string::npos ? std::string::npos : end - pos);
+    auto marker = [&](const char* m) {
+      return l.rfind(m, 0) == 0 && (l.size() == 3 || l[3] == ' ' || l[3] == '\t' || l[3] == '\r');
+    };
+    if (end == std::string::npos && l.empty()) break;  // after the final newline
+    if (marker("---")) {
+      docs.push_back({line, "   " + l.substr(3) + "\n"});  // what follows the marker on its line is content
+    } else if (marker("...")) {
+      docs.push_back({line + 1, ""});
+    } else {
+      docs.back().text += l + "\n";
+    }
+    if (end == std::string::npos) break;
+    pos = end + 1;
+    ++line;
+  }
+  return docs;
+}
+
+// Whether a document holds anything but blanks and comments.
+bool HasContent(const std::string& doc) {
+  std::istringstream in(doc);
+  std::string l;
+  while (std::getline(in, l)) {
+    size_t first = l.find_first_not_of(" \t\r");
+    if (first != std::string::npos && l[first] != '#') return true;
+  }
+  return false;
+}
+
+}  // namespace
+
 Result<Manifest> DecodeManifest(const std::string& text, const std::string& source) {
   if (text.size() > kMaxManifestBytes) {
     return Status::Errorf("{}: is {} bytes; the limit is {} bytes", source, text.size(), kMaxManifestBytes);
   }
-  std::vector<YAML::Node> docs;
-  try {
-    docs = YAML::LoadAll(text);
-  } catch (const YAML::Exception& e) {
-    return Status::Errorf("{}: line {}, column {}: malformed YAML/JSON: {}", source, e.mark.line + 1,
-                          e.mark.column + 1, e.msg);
+  std::vector<std::pair<int, YAML::Node>> docs;
+  for (const auto& d : SplitDocuments(text)) {
+    if (!HasContent(d.text)) continue;
+    YAML::Node node;
+    try {
+      node = YAML::Load(d.text);
+    } catch (const YAML::Exception& e) {
+      return Status::Errorf("{}: line {}, column {}: malformed YAML/JSON: {}", source, d.first_line + e.mark.line + 1,
+                            e.mark.column + 1, e.msg);
+    }
+    // yaml-cpp reads some malformed documents (one starting with ',') as nothing at all.
+    static const std::regex explicit_null(R"(^\s*(null|Null|NULL|~)\s*$)");
+    if (node.IsNull() && !std::regex_match(d.text, explicit_null)) {
+      return Status::Errorf("{}: line {}: malformed YAML/JSON: the document cannot be read", source, d.first_line + 1);
+    }
+    docs.emplace_back(d.first_line, node);
   }
   Manifest out;
   int index = 0;
-  for (const auto& doc : docs) {
+  struct ResetFirstLine {
+    ~ResetFirstLine() { g_document_first_line = 0; }
+  } reset;
+  for (const auto& [first_line, doc] : docs) {
     ++index;
     if (doc.IsNull()) continue;
+    g_document_first_line = first_line;
     Status err;
     FieldReader top(doc, "", &err);
     if (!err.ok()) return err.WithContext(fmt::format("{}: document {}", source, index));

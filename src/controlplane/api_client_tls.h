@@ -13,6 +13,7 @@ inline std::unique_ptr<httplib::Client> ApiHttpClient(const std::string& server,
   auto c = std::make_unique<httplib::Client>(server);
   if (!ca_file.empty()) c->set_ca_cert_path(ca_file);
   c->enable_server_certificate_verification(true);
+  c->set_tcp_nodelay(true);
   return c;
 }
 

@@ -1,5 +1,6 @@
 #include "controlplane/sacct.h"
 
+#include <charconv>
 #include <ctime>
 #include <map>
 #include <sstream>
@@ -25,9 +26,13 @@ std::vector<std::string> SplitPipe(const std::string& line) {
   }
 }
 
+// A whole non-negative number; 0 for anything else, including one too large for int64 (what
+// sacct prints is trusted no further than that: job names in the same lines are users').
 int64_t Num(const std::string& s) {
-  if (s.empty() || s.find_first_not_of("0123456789") != std::string::npos) return 0;
-  return std::atoll(s.c_str());
+  int64_t v = 0;
+  auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), v);
+  if (s.empty() || ec != std::errc() || end != s.data() + s.size() || v < 0) return 0;
+  return v;
 }
 
 }  // namespace
@@ -66,9 +71,14 @@ int64_t ParseSlurmDuration(const std::string& s) {
   std::stringstream in(rest);
   std::string p;
   while (std::getline(in, p, ':')) parts.push_back(Num(p));
+  // Overflowing values are garbage, not durations: 0 like any other unreadable field.
   int64_t secs = 0;
-  for (int64_t v : parts) secs = secs * 60 + v;
-  return days * 86400 + secs;
+  for (int64_t v : parts) {
+    if (__builtin_mul_overflow(secs, 60, &secs) || __builtin_add_overflow(secs, v, &secs)) return 0;
+  }
+  int64_t total = 0;
+  if (__builtin_mul_overflow(days, 86400, &total) || __builtin_add_overflow(total, secs, &total)) return 0;
+  return total;
 }
 
 int64_t ParseSlurmSizeKiB(const std::string& s) {
@@ -76,12 +86,15 @@ int64_t ParseSlurmSizeKiB(const std::string& s) {
   char unit = s.back();
   double v = std::atof(s.c_str());
   switch (unit) {
-    case 'K': return static_cast<int64_t>(v);
-    case 'M': return static_cast<int64_t>(v * 1024);
-    case 'G': return static_cast<int64_t>(v * 1024 * 1024);
-    case 'T': return static_cast<int64_t>(v * 1024 * 1024 * 1024);
-    default: return static_cast<int64_t>(v / 1024);
+    case 'K': break;
+    case 'M': v *= 1024; break;
+    case 'G': v *= 1024.0 * 1024; break;
+    case 'T': v *= 1024.0 * 1024 * 1024; break;
+    default: v /= 1024;
   }
+  // Beyond 2^62 KiB (or not a number at all) is garbage: 0, never an undefined conversion.
+  if (!(v >= 0) || v > 4.6e18) return 0;
+  return static_cast<int64_t>(v);
 }
 
 Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::string& data_plane) {

@@ -23,6 +23,7 @@ struct ServerOptions {
   int unreachable_after_seconds = 15;  // a data plane whose reports stop for this long
   size_t max_body_bytes = 4 << 20;     // larger request bodies are refused with 413 unread
   size_t max_headers = 100;            // more header fields: 431
+  int max_failed_signins = 10;         // per client address and minute; then 429
   ConnectionLimits connections;
   // TLS: both files, PEM. Without them the server speaks plain HTTP, which it does only on a
   // loopback address unless allow_plain_http says otherwise (tokens would cross the network in

@@ -150,7 +150,8 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   // Nodes Slurm still lists for this nodeset whose pod is gone (e.g. removed while hpcplane was
   // down): forget them once they hold no job.
   if (visible) {
-    for (const auto& [name, n] : nodes) {
+    for (const auto& [node_name, n] : nodes) {
+      const std::string& name = node_name;  // a plain reference: lambdas may not capture bindings (clang 14)
       bool has_pod = std::any_of(pods->begin(), pods->end(), [&](const auto& p) { return p.name == name; });
       if (!has_pod && WorkerOrdinal(ns, name) >= 0 && n.features.count(ns.metadata.name) && !n.Busy()) {
         Status s = control_->DeleteNode(name);

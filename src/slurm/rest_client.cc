@@ -1,5 +1,7 @@
 #include "slurm/rest_client.h"
 
+#include "slurm/json_filter.h"
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -50,7 +52,10 @@ int GpusIn(const std::string& tres) {
 Status BodyErrors(const json& j) {
   if (j.contains("errors") && j["errors"].is_array() && !j["errors"].empty()) {
     const auto& e = j["errors"][0];
-    return Status::Errorf("slurmrestd: {}", e.value("error", e.dump()));
+    if (e.is_object() && e.contains("error") && e["error"].is_string()) {
+      return Status::Errorf("slurmrestd: {}", e["error"].get<std::string>());
+    }
+    return Status::Errorf("slurmrestd: {}", e.dump(-1, ' ', false, json::error_handler_t::replace));
   }
   return Status::Ok();
 }
@@ -151,15 +156,12 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
 Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
   // A job carries some 150 fields and the operator reads 17: the others are dropped while
   // parsing, which keeps a 10,000-job listing from taking hundreds of MiB as a document.
-  // Keys of the jobs' (and errors') objects are met at depth 3.
+  // The jobs' (and errors') objects are 3 containers deep.
   static const std::set<std::string> kKept = {
       "job_id", "user_name", "job_state", "state_reason", "partition", "nodes", "submit_time", "start_time",
       "node_count", "cpus", "minimum_cpus_per_node", "memory_per_node", "memory_per_cpu", "tres_per_node",
       "shared", "array_task_string", "array_max_tasks", "restart_cnt", "error"};
-  json::parser_callback_t keep = [](int depth, json::parse_event_t event, json& parsed) {
-    return event != json::parse_event_t::key || depth != 3 || kKept.count(parsed.get<std::string>()) > 0;
-  };
-  json j = json::parse(body, keep, false);
+  json j = ParseKeeping(body, 3, kKept);
   if (j.is_discarded() || !j.is_object()) return Status::Error("slurmrestd /jobs: answer is not JSON");
   RETURN_IF_ERROR(BodyErrors(j));
   std::vector<SlurmJob> out;
@@ -180,7 +182,7 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
       job.memory_per_node = Int(x, "memory_per_node");
       job.memory_per_cpu = Int(x, "memory_per_cpu");
       job.gpus_per_node = GpusIn(Str(x, "tres_per_node"));
-      job.exclusive = x["shared"].is_string() && x["shared"].get<std::string>() == "none";
+      job.exclusive = Str(x, "shared") == "none";
       job.array_task_string = Str(x, "array_task_string");
       job.array_max_tasks = static_cast<int>(Int(x, "array_max_tasks"));
       job.restart_count = static_cast<int>(Int(x, "restart_cnt"));

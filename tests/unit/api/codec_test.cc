@@ -213,6 +213,26 @@ TEST(CodecTest, StringsThatLookTypedAreQuotedOnOutput) {
   EXPECT_EQ(again->nodesets[0].spec.features, (std::vector<std::string>{"7", "true", "fast"}));
 }
 
+// Found by fuzzing: yaml-cpp's LoadAll loops forever on a document that starts with ','.
+TEST(CodecTest, MalformedDocumentsAreRefusedQuicklyWithTheirLine) {
+  for (const std::string& text : std::vector<std::string>{",", "a: 1\n,", std::string(kCluster) + "---\n, a\n"}) {
+    auto m = DecodeManifest(text, "t.yaml");
+    ASSERT_FALSE(m.ok()) << text;
+    EXPECT_NE(m.status().message().find("malformed YAML/JSON"), std::string::npos) << m.status().message();
+  }
+  auto late = DecodeManifest(std::string(kCluster) + "---\n# second\n, a\n", "t.yaml");
+  EXPECT_EQ(late.status().message(), "t.yaml: line 11: malformed YAML/JSON: the document cannot be read");
+  // Errors in a later document count lines from the file's start.
+  auto second = DecodeManifest(WithNodeSet("  maxReplicas: x\n"), "t.yaml");
+  EXPECT_EQ(second.status().message(), "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be an integer (got \"x\") (line 17)");
+  // Markers with content on their line, document ends, and empty documents.
+  auto ok = DecodeManifest("--- " + std::string(R"({"apiVersion":"hpcplane.io/v1alpha1","kind":"NodeSet","metadata":{"name":"a"},"spec":{"maxReplicas":1}})") +
+                               "\n...\n---\n---\n# nothing\n",
+                           "t.yaml");
+  ASSERT_TRUE(ok.ok()) << ok.status().message();
+  EXPECT_EQ(ok->nodesets.size(), 1u);
+}
+
 TEST(CodecTest, Durations) {
   EXPECT_EQ(*ParseDurationSeconds("90"), 90);
   EXPECT_EQ(*ParseDurationSeconds("5m"), 300);

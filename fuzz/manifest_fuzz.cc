@@ -1,0 +1,19 @@
+// libFuzzer target: the manifest decoder (YAML and JSON, every document kind) and what `get -o
+// yaml` prints of what it accepted, which must decode again.
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+
+#include "api/codec.h"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string text(reinterpret_cast<const char*>(data), size);
+  auto m = hpc::api::DecodeManifest(text, "fuzz.yaml");
+  if (!m.ok()) return 0;
+  for (const auto& ns : m->nodesets) {
+    auto again = hpc::api::DecodeManifest(hpc::api::JsonToYaml(hpc::api::ToJson(ns)), "again.yaml");
+    if (!again.ok()) std::abort();  // an accepted object must survive its own output
+  }
+  return 0;
+}
