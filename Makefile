@@ -46,6 +46,7 @@ bench: build
 	@bash bench/idle_cost.sh $(BUILD)
 	@bash bench/trace_replay.sh $(BUILD)
 	@$(BUILD)/bench_controlplane
+	@$(BUILD)/bench_api_load
 	@bash bench/history_query.sh $(BUILD)
 
 # libFuzzer targets (clang, ASan, UBSan) over the seed corpus in tests/fuzz/corpus, each for

@@ -34,6 +34,7 @@ run cold_start "peer/hpcplane" env TRIALS=1 bash "$here/cold_start.sh" "$build"
 run warm_dispatch "ratio" env JOBS=10 bash "$here/warm_dispatch.sh" "$build"
 run trace_replay "ratios autoscaled/static" env JOBS=6 bash "$here/trace_replay.sh" "$build"
 run controlplane "ratio" env RECORDS=2000 PG_RECORDS=1000 PEER_RECORDS=200 "$build/bench_controlplane"
+run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=2 "$build/bench_api_load"
 run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build"
 run history_query "hpcplane API export" env JOBS=20 REPEATS=2 bash "$here/history_query.sh" "$build"
 
