@@ -57,13 +57,18 @@ Result<std::string> Agent::Get(const std::string& path) {
 
 Result<std::optional<std::pair<int64_t, int64_t>>> Agent::FindSubmitted(const std::string& id, const std::string& user,
                                                                          int64_t since) {
-  const std::string tag = "hpcplane-submission:" + id;
   // Queued or running jobs, then finished ones (slurmdbd keeps the comment). Only a job of the
   // submission's own user counts: anyone can put that comment on a job of theirs.
   ASSIGN_OR_RETURN(std::string queued, InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%V|%u|%k"}));
   ASSIGN_OR_RETURN(std::string done, InController({"sacct", "-n", "-X", "-P", "-a", "--starttime=" + SacctTime(since - 60),
                                                    "--format=JobIDRaw,Submit,User,Comment"}));
-  std::istringstream in(queued + "\n" + done);
+  return MatchSubmittedJob(queued + "\n" + done, id, user);
+}
+
+std::optional<std::pair<int64_t, int64_t>> MatchSubmittedJob(const std::string& listing, const std::string& id,
+                                                             const std::string& user) {
+  const std::string tag = "hpcplane-submission:" + id;
+  std::istringstream in(listing);
   std::string line;
   while (std::getline(in, line)) {
     // id|submit|user|comment; the comment is last and may itself hold '|'.
@@ -71,9 +76,9 @@ Result<std::optional<std::pair<int64_t, int64_t>>> Agent::FindSubmitted(const st
     auto b = a == std::string::npos ? a : line.find('|', a + 1);
     auto c = b == std::string::npos ? b : line.find('|', b + 1);
     if (c == std::string::npos || line.substr(c + 1) != tag || line.substr(b + 1, c - b - 1) != user) continue;
-    return std::optional<std::pair<int64_t, int64_t>>({std::atoll(line.c_str()), std::atoll(line.c_str() + a + 1)});
+    return std::pair<int64_t, int64_t>(std::atoll(line.c_str()), std::atoll(line.c_str() + a + 1));
   }
-  return std::optional<std::pair<int64_t, int64_t>>();
+  return std::nullopt;
 }
 
 Status Agent::RunSubmissions() {

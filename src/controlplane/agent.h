@@ -29,6 +29,11 @@ struct AgentOptions {
   int batch_size = 500;
 };
 
+// In squeue/sacct lines "id|submit|user|comment": the job that carries submission `id`'s
+// comment and belongs to `user` — anyone can put that comment on a job of their own.
+std::optional<std::pair<int64_t, int64_t>> MatchSubmittedJob(const std::string& listing, const std::string& id,
+                                                             const std::string& user);
+
 class Agent {
  public:
   Agent(op::ClusterPaths cluster, std::string self_exe, AgentOptions opts);

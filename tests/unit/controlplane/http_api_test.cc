@@ -1,0 +1,67 @@
+// What every REST route shares: failed sign-in limits, 405 answers, CSV that spreadsheets
+// cannot run, and the agent's match of an API submission to its job.
+#include <gtest/gtest.h>
+
+#include "controlplane/agent.h"
+#include "controlplane/http_api.h"
+#include "controlplane/job_record.h"
+#include "controlplane/route_table.h"
+
+namespace hpc::cp {
+namespace {
+
+TEST(SignInLimiter, LimitsAnAddressForTheRestOfItsWindowOnly) {
+  http::SignInLimiter limiter(3, 60);
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.1", 1000), 0);
+  EXPECT_FALSE(limiter.Failed("10.0.0.1", 1000));
+  EXPECT_FALSE(limiter.Failed("10.0.0.1", 1010));
+  EXPECT_TRUE(limiter.Failed("10.0.0.1", 1020));  // the third trips it
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.1", 1020), 40);
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.2", 1020), 0);  // other addresses are not affected
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.1", 1060), 0);  // a new window
+  EXPECT_FALSE(limiter.Failed("10.0.0.1", 1060));
+}
+
+TEST(RouteTable, AllowListsTheMethodsOfEveryRouteMatchingThePath) {
+  httplib::Server s;
+  RouteTable routes(s);
+  routes.Get("/api/v1/tokens", [](const httplib::Request&, httplib::Response&) {});
+  routes.Post("/api/v1/tokens", [](const httplib::Request&, httplib::Response&) {});
+  routes.Delete(R"(/api/v1/tokens/([0-9a-f]{16}))", [](const httplib::Request&, httplib::Response&) {});
+  EXPECT_EQ(routes.Allow("/api/v1/tokens"), "GET, POST");
+  EXPECT_EQ(routes.Allow("/api/v1/tokens/0123456789abcdef"), "DELETE");
+  EXPECT_EQ(routes.Allow("/api/v1/tokens/xyz"), "");
+}
+
+TEST(CsvExport, FieldsThatStartLikeFormulasAreNeutralised) {
+  JobRecord r;
+  r.name = "=cmd|' /C calc'!A0";
+  r.exit_code = "0:0";
+  r.node_list = "+w-0";
+  r.tres = "@SUM(1)";
+  r.job_id = 7;
+  std::string line = ToCsvLine(r);
+  EXPECT_NE(line.find("'=cmd|' /C calc'!A0"), std::string::npos) << line;
+  EXPECT_NE(line.find(",'+w-0,"), std::string::npos) << line;
+  EXPECT_NE(line.find(",'@SUM(1),"), std::string::npos) << line;
+  EXPECT_NE(line.find(",0:0,"), std::string::npos) << line;
+  r.name = "-1+1";
+  EXPECT_NE(ToCsvLine(r).find(",'-1+1,"), std::string::npos);
+}
+
+// Guards the agent taking a job of another user that carries a submission's comment.
+TEST(MatchSubmittedJob, OnlyTheSubmissionsOwnUsersJobCounts) {
+  const std::string listing =
+      "41|1700000000|mallory|hpcplane-submission:abc\n"
+      "42|1700000001|ann|hpcplane-submission:abcd\n"
+      "43|1700000002|ann|hpcplane-submission:abc\n";
+  auto found = MatchSubmittedJob(listing, "abc", "ann");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->first, 43);
+  EXPECT_EQ(found->second, 1700000002);
+  EXPECT_FALSE(MatchSubmittedJob(listing, "abc", "ben").has_value());
+  EXPECT_FALSE(MatchSubmittedJob("garbage\n||\n", "abc", "ann").has_value());
+}
+
+}  // namespace
+}  // namespace hpc::cp
