@@ -2,6 +2,7 @@
 // yaml` prints of what it accepted, which must decode again.
 #include <cstddef>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -12,8 +13,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto m = hpc::api::DecodeManifest(text, "fuzz.yaml");
   if (!m.ok()) return 0;
   for (const auto& ns : m->nodesets) {
-    auto again = hpc::api::DecodeManifest(hpc::api::JsonToYaml(hpc::api::ToJson(ns)), "again.yaml");
-    if (!again.ok()) std::abort();  // an accepted object must survive its own output
+    const std::string yaml = hpc::api::JsonToYaml(hpc::api::ToJson(ns));
+    auto again = hpc::api::DecodeManifest(yaml, "again.yaml");
+    if (!again.ok()) {  // an accepted object must survive its own output
+      std::fprintf(stderr, "round trip failed: %s\n%s\n", again.status().message().c_str(), yaml.c_str());
+      std::abort();
+    }
   }
   return 0;
 }

@@ -326,6 +326,31 @@ std::vector<DocumentText> SplitDocuments(const std::string& text) {
   return docs;
 }
 
+// YAML's character set: printable Unicode in UTF-8, tab, LF and CR. The position of the first
+// byte outside it, if any (yaml-cpp itself lets NULs and invalid UTF-8 through into strings).
+std::optional<std::pair<int, int>> FirstBadByte(const std::string& text, unsigned char* bad) {
+  int line = 1, column = 1;
+  for (size_t i = 0; i < text.size();) {
+    unsigned char c = static_cast<unsigned char>(text[i]);
+    size_t len = c < 0x80 ? 1 : (c >> 5) == 0x6 ? 2 : (c >> 4) == 0xE ? 3 : (c >> 3) == 0x1E ? 4 : 0;
+    bool ok = len != 0 && i + len <= text.size();
+    for (size_t k = 1; ok && k < len; ++k) ok = (static_cast<unsigned char>(text[i + k]) >> 6) == 0x2;
+    if (ok && len == 2) ok = c >= 0xC2;  // no overlong forms
+    if (ok && len == 1) ok = c >= 0x20 ? c != 0x7F : (c == '\t' || c == '\n' || c == '\r');
+    if (!ok) {
+      *bad = c;
+      return std::make_pair(line, column);
+    }
+    if (c == '\n') {
+      ++line;
+      column = 0;
+    }
+    ++column;
+    i += len;
+  }
+  return std::nullopt;
+}
+
 // Whether a document holds anything but blanks and comments.
 bool HasContent(const std::string& doc) {
   std::istringstream in(doc);
@@ -342,6 +367,11 @@ bool HasContent(const std::string& doc) {
 Result<Manifest> DecodeManifest(const std::string& text, const std::string& source) {
   if (text.size() > kMaxManifestBytes) {
     return Status::Errorf("{}: is {} bytes; the limit is {} bytes", source, text.size(), kMaxManifestBytes);
+  }
+  unsigned char bad = 0;
+  if (auto at = FirstBadByte(text, &bad)) {
+    return Status::Errorf("{}: line {}, column {}: byte 0x{:02X} is not allowed (YAML is printable UTF-8 text)", source,
+                          at->first, at->second, bad);
   }
   std::vector<std::pair<int, YAML::Node>> docs;
   for (const auto& d : SplitDocuments(text)) {

@@ -58,6 +58,34 @@ Status ValidateResourceName(const std::string& name) {
   return Status::Ok();
 }
 
+// Labels as Kubernetes has them: keys an optional DNS-subdomain prefix and '/' and a name of
+// at most 63 alphanumerics, '-', '_' or '.' (alphanumeric at both ends); values the same
+// characters, at most 63, or empty.
+Status ValidateLabels(const std::string& subject, const std::map<std::string, std::string>& labels) {
+  static const std::regex name("^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$");
+  static const std::regex prefix("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$");
+  for (const auto& [k, v] : labels) {
+    auto slash = k.find('/');
+    std::string key_name = slash == std::string::npos ? k : k.substr(slash + 1);
+    bool key_ok = std::regex_match(key_name, name) &&
+                  (slash == std::string::npos || std::regex_match(k.substr(0, slash), prefix));
+    // The key as the error shows it: only what was valid UTF-8 text is quoted back.
+    std::string shown = key_ok || std::regex_match(k, std::regex("^[ -~]{0,80}$")) ? k : "(unprintable)";
+    if (!key_ok) {
+      return FieldError(subject, "metadata.labels",
+                        fmt::format("key \"{}\" must be [prefix/]name, name at most 63 letters, digits, '-', '_' "
+                                    "or '.', starting and ending with a letter or digit",
+                                    shown));
+    }
+    if (!v.empty() && !std::regex_match(v, name)) {
+      return FieldError(subject, "metadata.labels." + k,
+                        "must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or "
+                        "digit");
+    }
+  }
+  return Status::Ok();
+}
+
 Status ValidateDatasets(const std::string& subject, const std::string& field, const std::vector<Dataset>& datasets) {
   std::set<std::string> dataset_names, mount_paths;
   static const std::regex abs_path(R"(^(/[A-Za-z0-9._-]+)+$)");
@@ -97,6 +125,7 @@ Status Validate(const SlurmCluster& c) {
   if (Status st = ValidateResourceName(c.metadata.name); !st.ok()) {
     return FieldError(subject, "metadata.name", st.message());
   }
+  RETURN_IF_ERROR(ValidateLabels(subject, c.metadata.labels));
   static const std::regex cidr(R"(^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.0/24$)");
   std::smatch m;
   in_addr addr{};
@@ -173,6 +202,7 @@ Status ValidateShape(const NodeSet& n) {
   if (Status st = ValidateResourceName(n.metadata.name); !st.ok()) {
     return FieldError(subject, "metadata.name", st.message());
   }
+  RETURN_IF_ERROR(ValidateLabels(subject, n.metadata.labels));
   if (!s.cluster.empty()) {
     if (Status st = ValidateResourceName(s.cluster); !st.ok()) return FieldError(subject, "spec.cluster", st.message());
   }

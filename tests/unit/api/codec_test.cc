@@ -154,6 +154,16 @@ INSTANTIATE_TEST_SUITE_P(
                     "t.yaml: nodeset \"gpu\": spec.idleTimeout: must be 0s-30d (got 34560000s)"},
         InvalidCase{"scale rate", WithNodeSet("  scaling:\n    scaleUpPerMinute: 100000\n"),
                     "t.yaml: nodeset \"gpu\": spec.scaling.scaleUpPerMinute: must be 0-10000 (got 100000)"},
+        InvalidCase{"control character", WithNodeSet("  maxReplicas: 2\n  features: [\"a\x13z\"]\n"),
+                    "t.yaml: line 18, column 16: byte 0x13 is not allowed (YAML is printable UTF-8 text)"},
+        InvalidCase{"invalid utf-8", WithNodeSet("  maxReplicas: 2\n  features: [\"caf\xE9\"]\n"),
+                    "t.yaml: line 18, column 18: byte 0xE9 is not allowed (YAML is printable UTF-8 text)"},
+        InvalidCase{"bad label key", WithNodeSet("  maxReplicas: 2\n", "gpu\n  labels:\n    \"a b\": x"),
+                    "t.yaml: nodeset \"gpu\": metadata.labels: key \"a b\" must be [prefix/]name, name at most 63 "
+                    "letters, digits, '-', '_' or '.', starting and ending with a letter or digit"},
+        InvalidCase{"bad label value", WithNodeSet("  maxReplicas: 2\n", "gpu\n  labels:\n    team: \"-x\""),
+                    "t.yaml: nodeset \"gpu\": metadata.labels.team: must be at most 63 letters, digits, '-', '_' or "
+                    "'.', starting and ending with a letter or digit"},
         InvalidCase{"empty file", "", "t.yaml: no resources found"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       std::string name = info.param.what;
