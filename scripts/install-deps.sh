@@ -11,6 +11,7 @@ packages=(
   iproute2 util-linux procps curl
   bc python3 openssl
   clang libclang-rt-dev
+  prometheus-cpp-dev prometheus
 )
 
 missing=()

@@ -292,7 +292,8 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
       ->check(CLI::IsMember({"create", "list", "revoke"}));
   tokens->add_option("id", targs->id, "revoke: the token's ID (from tokens list)");
   tokens->add_option("--subject", targs->subject, "create: user name or data plane");
-  tokens->add_option("--role", targs->role, "admin | user | agent")->check(CLI::IsMember({"admin", "user", "agent"}));
+  tokens->add_option("--role", targs->role, "admin | user | agent | metrics (reads /metrics only)")
+      ->check(CLI::IsMember({"admin", "user", "agent", "metrics"}));
   tokens->add_option("--project", targs->projects, "Projects a user belongs to (repeatable)");
   tokens->add_option("--ttl", targs->ttl, "Lifetime, e.g. 90m, 12h, 30d (default: until revoked)");
   tokens->add_option("--out", targs->out, "Write the token to this file (0600) instead of printing it");

@@ -1,5 +1,7 @@
 #include "controlplane/db.h"
 
+#include <chrono>
+
 namespace hpc::cp {
 
 Db::Db(DbEngine engine) : engine_(std::move(engine)) {}
@@ -40,9 +42,11 @@ void Db::Release(std::unique_ptr<DbConnection> c) {
 }
 
 Status Db::WithConnection(const std::function<Status(DbConnection&)>& body) {
-  ASSIGN_OR_RETURN(std::unique_ptr<DbConnection> c, Acquire());
-  Status s = body(*c);
-  Release(std::move(c));
+  const auto start = std::chrono::steady_clock::now();
+  auto c = Acquire();
+  Status s = c.ok() ? body(**c) : c.status();
+  if (c.ok()) Release(std::move(*c));
+  if (observer_) observer_(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count(), s.ok());
   return s;
 }
 

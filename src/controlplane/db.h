@@ -61,6 +61,8 @@ class Db {
   Status SchemaTransaction(const std::function<Status(DbConnection&)>& body);
 
   size_t open_connections() const;
+  // Called after every call with its duration and whether it succeeded (set before use).
+  void set_observer(std::function<void(double seconds, bool ok)> observer) { observer_ = std::move(observer); }
 
  private:
   class Lease;
@@ -69,6 +71,7 @@ class Db {
   Status WithConnection(const std::function<Status(DbConnection&)>& body);
 
   DbEngine engine_;
+  std::function<void(double, bool)> observer_;
   mutable std::mutex mu_;
   std::condition_variable freed_;
   std::vector<std::unique_ptr<DbConnection>> idle_;

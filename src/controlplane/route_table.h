@@ -6,6 +6,7 @@
 
 #include <regex>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -21,10 +22,19 @@ class RouteTable {
     Add("DELETE", pattern), s_.Delete(pattern, std::move(h));
   }
 
+  // The template of the route serving `path` (its patterns' groups shown as {}), for metrics:
+  // "unmatched" when none does, so labels stay bounded whatever clients ask for.
+  std::string Template(const std::string& path) const {
+    for (const auto& [re, method, tmpl] : routes_) {
+      if (std::regex_match(path, re)) return tmpl;
+    }
+    return "unmatched";
+  }
+
   // The methods `path` is served with, comma separated ("" when no route has it).
   std::string Allow(const std::string& path) const {
     std::vector<std::string> methods;
-    for (const auto& [re, method] : routes_) {
+    for (const auto& [re, method, tmpl] : routes_) {
       if (std::regex_match(path, re) && std::find(methods.begin(), methods.end(), method) == methods.end()) {
         methods.push_back(method);
       }
@@ -35,9 +45,18 @@ class RouteTable {
   }
 
  private:
-  void Add(const std::string& method, const std::string& pattern) { routes_.emplace_back(std::regex(pattern), method); }
+  void Add(const std::string& method, const std::string& pattern) {
+    std::string tmpl;
+    int depth = 0;
+    for (char c : pattern) {
+      if (c == '(' && depth++ == 0) tmpl += "{}";
+      if (depth == 0) tmpl += c;
+      if (c == ')') --depth;
+    }
+    routes_.emplace_back(std::regex(pattern), method, tmpl);
+  }
   httplib::Server& s_;
-  std::vector<std::pair<std::regex, std::string>> routes_;
+  std::vector<std::tuple<std::regex, std::string, std::string>> routes_;
 };
 
 }  // namespace hpc::cp

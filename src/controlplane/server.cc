@@ -99,6 +99,8 @@ Server::Server(Store* store, ServerOptions opts)
   if (!http_) http_ = std::make_unique<httplib::Server>();
   auth_ = std::make_unique<http::Auth>(store_, &limiter_);
   routes_ = std::make_unique<RouteTable>(*http_);
+  metrics_ = std::make_unique<ServerMetrics>(store_, opts_.unreachable_after_seconds, &watchdog_);
+  store_->ObserveOperations([m = metrics_.get()](double seconds, bool ok) { m->StoreOperation(seconds, ok); });
   Routes();
 }
 
@@ -118,6 +120,12 @@ Result<ServerOptions> ParseListenAddress(const std::string& host_port) {
 }
 
 namespace {
+// When the request this connection thread serves had its headers read.
+std::chrono::steady_clock::time_point& RequestStart() {
+  thread_local std::chrono::steady_clock::time_point start;
+  return start;
+}
+
 bool IsLoopbackHost(const std::string& host) {
   return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
 }
@@ -155,9 +163,20 @@ void Server::Routes() {
   auto& s = *routes_;
   Store* store = store_;
   http::Auth* authn = auth_.get();
+  ServerMetrics* metrics = metrics_.get();
   const int unreachable_after = opts_.unreachable_after_seconds;
 
   auto auth = [authn](const httplib::Request& req, httplib::Response& res) { return authn->Authenticate(req, res); };
+
+  // Prometheus' scrape: admins, or a token of role metrics (which reads nothing else).
+  auto scrape_lock = std::make_shared<std::mutex>();
+  s.Get("/metrics", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    if (p->role != Role::kAdmin && p->role != Role::kMetrics) return Error(res, 403, "metrics or admin role required");
+    std::lock_guard<std::mutex> l(*scrape_lock);
+    res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
+  });
 
   s.Get("/api/v1/openapi.json", [=](const httplib::Request& req, httplib::Response& res) {
     if (!auth(req, res)) return;
@@ -220,6 +239,7 @@ void Server::Routes() {
       }
     }
     if (Status st = store->UpsertJobs(jobs); !st.ok()) return Error(res, 503, st.message());
+    metrics->Ingested(jobs.size());
     Ok(res, {{"upserted", jobs.size()}});
   });
 
@@ -445,7 +465,7 @@ void Server::Routes() {
     std::string subject = body->value("subject", "");
     if (!ValidName(subject)) return Error(res, 400, "subject must be a lowercase name (got \"" + subject + "\")", "subject");
     auto role = ParseRole(body->value("role", ""));
-    if (!role) return Error(res, 400, "role must be admin, user or agent", "role");
+    if (!role) return Error(res, 400, "role must be admin, user, agent or metrics", "role");
     std::vector<std::string> projects;
     if (body->contains("projects")) {
       if (!(*body)["projects"].is_array()) return Error(res, 400, "projects must be a list of names", "projects");
@@ -553,6 +573,7 @@ void Server::ServerLimits() {
   s.new_task_queue = [max_threads] { return new ElasticThreadPool(max_threads); };
   const size_t max_headers = opts_.max_headers;
   s.set_pre_routing_handler([watchdog, max_headers](const httplib::Request& req, httplib::Response& res) {
+    RequestStart() = std::chrono::steady_clock::now();
     if (req.headers.size() > max_headers) {
       Error(res, 431, fmt::format("too many header fields ({}; limit {})", req.headers.size(), max_headers));
       return httplib::Server::HandlerResponse::Handled;
@@ -564,8 +585,16 @@ void Server::ServerLimits() {
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
-  s.set_logger([watchdog](const httplib::Request& req, const httplib::Response&) {
+  ServerMetrics* metrics = metrics_.get();
+  s.set_logger([watchdog, metrics, routes](const httplib::Request& req, const httplib::Response& res) {
     watchdog->ResponseSent(req.remote_addr, req.remote_port);
+    // The start its headers were read at, on this same connection thread (zero if they never were).
+    auto& start = RequestStart();
+    double seconds = start == std::chrono::steady_clock::time_point{}
+                         ? 0
+                         : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    start = {};
+    metrics->Request(req.method, routes->Template(req.path), res.status, seconds);
   });
   // Errors the HTTP layer answers itself (bad request line, body or URL too long, no route)
   // get the same JSON body as every other error.

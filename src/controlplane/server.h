@@ -11,6 +11,7 @@
 #include "controlplane/connection_guard.h"
 #include "controlplane/http_api.h"
 #include "controlplane/route_table.h"
+#include "controlplane/server_metrics.h"
 #include "controlplane/store.h"
 
 namespace hpc::cp {
@@ -55,6 +56,7 @@ class Server {
   std::unique_ptr<http::Auth> auth_;
   std::unique_ptr<RouteTable> routes_;
   ConnectionWatchdog watchdog_;
+  std::unique_ptr<ServerMetrics> metrics_;
   Status init_;  // TLS files that could not be loaded
 };
 

@@ -423,6 +423,8 @@ class SqlStore : public Store {
     return out;
   }
 
+  void ObserveOperations(std::function<void(double, bool)> observer) override { db_->set_observer(std::move(observer)); }
+
   Result<std::map<std::string, bool>> Flags() override {
     std::map<std::string, bool> out;
     RETURN_IF_ERROR(db_->Query("SELECT name, value FROM flags", {}, [&](const SqlRow& r) {
@@ -500,6 +502,7 @@ const char* RoleName(Role r) {
   switch (r) {
     case Role::kAdmin: return "admin";
     case Role::kAgent: return "agent";
+    case Role::kMetrics: return "metrics";
     default: return "user";
   }
 }
@@ -508,6 +511,7 @@ std::optional<Role> ParseRole(const std::string& s) {
   if (s == "admin") return Role::kAdmin;
   if (s == "user") return Role::kUser;
   if (s == "agent") return Role::kAgent;
+  if (s == "metrics") return Role::kMetrics;
   return std::nullopt;
 }
 

@@ -27,7 +27,8 @@ struct DataPlane {
   bool OffersSlurm() const { return state == "Healthy" && component_versions.count("slurm/slurmctld") > 0; }
 };
 
-enum class Role { kAdmin, kUser, kAgent };
+// kMetrics: reads /metrics and nothing else (what a Prometheus scraper holds).
+enum class Role { kAdmin, kUser, kAgent, kMetrics };
 const char* RoleName(Role r);
 std::optional<Role> ParseRole(const std::string& s);
 
@@ -156,6 +157,9 @@ class Store {
   virtual Status AppendAudit(const AuditEntry& e) = 0;
   // Newest first, older than `before_us` when given.
   virtual Result<std::vector<AuditEntry>> ListAudit(int limit, int64_t before_us = 0) = 0;
+
+  // `observer` hears of every store call: its duration and whether it succeeded.
+  virtual void ObserveOperations(std::function<void(double seconds, bool ok)> observer) = 0;
 
   virtual Result<std::map<std::string, bool>> Flags() = 0;
   virtual Status SetFlag(const std::string& name, bool value) = 0;
