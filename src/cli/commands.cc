@@ -173,7 +173,8 @@ Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted = true; }
 
-int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout_s, const std::string& control_plane) {
+int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout_s, const std::string& control_plane,
+          const std::string& metrics_listen) {
   Globals g = g_in;
   auto start = Clock::now();
   if (Status s = Preflight(); !s.ok()) return Fail(s);
@@ -240,6 +241,19 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
     }
   } else if (running == 0) {
     ::unlink((p.Dir() + "/controlplane.json").c_str());
+  }
+  if (!metrics_listen.empty()) {
+    // The daemon serves Prometheus metrics there, for holders of <cluster>/metrics.token.
+    if (running != 0) return Fail(Status::Error("--metrics-listen: the cluster already runs; bring it down first"));
+    if (auto at = cp::ParseListenAddress(metrics_listen); !at.ok()) {
+      return Fail(Status::Errorf("--metrics-listen: {}", at.status().message()));
+    }
+    if (Status s = files::WriteAtomic(p.Dir() + "/metrics.json", json{{"listen", metrics_listen}}.dump() + "\n", 0600);
+        !s.ok()) {
+      return Fail(s);
+    }
+  } else if (running == 0) {
+    ::unlink((p.Dir() + "/metrics.json").c_str());
   }
   const char* source = stored ? "the state dir's cluster" : file.empty() ? "the embedded demo cluster" : "cluster";
   std::cout << fmt::format("Bringing up {} \"{}\" (subnet {}, state in {})", source, c.metadata.name, c.spec.subnet,
@@ -587,6 +601,10 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   std::string control_plane;
   up->add_option("--control-plane", control_plane,
                  "HOST:PORT: also run the control plane's API and this data plane's agent, in the same process");
+  std::string metrics_listen;
+  up->add_option("--metrics-listen", metrics_listen,
+                 "HOST:PORT (e.g. 127.0.0.1:9464): serve Prometheus metrics there, for the bearer token in "
+                 "<state>/clusters/<name>/metrics.token");
 
   bool purge = false;
   auto* down = app.add_subcommand("down", "Stop every pod and remove the cluster's network (--purge: also its state)");
@@ -644,7 +662,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
     return app.exit(e);
   }
   log::InitConsole(g.verbose);
-  if (up->parsed()) return CmdUp(g, file, detach, timeout_s, control_plane);
+  if (up->parsed()) return CmdUp(g, file, detach, timeout_s, control_plane, metrics_listen);
   if (down->parsed()) return CmdDown(g, purge);
   if (status->parsed()) return CmdStatus(g);
   if (get->parsed()) return CmdGet(g, what, format);

@@ -1,5 +1,8 @@
 #include "operator/daemon.h"
 
+#include "operator/daemon_metrics.h"
+#include "operator/metrics_endpoint.h"
+
 #include <pwd.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -135,7 +138,7 @@ std::string ChangeStamp(const std::vector<std::string>& paths) {
 // the cluster is idle, and when the next time-based duty (a token's renewal) falls due.
 PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
                    NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
-                   OwnershipLedger* ledger, JobListing* listing) {
+                   OwnershipLedger* ledger, JobListing* listing, DaemonMetrics* metrics) {
   PassOutcome outcome;
   auto c = store.LoadCluster();
   auto stored = store.LoadNodeSets();
@@ -256,6 +259,16 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
       gone.metadata.name = name;
       (void)nodeset_rec.RemoveNodeSet(*c, gone, cluster_rec.reader());
     }
+  }
+  if (metrics) {
+    std::vector<DaemonMetrics::NodeSetView> views;
+    std::set<std::string> workspace_partitions;
+    for (const auto& w : *workspaces) workspace_partitions.insert(w.metadata.name);
+    for (const auto& ns : nodesets) {
+      auto it = statuses.find(ns.metadata.name);
+      if (it != statuses.end()) views.push_back({ns.metadata.name, workspace_partitions.count(ns.metadata.name) > 0, &it->second});
+    }
+    metrics->ObserveNodeSets(views, jobs, workspace_partitions);
   }
   outcome.converged = converged;
   return outcome;
@@ -390,6 +403,24 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     if (!s.ok()) spdlog::error("control plane: {}", s.message());
   }
 
+  // With `up --metrics-listen`, Prometheus metrics for holders of the cluster's metrics.token.
+  DaemonMetrics metrics;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  if (auto cfg = files::Read(p.Dir() + "/metrics.json"); cfg.ok()) {
+    auto j = nlohmann::json::parse(*cfg, nullptr, false);
+    auto at = cp::ParseListenAddress(j.is_object() && j["listen"].is_string() ? j["listen"].get<std::string>() : "");
+    auto started = at.ok() ? MetricsEndpoint::Start(at->host, at->port, p.Dir() + "/metrics.token",
+                                                    [&metrics] { return metrics.Render(); })
+                           : Result<std::unique_ptr<MetricsEndpoint>>(at.status());
+    if (started.ok()) {
+      metrics_endpoint = std::move(*started);
+      spdlog::info("metrics on http://{}:{}/metrics (token in {}/metrics.token)", at->host, metrics_endpoint->port(),
+                   p.Dir());
+    } else {
+      spdlog::error("metrics: {}", started.status().message());
+    }
+  }
+
   using Clock = std::chrono::steady_clock;
   PassSchedule::Options schedule_options;
   // The idle safety pass; tests set it far out to prove that no submission is missed.
@@ -426,8 +457,10 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       // A pass for something that just moved reads the queue afresh, never a reused listing.
       if (something_moved || schedule.Moved(stamp)) listing.Invalidate();
       something_moved = false;
-      PassOutcome outcome =
-          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger, &listing);
+      const auto pass_start = Clock::now();
+      PassOutcome outcome = ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger,
+                                          &listing, &metrics);
+      metrics.ObservePass(std::chrono::duration<double>(Clock::now() - pass_start).count());
       schedule.Done(Clock::now(), outcome, stamp);
       if (!was_idle && schedule.idle()) {
         spdlog::info("cluster {} is idle: Slurm is asked again on a submission or a spec change, at the latest in {}s",
@@ -437,6 +470,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     // The probe's tick: how soon a submission to an idle cluster starts a pass.
     std::this_thread::sleep_for(std::chrono::milliseconds(settled ? 50 : 20));
   }
+  metrics_endpoint.reset();
   if (cp_server) cp_server->Stop();
   if (cp_server_thread.joinable()) cp_server_thread.join();
   if (cp_agent_thread.joinable()) cp_agent_thread.join();

@@ -58,6 +58,7 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
   int n = g_counter++;
   int pid = static_cast<int>(::getpid());
   name_ = tag + std::to_string(pid % 10000) + std::to_string(n);
+  extra_up_args_ = opts.extra_up_args;
   if (opts.state_parent.empty()) {
     auto dir = files::MakeTempDir("hpcplane-it");
     state_dir_ = dir.ok() ? *dir : "/tmp/hpcplane-it-fallback";
@@ -87,7 +88,9 @@ TestCluster::~TestCluster() {
 
 ProcessResult TestCluster::Up() {
   up_ = true;
-  return Cli({"up", "-f", manifest_, "--detach", "--timeout", "90"});
+  std::vector<std::string> args = {"up", "-f", manifest_, "--detach", "--timeout", "90"};
+  args.insert(args.end(), extra_up_args_.begin(), extra_up_args_.end());
+  return Cli(args);
 }
 
 ProcessResult TestCluster::Down(bool purge) {

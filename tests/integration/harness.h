@@ -17,6 +17,7 @@ struct ClusterOptions {
   std::string extra_nodeset_spec;  // more YAML lines under the nodeset's spec (2-space indented)
   std::vector<std::string> extra_config;  // slurm.conf lines for spec.scheduling.extraConfig
   std::string state_parent;  // where the state dir is made ("" : $TMPDIR or /tmp)
+  std::vector<std::string> extra_up_args;  // e.g. {"--metrics-listen", "127.0.0.1:PORT"}
 };
 
 class TestCluster {
@@ -55,6 +56,7 @@ class TestCluster {
   std::string state_dir_;
   std::string manifest_;
   std::string subnet_prefix_;
+  std::vector<std::string> extra_up_args_;
   bool up_ = false;
 };
 

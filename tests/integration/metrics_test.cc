@@ -10,6 +10,8 @@
 #include "common/subprocess.h"
 #include "harness.h"
 
+#include <map>
+
 namespace hpc::it {
 namespace {
 
@@ -132,6 +134,114 @@ TEST_F(ServerMetricsIT, PromtoolAcceptsThemAndARealPrometheusScrapesThem) {
   json healthy = query("hpcplane_data_planes{state=\"Healthy\"}");
   ASSERT_FALSE(healthy["data"]["result"].empty()) << healthy;
   EXPECT_EQ(healthy["data"]["result"][0]["value"][1], "1");
+}
+
+// Runs a Prometheus on loopback scraping `target` every second with the token in `token_file`.
+std::unique_ptr<Background> StartPrometheus(const std::string& dir, const std::string& target,
+                                            const std::string& token_file, int port) {
+  const std::string config = fmt::format(
+      "global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: dataplane\n    authorization:\n"
+      "      credentials_file: {}\n    static_configs:\n      - targets: ['{}']\n",
+      token_file, target);
+  if (!files::WriteAtomic(dir + "/prometheus.yml", config, 0600).ok()) return nullptr;
+  return std::make_unique<Background>(
+      std::vector<std::string>{"/usr/bin/prometheus", "--config.file=" + dir + "/prometheus.yml",
+                               "--storage.tsdb.path=" + dir + "/tsdb",
+                               "--web.listen-address=127.0.0.1:" + std::to_string(port)},
+      dir + "/prometheus.log");
+}
+
+// The data plane daemon's metrics, scraped by a real Prometheus while a nodeset scales from
+// zero to two workers for a job and back: PromQL over the scraped series shows 0 -> 2 -> 0.
+TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
+  const int metrics_port = FreeLoopbackPort();
+  ClusterOptions o;
+  o.replicas = -1;
+  o.max_replicas = 4;
+  o.extra_nodeset_spec = "  idleTimeout: 5s\n";
+  o.extra_up_args = {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)};
+  TestCluster c("mz", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  const std::string token_file = c.ClusterDir() + "/metrics.token";
+  ASSERT_TRUE(files::Exists(token_file));
+  const std::string token = Trim(files::Read(token_file).value_or(""));
+  httplib::Client daemon("127.0.0.1", metrics_port);
+  EXPECT_EQ(daemon.Get("/metrics")->status, 401);
+  daemon.set_bearer_token_auth(token);
+  auto first = daemon.Get("/metrics");
+  ASSERT_TRUE(first);
+  ASSERT_EQ(first->status, 200);
+  EXPECT_NE(first->body.find(R"(hpcplane_nodeset_pods{nodeset="cpu"} 0)"), std::string::npos)
+      << first->body;
+
+  auto dir = *files::MakeTempDir("hpcplane-prom");
+  const int prom_port = FreeLoopbackPort();
+  auto prometheus = StartPrometheus(dir, "127.0.0.1:" + std::to_string(metrics_port), token_file, prom_port);
+  ASSERT_TRUE(prometheus);
+  httplib::Client prom("127.0.0.1", prom_port);
+  auto query = [&](const std::string& path, const httplib::Params& params) {
+    auto r = prom.Get(path, params, httplib::Headers{});
+    return r && r->status == 200 ? json::parse(r->body, nullptr, false) : json();
+  };
+  // The nodeset's size: its worker pods (desired follows demand and drops first).
+  const std::string desired = "hpcplane_nodeset_pods{nodeset=\"cpu\"}";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json v = query("/api/v1/query", {{"query", desired}});
+        return v.is_object() && !v["data"]["result"].empty();
+      },
+      std::chrono::seconds(60)))
+      << prometheus->Log();
+  const auto begin = std::chrono::system_clock::now();
+
+  auto r = c.Login("alice", {"sbatch", "-N2", "--wait", "-o", "/dev/null", "--wrap", "srun hostname"},
+                   std::chrono::seconds(90));
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replicas") == "0"; }, std::chrono::seconds(60)));
+  // Prometheus has scraped the return to zero.
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        json v = query("/api/v1/query", {{"query", "hpcplane_nodeset_pods{nodeset=\"cpu\"}"}});
+        return v.is_object() && !v["data"]["result"].empty() && v["data"]["result"][0]["value"][1] == "0" &&
+               query("/api/v1/query", {{"query", "max_over_time(" + desired + "[5m])"}})["data"]["result"][0]["value"][1] ==
+                   "2";
+      },
+      std::chrono::seconds(30)))
+      << query("/api/v1/query", {{"query", "hpcplane_nodeset_pods{nodeset=\"cpu\"}"}}) << "\n"
+      << query("/api/v1/query", {{"query", "max_over_time(" + desired + "[5m])"}}) << "\n"
+      << daemon.Get("/metrics")->body;
+  auto unix_s = [](std::chrono::system_clock::time_point t) {
+    return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
+  };
+  json range = query("/api/v1/query_range", {{"query", desired},
+                                             {"start", unix_s(begin - std::chrono::seconds(2))},
+                                             {"end", unix_s(std::chrono::system_clock::now() + std::chrono::seconds(2))},
+                                             {"step", "1"}});
+  ASSERT_FALSE(range["data"]["result"].empty()) << range;
+  // The series in order, with repeats folded: 0, 2, 0.
+  std::vector<std::string> seen;
+  for (const auto& point : range["data"]["result"][0]["values"]) {
+    std::string v = point[1];
+    if (seen.empty() || seen.back() != v) seen.push_back(v);
+  }
+  EXPECT_EQ(seen, (std::vector<std::string>{"0", "2", "0"})) << range;
+  json ups = query("/api/v1/query", {{"query", "hpcplane_scale_decisions_total{nodeset=\"cpu\"}"}});
+  std::map<std::string, std::string> decisions;
+  for (const auto& x : ups["data"]["result"]) decisions[x["metric"]["direction"]] = x["value"][1];
+  EXPECT_EQ(decisions["up"], "1") << ups;
+  EXPECT_EQ(decisions["down"], "1") << ups;
+  json waits = query("/api/v1/query", {{"query", "hpcplane_job_start_wait_seconds_count"}});
+  ASSERT_FALSE(waits["data"]["result"].empty()) << waits;
+  EXPECT_EQ(waits["data"]["result"][0]["value"][1], "1");
+
+  auto text = daemon.Get("/metrics");
+  ASSERT_TRUE(text && text->status == 200);
+  ASSERT_TRUE(files::WriteAtomic(dir + "/metrics.txt", text->body, 0600).ok());
+  auto check = RunProcess({"/bin/sh", "-c", "promtool check metrics < " + dir + "/metrics.txt"});
+  ASSERT_TRUE(check.ok());
+  EXPECT_EQ(check->exit_code, 0) << check->out << check->err << text->body;
+  prometheus.reset();
+  (void)files::RemoveAll(dir);
 }
 
 }  // namespace

@@ -1,0 +1,99 @@
+#include "operator/daemon_metrics.h"
+
+#include <prometheus/text_serializer.h>
+
+namespace hpc::op {
+
+DaemonMetrics::DaemonMetrics()
+    : registry_(std::make_shared<prometheus::Registry>()),
+      desired_(prometheus::BuildGauge()
+                   .Name("hpcplane_nodeset_desired_replicas")
+                   .Help("Workers the autoscaler wants, per nodeset")
+                   .Register(*registry_)),
+      pods_(prometheus::BuildGauge()
+                .Name("hpcplane_nodeset_pods")
+                .Help("Worker pods that exist, per nodeset")
+                .Register(*registry_)),
+      nodes_(prometheus::BuildGauge()
+                 .Name("hpcplane_nodeset_nodes")
+                 .Help("Workers by state in Slurm (ready, busy, idle, draining), per nodeset")
+                 .Register(*registry_)),
+      decisions_(prometheus::BuildCounter()
+                     .Name("hpcplane_scale_decisions_total")
+                     .Help("Changes of a nodeset's desired replicas, by direction (up, down)")
+                     .Register(*registry_)),
+      pending_(prometheus::BuildGauge()
+                   .Name("hpcplane_pending_jobs")
+                   .Help("Pending jobs per partition and Slurm's reason")
+                   .Register(*registry_)),
+      start_wait_(prometheus::BuildHistogram()
+                      .Name("hpcplane_job_start_wait_seconds")
+                      .Help("Time from a job's submission to its start (cold starts included)")
+                      .Register(*registry_)
+                      .Add({}, prometheus::Histogram::BucketBoundaries{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900})),
+      pass_duration_(prometheus::BuildHistogram()
+                         .Name("hpcplane_reconcile_pass_duration_seconds")
+                         .Help("Time of one reconcile pass")
+                         .Register(*registry_)
+                         .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
+                                                                           2.5, 10})) {}
+
+void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, const std::vector<slurm::SlurmJob>* jobs,
+                                    const std::set<std::string>& workspace_partitions) {
+  std::lock_guard<std::mutex> l(mu_);
+  struct Sum {
+    int desired = 0, pods = 0, ready = 0, busy = 0, idle = 0, draining = 0;
+  };
+  std::map<std::string, Sum> sums;
+  for (const auto& n : nodesets) {
+    if (!n.status) continue;
+    const std::string label = n.workspace ? "workspaces" : n.name;
+    Sum& s = sums[label];
+    s.desired += n.status->desired, s.pods += n.status->replicas, s.ready += n.status->ready;
+    s.busy += n.status->busy, s.idle += n.status->idle, s.draining += n.status->draining;
+    // A decision is a change of what the autoscaler wants.
+    auto [it, first] = last_desired_.try_emplace(n.name, n.status->desired);
+    if (!first && it->second != n.status->desired) {
+      decisions_.Add({{"nodeset", label}, {"direction", n.status->desired > it->second ? "up" : "down"}}).Increment();
+      it->second = n.status->desired;
+    }
+  }
+  for (const auto& [label, s] : sums) {
+    desired_.Add({{"nodeset", label}}).Set(s.desired);
+    pods_.Add({{"nodeset", label}}).Set(s.pods);
+    for (const auto& [state, v] : std::map<std::string, int>{
+             {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle}, {"draining", s.draining}}) {
+      nodes_.Add({{"nodeset", label}, {"state", state}}).Set(v);
+    }
+  }
+  if (!jobs) return;  // Slurm's queue unknown: the last values stand
+  std::map<std::pair<std::string, std::string>, int> pending;
+  std::set<int64_t> listed;
+  for (const auto& j : *jobs) {
+    const std::string partition = workspace_partitions.count(j.partition) ? "workspaces" : j.partition;
+    if (j.state == "PENDING") ++pending[{partition, j.reason.empty() ? "None" : j.reason}];
+    listed.insert(j.job_id);
+    // Started: running, or already finished (a short job may never be seen running), once each.
+    if (j.state != "PENDING" && j.start_time > 0 && j.submit_time > 0 && started_.insert(j.job_id).second) {
+      start_wait_.Observe(static_cast<double>(std::max<int64_t>(0, j.start_time - j.submit_time)));
+    }
+  }
+  // Forget jobs Slurm no longer lists, so the set stays the size of the queue.
+  for (auto it = started_.begin(); it != started_.end();) it = listed.count(*it) ? std::next(it) : started_.erase(it);
+  for (const auto& key : pending_labels_) {
+    if (!pending.count(key)) pending_.Add({{"partition", key.first}, {"reason", key.second}}).Set(0);
+  }
+  for (const auto& [key, n] : pending) {
+    pending_.Add({{"partition", key.first}, {"reason", key.second}}).Set(n);
+    pending_labels_.insert(key);
+  }
+}
+
+void DaemonMetrics::ObservePass(double seconds) { pass_duration_.Observe(seconds); }
+
+std::string DaemonMetrics::Render() {
+  std::lock_guard<std::mutex> l(mu_);
+  return prometheus::TextSerializer().Serialize(registry_->Collect());
+}
+
+}  // namespace hpc::op

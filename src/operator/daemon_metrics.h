@@ -1,0 +1,55 @@
+// The data plane daemon's Prometheus metrics (`up --metrics-listen`): per nodeset the desired
+// replicas, worker pods and Slurm nodes by state, scale decisions, pending jobs per partition
+// by reason, how long jobs waited to start, and reconcile pass durations. Workspaces' nodesets
+// and partitions (named after their users) are summed under "workspaces": labels stay bounded
+// and carry no user names.
+#pragma once
+
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+#include <prometheus/registry.h>
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "slurm/slurm_client.h"
+
+namespace hpc::op {
+
+class DaemonMetrics {
+ public:
+  DaemonMetrics();
+
+  struct NodeSetView {
+    std::string name;
+    bool workspace = false;
+    const api::NodeSetStatus* status = nullptr;
+  };
+  // What one pass saw: every nodeset's status, and Slurm's job list (null when unknown).
+  void ObserveNodeSets(const std::vector<NodeSetView>& nodesets, const std::vector<slurm::SlurmJob>* jobs,
+                       const std::set<std::string>& workspace_partitions);
+  void ObservePass(double seconds);
+  std::string Render();
+
+ private:
+  std::mutex mu_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  prometheus::Family<prometheus::Gauge>& desired_;
+  prometheus::Family<prometheus::Gauge>& pods_;
+  prometheus::Family<prometheus::Gauge>& nodes_;
+  prometheus::Family<prometheus::Counter>& decisions_;
+  prometheus::Family<prometheus::Gauge>& pending_;
+  prometheus::Histogram& start_wait_;
+  prometheus::Histogram& pass_duration_;
+  std::map<std::string, int> last_desired_;           // per nodeset, to count scale decisions
+  std::set<std::pair<std::string, std::string>> pending_labels_;  // reset to 0 when they empty
+  std::set<int64_t> started_;                          // jobs whose start wait was observed
+};
+
+}  // namespace hpc::op

@@ -1,0 +1,58 @@
+// The data plane daemon's metrics: decisions counted on changes only, workspaces summed under
+// one label (no user names as labels), pending counts going back to zero, start waits once a job.
+#include "operator/daemon_metrics.h"
+
+#include <gtest/gtest.h>
+
+namespace hpc::op {
+namespace {
+
+slurm::SlurmJob Job(int64_t id, const std::string& partition, const std::string& state, int64_t submit, int64_t start) {
+  slurm::SlurmJob j;
+  j.job_id = id;
+  j.partition = partition;
+  j.state = state;
+  j.reason = state == "PENDING" ? "Resources" : "";
+  j.submit_time = submit;
+  j.start_time = start;
+  return j;
+}
+
+bool Has(const std::string& text, const std::string& line) { return text.find(line + "\n") != std::string::npos; }
+
+TEST(DaemonMetrics, CountsDecisionsSumsWorkspacesAndResetsPendingCounts) {
+  DaemonMetrics m;
+  api::NodeSetStatus cpu, ann, ben;
+  cpu.desired = 0;
+  ann.desired = 1, ann.replicas = 1, ann.busy = 1;
+  ben.desired = 2, ben.replicas = 1, ben.idle = 1;
+  std::vector<DaemonMetrics::NodeSetView> views = {{"cpu", false, &cpu}, {"ann-astro", true, &ann}, {"ben-bio", true, &ben}};
+  std::vector<slurm::SlurmJob> jobs = {Job(1, "cpu", "PENDING", 100, 0), Job(2, "ann-astro", "PENDING", 100, 0),
+                                       Job(3, "ben-bio", "RUNNING", 100, 103)};
+  m.ObserveNodeSets(views, &jobs, {"ann-astro", "ben-bio"});
+  std::string t = m.Render();
+  EXPECT_TRUE(Has(t, R"(hpcplane_nodeset_desired_replicas{nodeset="workspaces"} 3)")) << t;
+  EXPECT_TRUE(Has(t, R"(hpcplane_nodeset_pods{nodeset="workspaces"} 2)")) << t;
+  EXPECT_EQ(t.find("ann-astro"), std::string::npos) << "no user's workspace name as a label";
+  EXPECT_TRUE(Has(t, R"(hpcplane_pending_jobs{partition="cpu",reason="Resources"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(hpcplane_pending_jobs{partition="workspaces",reason="Resources"} 1)")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_job_start_wait_seconds_count 1")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_job_start_wait_seconds_sum 3")) << t;
+
+  // cpu scales up; the pending job starts; the same running job is not observed twice.
+  cpu.desired = 2;
+  jobs = {Job(1, "cpu", "COMPLETED", 100, 110), Job(3, "ben-bio", "RUNNING", 100, 103)};
+  m.ObserveNodeSets(views, &jobs, {"ann-astro", "ben-bio"});
+  cpu.desired = 0;
+  m.ObserveNodeSets(views, &jobs, {"ann-astro", "ben-bio"});
+  m.ObserveNodeSets(views, nullptr, {"ann-astro", "ben-bio"});  // an unknown queue changes no job metric
+  t = m.Render();
+  EXPECT_TRUE(Has(t, R"(hpcplane_scale_decisions_total{direction="up",nodeset="cpu"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(hpcplane_scale_decisions_total{direction="down",nodeset="cpu"} 1)")) << t;
+  EXPECT_TRUE(Has(t, R"(hpcplane_pending_jobs{partition="cpu",reason="Resources"} 0)")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_job_start_wait_seconds_count 2")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_job_start_wait_seconds_sum 13")) << t;
+}
+
+}  // namespace
+}  // namespace hpc::op
