@@ -136,6 +136,30 @@ TEST_F(ServerMetricsIT, PromtoolAcceptsThemAndARealPrometheusScrapesThem) {
   EXPECT_EQ(healthy["data"]["result"][0]["value"][1], "1");
 }
 
+// Every query of the dashboard under deploy/grafana parses as PromQL (promtool) and asks for
+// hpcplane's metrics.
+TEST(GrafanaDashboard, QueriesAreValidPromQLOverExportedMetrics) {
+  auto dash = json::parse(files::Read(std::string(HPCPLANE_SOURCE_DIR) + "/deploy/grafana/hpcplane.json").value_or(""),
+                          nullptr, false);
+  ASSERT_TRUE(dash.is_object());
+  auto dir = *files::MakeTempDir("hpcplane-dash");
+  std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
+  int n = 0;
+  for (const auto& panel : dash["panels"]) {
+    for (const auto& target : panel["targets"]) {
+      std::string expr = target["expr"];
+      rules += fmt::format("      - record: dashboard:q{}\n        expr: {}\n", n++, json(expr).dump());
+      EXPECT_NE(expr.find("hpcplane_"), std::string::npos) << expr;
+    }
+  }
+  EXPECT_GE(n, 12);
+  ASSERT_TRUE(files::WriteAtomic(dir + "/rules.yml", rules, 0600).ok());
+  auto check = RunProcess({"promtool", "check", "rules", dir + "/rules.yml"});
+  ASSERT_TRUE(check.ok());
+  EXPECT_EQ(check->exit_code, 0) << check->out << check->err;
+  (void)files::RemoveAll(dir);
+}
+
 // Runs a Prometheus on loopback scraping `target` every second with the token in `token_file`.
 std::unique_ptr<Background> StartPrometheus(const std::string& dir, const std::string& target,
                                             const std::string& token_file, int port) {
