@@ -17,6 +17,7 @@
 #include <optional>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -173,10 +174,28 @@ Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
 std::atomic<bool> g_interrupted{false};
 void OnInterrupt(int) { g_interrupted = true; }
 
+// A daemon feature's listen address, read by the daemon at its start: written when given
+// (refused while the daemon runs), removed when not given and no daemon runs.
+Status WriteListenConfig(const char* flag, const std::string& listen, const std::string& file, bool running) {
+  if (listen.empty()) {
+    if (!running) ::unlink(file.c_str());
+    return Status::Ok();
+  }
+  if (running) return Status::Errorf("{}: the cluster already runs; bring it down first", flag);
+  if (auto at = cp::ParseListenAddress(listen); !at.ok()) return Status::Errorf("{}: {}", flag, at.status().message());
+  return files::WriteAtomic(file, json{{"listen", listen}}.dump() + "\n", 0600);
+}
+
 int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout_s, const std::string& control_plane,
           const std::string& metrics_listen) {
   Globals g = g_in;
   auto start = Clock::now();
+  // Listen addresses are checked before anything is created.
+  for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--control-plane", control_plane},
+                                    {"--metrics-listen", metrics_listen}}) {
+    if (value.empty()) continue;
+    if (auto at = cp::ParseListenAddress(value); !at.ok()) return Fail(Status::Errorf("{}: {}", flag, at.status().message()));
+  }
   if (Status s = Preflight(); !s.ok()) return Fail(s);
   // Without -f, `up` brings back the cluster the state dir holds (its stored specs, unchanged);
   // the embedded demo cluster only when the state dir holds none.
@@ -229,31 +248,11 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
       if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
     }
   }
-  if (!control_plane.empty()) {
-    // The daemon also serves the control plane and runs this data plane's agent.
-    if (running != 0) return Fail(Status::Error("--control-plane: the cluster already runs; bring it down first"));
-    if (auto at = cp::ParseListenAddress(control_plane); !at.ok()) {
-      return Fail(Status::Errorf("--control-plane: {}", at.status().message()));
-    }
-    if (Status s = files::WriteAtomic(p.Dir() + "/controlplane.json", json{{"listen", control_plane}}.dump() + "\n", 0600);
-        !s.ok()) {
-      return Fail(s);
-    }
-  } else if (running == 0) {
-    ::unlink((p.Dir() + "/controlplane.json").c_str());
-  }
-  if (!metrics_listen.empty()) {
-    // The daemon serves Prometheus metrics there, for holders of <cluster>/metrics.token.
-    if (running != 0) return Fail(Status::Error("--metrics-listen: the cluster already runs; bring it down first"));
-    if (auto at = cp::ParseListenAddress(metrics_listen); !at.ok()) {
-      return Fail(Status::Errorf("--metrics-listen: {}", at.status().message()));
-    }
-    if (Status s = files::WriteAtomic(p.Dir() + "/metrics.json", json{{"listen", metrics_listen}}.dump() + "\n", 0600);
-        !s.ok()) {
-      return Fail(s);
-    }
-  } else if (running == 0) {
-    ::unlink((p.Dir() + "/metrics.json").c_str());
+  // The daemon also serves the control plane (and runs this data plane's agent), and metrics.
+  for (const auto& [flag, value, file] : {std::tuple<const char*, std::string, std::string>{
+                                              "--control-plane", control_plane, p.Dir() + "/controlplane.json"},
+                                          {"--metrics-listen", metrics_listen, p.Dir() + "/metrics.json"}}) {
+    if (Status s = WriteListenConfig(flag, value, file, running != 0); !s.ok()) return Fail(s);
   }
   const char* source = stored ? "the state dir's cluster" : file.empty() ? "the embedded demo cluster" : "cluster";
   std::cout << fmt::format("Bringing up {} \"{}\" (subnet {}, state in {})", source, c.metadata.name, c.spec.subnet,

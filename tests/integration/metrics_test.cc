@@ -160,6 +160,18 @@ TEST(GrafanaDashboard, QueriesAreValidPromQLOverExportedMetrics) {
   (void)files::RemoveAll(dir);
 }
 
+TEST(DataPlaneMetricsIT, ABadListenAddressIsRefusedBeforeAnythingIsCreated) {
+  auto dir = *files::MakeTempDir("hpcplane-mbad");
+  for (const std::string flag : {"--metrics-listen", "--control-plane"}) {
+    auto r = RunProcess({HPCPLANE_BIN, "--state-dir", dir, "up", flag, "127.0.0.1:abc"});
+    ASSERT_TRUE(r.ok());
+    EXPECT_NE(r->exit_code, 0);
+    EXPECT_NE(r->err.find(flag + ": listen address: port must be 0-65535"), std::string::npos) << r->err;
+  }
+  EXPECT_FALSE(files::Exists(dir + "/clusters"));
+  (void)files::RemoveAll(dir);
+}
+
 // Runs a Prometheus on loopback scraping `target` every second with the token in `token_file`.
 std::unique_ptr<Background> StartPrometheus(const std::string& dir, const std::string& target,
                                             const std::string& token_file, int port) {
