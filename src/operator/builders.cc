@@ -135,6 +135,8 @@ PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
       {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
   });
   p.readiness.command = {"munge", "--no-input", "--socket=" + socket, "--output=/dev/null"};
+  p.liveness.command = p.readiness.command;
+  p.liveness.period_seconds = 15;
   return p;
 }
 
@@ -159,6 +161,9 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.mounts.push_back({MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true});
   p.mounts.push_back({MountSource::kVolume, kVolumeControllerState, slurm::kStateSaveDir, "", false});
   p.readiness.tcp_port = slurm::kSlurmctldPort;
+  // A hung slurmctld still accepts connections; `scontrol ping` needs it to answer an RPC.
+  p.liveness.command = {"scontrol", "ping"};
+  p.liveness.period_seconds = 15;
   return p;
 }
 
@@ -177,6 +182,8 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
                "0.0.0.0:" + std::to_string(c.spec.rest_port)};
   p.mounts = CommonMounts();
   p.readiness.tcp_port = c.spec.rest_port;
+  // A stopped or hung slurmrestd still accepts connections; an HTTP request must be answered.
+  p.liveness.http_port = c.spec.rest_port;
   // Restarting it is harmless (it keeps no state) and bounds what its leak can take.
   p.memory_limit_mib = c.spec.rest_memory_limit_mib;
   return p;

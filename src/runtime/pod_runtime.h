@@ -44,6 +44,19 @@ struct Probe {
   bool operator==(const Probe&) const = default;
 };
 
+// How the runtime tells that a ready pod still works (a hung daemon, not only a dead one): every
+// period the probe runs; after `failure_threshold` failures in a row the pod is killed and
+// restarted by its policy. Unset (no port, no command): only the pod's death is noticed.
+struct LivenessProbe {
+  int http_port = 0;                 // alive while an HTTP request to this port is answered, or
+  std::vector<std::string> command;  // while this command exits 0 inside the pod
+  int period_seconds = 10;
+  int timeout_seconds = 5;
+  int failure_threshold = 3;
+  bool Set() const { return http_port > 0 || !command.empty(); }
+  bool operator==(const LivenessProbe&) const = default;
+};
+
 enum class RestartPolicy { kAlways, kOnFailure, kNever };
 
 struct PodSpec {
@@ -56,6 +69,7 @@ struct PodSpec {
   std::string working_dir = "/";
   std::vector<Mount> mounts;
   Probe readiness;
+  LivenessProbe liveness;
   RestartPolicy restart_policy = RestartPolicy::kAlways;
   // Resident memory of the pod's processes above which the pod is killed and restarted by its
   // policy, as a Kubernetes memory limit OOM-kills a container. 0: no limit.

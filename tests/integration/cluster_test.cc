@@ -175,6 +175,31 @@ TEST(ClusterIT, ControllerKill9IsRestartedWithJobsPreserved) {
   c.Login("alice", {"scancel", std::to_string(running), std::to_string(queued)});
 }
 
+// A hung daemon (stopped, so its port still accepts connections) is restarted by its liveness
+// probe, and the cluster works again.
+TEST(ClusterIT, AHungSlurmrestdIsRestartedByItsLivenessProbe) {
+  TestCluster c("lv");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  const std::string pod = c.name() + "-restapi";
+  auto stop = c.Cli({"exec", pod, "--", "pkill", "-STOP", "-x", "slurmrestd"});
+  ASSERT_EQ(stop.exit_code, 0) << stop.err;
+  nlohmann::json restarted;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+        for (const auto& p : pods) {
+          if (p.value("name", "") == pod && p.value("restarts", 0) >= 1 && p.value("ready", false)) restarted = p;
+        }
+        return restarted.is_object();
+      },
+      seconds(90)));
+  const std::string log = files::Read(c.ClusterDir() + "/daemon.log").value_or("");
+  EXPECT_NE(log.find("pod " + pod + " killed: its liveness probe failed 3 times in a row"), std::string::npos) << log;
+  // Slurm's REST API answers again: the daemon sees the nodes through it.
+  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("ready") == "2"; }, seconds(30)));
+  EXPECT_EQ(c.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
+}
+
 // `down` leaves no process, network namespace, link, bridge or mount behind.
 TEST(ClusterIT, DownLeavesNothingBehind) {
   TestCluster c("dn");

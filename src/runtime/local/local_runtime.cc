@@ -120,6 +120,12 @@ json SpecJson(const PodSpec& s) {
           {"uid", s.uid},             {"gid", s.gid},
           {"workingDir", s.working_dir}, {"mounts", mounts},
           {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
+          {"liveness",
+           {{"httpPort", s.liveness.http_port},
+            {"command", s.liveness.command},
+            {"periodSeconds", s.liveness.period_seconds},
+            {"timeoutSeconds", s.liveness.timeout_seconds},
+            {"failureThreshold", s.liveness.failure_threshold}}},
           {"restartPolicy", static_cast<int>(s.restart_policy)}, {"memoryLimitMiB", s.memory_limit_mib}};
 }
 
@@ -141,6 +147,14 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
     s.memory_limit_mib = j.value("memoryLimitMiB", int64_t{0});
+    if (j.contains("liveness")) {  // specs written before liveness probes have none
+      const json& l = j.at("liveness");
+      s.liveness.http_port = l.at("httpPort");
+      s.liveness.command = l.at("command").get<std::vector<std::string>>();
+      s.liveness.period_seconds = l.at("periodSeconds");
+      s.liveness.timeout_seconds = l.at("timeoutSeconds");
+      s.liveness.failure_threshold = l.at("failureThreshold");
+    }
     return s;
   } catch (const json::exception& e) {
     return Status::Errorf("pod spec: {}", e.what());
@@ -165,6 +179,39 @@ bool TcpConnects(const std::string& ip, int port, int timeout_ms) {
       socklen_t len = sizeof err;
       ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len);
       ok = err == 0;
+    }
+  }
+  ::close(fd);
+  return ok;
+}
+
+// Whether an HTTP server on ip:port answers a request within the timeout: any status line will
+// do. A stopped (SIGSTOP) or hung server still accepts the connection in the kernel, so a TCP
+// connect alone cannot tell.
+bool HttpAnswers(const std::string& ip, int port, int timeout_ms) {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd < 0) return false;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  inet_pton(AF_INET, ip.c_str(), &addr.sin_addr);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto left = [&] {
+    return static_cast<int>(std::max<int64_t>(
+        0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count()));
+  };
+  bool ok = false;
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 || errno == EINPROGRESS) {
+    pollfd p{fd, POLLOUT, 0};
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::poll(&p, 1, left()) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0) {
+      static const char kRequest[] = "GET / HTTP/1.0\r\nUser-Agent: hpcplane-liveness\r\n\r\n";
+      if (::send(fd, kRequest, sizeof kRequest - 1, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof kRequest - 1)) {
+        pollfd r{fd, POLLIN, 0};
+        char buf[8];
+        ok = ::poll(&r, 1, left()) == 1 && ::recv(fd, buf, sizeof buf, 0) >= 5 && std::string(buf, 5) == "HTTP/";
+      }
     }
   }
   ::close(fd);
@@ -536,6 +583,16 @@ bool LocalRuntime::ProbeReady(const PodSpec& spec, const PodState& st) {
   return true;
 }
 
+bool LocalRuntime::ProbeAlive(const PodSpec& spec, const PodState& st) {
+  const int timeout_ms = spec.liveness.timeout_seconds * 1000;
+  if (spec.liveness.http_port > 0) return HttpAnswers(st.ip, spec.liveness.http_port, timeout_ms);
+  ExecOptions o;
+  o.argv = spec.liveness.command;
+  o.timeout = std::chrono::milliseconds(timeout_ms);
+  auto r = Exec(spec.name, o);
+  return r.ok() && r->exit_code == 0;
+}
+
 LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
   SuperviseResult result;
   // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
@@ -556,9 +613,25 @@ LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
         st->ready = ProbeReady(**spec, *st);
         // Probe often until ready. A ready TCP server is not probed again (each probe is a
         // connection the daemon logs as an error); process supervision covers its death.
+        // A pod with a liveness probe is watched by that once ready.
         const bool tcp = (*spec)->readiness.tcp_port > 0;
-        next_probe_ms_[name] = now + (!st->ready ? 25 : tcp ? INT64_MAX / 2 : 10000);
+        next_probe_ms_[name] = now + (!st->ready ? 25 : tcp || (*spec)->liveness.Set() ? INT64_MAX / 2 : 10000);
         if (st->ready && UnixNow() - st->started_at > 10) st->consecutive_failures = 0;
+      }
+      const LivenessProbe& live = (*spec)->liveness;
+      if (live.Set() && st->ready && now >= next_liveness_ms_[name]) {
+        next_liveness_ms_[name] = now + live.period_seconds * 1000LL;
+        if (ProbeAlive(**spec, *st)) {
+          liveness_failures_[name] = 0;
+        } else if (++liveness_failures_[name] >= live.failure_threshold) {
+          // Hung, not dead: as PID 1 of the pod, its death ends every process in it; the exit
+          // below restarts it by its policy.
+          killed_why_[name] = fmt::format("killed: its liveness probe failed {} times in a row ({} s apart)",
+                                                 liveness_failures_[name], live.period_seconds);
+          liveness_failures_[name] = 0;
+          spdlog::warn("pod {} {}", name, killed_why_[name]);
+          ::kill(st->pid, SIGKILL);
+        }
       }
       const int64_t limit_mib = (*spec)->memory_limit_mib;
       if (limit_mib > 0 && now >= next_memory_check_ms_[name]) {
@@ -567,9 +640,9 @@ LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
         int64_t rss_mib = DescendantsRssKiB(st->pid) / 1024;
         if (rss_mib > limit_mib) {
           // As PID 1 of the pod, its death ends every process in it; the exit below restarts it.
-          killed_for_memory_[name] = fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB",
+          killed_why_[name] = fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB",
                                                  rss_mib, limit_mib);
-          spdlog::warn("pod {} {}", name, killed_for_memory_[name]);
+          spdlog::warn("pod {} {}", name, killed_why_[name]);
           ::kill(st->pid, SIGKILL);
         }
       }
@@ -583,9 +656,9 @@ LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
         const auto policy = (*spec)->restart_policy;
         bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
         st->message = fmt::format("exited with status {}", st->last_exit);
-        if (auto k = killed_for_memory_.find(name); k != killed_for_memory_.end()) {
+        if (auto k = killed_why_.find(name); k != killed_why_.end()) {
           st->message = k->second;
-          killed_for_memory_.erase(k);
+          killed_why_.erase(k);
         }
         st->pid = 0;
         st->pid_start = 0;

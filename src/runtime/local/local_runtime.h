@@ -75,6 +75,7 @@ class LocalRuntime : public PodRuntime {
   Status UpdateHosts();
   Result<std::vector<std::string>> ExecArgv(const std::string& pod, const ExecOptions& opts);
   bool ProbeReady(const PodSpec& spec, const PodState& st);
+  bool ProbeAlive(const PodSpec& spec, const PodState& st);
   Result<std::string> ResolveMountSource(const PodSpec& spec, const Mount& m);
 
   Options opts_;
@@ -84,7 +85,10 @@ class LocalRuntime : public PodRuntime {
   std::map<std::string, int64_t> next_probe_ms_;
   std::map<std::string, int64_t> next_start_ms_;
   std::map<std::string, int64_t> next_memory_check_ms_;
-  std::map<std::string, std::string> killed_for_memory_;  // pod -> why, until its exit is seen
+  std::map<std::string, int64_t> next_liveness_ms_;
+  std::map<std::string, int> liveness_failures_;          // in a row
+  std::map<std::string, std::string> killed_why_;  // pod -> why it was killed (memory limit or
+                                                          // liveness), until its exit is seen
 };
 
 // Resident memory (KiB) of the descendants of a process (/proc/<pid>/task/*/children), not
