@@ -85,11 +85,6 @@ bool SignInLimiter::Failed(const std::string& address, int64_t now) {
 
 std::optional<Principal> Auth::Authenticate(const httplib::Request& req, httplib::Response& res) {
   const int64_t now = jwt::UnixNow();
-  if (int64_t wait = limiter_->RetryAfter(req.remote_addr, now); wait > 0) {
-    res.set_header("Retry-After", std::to_string(wait));
-    Error(res, 429, fmt::format("too many failed sign-ins from {}; retry in {} s", req.remote_addr, wait));
-    return std::nullopt;
-  }
   std::string h = req.get_header_value("Authorization");
   if (h.rfind("Bearer ", 0) != 0 || h.size() <= 7) {
     Error(res, 401, "missing bearer token (Authorization: Bearer <token>)");
@@ -110,6 +105,15 @@ std::optional<Principal> Auth::Authenticate(const httplib::Request& req, httplib
     why = fmt::format("token {} expired", (*t)->id);
   }
   if (!why.empty()) {
+    // A limited address gets 429 for every further failure, unrecorded: guessing slows down and
+    // the audit log is not flooded. A valid token still passes: behind a proxy or NAT, one
+    // client's failures must not lock out everyone sharing its address (tokens are 256 random
+    // bits; no answer helps guess one).
+    if (int64_t wait = limiter_->RetryAfter(req.remote_addr, now); wait > 0) {
+      res.set_header("Retry-After", std::to_string(wait));
+      Error(res, 429, fmt::format("too many failed sign-ins from {}; retry in {} s", req.remote_addr, wait));
+      return std::nullopt;
+    }
     bool tripped = limiter_->Failed(req.remote_addr, now);
     Audit("-", req, "signin.failed", *t ? (*t)->principal.subject : "", why + (tripped ? "; address now rate-limited" : ""));
     Error(res, 401, why);

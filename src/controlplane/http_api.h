@@ -36,8 +36,8 @@ bool IntegerParam(const httplib::Request& req, httplib::Response& res, const std
 // The request body as a JSON object, or a 400 naming what is wrong.
 std::optional<nlohmann::json> Body(const httplib::Request& req, httplib::Response& res);
 
-// Failed sign-ins per client address: after `max_failures` within `window_seconds`, the address
-// is answered 429 until its window ends, so tokens cannot be guessed at network speed.
+// Failed sign-ins per client address: after `max_failures` within `window_seconds`, further
+// failures from the address are answered 429 until its window ends (valid tokens still pass).
 class SignInLimiter {
  public:
   explicit SignInLimiter(int max_failures = 10, int64_t window_seconds = 60)
@@ -64,7 +64,7 @@ class Auth {
   Auth(Store* store, SignInLimiter* limiter) : store_(store), limiter_(limiter) {}
   Store* store() const { return store_; }
   // The caller named by the bearer token, or an answer: 401 (none, unknown, expired, revoked),
-  // 429 (too many failures from this address), 503 (store away).
+  // 429 (a failure from an address with too many already), 503 (store away).
   std::optional<Principal> Authenticate(const httplib::Request& req, httplib::Response& res);
   // For routes /api/v1/dataplanes/{name}/...: the body of a request from that data plane's own
   // agent (401/403/400 answered otherwise).
