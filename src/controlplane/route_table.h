@@ -4,6 +4,7 @@
 
 #include <httplib.h>
 
+#include <functional>
 #include <regex>
 #include <string>
 #include <tuple>
@@ -14,12 +15,14 @@ namespace hpc::cp {
 
 class RouteTable {
  public:
-  explicit RouteTable(httplib::Server& s) : s_(s) {}
-  void Get(const std::string& pattern, httplib::Server::Handler h) { Add("GET", pattern), s_.Get(pattern, std::move(h)); }
-  void Post(const std::string& pattern, httplib::Server::Handler h) { Add("POST", pattern), s_.Post(pattern, std::move(h)); }
-  void Put(const std::string& pattern, httplib::Server::Handler h) { Add("PUT", pattern), s_.Put(pattern, std::move(h)); }
+  // `on_handler`: told when a handler starts, the request (body included) having been read.
+  explicit RouteTable(httplib::Server& s, std::function<void(const httplib::Request&)> on_handler = nullptr)
+      : s_(s), on_handler_(std::move(on_handler)) {}
+  void Get(const std::string& pattern, httplib::Server::Handler h) { s_.Get(pattern, Wrap("GET", pattern, std::move(h))); }
+  void Post(const std::string& pattern, httplib::Server::Handler h) { s_.Post(pattern, Wrap("POST", pattern, std::move(h))); }
+  void Put(const std::string& pattern, httplib::Server::Handler h) { s_.Put(pattern, Wrap("PUT", pattern, std::move(h))); }
   void Delete(const std::string& pattern, httplib::Server::Handler h) {
-    Add("DELETE", pattern), s_.Delete(pattern, std::move(h));
+    s_.Delete(pattern, Wrap("DELETE", pattern, std::move(h)));
   }
 
   // The template of the route serving `path` (its patterns' groups shown as {}), for metrics:
@@ -45,6 +48,14 @@ class RouteTable {
   }
 
  private:
+  httplib::Server::Handler Wrap(const std::string& method, const std::string& pattern, httplib::Server::Handler h) {
+    Add(method, pattern);
+    if (!on_handler_) return h;
+    return [hook = on_handler_, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+      hook(req);
+      h(req, res);
+    };
+  }
   void Add(const std::string& method, const std::string& pattern) {
     std::string tmpl;
     int depth = 0;
@@ -56,6 +67,7 @@ class RouteTable {
     routes_.emplace_back(std::regex(pattern), method, tmpl);
   }
   httplib::Server& s_;
+  std::function<void(const httplib::Request&)> on_handler_;
   std::vector<std::tuple<std::regex, std::string, std::string>> routes_;
 };
 

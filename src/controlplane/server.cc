@@ -98,7 +98,10 @@ Server::Server(Store* store, ServerOptions opts)
   }
   if (!http_) http_ = std::make_unique<httplib::Server>();
   auth_ = std::make_unique<http::Auth>(store_, &limiter_);
-  routes_ = std::make_unique<RouteTable>(*http_);
+  // A request whose handler runs has been read whole: from then on it is being served (an export
+  // may stream for long) and the watchdog's deadline no longer applies to it.
+  routes_ = std::make_unique<RouteTable>(
+      *http_, [w = &watchdog_](const httplib::Request& req) { w->RequestStarted(req.remote_addr, req.remote_port); });
   metrics_ = std::make_unique<ServerMetrics>(store_, opts_.unreachable_after_seconds, &watchdog_);
   store_->ObserveOperations([m = metrics_.get()](double seconds, bool ok) { m->StoreOperation(seconds, ok); });
   Routes();
@@ -572,16 +575,11 @@ void Server::ServerLimits() {
   const size_t max_threads = opts_.connections.max_threads;
   s.new_task_queue = [max_threads] { return new ElasticThreadPool(max_threads); };
   const size_t max_headers = opts_.max_headers;
-  s.set_pre_routing_handler([watchdog, max_headers](const httplib::Request& req, httplib::Response& res) {
+  s.set_pre_routing_handler([max_headers](const httplib::Request& req, httplib::Response& res) {
     RequestStart() = std::chrono::steady_clock::now();
     if (req.headers.size() > max_headers) {
       Error(res, 431, fmt::format("too many header fields ({}; limit {})", req.headers.size(), max_headers));
       return httplib::Server::HandlerResponse::Handled;
-    }
-    // A request without a body is whole once its headers are in: from here it is being served
-    // (an export may stream for long) and the watchdog's deadline no longer applies.
-    if (req.get_header_value("Content-Length").empty() && req.get_header_value("Transfer-Encoding").empty()) {
-      watchdog->RequestStarted(req.remote_addr, req.remote_port);
     }
     return httplib::Server::HandlerResponse::Unhandled;
   });
