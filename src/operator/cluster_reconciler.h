@@ -72,7 +72,6 @@ class ClusterReconciler {
   bool slurm_answered_ = false;
   bool users_changed_ = false;
   bool degraded_ = false;
-  std::string applied_slurm_conf_;
 };
 
 }  // namespace hpc::op

@@ -60,7 +60,6 @@ class LocalRuntime : public PodRuntime {
   Status Teardown();
   /** Host path of a volume; for the CLI's own use (e.g. printing where output landed). */
   std::string VolumePath(const std::string& name) const { return opts_.dir + "/volumes/" + name; }
-  const Network& network() const { return network_; }
 
  private:
   struct PodState;
