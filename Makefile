@@ -52,7 +52,8 @@ bench: build
 # libFuzzer targets (clang, ASan, UBSan) over the seed corpus in tests/fuzz/corpus, each for
 # FUZZ_SECONDS (bench/fuzz.sh reports executions and crashes). Not part of `make test`.
 FUZZ_SECONDS ?= 60
-fuzz: deps
+fuzz:
+	@bash scripts/install-deps.sh fuzz
 	@cmake -S . -B build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_COMPILER=clang++ -DHPCPLANE_FUZZ=ON >/dev/null
 	@cmake --build build-fuzz -j$(JOBS) --target fuzz_targets
 	@bash bench/fuzz.sh build-fuzz $(FUZZ_SECONDS)

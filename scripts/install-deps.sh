@@ -10,9 +10,13 @@ packages=(
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
   iproute2 util-linux procps curl
   bc python3 openssl
-  clang libclang-rt-dev
   prometheus-cpp-dev prometheus
 )
+
+# `install-deps.sh fuzz`: also what `make fuzz` needs (clang with libFuzzer).
+if [ "${1:-}" = fuzz ]; then
+  packages+=(clang libclang-rt-dev)
+fi
 
 missing=()
 for p in "${packages[@]}"; do
