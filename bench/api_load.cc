@@ -99,6 +99,7 @@ PhaseResult Phase(int port, pid_t server, const std::string& token, int clients,
   std::mutex mu;
   std::vector<double> latencies;
   std::atomic<int64_t> errors{0};
+  std::string first_error;
   auto start = Clock::now();
   std::vector<std::thread> workers;
   for (int c = 0; c < clients; ++c) {
@@ -125,7 +126,14 @@ PhaseResult Phase(int port, pid_t server, const std::string& token, int clients,
           return once.Get(path, h);
         }();
         mine.push_back(std::chrono::duration<double, std::milli>(Clock::now() - t).count());
-        if (!res || res->status != 200) ++errors;
+        if (!res || res->status != 200) {
+          ++errors;
+          std::lock_guard<std::mutex> l(mu);
+          if (first_error.empty()) {
+            first_error = res ? fmt::format("{} {}", res->status, res->body.substr(0, 200))
+                              : httplib::to_string(res.error());
+          }
+        }
       }
       std::lock_guard<std::mutex> l(mu);
       latencies.insert(latencies.end(), mine.begin(), mine.end());
@@ -141,6 +149,7 @@ PhaseResult Phase(int port, pid_t server, const std::string& token, int clients,
   r.max = latencies.empty() ? 0 : *std::max_element(latencies.begin(), latencies.end());
   r.requests = static_cast<int64_t>(latencies.size());
   r.errors = errors;
+  if (!first_error.empty()) fmt::print(stderr, "first error: {}\n", first_error);
   r.rss_peak = peak;
   r.rss_end = RssKiB(server);
   return r;

@@ -192,14 +192,21 @@ void ConnectionWatchdog::Scan() {
     }
     connections_ = std::move(live);
     for (auto& [address, conns] : by_address) {
-      if (static_cast<int>(conns.size()) <= limits_.max_per_client) continue;
-      // The newest connections beyond the limit go; those already being served stay.
-      std::sort(conns.begin(), conns.end(), [&](const Open* a, const Open* b) {
-        return connections_[a->peer].first_seen_ms < connections_[b->peer].first_seen_ms;
+      int excess = static_cast<int>(conns.size()) - limits_.max_per_client;
+      if (excess <= 0) continue;
+      // Held connections go, newest first: open for a second or more and not being served.
+      // Connections that come and go (a client opening one per request) are not held ones, even
+      // when a scan catches many of them between their answer and their close.
+      std::vector<const Open*> held;
+      for (const Open* o : conns) {
+        const Connection& c = connections_[o->peer];
+        if (!c.busy && now - c.first_seen_ms >= 1000) held.push_back(o);
+      }
+      std::sort(held.begin(), held.end(), [&](const Open* a, const Open* b) {
+        return connections_[a->peer].first_seen_ms > connections_[b->peer].first_seen_ms;
       });
-      for (size_t i = static_cast<size_t>(limits_.max_per_client); i < conns.size(); ++i) {
-        const Connection& c = connections_[conns[i]->peer];
-        if (!c.busy) to_close.push_back({*conns[i], c.answered ? 0 : 429});
+      for (size_t i = 0; i < held.size() && excess > 0; ++i, --excess) {
+        to_close.push_back({*held[i], connections_[held[i]->peer].answered ? 0 : 429});
       }
     }
     for (const auto& o : open) {

@@ -119,11 +119,21 @@ std::optional<Principal> Auth::Authenticate(const httplib::Request& req, httplib
     Error(res, 401, why);
     return std::nullopt;
   }
-  // Last use to the minute: one write a minute per token, not one per request.
-  if (now - (*t)->last_used >= 60) {
+  // Last use to the minute: one write a minute per token and server, not one per request (and
+  // not one per concurrent request either: writers queue for SQLite's single write lock).
+  if (now - (*t)->last_used >= 60 && ClaimTouch(digest, now)) {
     if (Status s = store_->TouchToken(digest, now); !s.ok()) spdlog::warn("token {}: last use not recorded: {}", (*t)->id, s.message());
   }
   return (*t)->principal;
+}
+
+bool Auth::ClaimTouch(const std::string& digest, int64_t now) {
+  std::lock_guard<std::mutex> l(touch_mu_);
+  if (touched_.size() > 10000) touched_.clear();  // bounded; the worst case is one extra write
+  int64_t& last = touched_[digest];
+  if (now - last < 60) return false;
+  last = now;
+  return true;
 }
 
 std::optional<json> Auth::AgentBody(const httplib::Request& req, httplib::Response& res) {

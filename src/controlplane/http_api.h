@@ -74,8 +74,12 @@ class Auth {
              const std::string& target, const std::string& detail = "");
 
  private:
+  // True for the one caller that records this token's use this minute.
+  bool ClaimTouch(const std::string& digest, int64_t now);
   Store* store_;
   SignInLimiter* limiter_;
+  std::mutex touch_mu_;
+  std::map<std::string, int64_t> touched_;  // token digest -> when this server last recorded its use
 };
 
 bool RequireProject(const Principal& p, const std::string& project, httplib::Response& res);

@@ -25,13 +25,13 @@ class RouteTable {
     s_.Delete(pattern, Wrap("DELETE", pattern, std::move(h)));
   }
 
-  // The template of the route serving `path` (its patterns' groups shown as {}), for metrics:
-  // "unmatched" when none does, so labels stay bounded whatever clients ask for.
-  std::string Template(const std::string& path) const {
-    for (const auto& [re, method, tmpl] : routes_) {
-      if (std::regex_match(path, re)) return tmpl;
-    }
-    return "unmatched";
+  // The template of the route whose handler ran for the request this thread answered last (its
+  // pattern's groups shown as {}), for metrics; "unmatched" when no handler ran, so labels stay
+  // bounded whatever clients ask for. Taking it resets it for the thread's next request.
+  static std::string TakeTemplate() {
+    std::string t = CurrentTemplate().empty() ? "unmatched" : CurrentTemplate();
+    CurrentTemplate().clear();
+    return t;
   }
 
   // The methods `path` is served with, comma separated ("" when no route has it).
@@ -48,11 +48,16 @@ class RouteTable {
   }
 
  private:
+  static std::string& CurrentTemplate() {
+    thread_local std::string current;
+    return current;
+  }
   httplib::Server::Handler Wrap(const std::string& method, const std::string& pattern, httplib::Server::Handler h) {
     Add(method, pattern);
-    if (!on_handler_) return h;
-    return [hook = on_handler_, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
-      hook(req);
+    return [hook = on_handler_, tmpl = std::get<2>(routes_.back()), h = std::move(h)](const httplib::Request& req,
+                                                                                      httplib::Response& res) {
+      CurrentTemplate() = tmpl;
+      if (hook) hook(req);
       h(req, res);
     };
   }

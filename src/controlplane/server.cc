@@ -584,7 +584,7 @@ void Server::ServerLimits() {
     return httplib::Server::HandlerResponse::Unhandled;
   });
   ServerMetrics* metrics = metrics_.get();
-  s.set_logger([watchdog, metrics, routes](const httplib::Request& req, const httplib::Response& res) {
+  s.set_logger([watchdog, metrics](const httplib::Request& req, const httplib::Response& res) {
     watchdog->ResponseSent(req.remote_addr, req.remote_port);
     // The start its headers were read at, on this same connection thread (zero if they never were).
     auto& start = RequestStart();
@@ -592,7 +592,7 @@ void Server::ServerLimits() {
                          ? 0
                          : std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
     start = {};
-    metrics->Request(req.method, routes->Template(req.path), res.status, seconds);
+    metrics->Request(req.method, RouteTable::TakeTemplate(), res.status, seconds);
   });
   // Errors the HTTP layer answers itself (bad request line, body or URL too long, no route)
   // get the same JSON body as every other error.

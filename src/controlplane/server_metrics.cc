@@ -53,20 +53,36 @@ ServerMetrics::ServerMetrics(Store* store, int unreachable_after_seconds, const 
                   .Register(*registry_)) {
   // Present from the start, so that rates exist before the first event.
   for (const char* state : {"Healthy", "Degraded", "Unreachable"}) data_planes_.Add({{"state", state}});
-  store_errors_.Add({});
-  store_latency_.Add({}, LatencyBuckets());
+  store_errors_series_ = &store_errors_.Add({});
+  store_latency_series_ = &store_latency_.Add({}, LatencyBuckets());
   closed_.Add({{"reason", "slow"}});
   closed_.Add({{"reason", "over_limit"}});
 }
 
 void ServerMetrics::Request(const std::string& method, const std::string& route, int code, double seconds) {
-  requests_.Add({{"method", method}, {"route", route}, {"code", std::to_string(code)}}).Increment();
-  latency_.Add({{"route", route}}, LatencyBuckets()).Observe(seconds);
+  const std::string code_text = std::to_string(code);
+  const std::string key = method + " " + route + " " + code_text;
+  RequestSeries series{};
+  {
+    std::shared_lock<std::shared_mutex> l(series_mu_);
+    if (auto it = series_.find(key); it != series_.end()) series = it->second;
+  }
+  if (!series.requests) {
+    std::unique_lock<std::shared_mutex> l(series_mu_);
+    auto [it, added] = series_.try_emplace(key);
+    if (added) {
+      it->second = {&requests_.Add({{"method", method}, {"route", route}, {"code", code_text}}),
+                    &latency_.Add({{"route", route}}, LatencyBuckets())};
+    }
+    series = it->second;
+  }
+  series.requests->Increment();
+  series.latency->Observe(seconds);
 }
 
 void ServerMetrics::StoreOperation(double seconds, bool ok) {
-  store_latency_.Add({}, LatencyBuckets()).Observe(seconds);
-  if (!ok) store_errors_.Add({}).Increment();
+  store_latency_series_->Observe(seconds);
+  if (!ok) store_errors_series_->Increment();
 }
 
 std::string ServerMetrics::Render() {

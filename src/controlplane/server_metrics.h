@@ -10,7 +10,9 @@
 #include <prometheus/registry.h>
 
 #include <memory>
+#include <shared_mutex>
 #include <string>
+#include <unordered_map>
 
 #include "controlplane/connection_guard.h"
 #include "controlplane/store.h"
@@ -40,6 +42,17 @@ class ServerMetrics {
   prometheus::Family<prometheus::Gauge>& data_planes_;
   prometheus::Family<prometheus::Counter>& closed_;
   uint64_t reported_slow_ = 0, reported_over_limit_ = 0;  // what closed_ already counts
+
+  // prometheus-cpp's Family::Add locks the family and hashes the labels on every call; on the
+  // request path that made a convoy of hundreds of threads. Series are looked up here once.
+  struct RequestSeries {
+    prometheus::Counter* requests;
+    prometheus::Histogram* latency;
+  };
+  std::shared_mutex series_mu_;
+  std::unordered_map<std::string, RequestSeries> series_;  // "method route code"
+  prometheus::Histogram* store_latency_series_;
+  prometheus::Counter* store_errors_series_;
 };
 
 }  // namespace hpc::cp

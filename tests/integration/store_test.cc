@@ -65,7 +65,7 @@ TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   auto v = (*again)->Migrate();
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 4);
+  EXPECT_EQ(*v, 5);
   store_ = std::move(*again);
 }
 
