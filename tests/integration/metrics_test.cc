@@ -136,6 +136,12 @@ TEST_F(ServerMetricsIT, PromtoolAcceptsThemAndARealPrometheusScrapesThem) {
   EXPECT_EQ(healthy["data"]["result"][0]["value"][1], "1");
 }
 
+// Removes a test's temp dir however the test ends (an ASSERT returns early).
+struct RemovedAtEnd {
+  std::string dir;
+  ~RemovedAtEnd() { (void)files::RemoveAll(dir); }
+};
+
 // Every query of the dashboard under deploy/grafana parses as PromQL (promtool) and asks for
 // hpcplane's metrics.
 TEST(GrafanaDashboard, QueriesAreValidPromQLOverExportedMetrics) {
@@ -143,6 +149,7 @@ TEST(GrafanaDashboard, QueriesAreValidPromQLOverExportedMetrics) {
                           nullptr, false);
   ASSERT_TRUE(dash.is_object());
   auto dir = *files::MakeTempDir("hpcplane-dash");
+  RemovedAtEnd cleanup{dir};
   std::string rules = "groups:\n  - name: dashboard\n    rules:\n";
   int n = 0;
   for (const auto& panel : dash["panels"]) {
@@ -157,11 +164,11 @@ TEST(GrafanaDashboard, QueriesAreValidPromQLOverExportedMetrics) {
   auto check = RunProcess({"promtool", "check", "rules", dir + "/rules.yml"});
   ASSERT_TRUE(check.ok());
   EXPECT_EQ(check->exit_code, 0) << check->out << check->err;
-  (void)files::RemoveAll(dir);
 }
 
 TEST(DataPlaneMetricsIT, ABadListenAddressIsRefusedBeforeAnythingIsCreated) {
   auto dir = *files::MakeTempDir("hpcplane-mbad");
+  RemovedAtEnd cleanup{dir};
   for (const std::string flag : {"--metrics-listen", "--control-plane"}) {
     auto r = RunProcess({HPCPLANE_BIN, "--state-dir", dir, "up", flag, "127.0.0.1:abc"});
     ASSERT_TRUE(r.ok());
@@ -169,7 +176,6 @@ TEST(DataPlaneMetricsIT, ABadListenAddressIsRefusedBeforeAnythingIsCreated) {
     EXPECT_NE(r->err.find(flag + ": listen address: port must be 0-65535"), std::string::npos) << r->err;
   }
   EXPECT_FALSE(files::Exists(dir + "/clusters"));
-  (void)files::RemoveAll(dir);
 }
 
 // Runs a Prometheus on loopback scraping `target` every second with the token in `token_file`.
@@ -211,6 +217,7 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
       << first->body;
 
   auto dir = *files::MakeTempDir("hpcplane-prom");
+  RemovedAtEnd cleanup{dir};
   const int prom_port = FreeLoopbackPort();
   auto prometheus = StartPrometheus(dir, "127.0.0.1:" + std::to_string(metrics_port), token_file, prom_port);
   ASSERT_TRUE(prometheus);
@@ -277,7 +284,6 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
   ASSERT_TRUE(check.ok());
   EXPECT_EQ(check->exit_code, 0) << check->out << check->err << text->body;
   prometheus.reset();
-  (void)files::RemoveAll(dir);
 }
 
 }  // namespace
