@@ -2,6 +2,8 @@
 
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
+
 namespace hpc::op {
 
 DaemonMetrics::DaemonMetrics()
@@ -57,6 +59,11 @@ void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, co
       decisions_.Add({{"nodeset", label}, {"direction", n.status->desired > it->second ? "up" : "down"}}).Increment();
       it->second = n.status->desired;
     }
+  }
+  // Forget nodesets that are gone (stopped workspaces), so the map stays the size of the cluster.
+  for (auto it = last_desired_.begin(); it != last_desired_.end();) {
+    bool present = std::any_of(nodesets.begin(), nodesets.end(), [&](const NodeSetView& n) { return n.name == it->first; });
+    it = present ? std::next(it) : last_desired_.erase(it);
   }
   for (const auto& [label, s] : sums) {
     desired_.Add({{"nodeset", label}}).Set(s.desired);
