@@ -24,6 +24,15 @@ class FieldReader {
   FieldReader(const YAML::Node& node, std::string path, Status* error)
       : node_(node), path_(std::move(path)), error_(error) {
     if (!node_.IsMap() && !node_.IsNull()) Fail(path_, "must be a mapping");
+    // yaml-cpp keeps a repeated key and lookups see only the first: the second would be
+    // silently ignored.
+    std::set<std::string> keys;
+    for (const auto& kv : node_.IsMap() ? node_ : YAML::Node()) {
+      if (!keys.insert(kv.first.Scalar()).second) {
+        Fail(Path(kv.first.Scalar()), "is given twice", kv.first);
+        break;
+      }
+    }
   }
 
   bool Has(const std::string& key) {
@@ -78,6 +87,16 @@ class FieldReader {
     auto r = ParseDurationSeconds(n.Scalar());
     if (!r.ok()) return Fail(Path(key), r.status().message(), n);
     *seconds = *r;
+  }
+  // Kubernetes' IntOrString for counts: `2` or `"20%"`; kept as written, checked by validation.
+  void IntOrPercent(const std::string& key, std::string* out) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    static const std::regex count_or_share("^[0-9]{1,9}%?$");
+    if (!n.IsScalar() || !std::regex_match(n.Scalar(), count_or_share)) {
+      return Fail(Path(key), fmt::format("must be a count like 2 or a share like \"20%\" (got {})", DescribeValue(n)), n);
+    }
+    *out = n.Scalar();
   }
   void StringList(const std::string& key, std::vector<std::string>* out) {
     if (!Has(key)) return;
@@ -212,6 +231,19 @@ void DecodeClusterSpec(const YAML::Node& node, SlurmClusterSpec* s, Status* err)
     acc.String("enforce", &s->accounting.enforce);
     acc.Finish();
   }
+  {
+    FieldReader hc(r.Get("healthChecks"), "spec.healthChecks", err);
+    auto& h = s->health_checks;
+    hc.Bool("enabled", &h.enabled);
+    hc.Duration("interval", &h.interval_seconds);
+    hc.Duration("timeout", &h.timeout_seconds);
+    hc.Integer("minFreePercent", &h.min_free_percent);
+    hc.Duration("maxClockSkew", &h.max_clock_skew_seconds);
+    hc.IntOrPercent("maxUnhealthy", &h.max_unhealthy);
+    hc.Duration("replaceAfter", &h.replace_after_seconds);
+    hc.Integer("maxReplacementsPerHour", &h.max_replacements_per_hour);
+    hc.Finish();
+  }
   if (r.Has("users")) {
     YAML::Node list = r.Get("users");
     if (!list.IsSequence()) r.Fail("spec.users", "must be a list", list);
@@ -249,7 +281,13 @@ void DecodeNodeSetSpec(const YAML::Node& node, NodeSetSpec* s, Status* err) {
     res.Integer("cpus", &s->resources.cpus);
     res.Integer("memoryMiB", &s->resources.memory_mib);
     res.Integer("gpus", &s->resources.gpus);
+    res.Integer("tmpMiB", &s->resources.tmp_mib);
     res.Finish();
+  }
+  {
+    FieldReader hc(r.Get("healthChecks"), "spec.healthChecks", err);
+    hc.StringMap("scripts", &s->health_check_scripts);
+    hc.Finish();
   }
   {
     FieldReader p(r.Get("partition"), "spec.partition", err);
@@ -504,7 +542,16 @@ nlohmann::json ToJson(const SlurmCluster& c) {
         {"scheduling", sched},
         {"datasets", datasets},
         {"users", users},
-        {"accounting", {{"enabled", s.accounting.enabled}, {"enforce", s.accounting.enforce}}}}},
+        {"accounting", {{"enabled", s.accounting.enabled}, {"enforce", s.accounting.enforce}}},
+        {"healthChecks",
+         {{"enabled", s.health_checks.enabled},
+          {"interval", FormatDuration(s.health_checks.interval_seconds)},
+          {"timeout", FormatDuration(s.health_checks.timeout_seconds)},
+          {"minFreePercent", s.health_checks.min_free_percent},
+          {"maxClockSkew", FormatDuration(s.health_checks.max_clock_skew_seconds)},
+          {"maxUnhealthy", s.health_checks.max_unhealthy},
+          {"replaceAfter", FormatDuration(s.health_checks.replace_after_seconds)},
+          {"maxReplacementsPerHour", s.health_checks.max_replacements_per_hour}}}}},
       {"status",
        {{"observedGeneration", c.status.observed_generation},
         {"conditions", ConditionsJson(c.status.conditions)},
@@ -519,7 +566,11 @@ nlohmann::json ToJson(const NodeSet& n) {
       {"cluster", s.cluster},
       {"maxReplicas", s.max_replicas},
       {"idleTimeout", FormatDuration(s.idle_timeout_seconds)},
-      {"resources", {{"cpus", s.resources.cpus}, {"memoryMiB", s.resources.memory_mib}, {"gpus", s.resources.gpus}}},
+      {"resources",
+       {{"cpus", s.resources.cpus},
+        {"memoryMiB", s.resources.memory_mib},
+        {"gpus", s.resources.gpus},
+        {"tmpMiB", s.resources.tmp_mib}}},
       {"partition", {{"name", n.PartitionName()}, {"default", s.partition.is_default},
                      {"maxTime", s.partition.max_time}, {"options", s.partition.options},
                      {"state", s.partition.state}}},
@@ -527,6 +578,7 @@ nlohmann::json ToJson(const NodeSet& n) {
       {"datasets", DatasetsJson(s.datasets)},
       {"scaling", {{"scaleUpPerMinute", s.scale_up_per_minute}, {"scaleDownPerMinute", s.scale_down_per_minute}}},
   };
+  if (!s.health_check_scripts.empty()) spec["healthChecks"] = {{"scripts", s.health_check_scripts}};
   if (s.replicas) spec["replicas"] = *s.replicas;
   if (s.min_replicas) spec["minReplicas"] = *s.min_replicas;
   const auto& st = n.status;
@@ -538,7 +590,8 @@ nlohmann::json ToJson(const NodeSet& n) {
       {"status",
        {{"observedGeneration", st.observed_generation}, {"desired", st.desired},
         {"replicas", st.replicas}, {"ready", st.ready}, {"busy", st.busy}, {"idle", st.idle},
-        {"draining", st.draining}, {"lastDecision", st.last_decision},
+        {"draining", st.draining}, {"unhealthy", st.unhealthy}, {"healthDrains", st.health_drains},
+        {"replacements", st.replacements}, {"lastDecision", st.last_decision},
         {"conditions", ConditionsJson(st.conditions)}, {"events", EventsJson(st.events)}}},
   };
 }

@@ -54,6 +54,27 @@ struct AccountingSpec {
   std::string enforce;  // AccountingStorageEnforce, e.g. "associations,limits"; empty: none
 };
 
+// Worker health checks: a program slurmd runs every `interval` (HealthCheckProgram) and after
+// every job (Epilog) reports each worker's health into its Slurm node record; the operator
+// drains failing workers with "hpcplane:health:<check>: <detail>", resumes only the drains it
+// set once the check passes again, and replaces a worker drained longer than `replaceAfter`
+// once it runs nothing.
+struct HealthChecksSpec {
+  bool enabled = true;
+  int64_t interval_seconds = 30;
+  int64_t timeout_seconds = 10;  // per check; a check that runs longer is killed and fails
+  int min_free_percent = 10;     // of /tmp and of slurmd's spool directory
+  int64_t max_clock_skew_seconds = 30;  // against slurmctld's clock
+  // Most workers of a nodeset drained by health checks at once: a count ("2") or a share of the
+  // nodeset's workers ("20%", rounded up, at least 1). Beyond it the check itself is suspect.
+  std::string max_unhealthy = "20%";
+  int64_t replace_after_seconds = 600;
+  int max_replacements_per_hour = 10;
+
+  // The cap for a nodeset of `workers` workers.
+  int MaxUnhealthy(int workers) const;
+};
+
 struct SlurmClusterSpec {
   std::string subnet;  // CIDR /24 for the local runtime; empty: derived from the name
   int rest_port = 6820;
@@ -70,6 +91,7 @@ struct SlurmClusterSpec {
   std::vector<Dataset> datasets;
   std::vector<ClusterUser> users;
   AccountingSpec accounting;
+  HealthChecksSpec health_checks;
 };
 
 struct SlurmClusterStatus {
@@ -90,6 +112,7 @@ struct WorkerResources {
   int cpus = 1;
   int64_t memory_mib = 1024;
   int gpus = 0;
+  int64_t tmp_mib = 1024;  // size of the worker's private /tmp (and /dev/shm)
 };
 
 struct PartitionSpec {
@@ -115,6 +138,9 @@ struct NodeSetSpec {
   // Volumes mounted on this nodeset's workers besides the cluster's datasets (name -> volume
   // "dataset-<name>", created on first use).
   std::vector<Dataset> datasets;
+  // The admin's own health checks for this nodeset's workers (name -> script starting with
+  // "#!"), run with the built-in ones; a non-zero exit fails the check.
+  std::map<std::string, std::string> health_check_scripts;
 };
 
 // A scaling decision or problem worth showing in `describe` (Kubernetes events, kept short).
@@ -133,6 +159,10 @@ struct NodeSetStatus {
   int busy = 0;
   int idle = 0;
   int draining = 0;
+  int unhealthy = 0;  // drained by a failing health check
+  // Over the nodeset's life: workers drained by health checks, and workers replaced.
+  int64_t health_drains = 0;
+  int64_t replacements = 0;
   std::string last_decision;
   std::vector<Condition> conditions;
   std::vector<Event> events;  // newest last, at most kMaxEvents

@@ -119,6 +119,46 @@ Status ValidateDatasets(const std::string& subject, const std::string& field, co
   return Status::Ok();
 }
 
+static Status ValidateHealthChecks(const std::string& subject, const HealthChecksSpec& h) {
+  auto bounded = [&](const char* field, int64_t v, int64_t lo, int64_t hi, const char* range) -> Status {
+    if (v >= lo && v <= hi) return Status::Ok();
+    return FieldError(subject, std::string("spec.healthChecks.") + field, fmt::format("must be {} (got {})", range, v));
+  };
+  RETURN_IF_ERROR(bounded("interval", h.interval_seconds, 1, 3600, "1s-1h"));
+  // slurmd kills a HealthCheckProgram after 60 s; the checks run one after another.
+  RETURN_IF_ERROR(bounded("timeout", h.timeout_seconds, 1, 20, "1s-20s"));
+  RETURN_IF_ERROR(bounded("minFreePercent", h.min_free_percent, 0, 99, "0-99"));
+  RETURN_IF_ERROR(bounded("maxClockSkew", h.max_clock_skew_seconds, 1, 3600, "1s-1h"));
+  RETURN_IF_ERROR(bounded("replaceAfter", h.replace_after_seconds, 0, 30 * 86400, "0s-30d"));
+  RETURN_IF_ERROR(bounded("maxReplacementsPerHour", h.max_replacements_per_hour, 0, 1000, "0-1000"));
+  static const std::regex count_or_share("^([0-9]{1,4})(%?)$");
+  std::smatch m;
+  if (!std::regex_match(h.max_unhealthy, m, count_or_share) || (!m[2].str().empty() && std::stoi(m[1]) > 100)) {
+    return FieldError(subject, "spec.healthChecks.maxUnhealthy",
+                      "must be a count 0-9999 or a share 0%-100% (got \"" + h.max_unhealthy + "\")");
+  }
+  return Status::Ok();
+}
+
+static Status ValidateHealthCheckScripts(const std::string& subject, const std::map<std::string, std::string>& scripts) {
+  static const std::set<std::string> builtin = {"tmp", "spool", "datasets", "munge", "processes", "clock"};
+  static const std::regex name("^[a-z0-9][a-z0-9-]{0,31}$");
+  if (scripts.size() > 16) {
+    return FieldError(subject, "spec.healthChecks.scripts", fmt::format("at most 16 scripts (got {})", scripts.size()));
+  }
+  for (const auto& [n, script] : scripts) {
+    std::string p = "spec.healthChecks.scripts." + n;
+    if (!std::regex_match(n, name)) {
+      return FieldError(subject, p, "names are 1-32 lower-case letters, digits or '-', starting with a letter or digit");
+    }
+    if (builtin.count(n)) return FieldError(subject, p, "is the name of a built-in check");
+    if (script.rfind("#!", 0) != 0) return FieldError(subject, p, "must start with an interpreter line like #!/bin/sh");
+    if (script.size() > 65536) return FieldError(subject, p, fmt::format("must be at most 64 KiB (got {} bytes)", script.size()));
+    if (script.find('\0') != std::string::npos) return FieldError(subject, p, "must not contain NUL bytes");
+  }
+  return Status::Ok();
+}
+
 Status Validate(const SlurmCluster& c) {
   std::string subject = fmt::format("cluster \"{}\"", c.metadata.name);
   const auto& s = c.spec;
@@ -178,6 +218,7 @@ Status Validate(const SlurmCluster& c) {
     return FieldError(subject, "spec.accounting.enforce",
                       "must be an AccountingStorageEnforce list like associations,limits (got \"" + s.accounting.enforce + "\")");
   }
+  RETURN_IF_ERROR(ValidateHealthChecks(subject, s.health_checks));
   std::set<std::string> user_names;
   std::set<int64_t> uids;
   for (size_t i = 0; i < s.users.size(); ++i) {
@@ -246,6 +287,11 @@ Status ValidateShape(const NodeSet& n) {
   if (s.resources.gpus < 0 || s.resources.gpus > 64) {
     return FieldError(subject, "spec.resources.gpus", fmt::format("must be 0-64 (got {})", s.resources.gpus));
   }
+  if (s.resources.tmp_mib < 16 || s.resources.tmp_mib > 1048576) {
+    return FieldError(subject, "spec.resources.tmpMiB",
+                      fmt::format("must be 16-1048576 (1 TiB) (got {})", s.resources.tmp_mib));
+  }
+  RETURN_IF_ERROR(ValidateHealthCheckScripts(subject, s.health_check_scripts));
   if (!s.partition.name.empty()) {
     if (Status st = ValidateResourceName(s.partition.name); !st.ok()) {
       return FieldError(subject, "spec.partition.name", st.message());

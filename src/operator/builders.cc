@@ -8,6 +8,7 @@
 
 #include "operator/workspace.h"
 #include "slurm/config.h"
+#include "slurm/health_check.h"
 
 namespace hpc::op {
 using runtime::Mount;
@@ -79,8 +80,24 @@ runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::ve
 }
 
 runtime::ConfigMap BuildScriptsConfigMap() {
-  runtime::ConfigMap cm{kConfigMapScripts, {{"task_prolog", slurm::TaskPrologScript()}}};
+  runtime::ConfigMap cm{kConfigMapScripts,
+                        {{"task_prolog", slurm::TaskPrologScript()}, {"health_check", slurm::HealthCheckScript()}}};
   cm.default_mode = 0755;
+  return cm;
+}
+
+runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets) {
+  runtime::ConfigMap cm;
+  cm.name = kConfigMapHealth;
+  cm.default_mode = 0755;  // the admins' scripts run from here
+  for (const auto& ns : nodesets) {
+    std::vector<api::Dataset> datasets = c.spec.datasets;
+    datasets.insert(datasets.end(), ns.spec.datasets.begin(), ns.spec.datasets.end());
+    cm.data[ns.metadata.name + ".conf"] = slurm::HealthCheckConfig(c.spec.health_checks, datasets);
+    for (const auto& [check, script] : ns.spec.health_check_scripts) {
+      cm.data[slurm::HealthCheckScriptKey(ns.metadata.name, check)] = script;
+    }
+  }
   return cm;
 }
 
@@ -212,9 +229,11 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   p.mounts = CommonMounts();
   p.mounts.push_back({MountSource::kEmptyDir, "slurmd-spool", slurm::kSlurmdSpoolDir, "", false});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapScripts, slurm::kScriptsDir, "", true});
+  p.mounts.push_back({MountSource::kConfigMap, kConfigMapHealth, slurm::kHealthConfigDir, "", true});
   AddDatasets(c.spec.datasets, &p);
   AddDatasets(ns.spec.datasets, &p);
   p.readiness.tcp_port = slurm::kSlurmdPort;
+  p.tmp_mib = ns.spec.resources.tmp_mib;
   return p;
 }
 

@@ -34,6 +34,7 @@ inline constexpr const char* kLabelWorkspace = "hpcplane.io/workspace";
 inline constexpr const char* kConfigMapSlurm = "slurm-config";
 inline constexpr const char* kConfigMapUsers = "slurm-users";
 inline constexpr const char* kConfigMapScripts = "slurm-scripts";
+inline constexpr const char* kConfigMapHealth = "slurm-health";  // health check settings per nodeset
 inline constexpr const char* kSecretMunge = "munge-key";
 inline constexpr const char* kSecretJwt = "jwt-key";
 inline constexpr const char* kVolumeControllerState = "controller-state";
@@ -64,6 +65,8 @@ std::string WorkspaceTokenSecretName(const api::Workspace& w);
 
 // Executable scripts slurmd runs (TaskProlog).
 runtime::ConfigMap BuildScriptsConfigMap();
+// Each nodeset's health check settings and its admin's check scripts (slurm/health_check.h).
+runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
 // A project dataset's group: its volume is root:<group> 2770; members reach it, nobody else.
 struct DatasetGroup {

@@ -80,6 +80,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   if (!existing_users || existing_users->data != users.data) users_changed_ = true;
   RETURN_IF_ERROR(rt_->ApplyConfigMap(users));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildScriptsConfigMap()));
+  RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildHealthConfigMap(c, nodesets)));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(cm));
   bool controller_running = false;
   ASSIGN_OR_RETURN(auto pods, rt_->ListPods({{kLabelComponent, "controller"}}));

@@ -220,6 +220,12 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
     (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
     statuses[ns.metadata.name] = nst;
     if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
+    // Workers' health reports arrive through Slurm's node list, which an idle cluster does not
+    // read: while there are workers, read it at least every health check interval.
+    if (c->spec.health_checks.enabled && nst.replicas > 0) {
+      std::chrono::seconds every(c->spec.health_checks.interval_seconds);
+      outcome.duty_in = outcome.duty_in ? std::min(*outcome.duty_in, every) : every;
+    }
   }
 
   if (cluster_rec.controller_ready()) {

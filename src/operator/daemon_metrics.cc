@@ -18,12 +18,20 @@ DaemonMetrics::DaemonMetrics()
                 .Register(*registry_)),
       nodes_(prometheus::BuildGauge()
                  .Name("hpcplane_nodeset_nodes")
-                 .Help("Workers by state in Slurm (ready, busy, idle, draining), per nodeset")
+                 .Help("Workers by state in Slurm (ready, busy, idle, draining, unhealthy), per nodeset")
                  .Register(*registry_)),
       decisions_(prometheus::BuildCounter()
                      .Name("hpcplane_scale_decisions_total")
                      .Help("Changes of a nodeset's desired replicas, by direction (up, down)")
                      .Register(*registry_)),
+      health_drains_(prometheus::BuildCounter()
+                         .Name("hpcplane_health_check_drains_total")
+                         .Help("Workers drained because a health check failed, per nodeset")
+                         .Register(*registry_)),
+      replacements_(prometheus::BuildCounter()
+                        .Name("hpcplane_worker_replacements_total")
+                        .Help("Workers removed after a health check drained them past replaceAfter, per nodeset")
+                        .Register(*registry_)),
       pending_(prometheus::BuildGauge()
                    .Name("hpcplane_pending_jobs")
                    .Help("Pending jobs per partition and Slurm's reason")
@@ -44,7 +52,7 @@ void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, co
                                     const std::set<std::string>& workspace_partitions) {
   std::lock_guard<std::mutex> l(mu_);
   struct Sum {
-    int desired = 0, pods = 0, ready = 0, busy = 0, idle = 0, draining = 0;
+    int desired = 0, pods = 0, ready = 0, busy = 0, idle = 0, draining = 0, unhealthy = 0;
   };
   std::map<std::string, Sum> sums;
   for (const auto& n : nodesets) {
@@ -53,23 +61,36 @@ void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, co
     Sum& s = sums[label];
     s.desired += n.status->desired, s.pods += n.status->replicas, s.ready += n.status->ready;
     s.busy += n.status->busy, s.idle += n.status->idle, s.draining += n.status->draining;
+    s.unhealthy += n.status->unhealthy;
+    const Seen now{n.status->desired, n.status->health_drains, n.status->replacements};
+    auto [it, first] = last_seen_.try_emplace(n.name, now);
+    Seen& before = it->second;
     // A decision is a change of what the autoscaler wants.
-    auto [it, first] = last_desired_.try_emplace(n.name, n.status->desired);
-    if (!first && it->second != n.status->desired) {
-      decisions_.Add({{"nodeset", label}, {"direction", n.status->desired > it->second ? "up" : "down"}}).Increment();
-      it->second = n.status->desired;
+    if (!first && before.desired != now.desired) {
+      decisions_.Add({{"nodeset", label}, {"direction", now.desired > before.desired ? "up" : "down"}}).Increment();
     }
+    // Added (at 0) on first sight, so a query sees the series before its first increment.
+    auto& drains = health_drains_.Add({{"nodeset", label}});
+    auto& replaced = replacements_.Add({{"nodeset", label}});
+    if (!first && now.health_drains > before.health_drains) {
+      drains.Increment(static_cast<double>(now.health_drains - before.health_drains));
+    }
+    if (!first && now.replacements > before.replacements) {
+      replaced.Increment(static_cast<double>(now.replacements - before.replacements));
+    }
+    before = now;
   }
   // Forget nodesets that are gone (stopped workspaces), so the map stays the size of the cluster.
-  for (auto it = last_desired_.begin(); it != last_desired_.end();) {
+  for (auto it = last_seen_.begin(); it != last_seen_.end();) {
     bool present = std::any_of(nodesets.begin(), nodesets.end(), [&](const NodeSetView& n) { return n.name == it->first; });
-    it = present ? std::next(it) : last_desired_.erase(it);
+    it = present ? std::next(it) : last_seen_.erase(it);
   }
   for (const auto& [label, s] : sums) {
     desired_.Add({{"nodeset", label}}).Set(s.desired);
     pods_.Add({{"nodeset", label}}).Set(s.pods);
     for (const auto& [state, v] : std::map<std::string, int>{
-             {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle}, {"draining", s.draining}}) {
+             {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle}, {"draining", s.draining},
+             {"unhealthy", s.unhealthy}}) {
       nodes_.Add({{"nodeset", label}, {"state", state}}).Set(v);
     }
   }

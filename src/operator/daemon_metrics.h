@@ -1,5 +1,6 @@
 // The data plane daemon's Prometheus metrics (`up --metrics-listen`): per nodeset the desired
-// replicas, worker pods and Slurm nodes by state, scale decisions, pending jobs per partition
+// replicas, worker pods and Slurm nodes by state, scale decisions, health check drains and
+// worker replacements, pending jobs per partition
 // by reason, how long jobs waited to start, and reconcile pass durations. Workspaces' nodesets
 // and partitions (named after their users) are summed under "workspaces": labels stay bounded
 // and carry no user names.
@@ -44,10 +45,18 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Gauge>& pods_;
   prometheus::Family<prometheus::Gauge>& nodes_;
   prometheus::Family<prometheus::Counter>& decisions_;
+  prometheus::Family<prometheus::Counter>& health_drains_;
+  prometheus::Family<prometheus::Counter>& replacements_;
   prometheus::Family<prometheus::Gauge>& pending_;
   prometheus::Histogram& start_wait_;
   prometheus::Histogram& pass_duration_;
-  std::map<std::string, int> last_desired_;           // per nodeset, to count scale decisions
+  // Per nodeset, what the last pass saw: counters grow by the difference.
+  struct Seen {
+    int desired = 0;
+    int64_t health_drains = 0;
+    int64_t replacements = 0;
+  };
+  std::map<std::string, Seen> last_seen_;
   std::set<std::pair<std::string, std::string>> pending_labels_;  // reset to 0 when they empty
   std::set<int64_t> started_;                          // jobs whose start wait was observed
 };

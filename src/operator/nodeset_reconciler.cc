@@ -10,6 +10,7 @@
 
 #include "operator/conditions.h"
 #include "operator/demand.h"
+#include "operator/health_policy.h"
 #include "operator/scale_down.h"
 
 namespace hpc::op {
@@ -61,11 +62,17 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     }
   }
 
-  if (visible) RepairStuckNodes(ns, &nodes, now, &st);
+  std::vector<std::string> errors;
+  std::set<std::string> replaced;
+  if (visible) {
+    RepairStuckNodes(ns, &nodes, now, &st);
+    replaced = ApplyHealth(c, ns, *pods, &nodes, now, &st, &errors);
+  }
 
   std::vector<WorkerView> workers;
   int busy_nodes = 0;
   for (const auto& p : *pods) {
+    if (replaced.count(p.name)) continue;
     WorkerView w;
     w.pod = p.name;
     w.ordinal = WorkerOrdinal(ns, p.name);
@@ -75,7 +82,8 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
       w.registered = true;
       w.busy = n.Busy();
       bool ours = n.reason.rfind(slurm::kDrainReasonPrefix, 0) == 0;
-      w.drain_ours = n.Drain() && ours;
+      w.drain_health = n.Drain() && IsHealthDrain(n.reason);
+      w.drain_ours = n.Drain() && ours && !w.drain_health;
       w.drain_admin = n.Drain() && !ours;
       w.idle_seconds = w.busy ? 0 : std::max<int64_t>(0, now - n.last_busy);
       if (w.busy) ++busy_nodes;
@@ -108,7 +116,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     } else {
       // Without Slurm's view, hold the current count: no scale-up from guesses, no removal.
       int active = 0;
-      for (const auto& w : workers) active += w.drain_ours ? 0 : 1;
+      for (const auto& w : workers) active += w.drain_ours || w.drain_health ? 0 : 1;
       desired = std::clamp(active, min, ns.spec.max_replicas);
       demand_note = "Slurm not visible; holding";
     }
@@ -123,7 +131,6 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   ScalePlan plan = PlanScale(workers, desired, opts);
   for (size_t i = 0; i < plan.create.size() + plan.resume.size(); ++i) created_[ns.metadata.name].push_back(now);
   for (size_t i = 0; i < plan.drain.size(); ++i) drained_[ns.metadata.name].push_back(now);
-  std::vector<std::string> errors;
   for (const auto& name : plan.resume) {
     Status s = control_->ResumeNode(name);
     if (!s.ok()) errors.push_back(s.message());
@@ -168,7 +175,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   for (const auto& e : errors) spdlog::error("nodeset {}: {}", ns.metadata.name, e);
 
   // Counts from what exists after this pass.
-  st.replicas = st.ready = st.busy = st.idle = st.draining = 0;
+  st.replicas = st.ready = st.busy = st.idle = st.draining = st.unhealthy = 0;
   auto after = rt_->ListPods({{kLabelCluster, c.metadata.name}, {kLabelNodeSet, ns.metadata.name}});
   if (after.ok()) {
     for (const auto& p : *after) {
@@ -179,7 +186,9 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
       bool removed = std::find(plan.remove.begin(), plan.remove.end(), p.name) != plan.remove.end();
       if (removed) continue;
       bool draining = n.Drain() || std::find(plan.drain.begin(), plan.drain.end(), p.name) != plan.drain.end();
-      if (draining) ++st.draining;
+      // Drained by a health check: out of service, but not on its way out like a scale-down.
+      if (n.Drain() && IsHealthDrain(n.reason)) ++st.unhealthy;
+      else if (draining) ++st.draining;
       else if (n.Usable()) ++st.ready;
       if (n.Busy()) ++st.busy;
       else if (n.Usable()) ++st.idle;
@@ -192,8 +201,101 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   SetCondition(&st.conditions, "Scaling", scaling, scaling ? "Converging" : "Stable", plan.decision);
   bool ready = visible && st.ready == desired && st.draining == 0 && errors.empty();
   std::string msg = errors.empty() ? fmt::format("{}/{} workers ready", st.ready, desired) : errors.front();
+  if (errors.empty() && st.unhealthy > 0) msg += fmt::format("; {} drained by health checks", st.unhealthy);
   SetCondition(&st.conditions, "Ready", ready, ready ? "WorkersReady" : "NotReady", msg);
   return st;
+}
+
+std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
+                                                    const std::vector<runtime::PodStatus>& pods,
+                                                    std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
+                                                    api::NodeSetStatus* st, std::vector<std::string>* errors) {
+  const auto& hc = c.spec.health_checks;
+  std::vector<HealthWorker> workers;
+  std::map<std::string, slurm::HealthReport> reports;
+  for (const auto& p : pods) {
+    auto it = nodes->find(p.name);
+    if (it == nodes->end()) continue;
+    const auto& n = it->second;
+    HealthWorker w{p.name, n.Busy(), n.Drain(), n.Drain() && IsHealthDrain(n.reason), n.reason_changed_at,
+                   slurm::ParseHealthReport(n.extra)};
+    reports[p.name] = w.report;
+    workers.push_back(std::move(w));
+  }
+  auto& history = replaced_[ns.metadata.name];
+  while (!history.empty() && history.front() <= now - 3600) history.pop_front();
+  HealthOptions opts;
+  opts.enabled = hc.enabled;
+  opts.max_unhealthy = hc.MaxUnhealthy(static_cast<int>(pods.size()));
+  opts.replace_after_seconds = hc.replace_after_seconds;
+  opts.replacements_left = std::max(0, hc.max_replacements_per_hour - static_cast<int>(history.size()));
+  opts.now = now;
+  HealthPlan plan = PlanHealth(workers, opts);
+
+  auto note = [&](const std::string& type, const std::string& reason, const std::string& msg) {
+    AddEvent(st, type, reason, msg);
+    if (type == "Warning") spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
+    else spdlog::info("nodeset {}: {}", ns.metadata.name, msg);
+  };
+  for (const auto& d : plan.drain) {
+    Status s = control_->DrainNode(d.pod, d.reason);
+    if (!s.ok()) {
+      errors->push_back(s.message());
+      continue;
+    }
+    auto& n = (*nodes)[d.pod];
+    n.flags.insert("DRAIN");
+    n.reason = d.reason;
+    n.reason_changed_at = now;
+    ++st->health_drains;
+    note("Warning", "Unhealthy", fmt::format("worker {} failed its health check ({}: {}); drained", d.pod,
+                                             reports[d.pod].check, reports[d.pod].detail));
+  }
+  for (const auto& pod : plan.resume) {
+    Status s = control_->ResumeNode(pod);
+    if (!s.ok()) {
+      errors->push_back(s.message());
+      continue;
+    }
+    auto& n = (*nodes)[pod];
+    n.flags.erase("DRAIN");
+    n.reason.clear();
+    note("Normal", "Healthy",
+         hc.enabled ? fmt::format("worker {} passes its health checks again; resumed", pod)
+                    : fmt::format("worker {} resumed: health checks are turned off", pod));
+  }
+  std::set<std::string> replaced;
+  for (const auto& pod : plan.replace) {
+    const int64_t drained_for = now - (*nodes)[pod].reason_changed_at;
+    // As a scale-down removes a worker: the pod first, then Slurm's node record.
+    Status s = rt_->DeletePod(pod);
+    if (s.ok()) s = control_->DeleteNode(pod);
+    if (!s.ok()) {
+      errors->push_back(s.message());
+      continue;
+    }
+    std::string why = (*nodes)[pod].reason.substr(std::string(slurm::kHealthDrainPrefix).size());
+    nodes->erase(pod);
+    replaced.insert(pod);
+    history.push_back(now);
+    ++st->replacements;
+    note("Normal", "Replaced",
+         fmt::format("worker {} was drained by a health check for {}s ({}) and runs nothing; removed, the nodeset "
+                     "brings its capacity back",
+                     pod, drained_for, why));
+  }
+  const bool suspect = !plan.held_back.empty();
+  std::string suspect_msg;
+  if (suspect) {
+    suspect_msg = fmt::format(
+        "{} more worker(s) fail health checks ({}) but {} of {} are drained already, the most maxUnhealthy ({}) "
+        "allows: the check itself may be wrong; they stay in service",
+        plan.held_back.size(), plan.held_back_detail, plan.unhealthy, pods.size(), hc.max_unhealthy);
+    note("Warning", "HealthCheckSuspect", suspect_msg);
+  }
+  SetCondition(&st->conditions, "HealthChecksSuspect", suspect, suspect ? "TooManyUnhealthy" : "WithinLimit",
+               suspect_msg);
+  return replaced;
 }
 
 void NodeSetReconciler::RepairStuckNodes(const api::NodeSet& ns, std::map<std::string, slurm::SlurmNode>* nodes,

@@ -5,10 +5,13 @@
 //   Ready     True when the desired number of workers are registered and usable in Slurm.
 //   Scaling   True while workers are being added, drained or removed.
 //   SlurmVisible False when Slurm could not be asked; scale-down waits until it can.
+//   HealthChecksSuspect True when more workers fail health checks than maxUnhealthy allows to
+//             drain: the check itself may be wrong, and the rest are left in service.
 #pragma once
 
 #include <deque>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -37,6 +40,12 @@ class NodeSetReconciler {
   // Resets workers Slurm left ALLOCATED without a job (see SlurmNode::StuckAllocated).
   void RepairStuckNodes(const api::NodeSet& ns, std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
                         api::NodeSetStatus* st);
+  // Drains, resumes and replaces workers by their health reports (operator/health_policy.h).
+  // Updates `nodes` to what Slurm shows after the actions; returns the workers replaced.
+  std::set<std::string> ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
+                                    const std::vector<runtime::PodStatus>& pods,
+                                    std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
+                                    api::NodeSetStatus* st, std::vector<std::string>* errors);
   // How many more workers the rate limits allow now; -1 when unlimited.
   int Allowance(std::deque<int64_t>* history, int per_minute, int64_t now);
 
@@ -44,6 +53,7 @@ class NodeSetReconciler {
   BuildInputs in_;
   slurm::SlurmControl* control_;
   std::map<std::string, std::deque<int64_t>> created_, drained_;  // unix seconds, per nodeset
+  std::map<std::string, std::deque<int64_t>> replaced_;           // unix seconds, per nodeset
   std::map<std::string, std::map<std::string, int64_t>> stuck_since_;  // nodeset -> node -> first seen
 };
 

@@ -14,7 +14,7 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const S
   std::set<int> used;
   for (const auto& w : workers) {
     used.insert(w.ordinal);
-    if (!w.drain_ours) ++active;
+    if (!w.drain_ours && !w.drain_health) ++active;
   }
   std::vector<std::string> notes;
   if (active < desired) {
@@ -38,7 +38,7 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const S
   } else if (active > desired && slurm_visible) {
     std::vector<const WorkerView*> candidates;
     for (const auto& w : workers) {
-      if (!w.registered || w.drain_ours || w.drain_admin) continue;
+      if (!w.registered || w.drain_ours || w.drain_admin || w.drain_health) continue;
       if (opts.idle_timeout && (w.busy || w.idle_seconds < *opts.idle_timeout)) continue;
       candidates.push_back(&w);
     }

@@ -6,6 +6,8 @@
 //    then the highest ordinals. A drain carries the "hpcplane:" prefix.
 //  - A worker is removed only when Slurm shows it drained by hpcplane and not busy.
 //  - Drains without the prefix belong to admins: never resumed, never removed.
+//  - Health check drains are not capacity (a worker is added in their place) and are left to
+//    the health policy: never resumed, drained or removed here.
 //  - Without a view of Slurm nothing is drained or removed (fail closed).
 #pragma once
 
@@ -24,6 +26,9 @@ struct WorkerView {
   bool drain_ours = false;   // drained with the hpcplane: prefix
   bool drain_admin = false;  // drained by someone else
   int64_t idle_seconds = 0;  // how long Slurm has seen it without work
+  // Drained by a health check (operator/health_policy.h decides its fate): no capacity, so the
+  // scaler adds a worker in its place, but never resumes or removes it.
+  bool drain_health = false;
 };
 
 struct ScaleOptions {

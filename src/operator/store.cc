@@ -145,6 +145,9 @@ api::NodeSetStatus NodeSetStatusFrom(const json& st) {
   s.busy = st.value("busy", 0);
   s.idle = st.value("idle", 0);
   s.draining = st.value("draining", 0);
+  s.unhealthy = st.value("unhealthy", 0);
+  s.health_drains = st.value("healthDrains", int64_t{0});
+  s.replacements = st.value("replacements", int64_t{0});
   s.last_decision = st.value("lastDecision", "");
   s.conditions = ConditionsFrom(st.value("conditions", json::array()));
   for (const auto& e : st.value("events", json::array())) {
@@ -198,6 +201,7 @@ Status Store::SaveNodeSetStatus(const std::string& name, const api::NodeSetStatu
   RETURN_IF_ERROR(files::MakeDirs(dir_ + "/status/nodesets"));
   json j = {{"observedGeneration", s.observed_generation}, {"desired", s.desired}, {"replicas", s.replicas},
             {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle}, {"draining", s.draining},
+            {"unhealthy", s.unhealthy}, {"healthDrains", s.health_drains}, {"replacements", s.replacements},
             {"lastDecision", s.last_decision}, {"conditions", ConditionsTo(s.conditions)},
             {"events", api::EventsJson(s.events)}};
   const std::string path = dir_ + "/status/nodesets/" + name + ".json";

@@ -74,6 +74,9 @@ struct PodSpec {
   // Resident memory of the pod's processes above which the pod is killed and restarted by its
   // policy, as a Kubernetes memory limit OOM-kills a container. 0: no limit.
   int64_t memory_limit_mib = 0;
+  // Size of the pod's private /tmp (and /dev/shm), like an emptyDir's sizeLimit. 0: the
+  // runtime's default.
+  int64_t tmp_mib = 0;
   bool operator==(const PodSpec&) const = default;
 };
 

@@ -1,12 +1,30 @@
 #include "slurm/config.h"
 
 #include <algorithm>
+#include <cctype>
 #include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
 
+#include "slurm/health_check.h"
+
 namespace hpc::slurm {
+namespace {
+
+// Whether the admin's extraConfig sets `key` (slurm.conf keys are case-insensitive): their
+// line wins over the one hpcplane would write.
+bool AdminSets(const api::SlurmCluster& c, const std::string& key) {
+  auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return s;
+  };
+  const std::string want = lower(key) + "=";
+  return std::any_of(c.spec.extra_config.begin(), c.spec.extra_config.end(),
+                     [&](const std::string& l) { return lower(l).rfind(want, 0) == 0; });
+}
+
+}  // namespace
 
 std::string ControllerHost(const api::SlurmCluster& c) { return c.metadata.name + "-controller"; }
 std::string SlurmdbdHost(const api::SlurmCluster& c) { return c.metadata.name + "-slurmdbd"; }
@@ -80,9 +98,15 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   if (any_gpu) o << "GresTypes=gpu\n";
   // The operator's change probe (pass_schedule.h). An admin's own JobSubmitPlugins in
   // extraConfig wins; the operator then learns of work on its periodic passes only.
-  bool admin_submit_plugins = std::any_of(c.spec.extra_config.begin(), c.spec.extra_config.end(),
-                                          [](const auto& l) { return l.rfind("JobSubmitPlugins=", 0) == 0; });
-  if (!admin_submit_plugins) o << "JobSubmitPlugins=lua\n";
+  if (!AdminSets(c, "JobSubmitPlugins")) o << "JobSubmitPlugins=lua\n";
+  // Worker health (slurm/health_check.h): every interval, and after every job.
+  const auto& hc = c.spec.health_checks;
+  if (hc.enabled && !AdminSets(c, "HealthCheckProgram")) {
+    o << "HealthCheckProgram=" << kHealthCheckProgram << "\n"
+      << "HealthCheckInterval=" << hc.interval_seconds << "\n"
+      << "HealthCheckNodeState=ANY\n";
+  }
+  if (hc.enabled && !AdminSets(c, "Epilog")) o << "Epilog=" << kHealthCheckProgram << "\n";
   for (const auto& line : c.spec.extra_config) o << line << "\n";
   o << "# One nodeset and one partition per NodeSet; workers join as dynamic nodes.\n";
   for (const auto& ns : nodesets) {

@@ -19,6 +19,8 @@ struct SlurmNode {
   std::string state;            // base state, lowercase: idle, allocated, mixed, down, unknown, ...
   std::set<std::string> flags;  // upper case: DRAIN, COMPLETING, DYNAMIC_NORM, NOT_RESPONDING, ...
   std::string reason;
+  int64_t reason_changed_at = 0;  // unix seconds the reason was last set or cleared
+  std::string extra;              // the node's Extra field: the health check's report
   std::set<std::string> features;
   std::set<std::string> partitions;
   int cpus = 0;

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <vector>
@@ -14,8 +15,10 @@ namespace hpc::it {
 struct ClusterOptions {
   int replicas = 2;  // -1: autoscaled (no spec.replicas)
   int max_replicas = 4;
+  int64_t tmp_mib = 0;  // the workers' /tmp size; 0: the default
   std::string extra_nodeset_spec;  // more YAML lines under the nodeset's spec (2-space indented)
   std::vector<std::string> extra_config;  // slurm.conf lines for spec.scheduling.extraConfig
+  std::string extra_cluster_spec;  // more YAML lines under the cluster's spec (2-space indented)
   std::string state_parent;  // where the state dir is made ("" : $TMPDIR or /tmp)
   std::vector<std::string> extra_up_args;  // e.g. {"--metrics-listen", "127.0.0.1:PORT"}
 };

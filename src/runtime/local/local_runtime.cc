@@ -126,7 +126,8 @@ json SpecJson(const PodSpec& s) {
             {"periodSeconds", s.liveness.period_seconds},
             {"timeoutSeconds", s.liveness.timeout_seconds},
             {"failureThreshold", s.liveness.failure_threshold}}},
-          {"restartPolicy", static_cast<int>(s.restart_policy)}, {"memoryLimitMiB", s.memory_limit_mib}};
+          {"restartPolicy", static_cast<int>(s.restart_policy)}, {"memoryLimitMiB", s.memory_limit_mib},
+          {"tmpMiB", s.tmp_mib}};
 }
 
 Result<PodSpec> SpecFromJson(const json& j) {
@@ -147,6 +148,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
     s.memory_limit_mib = j.value("memoryLimitMiB", int64_t{0});
+    s.tmp_mib = j.value("tmpMiB", int64_t{0});
     if (j.contains("liveness")) {  // specs written before liveness probes have none
       const json& l = j.at("liveness");
       s.liveness.http_port = l.at("httpPort");
@@ -417,7 +419,7 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   // The pod's root is assembled on this empty directory inside the pod's mount namespace only.
   plan.root_dir = PodDir(spec.name) + "/rootfs";
   RETURN_IF_ERROR(files::MakeDirs(plan.root_dir, 0700));
-  plan.tmp_mib = kPodTmpMiB;
+  plan.tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kPodTmpMiB;
   plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
   for (const auto& m : spec.mounts) {
     auto src = ResolveMountSource(spec, m);

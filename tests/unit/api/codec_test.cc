@@ -38,6 +38,39 @@ TEST(CodecTest, DecodesClusterAndNodeSetWithDefaults) {
   EXPECT_FALSE(m->nodesets[0].spec.replicas.has_value());
 }
 
+// Health checks: defaults, both forms of maxUnhealthy, the nodeset's scripts and /tmp size, and
+// a round trip through the stored JSON.
+TEST(CodecTest, HealthChecksDecodeWithDefaultsAndRoundTrip) {
+  auto m = DecodeManifest(WithNodeSet("  maxReplicas: 5\n  resources:\n    tmpMiB: 64\n  healthChecks:\n    scripts:\n"
+                                      "      gpu-ecc: \"#!/bin/sh\\nexit 0\\n\"\n"),
+                          "t.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const auto& h = m->clusters[0].spec.health_checks;
+  EXPECT_TRUE(h.enabled);
+  EXPECT_EQ(h.interval_seconds, 30);
+  EXPECT_EQ(h.max_unhealthy, "20%");
+  EXPECT_EQ(h.MaxUnhealthy(5), 1);
+  EXPECT_EQ(h.MaxUnhealthy(6), 2);  // 1.2 rounds up
+  EXPECT_EQ(h.MaxUnhealthy(1), 1);  // a lone bad worker can still be drained
+  EXPECT_EQ(h.MaxUnhealthy(0), 0);
+  EXPECT_EQ(m->nodesets[0].spec.resources.tmp_mib, 64);
+  EXPECT_EQ(m->nodesets[0].spec.health_check_scripts.at("gpu-ecc"), "#!/bin/sh\nexit 0\n");
+
+  auto counted = DecodeManifest(std::string(kCluster) +
+                                    "  healthChecks:\n    maxUnhealthy: 3\n    replaceAfter: 2m\n    interval: 5s\n",
+                                "t.yaml");
+  ASSERT_TRUE(counted.ok()) << counted.status().message();
+  const auto& hc = counted->clusters[0].spec.health_checks;
+  EXPECT_EQ(hc.MaxUnhealthy(100), 3);
+  EXPECT_EQ(hc.replace_after_seconds, 120);
+  auto again = DecodeManifest(ToJson(counted->clusters[0]).dump() + "\n---\n" + ToJson(m->nodesets[0]).dump(), "t.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->clusters[0].spec.health_checks.interval_seconds, 5);
+  EXPECT_EQ(again->clusters[0].spec.health_checks.max_unhealthy, "3");
+  EXPECT_EQ(again->nodesets[0].spec.health_check_scripts, m->nodesets[0].spec.health_check_scripts);
+  EXPECT_EQ(again->nodesets[0].spec.resources.tmp_mib, 64);
+}
+
 // JSON is accepted by the same decoder.
 TEST(CodecTest, DecodesJson) {
   auto m = DecodeManifest(
@@ -164,6 +197,30 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"bad label value", WithNodeSet("  maxReplicas: 2\n", "gpu\n  labels:\n    team: \"-x\""),
                     "t.yaml: nodeset \"gpu\": metadata.labels.team: must be at most 63 letters, digits, '-', '_' or "
                     "'.', starting and ending with a letter or digit"},
+        InvalidCase{"health check interval of a day", std::string(kCluster) + "  healthChecks:\n    interval: 1d\n",
+                    "t.yaml: cluster \"c1\": spec.healthChecks.interval: must be 1s-1h (got 86400)"},
+        InvalidCase{"max unhealthy share above all",
+                    std::string(kCluster) + "  healthChecks:\n    maxUnhealthy: \"150%\"\n",
+                    "t.yaml: cluster \"c1\": spec.healthChecks.maxUnhealthy: must be a count 0-9999 or a share "
+                    "0%-100% (got \"150%\")"},
+        InvalidCase{"max unhealthy words", std::string(kCluster) + "  healthChecks:\n    maxUnhealthy: some\n",
+                    "t.yaml: cluster \"c1\": spec.healthChecks.maxUnhealthy: must be a count like 2 or a share like "
+                    "\"20%\" (got \"some\") (line 12)"},
+        InvalidCase{"tiny tmp", WithNodeSet("  resources:\n    tmpMiB: 1\n"),
+                    "t.yaml: nodeset \"gpu\": spec.resources.tmpMiB: must be 16-1048576 (1 TiB) (got 1)"},
+        InvalidCase{"check script without interpreter",
+                    WithNodeSet("  healthChecks:\n    scripts:\n      gpu-ecc: \"nvidia-smi -q\"\n"),
+                    "t.yaml: nodeset \"gpu\": spec.healthChecks.scripts.gpu-ecc: must start with an interpreter line "
+                    "like #!/bin/sh"},
+        InvalidCase{"check script named like a built-in",
+                    WithNodeSet("  healthChecks:\n    scripts:\n      tmp: \"#!/bin/sh\\ntrue\"\n"),
+                    "t.yaml: nodeset \"gpu\": spec.healthChecks.scripts.tmp: is the name of a built-in check"},
+        InvalidCase{"check script name with a path",
+                    WithNodeSet("  healthChecks:\n    scripts:\n      \"../x\": \"#!/bin/sh\\ntrue\"\n"),
+                    "t.yaml: nodeset \"gpu\": spec.healthChecks.scripts.../x: names are 1-32 lower-case letters, "
+                    "digits or '-', starting with a letter or digit"},
+        InvalidCase{"key given twice", WithNodeSet("  resources:\n    cpus: 2\n  resources:\n    cpus: 3\n"),
+                    "t.yaml: nodeset \"gpu\": spec.resources: is given twice (line 19)"},
         InvalidCase{"empty file", "", "t.yaml: no resources found"}),
     [](const ::testing::TestParamInfo<InvalidCase>& info) {
       std::string name = info.param.what;

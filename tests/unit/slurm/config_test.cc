@@ -84,9 +84,34 @@ TEST(SlurmConfTest, DynamicNodeConfCarriesShapeAndFeatures) {
 }
 
 // Guards the parsing of slurmrestd v0.0.38 node answers (shape captured from Slurm 22.05.8).
+// Workers run the health check every interval and after each job, unless checks are off or the
+// admin's extraConfig sets its own program (theirs wins; keys are case-insensitive).
+TEST(SlurmConfTest, HealthCheckProgramRunsEveryIntervalAndAfterEachJob) {
+  auto c = Cluster();
+  c.spec.health_checks.interval_seconds = 7;
+  std::string conf = RenderSlurmConf(c, {NodeSet("cpu")});
+  EXPECT_TRUE(HasLine(conf, "HealthCheckProgram=/run/slurm-scripts/health_check")) << conf;
+  EXPECT_TRUE(HasLine(conf, "HealthCheckInterval=7"));
+  EXPECT_TRUE(HasLine(conf, "HealthCheckNodeState=ANY"));
+  EXPECT_TRUE(HasLine(conf, "Epilog=/run/slurm-scripts/health_check"));
+
+  c.spec.extra_config = {"healthcheckprogram=/usr/sbin/nhc", "HealthCheckInterval=300", "Epilog=/opt/epilog"};
+  conf = RenderSlurmConf(c, {NodeSet("cpu")});
+  EXPECT_FALSE(HasLine(conf, "HealthCheckProgram=/run/slurm-scripts/health_check"));
+  EXPECT_FALSE(HasLine(conf, "Epilog=/run/slurm-scripts/health_check"));
+  EXPECT_TRUE(HasLine(conf, "healthcheckprogram=/usr/sbin/nhc"));
+
+  c.spec.extra_config.clear();
+  c.spec.health_checks.enabled = false;
+  conf = RenderSlurmConf(c, {NodeSet("cpu")});
+  EXPECT_EQ(conf.find("HealthCheck"), std::string::npos);
+  EXPECT_EQ(conf.find("Epilog="), std::string::npos);
+}
+
 TEST(RestClientTest, ParsesNodes) {
   const char* body = R"({"meta":{},"errors":[],"nodes":[
     {"name":"cpu-0","state":"idle","state_flags":["DRAIN","DYNAMIC_NORM"],"reason":"hpcplane: x",
+     "reason_changed_at":1700000000,"extra":"hpcplane-health:1700000005:ok",
      "features":"cpu,fast","cpus":2,"alloc_cpus":0},
     {"name":"cpu-1","state":"allocated","state_flags":["DYNAMIC_NORM"],"reason":"","features":"cpu","cpus":2,
      "alloc_cpus":2}]})";
@@ -96,7 +121,10 @@ TEST(RestClientTest, ParsesNodes) {
   EXPECT_TRUE((*nodes)[0].Drain());
   EXPECT_FALSE((*nodes)[0].Busy());
   EXPECT_EQ((*nodes)[0].features.count("fast"), 1u);
+  EXPECT_EQ((*nodes)[0].reason_changed_at, 1700000000);
+  EXPECT_EQ((*nodes)[0].extra, "hpcplane-health:1700000005:ok");
   EXPECT_TRUE((*nodes)[1].Busy());
+  EXPECT_EQ((*nodes)[1].extra, "");
 }
 
 // The job list as slurmrestd v0.0.38 /jobs and 22.05's `squeue --json` print it: the fields

@@ -1,0 +1,47 @@
+#include "operator/health_policy.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+namespace hpc::op {
+
+bool IsHealthDrain(const std::string& reason) { return reason.rfind(slurm::kHealthDrainPrefix, 0) == 0; }
+
+HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOptions& opts) {
+  HealthPlan plan;
+  int drained = 0;
+  int replacements_left = opts.replacements_left;
+  for (const auto& w : workers) {
+    if (!w.drained_by_health) continue;
+    const bool passes_again = w.report.present && w.report.ok && w.report.at > w.reason_changed_at;
+    if (!opts.enabled || passes_again) {
+      plan.resume.push_back(w.pod);
+      continue;
+    }
+    ++drained;
+    if (!w.busy && opts.now - w.reason_changed_at >= opts.replace_after_seconds && replacements_left > 0) {
+      plan.replace.push_back(w.pod);
+      --replacements_left;
+    }
+  }
+  if (opts.enabled) {
+    for (const auto& w : workers) {
+      // A report older than the last drain change was read before an admin's resume (or
+      // before our own): the next run of the check speaks for the worker now.
+      if (w.drained || !w.report.present || w.report.ok || w.report.at <= w.reason_changed_at) continue;
+      if (drained >= opts.max_unhealthy) {
+        if (plan.held_back.empty()) plan.held_back_detail = w.report.check + ": " + w.report.detail;
+        plan.held_back.push_back(w.pod);
+        continue;
+      }
+      std::string reason = fmt::format("{}{}: {}", slurm::kHealthDrainPrefix, w.report.check, w.report.detail);
+      plan.drain.push_back({w.pod, reason});
+      ++drained;
+    }
+  }
+  plan.unhealthy = drained - static_cast<int>(plan.replace.size());
+  return plan;
+}
+
+}  // namespace hpc::op

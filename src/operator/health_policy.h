@@ -1,0 +1,60 @@
+// What to do about workers' health reports (slurm/health_check.h), for one nodeset. Pure, so
+// every rule is unit-tested.
+//
+// Rules:
+//  - A worker whose latest report fails, newer than its last drain change, is drained with
+//    "hpcplane:health:<check>: <detail>", while fewer than maxUnhealthy workers of the nodeset
+//    are drained by health checks; beyond that it is held back and the check is suspect.
+//  - A worker drained by a health check whose report passes again, written after the drain,
+//    is resumed. No other drain is ever resumed here: an admin's or the scaler's stay theirs.
+//  - A worker drained by a health check for replaceAfter or longer and running nothing is
+//    replaced (its pod and node are removed; the scaler brings the capacity back), at most the
+//    remaining replacement budget.
+//  - Health checks turned off: their drains are resumed, since no check will ever clear them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "slurm/health_check.h"
+
+namespace hpc::op {
+
+struct HealthWorker {
+  std::string pod;
+  bool busy = false;
+  bool drained = false;            // by anyone
+  bool drained_by_health = false;  // reason has the kHealthDrainPrefix
+  int64_t reason_changed_at = 0;
+  slurm::HealthReport report;
+};
+
+struct HealthOptions {
+  bool enabled = true;
+  int max_unhealthy = 1;
+  int64_t replace_after_seconds = 600;
+  int replacements_left = 1;
+  int64_t now = 0;
+};
+
+struct HealthDrain {
+  std::string pod;
+  std::string reason;
+};
+
+struct HealthPlan {
+  std::vector<HealthDrain> drain;
+  std::vector<std::string> resume;
+  std::vector<std::string> replace;
+  std::vector<std::string> held_back;  // failing, not drained: the cap was reached
+  std::string held_back_detail;        // the first held-back worker's failure
+  int unhealthy = 0;                   // drained by health checks and still there after the plan
+};
+
+HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOptions& opts);
+
+// Whether a drain reason was set by a health check.
+bool IsHealthDrain(const std::string& reason);
+
+}  // namespace hpc::op

@@ -1,0 +1,123 @@
+// Worker health checks against real Slurm: a filled /tmp drains the worker with hpcplane's
+// health reason, no new job lands on it, a running job finishes, and the worker is replaced;
+// freeing the space first resumes it instead; an admin's drain is never resumed.
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+#include "harness.h"
+
+namespace hpc::it {
+namespace {
+using std::chrono::seconds;
+
+// Field of `scontrol show node`: Reason and Extra to the end of their line, others to a space.
+std::string NodeField(TestCluster& c, const std::string& node, const std::string& field) {
+  auto r = c.Login("root", {"scontrol", "show", "node", node});
+  auto pos = r.out.find(" " + field + "=");
+  if (pos == std::string::npos) return "";
+  pos += field.size() + 2;
+  const bool to_line_end = field == "Reason" || field == "Extra";
+  auto end = r.out.find_first_of(to_line_end ? "\n" : " \n", pos);
+  return r.out.substr(pos, end - pos);
+}
+
+int64_t Submit(TestCluster& c, const std::vector<std::string>& args) {
+  std::vector<std::string> cmd = {"sbatch", "--parsable", "--chdir", "/shared", "-o", "/dev/null"};
+  cmd.insert(cmd.end(), args.begin(), args.end());
+  auto r = c.Login("alice", cmd);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  return r.exit_code == 0 ? std::stoll(Trim(r.out)) : -1;
+}
+
+ClusterOptions HealthOptions(const std::string& replace_after) {
+  ClusterOptions o;
+  o.replicas = 2;
+  o.extra_cluster_spec = "  healthChecks:\n    interval: 2s\n    timeout: 5s\n    replaceAfter: " + replace_after + "\n";
+  o.tmp_mib = 16;
+  return o;
+}
+
+// Fills the worker's 16 MiB /tmp to 1 MiB free (6%, below the default 10%).
+void FillScratch(TestCluster& c, const std::string& pod) {
+  auto r = c.Cli({"exec", pod, "--", "dd", "if=/dev/zero", "of=/tmp/fill", "bs=1M", "count=15"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+}
+
+// What to look at when a wait fails: the node as Slurm sees it and the daemon's last words.
+std::string Diagnose(TestCluster& c, const std::string& node) {
+  std::string log = files::Read(c.ClusterDir() + "/daemon.log").value_or("");
+  if (log.size() > 3000) log = log.substr(log.size() - 3000);
+  return "Reason=" + NodeField(c, node, "Reason") + "\nExtra=" + NodeField(c, node, "Extra") + "\n" + log;
+}
+
+bool HasPassingReport(TestCluster& c, const std::string& node) {
+  std::string extra = NodeField(c, node, "Extra");
+  return extra.rfind("hpcplane-health:", 0) == 0 && extra.size() > 3 && extra.substr(extra.size() - 3) == ":ok";
+}
+
+TEST(HealthIT, AFullScratchDrainsTheWorkerAndItIsReplacedOnceItsJobEnds) {
+  TestCluster c("hc", HealthOptions("8s"));
+  ASSERT_EQ(c.Up().exit_code, 0);
+  // The check runs and reports on its own.
+  ASSERT_TRUE(WaitFor([&] { return HasPassingReport(c, "cpu-0"); }, seconds(30))) << NodeField(c, "cpu-0", "Extra");
+
+  int64_t running = Submit(c, {"-w", "cpu-0", "--wrap", "sleep 12"});
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(running, "JobState") == "RUNNING"; }, seconds(30)));
+  FillScratch(c, "cpu-0");
+  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Reason").rfind("hpcplane:health:tmp: /tmp has ", 0) == 0; },
+                      seconds(20)))
+      << Diagnose(c, "cpu-0");
+  EXPECT_NE(NodeField(c, "cpu-0", "State").find("DRAIN"), std::string::npos);
+
+  // New work goes elsewhere (the nodeset adds a worker in place of the drained one).
+  int64_t next = Submit(c, {"--wrap", "hostname"});
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(next, "JobState") == "COMPLETED"; }, seconds(60)));
+  EXPECT_NE(c.JobField(next, "NodeList"), "cpu-0");
+  // The job that was running on it is not cut short.
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(running, "JobState") != "RUNNING"; }, seconds(40)));
+  EXPECT_EQ(c.JobField(running, "JobState"), "COMPLETED");
+
+  // Drained past replaceAfter and idle: replaced; the nodeset is back to full health.
+  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replacements") == "1"; }, seconds(60)))
+      << c.Cli({"describe", "nodeset", "cpu"}).out;
+  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("ready") == "2" && c.NodeSetStatusField("unhealthy") == "0"; },
+                      seconds(60)))
+      << c.Cli({"describe", "nodeset", "cpu"}).out;
+  auto nodes = c.SinfoNodes();
+  for (const auto& n : nodes) EXPECT_EQ(n.find("cpu-0 "), std::string::npos) << "the drained worker is gone: " << n;
+  EXPECT_EQ(c.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
+  const std::string describe = c.Cli({"describe", "nodeset", "cpu"}).out;
+  EXPECT_NE(describe.find("Unhealthy"), std::string::npos) << describe;
+  EXPECT_NE(describe.find("Replaced"), std::string::npos) << describe;
+}
+
+TEST(HealthIT, FreedSpaceResumesTheWorkerAndAnAdminsDrainStays) {
+  TestCluster c("hr", HealthOptions("10m"));
+  ASSERT_EQ(c.Up().exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return HasPassingReport(c, "cpu-0") && HasPassingReport(c, "cpu-1"); }, seconds(30)));
+  // The admin's drain, on a worker whose check then fails too: the reason stays theirs.
+  auto drain = c.Login("root", {"scontrol", "update", "NodeName=cpu-1", "State=DRAIN", "Reason=disk swap"});
+  ASSERT_EQ(drain.exit_code, 0) << drain.err;
+  FillScratch(c, "cpu-1");
+  FillScratch(c, "cpu-0");
+  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Reason").rfind("hpcplane:health:tmp:", 0) == 0; }, seconds(20)))
+      << Diagnose(c, "cpu-0");
+
+  ASSERT_EQ(c.Cli({"exec", "cpu-0", "--", "rm", "/tmp/fill"}).exit_code, 0);
+  ASSERT_EQ(c.Cli({"exec", "cpu-1", "--", "rm", "/tmp/fill"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "State").find("DRAIN") == std::string::npos; }, seconds(20)))
+      << NodeField(c, "cpu-0", "State") << " " << NodeField(c, "cpu-0", "Reason");
+  EXPECT_EQ(NodeField(c, "cpu-0", "Reason"), "");
+  // cpu-1 reports healthy again, yet the admin's drain stays, and it was not replaced.
+  ASSERT_TRUE(WaitFor([&] { return HasPassingReport(c, "cpu-1"); }, seconds(20)));
+  auto extra_before = NodeField(c, "cpu-1", "Extra");
+  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-1", "Extra") != extra_before; }, seconds(20)));  // one more pass
+  EXPECT_NE(NodeField(c, "cpu-1", "State").find("DRAIN"), std::string::npos);
+  EXPECT_EQ(NodeField(c, "cpu-1", "Reason").rfind("disk swap", 0), 0u) << NodeField(c, "cpu-1", "Reason");
+  EXPECT_EQ(c.NodeSetStatusField("replacements"), "0");
+  EXPECT_EQ(c.NodeSetStatusField("healthDrains"), "1");
+}
+
+}  // namespace
+}  // namespace hpc::it
