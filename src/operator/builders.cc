@@ -261,6 +261,10 @@ PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
       {MountSource::kVolume, kVolumeDatabase, "/var/lib/mysql", "", false},
   });
   p.readiness.tcp_port = slurm::kMariaDbPort;
+  // A hung server still accepts connections; `ping` needs it to answer (and exits 0 even when
+  // refused access, so only a dead or hung server fails it).
+  p.liveness.command = {"mariadb-admin", "--socket=/tmp/mysqld.sock", "--connect-timeout=4", "ping"};
+  p.liveness.period_seconds = 15;
   return p;
 }
 
@@ -283,8 +287,14 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
       {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
       {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
       {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
+      // For the liveness probe's sacctmgr only (slurmdbd itself reads the secret).
+      {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
   });
   p.readiness.tcp_port = slurm::kSlurmdbdPort;
+  // A hung slurmdbd still accepts connections; a query must be answered.
+  p.liveness.command = {"env", std::string("SLURM_CONF=") + slurm::kConfigDir + "/slurm.conf", "sacctmgr", "-n", "-P",
+                        "list", "cluster", "format=cluster"};
+  p.liveness.period_seconds = 15;
   return p;
 }
 

@@ -200,6 +200,37 @@ TEST(ClusterIT, AHungSlurmrestdIsRestartedByItsLivenessProbe) {
   EXPECT_EQ(c.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
 }
 
+// Hung (SIGSTOP), not dead: MariaDB and slurmdbd are restarted by their liveness probes, and
+// accounting works again afterwards.
+TEST(ClusterIT, HungAccountingDaemonsAreRestartedByTheirLivenessProbes) {
+  TestCluster c("la");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  const std::string db = c.name() + "-mariadb", dbd = c.name() + "-slurmdbd";
+  ASSERT_EQ(c.Cli({"exec", db, "--", "pkill", "-STOP", "-x", "mariadbd"}).exit_code, 0);
+  ASSERT_EQ(c.Cli({"exec", dbd, "--", "pkill", "-STOP", "-x", "slurmdbd"}).exit_code, 0);
+  auto restarted = [&](const std::string& name) {
+    auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+    for (const auto& p : pods) {
+      if (p.value("name", "") == name) return p.value("restarts", 0) >= 1 && p.value("ready", false);
+    }
+    return false;
+  };
+  ASSERT_TRUE(WaitFor([&] { return restarted(db) && restarted(dbd); }, seconds(120)))
+      << files::Read(c.ClusterDir() + "/daemon.log").value_or("");
+  const std::string log = files::Read(c.ClusterDir() + "/daemon.log").value_or("");
+  EXPECT_NE(log.find("pod " + db + " killed: its liveness probe failed"), std::string::npos) << log;
+  EXPECT_NE(log.find("pod " + dbd + " killed: its liveness probe failed"), std::string::npos) << log;
+  // A job run now reaches the accounting database.
+  auto run = c.Login("alice", {"srun", "-N1", "--comment", "after-hang", "true"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto r = c.Login("alice", {"sacct", "-n", "-X", "-P", "--format=Comment,State"});
+        return r.out.find("after-hang|COMPLETED") != std::string::npos;
+      },
+      seconds(60)));
+}
+
 // `down` leaves no process, network namespace, link, bridge or mount behind.
 TEST(ClusterIT, DownLeavesNothingBehind) {
   TestCluster c("dn");

@@ -1,5 +1,7 @@
 #include "operator/builders.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 namespace hpc::op {
@@ -28,6 +30,43 @@ const runtime::Mount* FindMount(const runtime::PodSpec& p, const std::string& pa
     if (m.mount_path == path) return &m;
   }
   return nullptr;
+}
+
+// Every daemon that can hang while its port still accepts connections is watched by a probe
+// that needs an answer, so a hung daemon is restarted, not only a dead one.
+TEST(BuildersTest, EveryDaemonHasALivenessProbeThatNeedsAnAnswer) {
+  auto c = Cluster();
+  auto in = Inputs();
+  for (const auto& pod : {BuildMungePod(c, in), BuildControllerPod(c, in), BuildRestApiPod(c, in),
+                          BuildMariaDbPod(c, in), BuildSlurmdbdPod(c, in)}) {
+    EXPECT_TRUE(pod.liveness.Set()) << pod.name;
+    EXPECT_TRUE(pod.liveness.http_port > 0 || !pod.liveness.command.empty()) << pod.name;
+  }
+  // slurmdbd's probe asks slurmdbd through sacctmgr, which needs slurm.conf in the pod.
+  auto dbd = BuildSlurmdbdPod(c, in);
+  EXPECT_NE(std::find(dbd.liveness.command.begin(), dbd.liveness.command.end(), "sacctmgr"), dbd.liveness.command.end());
+  ASSERT_NE(FindMount(dbd, "/etc/slurm"), nullptr);
+}
+
+// Workers get the nodeset's /tmp size and the health check settings.
+TEST(BuildersTest, WorkerPodCarriesScratchSizeAndHealthSettings) {
+  api::NodeSet ns;
+  ns.metadata.name = "cpu";
+  ns.spec.resources.tmp_mib = 64;
+  ns.spec.health_check_scripts = {{"ecc", "#!/bin/sh\nexit 0\n"}};
+  auto c = Cluster();
+  auto pod = BuildWorkerPod(c, ns, 0, Inputs());
+  EXPECT_EQ(pod.tmp_mib, 64);
+  const auto* health = FindMount(pod, "/run/slurm-health");
+  ASSERT_NE(health, nullptr);
+  EXPECT_EQ(health->name, kConfigMapHealth);
+  EXPECT_TRUE(health->read_only);
+  auto cm = BuildHealthConfigMap(c, {ns});
+  EXPECT_EQ(cm.default_mode, 0755);
+  EXPECT_EQ(cm.data.at("cpu.ecc.check"), "#!/bin/sh\nexit 0\n");
+  // The cluster's datasets are looked at on every worker.
+  EXPECT_NE(cm.data.at("cpu.conf").find("DATASETS=('/shared' '/ref')"), std::string::npos) << cm.data.at("cpu.conf");
+  EXPECT_TRUE(BuildScriptsConfigMap().data.count("health_check"));
 }
 
 // Workers register as dynamic nodes of their nodeset and see every dataset.
