@@ -66,6 +66,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   std::set<std::string> replaced;
   if (visible) {
     RepairStuckNodes(ns, &nodes, now, &st);
+    ResetRestartedWorkers(ns, *pods, &nodes, &st, &errors);
     replaced = ApplyHealth(c, ns, *pods, &nodes, now, &st, &errors);
   }
 
@@ -206,6 +207,45 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   return st;
 }
 
+void NodeSetReconciler::ResetRestartedWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
+                                              std::map<std::string, slurm::SlurmNode>* nodes, api::NodeSetStatus* st,
+                                              std::vector<std::string>* errors) {
+  for (const auto& p : pods) {
+    auto [seen, first] = restarts_seen_.try_emplace(p.name, p.restarts);
+    const bool restarted = !first && p.restarts > seen->second;
+    seen->second = p.restarts;
+    auto it = nodes->find(p.name);
+    if (!restarted || it == nodes->end() || !it->second.Busy()) continue;
+    auto& n = it->second;
+    if (n.Drain() && n.reason.rfind(slurm::kDrainReasonPrefix, 0) != 0) {
+      AddEvent(st, "Warning", "WorkerRestarted",
+               fmt::format("worker {} restarted while Slurm counts a job on it; left to the admin who drained it", p.name));
+      continue;
+    }
+    Status s = control_->ResetNode(p.name, fmt::format("{} worker pod restarted; its jobs ended with it",
+                                                       slurm::kDrainReasonPrefix));
+    if (!s.ok()) {
+      errors->push_back(s.message());
+      continue;
+    }
+    std::string msg = fmt::format("worker {} restarted and its jobs with it; set DOWN and resumed so Slurm ends "
+                                  "(and requeues) the jobs it still counted there",
+                                  p.name);
+    AddEvent(st, "Warning", "WorkerRestarted", msg);
+    spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
+    n.state = "idle";
+    n.alloc_cpus = 0;
+    n.flags.erase("DRAIN");
+    n.reason.clear();
+  }
+  // Forget pods that are gone, so the map stays the size of the workers.
+  for (auto it = restarts_seen_.begin(); it != restarts_seen_.end();) {
+    bool mine = WorkerOrdinal(ns, it->first) >= 0;
+    bool present = std::any_of(pods.begin(), pods.end(), [&](const auto& p) { return p.name == it->first; });
+    it = mine && !present ? restarts_seen_.erase(it) : std::next(it);
+  }
+}
+
 std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
                                                     const std::vector<runtime::PodStatus>& pods,
                                                     std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
@@ -313,7 +353,7 @@ void NodeSetReconciler::RepairStuckNodes(const api::NodeSet& ns, std::map<std::s
       continue;
     }
     if (now - since < 2) continue;  // seen stuck and drained on two passes
-    Status s = control_->ResetNode(name);
+    Status s = control_->ResetNode(name, fmt::format("{} clearing a stale allocation", slurm::kDrainReasonPrefix));
     std::string msg = s.ok() ? fmt::format("worker {} was left allocated with no job (Slurm reconfigure); reset it", name)
                              : s.message();
     AddEvent(st, s.ok() ? "Normal" : "Warning", "StaleAllocation", msg);

@@ -40,6 +40,13 @@ class NodeSetReconciler {
   // Resets workers Slurm left ALLOCATED without a job (see SlurmNode::StuckAllocated).
   void RepairStuckNodes(const api::NodeSet& ns, std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
                         api::NodeSetStatus* st);
+  // A worker pod that restarted lost every process, its jobs' included, but Slurm still counts
+  // a job that started there moments before slurmd came back (slurmctld gives a new job time
+  // to launch, and slurmd does not register again). Such a node is set DOWN and resumed, so
+  // Slurm ends and requeues what it thinks runs there. An admin's drain is left alone.
+  void ResetRestartedWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
+                             std::map<std::string, slurm::SlurmNode>* nodes, api::NodeSetStatus* st,
+                             std::vector<std::string>* errors);
   // Drains, resumes and replaces workers by their health reports (operator/health_policy.h).
   // Updates `nodes` to what Slurm shows after the actions; returns the workers replaced.
   std::set<std::string> ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
@@ -55,6 +62,7 @@ class NodeSetReconciler {
   std::map<std::string, std::deque<int64_t>> created_, drained_;  // unix seconds, per nodeset
   std::map<std::string, std::deque<int64_t>> replaced_;           // unix seconds, per nodeset
   std::map<std::string, std::map<std::string, int64_t>> stuck_since_;  // nodeset -> node -> first seen
+  std::map<std::string, int> restarts_seen_;  // worker pod -> its restart count at the last pass
 };
 
 // Autoscaled: spec.replicas unset.

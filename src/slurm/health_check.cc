@@ -77,7 +77,7 @@ check_munge() {
 # every job of this worker: a job that ended left it behind, with whatever memory it holds.
 check_processes() {
   local strays count mib uids
-  strays=$(grep -H -E '^(Name|PPid|Uid|VmRSS):' "$PROC_DIR"/[0-9]*/status 2>/dev/null | awk '
+  strays=$(grep -H -E '^(Name|State|PPid|Uid|VmRSS):' "$PROC_DIR"/[0-9]*/status 2>/dev/null | awk '
     {
       path = $0; sub(/\/status:.*/, "", path); pid = path; sub(/.*\//, "", pid)
       rest = $0; sub(/^[^:]*:/, "", rest); key = rest; sub(/:.*/, "", key)
@@ -86,10 +86,11 @@ check_processes() {
       else if (key == "PPid") ppid[pid] = f[1]
       else if (key == "Uid") uid[pid] = f[1]
       else if (key == "VmRSS") rss[pid] = f[1]
+      else if (key == "State") state[pid] = f[1]
     }
     END {
       for (p in uid) {
-        if (uid[p] == 0) continue
+        if (uid[p] == 0 || state[p] == "Z") continue  # a zombie holds nothing but its pid
         inside = 0; q = p; hops = 0
         while ((q in ppid) && q != 0 && hops++ < 64) {
           if (name[q] == "slurmstepd") { inside = 1; break }
@@ -136,6 +137,8 @@ run_admin_checks() {
   done
 }
 
+# After a job its processes may take a moment to be gone: the Epilog runs as the job ends.
+if [ -n "${SLURM_JOB_ID:-}" ]; then sleep "${AFTER_JOB_DELAY:-2}"; fi
 check_space tmp "$TMP_DIR"
 check_space spool "$SPOOL_DIR"
 check_datasets

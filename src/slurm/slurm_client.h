@@ -97,8 +97,9 @@ class SlurmControl {
   virtual Status DeleteNode(const std::string& node) = 0;
   /** Makes slurmctld reread slurm.conf (new nodesets and partitions). */
   virtual Status Reconfigure() = 0;
-  /** Sets a node DOWN and RESUMEs it: clears a stale allocation of a node that runs nothing. */
-  virtual Status ResetNode(const std::string& node) = 0;
+  /** Sets a node DOWN (with `reason`) and RESUMEs it: Slurm ends (and requeues) what it still
+   * counts as running there, and clears a stale allocation of a node that runs nothing. */
+  virtual Status ResetNode(const std::string& node, const std::string& reason) = 0;
   /** Partitions are managed in place (create, update, delete) rather than by `scontrol
    * reconfigure`, which Slurm 22.05 handles badly for dynamic nodes with jobs. `options` are
    * PartitionName options such as Nodes=, State=, AllowGroups=. */

@@ -22,9 +22,8 @@ Status ScontrolInPod::Scontrol(const std::vector<std::string>& args) {
   return RunAsSlurm(std::move(argv));
 }
 
-Status ScontrolInPod::ResetNode(const std::string& node) {
-  RETURN_IF_ERROR(Scontrol({"update", "NodeName=" + node, "State=DOWN",
-                            "Reason=" + std::string(kDrainReasonPrefix) + " clearing a stale allocation"}));
+Status ScontrolInPod::ResetNode(const std::string& node, const std::string& reason) {
+  RETURN_IF_ERROR(Scontrol({"update", "NodeName=" + node, "State=DOWN", "Reason=" + reason}));
   return Scontrol({"update", "NodeName=" + node, "State=RESUME"});
 }
 

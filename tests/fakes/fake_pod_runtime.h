@@ -23,6 +23,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   std::map<std::string, runtime::Secret> secrets;
   std::map<std::string, uint32_t> volumes;  // name -> mode
   std::map<std::string, runtime::PodSpec> pods;
+  std::map<std::string, int> restarts;  // how often each pod was restarted, as ListPods reports it
   std::vector<ExecCall> execs;
   std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
 
@@ -78,6 +79,7 @@ class FakePodRuntime : public runtime::PodRuntime {
       st.labels = spec.labels;
       st.phase = runtime::PodPhase::kRunning;
       st.ready = true;
+      st.restarts = restarts.count(name) ? restarts.at(name) : 0;
       out.push_back(st);
     }
     return out;

@@ -45,7 +45,9 @@ class FakeSlurm : public slurm::SlurmReader, public slurm::SlurmControl {
     return Record("delete-node " + node);
   }
   Status Reconfigure() override { return Record("reconfigure"); }
-  Status ResetNode(const std::string& node) override { return Record("reset " + node); }
+  Status ResetNode(const std::string& node, const std::string& reason) override {
+    return Record("reset " + node + " (" + reason + ")");
+  }
   Status CreatePartition(const std::string& partition, const std::vector<std::string>& options) override {
     partitions.push_back({partition, "UP"});
     return Record("create-partition " + partition);

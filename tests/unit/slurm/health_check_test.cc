@@ -135,6 +135,8 @@ TEST_F(HealthCheckScriptTest, AMissingDatasetFails) {
 TEST_F(HealthCheckScriptTest, AUserProcessOutsideAnyJobFails) {
   AddProcess(30, 1, 1002, "python3", 10 * 1024);
   AddProcess(31, 30, 1002, "python3", 5 * 1024);
+  AddProcess(32, 1, 1003, "defunct");  // a zombie holds nothing
+  ASSERT_TRUE(files::WriteAtomic(dir_ + "/proc/32/status", "Name:\tdefunct\nState:\tZ (zombie)\nPPid:\t1\nUid:\t1003\t1003\t1003\t1003\n").ok());
   auto r = RunAndParse();
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.check, "processes");
@@ -147,7 +149,7 @@ TEST_F(HealthCheckScriptTest, AClockFarFromSlurmctldsFailsExceptAfterAJob) {
   auto r = RunAndParse();
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.check, "clock");
-  auto after_job = RunAndParse({{"SLURM_JOB_ID", "42"}});
+  auto after_job = RunAndParse({{"SLURM_JOB_ID", "42"}, {"AFTER_JOB_DELAY", "0"}});
   EXPECT_TRUE(after_job.ok) << after_job.check << ": " << after_job.detail;
 }
 

@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# Fault campaign: a stream of jobs from two workspaces (ann-astro, ben-bio) with the control
+# plane on (`hpcplane server` on SQLite and `hpcplane agent`, separate processes), and meanwhile
+# kill -9, one at a time, of each component: slurmctld, slurmdbd, MariaDB, slurmrestd, munged,
+# a worker's slurmd, a whole worker pod, the hpcplane daemon, the agent and the server. The
+# pods come back by their restart policy; the daemon, the agent and the server are started
+# again by this script, as systemd or Kubernetes would. For each: the time from the kill until
+# the component runs again and the cluster is Ready (for the agent and the server: until the
+# data plane's report is fresh again). At the end every job whose submission was acknowledged
+# must be in sacct in a final state, and every job of the two users that sacct knows must be in
+# the control plane's history exactly once with the same state; a job Slurm requeued (its
+# worker died under it) is counted, and each of its attempts is one record, in sacct -D as in
+# the history. Prints the table; exits 1 when a job is lost or duplicated or a component does not
+# come back.
+#
+# Usage: bash bench/faults.sh [build-dir]
+#   FAULTS="slurmctld ..."  which faults, in order (default: all)
+#   SUBMIT_EVERY=1 JOB_SECONDS=2 SETTLE=6  the stream, and the seconds of stream between faults
+#   KEEP=1  leave the cluster running at the end (to look into a failure)
+set -euo pipefail
+BUILD=${1:-build}
+H=$(realpath "$BUILD/hpcplane")
+FAULTS=${FAULTS:-"slurmctld slurmdbd mariadb slurmrestd munge slurmd worker-pod daemon agent server"}
+SUBMIT_EVERY=${SUBMIT_EVERY:-1}
+JOB_SECONDS=${JOB_SECONDS:-2}
+SETTLE=${SETTLE:-6}
+RECOVERY_LIMIT=${RECOVERY_LIMIT:-180}
+STATE=$(mktemp -d /tmp/hpcplane-faults.XXXXXX)
+NAME=fc$$
+PORT=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+URL=http://127.0.0.1:$PORT
+export HPCPLANE_STATE_DIR=$STATE HPCPLANE_CLUSTER=$NAME
+CD=$STATE/clusters/$NAME
+CP=$STATE/controlplane
+SERVER_PID="" AGENT_PID="" STREAM_PID=""
+
+cleanup() {
+  touch "$STATE/stop-stream"
+  for pid in $STREAM_PID $AGENT_PID $SERVER_PID; do kill "$pid" 2>/dev/null || true; done
+  for pid in $STREAM_PID $AGENT_PID $SERVER_PID; do wait "$pid" 2>/dev/null || true; done
+  if [ -n "${KEEP:-}" ]; then
+    log "KEEP set: the cluster runs on, state in $STATE (HPCPLANE_STATE_DIR=$STATE HPCPLANE_CLUSTER=$NAME)"
+    return
+  fi
+  "$H" down --purge >/dev/null 2>&1 || true
+  rm -rf "$STATE"
+}
+trap cleanup EXIT
+log() { echo "[$(date +%T)] $*" >&2; }
+fail() { log "FAILED: $*"; exit 1; }
+
+start_server() {
+  "$H" server --listen "127.0.0.1:$PORT" --unreachable-after 6 >>"$STATE/server.log" 2>&1 &
+  SERVER_PID=$!
+}
+start_agent() {
+  "$H" agent --server "$URL" --token-file "$CP/agent.token" --name "$NAME" --interval 1 >>"$STATE/agent.log" 2>&1 &
+  AGENT_PID=$!
+}
+api() { [ -s "$CP/admin.token" ] && curl -sf -H "Authorization: Bearer $(cat "$CP/admin.token")" "$URL$1"; }
+
+# pod_field POD FIELD: a field of the pod from `get pods -o json` ("" when absent).
+pod_field() {
+  "$H" get pods -o json 2>/dev/null | python3 -c "
+import json, sys
+for p in json.load(sys.stdin):
+    if p['name'] == '$1': print(str(p.get('$2', '')).lower())"
+}
+cluster_ready() {
+  "$H" get clusters -o json 2>/dev/null | python3 -c "
+import json, sys
+c = json.load(sys.stdin)[0]
+print(any(x['type'] == 'Ready' and x['status'] == 'True' for x in c['status']['conditions']))" | grep -q True
+}
+report_after() {  # the data plane reported after unix second $1
+  api /api/v1/dataplanes | python3 -c "
+import json, sys
+print(any(d['name'] == '$NAME' and d['lastReport'] > $1 and d['state'] == 'Healthy' for d in json.load(sys.stdin)['dataPlanes']))" 2>/dev/null | grep -q True
+}
+# until_true LIMIT CMD...: seconds (with ms) until CMD succeeds, or fails after LIMIT seconds.
+until_true() {
+  local limit=$1 start
+  shift
+  start=$(date +%s.%N)
+  until "$@"; do
+    if python3 -c "import sys; sys.exit(0 if $(date +%s.%N) - $start > $limit else 1)"; then return 1; fi
+    sleep 0.2
+  done
+}
+
+cat > "$STATE/cluster.yaml" <<EOF
+apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: $NAME
+spec:
+  network:
+    subnet: 10.251.$((RANDOM % 200)).0/24
+  scheduling:
+    extraConfig:
+      - MinJobAge=3600
+EOF
+log "bringing up $NAME with two workspaces and the control plane"
+"$H" up -f "$STATE/cluster.yaml" --detach >/dev/null
+for u in ann ben; do "$H" users add "$u" >/dev/null; done
+"$H" workspace launch --user ann --project astro --max-workers 2 --idle-timeout 60s >/dev/null
+"$H" workspace launch --user ben --project bio --max-workers 2 --idle-timeout 60s >/dev/null
+mkdir -p "$CP"
+start_server
+until_true 30 api /api/v1/dataplanes >/dev/null || fail "the server did not answer"
+"$H" tokens create --subject "$NAME" --role agent --out "$CP/agent.token" --server "$URL" \
+  --token-file "$CP/admin.token" >/dev/null
+start_agent
+until_true 60 report_after 0 || fail "the agent did not report"
+START=$(date +%s)
+
+# The stream: one job every SUBMIT_EVERY seconds, alternating workspaces. An acknowledged
+# submission's id goes to `submitted`; a refused one (its component was down) to `refused`.
+stream() {
+  local i=0 ws out
+  while [ ! -e "$STATE/stop-stream" ]; do
+    i=$((i + 1))
+    ws=$([ $((i % 2)) = 0 ] && echo ann-astro || echo ben-bio)
+    if out=$(timeout 60 "$H" workspace exec "$ws" -- sbatch --parsable -o /dev/null --comment "fc-$i" \
+      --wrap "sleep $JOB_SECONDS" 2>&1); then
+      echo "$i $ws ${out%%;*}" >>"$STATE/submitted"
+    else
+      echo "$i $ws $(date +%s) $(echo "$out" | tail -1)" >>"$STATE/refused"
+    fi
+    sleep "$SUBMIT_EVERY"
+  done
+}
+stream &
+STREAM_PID=$!
+sleep "$SETTLE"
+
+# kill_in_pod POD PROGRAM: kill -9 of the pod's daemon; back when the pod restarted and is ready.
+kill_in_pod() {
+  local pod=$1 prog=$2 before
+  before=$(pod_field "$pod" restarts)
+  "$H" exec "$pod" -- pkill -9 -x "$prog" || fail "no $prog in $pod"
+  until_true "$RECOVERY_LIMIT" pod_back "$pod" "$before"
+}
+pod_back() { [ "$(pod_field "$1" restarts)" -gt "$2" ] && [ "$(pod_field "$1" ready)" = true ] && cluster_ready; }
+# A workspace worker, busy if one is.
+some_worker() {
+  local w
+  until_true 60 worker_exists || fail "no workspace worker to kill"
+  w=$("$H" exec "$NAME-controller" --user slurm -- squeue -h -t R -o %N 2>/dev/null | grep -m1 -E '^(ann-astro|ben-bio)-[0-9]+$' || true)
+  [ -n "$w" ] || w=$("$H" get pods -o json | python3 -c "
+import json, sys
+print([p['name'] for p in json.load(sys.stdin) if p['labels'].get('hpcplane.io/component') == 'worker'][0])")
+  echo "$w"
+}
+worker_exists() {
+  "$H" get pods -o json | python3 -c "
+import json, sys
+sys.exit(0 if any(p['labels'].get('hpcplane.io/component') == 'worker' and p['ready'] for p in json.load(sys.stdin)) else 1)"
+}
+
+printf '%-12s %-44s %s\n' FAULT KILLED "BACK (s)" >"$STATE/table"
+for fault in $FAULTS; do
+  t0=$(date +%s.%N)
+  kill_time=$(date +%s)
+  case $fault in
+    slurmctld) what="slurmctld in $NAME-controller"; kill_in_pod "$NAME-controller" slurmctld ;;
+    slurmdbd) what="slurmdbd in $NAME-slurmdbd"; kill_in_pod "$NAME-slurmdbd" slurmdbd ;;
+    mariadb) what="mariadbd in $NAME-mariadb"; kill_in_pod "$NAME-mariadb" mariadbd ;;
+    slurmrestd) what="slurmrestd in $NAME-restapi"; kill_in_pod "$NAME-restapi" slurmrestd ;;
+    munge) what="munged in $NAME-munge"; kill_in_pod "$NAME-munge" munged ;;
+    slurmd)
+      w=$(some_worker)
+      what="slurmd in $w"
+      t0=$(date +%s.%N)
+      kill_in_pod "$w" slurmd
+      ;;
+    worker-pod)
+      w=$(some_worker)
+      what="every process of pod $w"
+      before=$(pod_field "$w" restarts)
+      pid=$(python3 -c "import json; print(json.load(open('$CD/runtime/pods/$w/state.json'))['pid'])")
+      t0=$(date +%s.%N)
+      kill -9 "$pid"
+      until_true "$RECOVERY_LIMIT" pod_back "$w" "$before"
+      ;;
+    daemon)
+      pid=$(cut -d' ' -f1 "$CD/daemon.pid")
+      what="hpcplane daemon (pid $pid)"
+      kill -9 "$pid"
+      while kill -0 "$pid" 2>/dev/null; do sleep 0.05; done
+      "$H" up --detach --timeout "$RECOVERY_LIMIT" >/dev/null # adopts the running pods
+      ;;
+    agent)
+      what="hpcplane agent (pid $AGENT_PID)"
+      kill -9 "$AGENT_PID"
+      wait "$AGENT_PID" 2>/dev/null || true
+      start_agent
+      until_true "$RECOVERY_LIMIT" report_after "$kill_time"
+      ;;
+    server)
+      what="hpcplane server (pid $SERVER_PID)"
+      kill -9 "$SERVER_PID"
+      wait "$SERVER_PID" 2>/dev/null || true
+      start_server
+      until_true "$RECOVERY_LIMIT" report_after "$kill_time"
+      ;;
+    *) fail "unknown fault $fault" ;;
+  esac || fail "$fault: not back within ${RECOVERY_LIMIT}s"
+  back=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $t0))")
+  printf '%-12s %-44s %s\n' "$fault" "$what" "$back" >>"$STATE/table"
+  log "$fault: back after ${back}s"
+  sleep "$SETTLE"
+done
+
+touch "$STATE/stop-stream"
+wait "$STREAM_PID" || true
+STREAM_PID=""
+log "stream stopped; waiting for the queue to drain and the records to arrive"
+queue_empty() { [ -z "$("$H" exec "$NAME-controller" --user slurm -- squeue -h -u ann,ben -o %i 2>/dev/null)" ]; }
+until_true 300 queue_empty || fail "the queue did not drain"
+
+SINCE=$(date -d "@$((START - 60))" +%Y-%m-%dT%H:%M:%S)
+STATES=BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO
+sacct_all() {  # every record of ann's and ben's jobs, requeued attempts included (-D)
+  "$H" exec "$NAME-controller" --user slurm -- sacct -a -X -D -n -P -u ann,ben -S "$SINCE" -E now -s "$STATES" \
+    -o JobIDRaw,State >"$STATE/sacct" 2>/dev/null
+}
+history_all() {
+  : >"$STATE/history"
+  for p in astro bio; do api "/api/v1/projects/$p/jobs/export?format=ndjson" >>"$STATE/history" || return 1; done
+}
+# analyse: 0 when every acknowledged job is in sacct in a final state and the history holds
+# each job sacct knows exactly once with its state; prints the summary.
+analyse() {
+  python3 - "$STATE" <<'EOF'
+import collections, json, os, sys
+d = sys.argv[1]
+submitted = {int(l.split()[2]) for l in open(f"{d}/submitted") if l.split()[2].isdigit()}
+refused = sum(1 for _ in open(f"{d}/refused")) if os.path.exists(f"{d}/refused") else 0
+records = collections.defaultdict(list)  # job id -> the state of each attempt, in order
+for line in open(f"{d}/sacct"):
+    jid, state = line.strip().split("|")[:2]
+    records[int(jid)].append(state.split()[0])
+final = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "DEADLINE"}
+last = {j: s[-1] for j, s in records.items()}
+requeued = sum(1 for s in records.values() if len(s) > 1)
+not_in_sacct = sorted(submitted - set(last))
+not_final = sorted(j for j, s in last.items() if s not in final)
+# The history keeps every attempt of a requeued job as its own record, as `sacct -D` does:
+# each (job, state) must be there exactly as often as sacct has it.
+want = collections.Counter((j, s) for j, states in records.items() for s in states)
+have = collections.Counter()
+for line in open(f"{d}/history"):
+    r = json.loads(line)
+    have[(r["jobId"], r["state"])] += 1
+missing = sorted({j for (j, s), n in want.items() if have[(j, s)] < n})
+dup = sorted({j for (j, s), n in have.items() if n > want[(j, s)]})
+states = collections.Counter(last.values())
+print(f"jobs submitted and acknowledged: {len(submitted)}; refused while a component was down: {refused}")
+print(f"jobs in sacct: {len(last)}, final states {dict(sorted(states.items()))}; requeued by Slurm: {requeued} "
+      f"({sum(want.values())} attempts in all)")
+print(f"acknowledged but not in sacct: {len(not_in_sacct)}; not in a final state: {len(not_final)}")
+print(f"history: {sum(have.values())} records; attempts missing {len(missing)}, duplicated {len(dup)}")
+bad = not_in_sacct or not_final or missing or dup
+if bad:
+    print(f"first problems: not in sacct {not_in_sacct[:5]}, not final {not_final[:5]}, missing {missing[:5]}, "
+          f"duplicated {dup[:5]}")
+print(f"lost {len(not_in_sacct) + len(missing)}, duplicated {len(dup)}")
+sys.exit(1 if bad else 0)
+EOF
+}
+settled() { sacct_all && history_all && analyse >/dev/null; }
+until_true 180 settled || true
+echo
+cat "$STATE/table"
+echo
+sacct_all && history_all && analyse

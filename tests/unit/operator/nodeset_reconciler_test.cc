@@ -1,0 +1,118 @@
+// The nodeset reconciler against fakes: health reports turned into drains with the cap, and a
+// restarted worker whose jobs Slurm still counts being reset.
+#include "operator/nodeset_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "fakes/fake_pod_runtime.h"
+#include "fakes/fake_slurm.h"
+#include "operator/conditions.h"
+
+namespace hpc::op {
+namespace {
+
+bool IsTrue(const std::vector<api::Condition>& conds, const std::string& type) {
+  const auto* c = FindCondition(conds, type);
+  return c && c->status == "True";
+}
+
+class NodeSetReconcilerTest : public ::testing::Test {
+ protected:
+  NodeSetReconcilerTest() {
+    cluster_.metadata.name = "c1";
+    ns_.metadata.name = "cpu";
+    ns_.spec.max_replicas = 5;
+  }
+  // Pins the nodeset at `n` workers and makes Slurm list each as a registered idle node.
+  void Workers(int n) {
+    ns_.spec.replicas = n;
+    Pass();
+    slurm_.nodes.clear();
+    for (int i = 0; i < n; ++i) {
+      slurm::SlurmNode node;
+      node.name = "cpu-" + std::to_string(i);
+      node.state = "idle";
+      node.cpus = 1;
+      node.features = {"cpu"};
+      node.last_busy = std::time(nullptr);
+      slurm_.nodes.push_back(node);
+    }
+    Pass();
+    slurm_.calls.clear();
+  }
+  slurm::SlurmNode& Node(int i) { return slurm_.nodes[i]; }
+  api::NodeSetStatus Pass() {
+    ns_.status = rec_.Reconcile(cluster_, ns_, &slurm_, nullptr);
+    return ns_.status;
+  }
+  static std::string Report(bool ok, int64_t ago = 1) {
+    return fmt::format("hpcplane-health:{}:{}", std::time(nullptr) - ago, ok ? "ok" : "fail:tmp: /tmp is full");
+  }
+
+  fakes::FakePodRuntime rt_;
+  fakes::FakeSlurm slurm_;
+  NodeSetReconciler rec_{&rt_, BuildInputs{}, &slurm_};
+  api::SlurmCluster cluster_;
+  api::NodeSet ns_;
+};
+
+TEST_F(NodeSetReconcilerTest, AFailingReportDrainsAndTheCapMakesTheCheckSuspect) {
+  Workers(5);
+  Node(1).extra = Report(false);
+  auto st = Pass();
+  EXPECT_TRUE(slurm_.Called("drain cpu-1"));
+  EXPECT_EQ(st.health_drains, 1);
+  EXPECT_FALSE(IsTrue(st.conditions, "HealthChecksSuspect"));
+  // Slurm now shows it drained by the check; the nodeset adds a worker in its place.
+  Node(1).flags.insert("DRAIN");
+  Node(1).reason = "hpcplane:health:tmp: /tmp is full";
+  Node(1).reason_changed_at = std::time(nullptr) - 1;
+  st = Pass();
+  EXPECT_EQ(st.unhealthy, 1);
+  EXPECT_EQ(rt_.pods.count("cpu-5"), 1u);
+  // Every worker fails: with maxUnhealthy 20% of 6 (2), one more is drained, the rest stay.
+  slurm_.calls.clear();
+  for (int i = 0; i < 5; ++i) {
+    if (i != 1) Node(i).extra = Report(false);
+  }
+  st = Pass();
+  int drains = 0;
+  for (const auto& c : slurm_.calls) drains += c.rfind("drain ", 0) == 0;
+  EXPECT_EQ(drains, 1);
+  EXPECT_TRUE(IsTrue(st.conditions, "HealthChecksSuspect"));
+  EXPECT_TRUE(std::any_of(st.events.begin(), st.events.end(),
+                          [](const api::Event& e) { return e.reason == "HealthCheckSuspect" && e.type == "Warning"; }));
+}
+
+TEST_F(NodeSetReconcilerTest, ARestartedWorkerThatSlurmCountsBusyIsReset) {
+  Workers(2);
+  Node(0).state = "allocated";
+  Node(0).alloc_cpus = 1;
+  Pass();
+  EXPECT_TRUE(slurm_.calls.empty());  // busy, not restarted: nothing to do
+  rt_.restarts["cpu-0"] = 1;
+  auto st = Pass();
+  EXPECT_TRUE(slurm_.Called("reset cpu-0 (hpcplane: worker pod restarted; its jobs ended with it)"));
+  EXPECT_EQ(st.events.back().reason, "WorkerRestarted");
+  // Once only: the next pass sees the same restart count.
+  slurm_.calls.clear();
+  Pass();
+  EXPECT_FALSE(slurm_.Called("reset cpu-0 (hpcplane: worker pod restarted; its jobs ended with it)"));
+  // A restarted idle worker needs nothing; an admin's drained one is left to the admin.
+  rt_.restarts["cpu-1"] = 1;
+  Pass();
+  EXPECT_TRUE(slurm_.calls.empty());
+  Node(0).flags.insert("DRAIN");
+  Node(0).reason = "bad DIMM";
+  rt_.restarts["cpu-0"] = 2;
+  Pass();
+  EXPECT_TRUE(slurm_.calls.empty());
+}
+
+}  // namespace
+}  // namespace hpc::op
