@@ -345,16 +345,17 @@ int CmdGet(const Globals& g, const std::string& what, const std::string& format)
       for (const auto& n : *nss) arr.push_back(api::ToJson(n));
       return Output(arr, format);
     }
-    std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n", "NAME",
-                             "PARTITION", "MODE", "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING", "MIN/MAX",
-                             "LAST DECISION");
+    std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9} {:>9}  {}\n", "NAME",
+                             "PARTITION", "MODE", "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING", "UNHEALTHY",
+                             "MIN/MAX", "LAST DECISION");
     auto c = store.LoadCluster();
     const int cluster_min = c.ok() ? c->spec.min_replica_count : 0;
     for (const auto& n : *nss) {
       int min = n.MinReplicas(cluster_min);
-      std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9}  {}\n",
-                               n.metadata.name, n.PartitionName(), n.spec.replicas ? "manual" : "auto", n.status.desired, n.status.replicas, n.status.ready, n.status.busy,
-                               n.status.idle, n.status.draining, fmt::format("{}/{}", min, n.spec.max_replicas),
+      std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9} {:>9}  {}\n",
+                               n.metadata.name, n.PartitionName(), n.spec.replicas ? "manual" : "auto", n.status.desired,
+                               n.status.replicas, n.status.ready, n.status.busy, n.status.idle, n.status.draining,
+                               n.status.unhealthy, fmt::format("{}/{}", min, n.spec.max_replicas),
                                n.status.last_decision.empty() ? "-" : n.status.last_decision);
     }
     return 0;

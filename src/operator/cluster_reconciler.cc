@@ -238,6 +238,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   st.component_versions["hpcplane"] = HPCPLANE_VERSION;
 
   slurm_answered_ = slurm_ok;
+  last_errors_ = static_cast<int>(failures.size());
   bool ready = waiting.empty() && failures.empty() && slurm_ok;
   SetCondition(&st.conditions, "Ready", ready, ready ? "AllComponentsReady" : "NotReady",
                ready ? "every component is ready; Slurm answers"

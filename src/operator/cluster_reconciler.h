@@ -40,6 +40,8 @@ class ClusterReconciler {
    * pass where slurmctld is away does not wait on one timeout per query (and fails closed). */
   slurm::SlurmReader* reader() const { return slurm_answered_ ? reader_.get() : nullptr; }
   bool controller_ready() const { return controller_ready_; }
+  // Failed steps of the last Reconcile.
+  int last_errors() const { return last_errors_; }
   bool slurmdbd_ready() const { return slurmdbd_ready_; }
   // Users changed since the partitions last resolved their AllowGroups; cleared by the caller.
   bool TakeUsersChanged() { return std::exchange(users_changed_, false); }
@@ -68,6 +70,7 @@ class ClusterReconciler {
   std::unique_ptr<slurm::SlurmReader> reader_;
   std::string reader_endpoint_;
   bool controller_ready_ = false;
+  int last_errors_ = 0;
   bool slurmdbd_ready_ = false;
   bool slurm_answered_ = false;
   bool users_changed_ = false;

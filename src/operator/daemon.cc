@@ -211,12 +211,14 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
   }
   std::set<std::string> known;
   std::map<std::string, api::NodeSetStatus> statuses;
+  int nodeset_errors = 0;
   outcome.any_autoscaled = false;
   for (const auto& ns : nodesets) {
     known.insert(ns.metadata.name);
     outcome.any_autoscaled = outcome.any_autoscaled || IsAutoscaled(ns);
     if (!cluster_rec.controller_ready()) continue;
     api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, reader, pending ? &*pending : nullptr);
+    nodeset_errors += nodeset_rec.last_errors();
     (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
     statuses[ns.metadata.name] = nst;
     if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
@@ -275,6 +277,9 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
       if (it != statuses.end()) views.push_back({ns.metadata.name, workspace_partitions.count(ns.metadata.name) > 0, &it->second});
     }
     metrics->ObserveNodeSets(views, jobs, workspace_partitions);
+    metrics->ObserveReconcileErrors("cluster", cluster_rec.last_errors());
+    metrics->ObserveReconcileErrors("nodeset", nodeset_errors);
+    if (auto all = rt.ListPods(); all.ok()) metrics->ObservePods(*all);
   }
   outcome.converged = converged;
   return outcome;

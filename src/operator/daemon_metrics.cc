@@ -32,6 +32,14 @@ DaemonMetrics::DaemonMetrics()
                         .Name("hpcplane_worker_replacements_total")
                         .Help("Workers removed after a health check drained them past replaceAfter, per nodeset")
                         .Register(*registry_)),
+      reconcile_errors_(prometheus::BuildCounter()
+                            .Name("hpcplane_reconcile_errors_total")
+                            .Help("Failed steps of reconcile passes, per resource kind (cluster, nodeset)")
+                            .Register(*registry_)),
+      pod_restarts_(prometheus::BuildCounter()
+                        .Name("hpcplane_pod_restarts_total")
+                        .Help("Restarts of pods (their process died or a liveness probe failed), per component")
+                        .Register(*registry_)),
       pending_(prometheus::BuildGauge()
                    .Name("hpcplane_pending_jobs")
                    .Help("Pending jobs per partition and Slurm's reason")
@@ -118,6 +126,28 @@ void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, co
 }
 
 void DaemonMetrics::ObservePass(double seconds) { pass_duration_.Observe(seconds); }
+
+void DaemonMetrics::ObserveReconcileErrors(const std::string& resource, int errors) {
+  std::lock_guard<std::mutex> l(mu_);
+  auto& counter = reconcile_errors_.Add({{"resource", resource}});
+  if (errors > 0) counter.Increment(errors);
+}
+
+void DaemonMetrics::ObservePods(const std::vector<runtime::PodStatus>& pods) {
+  std::lock_guard<std::mutex> l(mu_);
+  std::map<std::string, int> now;
+  for (const auto& p : pods) {
+    auto it = p.labels.find("hpcplane.io/component");
+    const std::string component = it == p.labels.end() ? "other" : it->second;
+    auto& counter = pod_restarts_.Add({{"component", component}});
+    auto seen = restarts_seen_.find(p.name);
+    // A pod seen for the first time brings its count; one recreated under the same name starts over.
+    int before = seen == restarts_seen_.end() || seen->second > p.restarts ? 0 : seen->second;
+    if (p.restarts > before) counter.Increment(p.restarts - before);
+    now[p.name] = p.restarts;
+  }
+  restarts_seen_ = std::move(now);  // pods that are gone are forgotten
+}
 
 std::string DaemonMetrics::Render() {
   std::lock_guard<std::mutex> l(mu_);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "api/types.h"
+#include "runtime/pod_runtime.h"
 #include "slurm/slurm_client.h"
 
 namespace hpc::op {
@@ -36,6 +37,10 @@ class DaemonMetrics {
   void ObserveNodeSets(const std::vector<NodeSetView>& nodesets, const std::vector<slurm::SlurmJob>* jobs,
                        const std::set<std::string>& workspace_partitions);
   void ObservePass(double seconds);
+  // Failures of one reconcile of a resource ("cluster", "nodeset") in this pass.
+  void ObserveReconcileErrors(const std::string& resource, int errors);
+  // Every pod with its restart count: restarts are counted per component.
+  void ObservePods(const std::vector<runtime::PodStatus>& pods);
   std::string Render();
 
  private:
@@ -47,6 +52,9 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Counter>& decisions_;
   prometheus::Family<prometheus::Counter>& health_drains_;
   prometheus::Family<prometheus::Counter>& replacements_;
+  prometheus::Family<prometheus::Counter>& reconcile_errors_;
+  prometheus::Family<prometheus::Counter>& pod_restarts_;
+  std::map<std::string, int> restarts_seen_;  // pod -> its restart count at the last pass
   prometheus::Family<prometheus::Gauge>& pending_;
   prometheus::Histogram& start_wait_;
   prometheus::Histogram& pass_duration_;

@@ -172,6 +172,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     AddEvent(&st, "Normal", "Scaled", st.last_decision);
     spdlog::info("nodeset {}: {}", ns.metadata.name, st.last_decision);
   }
+  last_errors_ = static_cast<int>(errors.size());
   for (const auto& e : errors) AddEvent(&st, "Warning", "ScalingFailed", e);
   for (const auto& e : errors) spdlog::error("nodeset {}: {}", ns.metadata.name, e);
 

@@ -33,6 +33,9 @@ class NodeSetReconciler {
   api::NodeSetStatus Reconcile(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader,
                                const PendingByPartition* pending);
 
+  // Failed actions of the last Reconcile.
+  int last_errors() const { return last_errors_; }
+
   // Removes every worker of a nodeset that no longer exists, with the same safety rules.
   Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
 
@@ -62,7 +65,8 @@ class NodeSetReconciler {
   std::map<std::string, std::deque<int64_t>> created_, drained_;  // unix seconds, per nodeset
   std::map<std::string, std::deque<int64_t>> replaced_;           // unix seconds, per nodeset
   std::map<std::string, std::map<std::string, int64_t>> stuck_since_;  // nodeset -> node -> first seen
-  std::map<std::string, int> restarts_seen_;  // worker pod -> its restart count at the last pass
+  std::map<std::string, int> restarts_seen_;
+  int last_errors_ = 0;  // worker pod -> its restart count at the last pass
 };
 
 // Autoscaled: spec.replicas unset.

@@ -54,5 +54,36 @@ TEST(DaemonMetrics, CountsDecisionsSumsWorkspacesAndResetsPendingCounts) {
   EXPECT_TRUE(Has(t, "hpcplane_job_start_wait_seconds_sum 13")) << t;
 }
 
+// Health drains and replacements count what the statuses gained; pod restarts are summed per
+// component, and a pod recreated under the same name starts over; reconcile errors per kind.
+TEST(DaemonMetrics, CountsHealthDrainsReplacementsRestartsAndErrors) {
+  DaemonMetrics m;
+  api::NodeSetStatus cpu;
+  cpu.health_drains = 3;  // from before this daemon: not counted again
+  m.ObserveNodeSets({{"cpu", false, &cpu}}, nullptr, {});
+  cpu.health_drains = 5, cpu.replacements = 1, cpu.unhealthy = 1;
+  m.ObserveNodeSets({{"cpu", false, &cpu}}, nullptr, {});
+  auto pod = [](const std::string& name, const std::string& component, int restarts) {
+    runtime::PodStatus p;
+    p.name = name;
+    p.labels = {{"hpcplane.io/component", component}};
+    p.restarts = restarts;
+    return p;
+  };
+  m.ObservePods({pod("cpu-0", "worker", 1), pod("c-controller", "controller", 0)});
+  m.ObservePods({pod("cpu-0", "worker", 3), pod("c-controller", "controller", 1)});
+  m.ObservePods({pod("cpu-0", "worker", 1)});  // deleted and made again: one more restart since
+  m.ObserveReconcileErrors("nodeset", 2);
+  m.ObserveReconcileErrors("cluster", 0);
+  std::string t = m.Render();
+  EXPECT_TRUE(Has(t, "hpcplane_health_check_drains_total{nodeset=\"cpu\"} 2")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_worker_replacements_total{nodeset=\"cpu\"} 1")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_nodeset_nodes{nodeset=\"cpu\",state=\"unhealthy\"} 1")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_pod_restarts_total{component=\"worker\"} 4")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_pod_restarts_total{component=\"controller\"} 1")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_reconcile_errors_total{resource=\"nodeset\"} 2")) << t;
+  EXPECT_TRUE(Has(t, "hpcplane_reconcile_errors_total{resource=\"cluster\"} 0")) << t;
+}
+
 }  // namespace
 }  // namespace hpc::op
