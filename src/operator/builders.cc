@@ -264,7 +264,9 @@ PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // A hung server still accepts connections; `ping` needs it to answer (and exits 0 even when
   // refused access, so only a dead or hung server fails it).
   p.liveness.command = {"mariadb-admin", "--socket=/tmp/mysqld.sock", "--connect-timeout=4", "ping"};
-  p.liveness.period_seconds = 15;
+  // Less often than the scheduling daemons: a hung database delays history, not jobs
+  // (slurmctld queues the records), and every probe is a process started in the pod.
+  p.liveness.period_seconds = 30;
   return p;
 }
 
@@ -294,7 +296,7 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // A hung slurmdbd still accepts connections; a query must be answered.
   p.liveness.command = {"env", std::string("SLURM_CONF=") + slurm::kConfigDir + "/slurm.conf", "sacctmgr", "-n", "-P",
                         "list", "cluster", "format=cluster"};
-  p.liveness.period_seconds = 15;
+  p.liveness.period_seconds = 30;  // as MariaDB's: a hung slurmdbd delays history, not jobs
   return p;
 }
 

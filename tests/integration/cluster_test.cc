@@ -215,7 +215,7 @@ TEST(ClusterIT, HungAccountingDaemonsAreRestartedByTheirLivenessProbes) {
     }
     return false;
   };
-  ASSERT_TRUE(WaitFor([&] { return restarted(db) && restarted(dbd); }, seconds(120)))
+  ASSERT_TRUE(WaitFor([&] { return restarted(db) && restarted(dbd); }, seconds(180)))
       << files::Read(c.ClusterDir() + "/daemon.log").value_or("");
   const std::string log = files::Read(c.ClusterDir() + "/daemon.log").value_or("");
   EXPECT_NE(log.find("pod " + db + " killed: its liveness probe failed"), std::string::npos) << log;
