@@ -7,8 +7,8 @@
 #include <cstring>
 #include <string>
 
+#include "app/daemon.h"
 #include "cli/commands.h"
-#include "operator/daemon.h"
 #include "runtime/local/pod_init.h"
 
 static std::string SelfExe() {
@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
     return hpc::runtime::local::RunPodInit(argv[2]);
   }
   if (argc == 4 && std::strcmp(argv[1], "__daemon") == 0) {
-    return hpc::op::RunDaemon({argv[2], argv[3]}, SelfExe());
+    return hpc::app::RunDaemon({argv[2], argv[3]}, SelfExe());
   }
   return hpc::cli::Main(argc, argv, SelfExe());
 }

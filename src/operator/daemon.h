@@ -1,6 +1,5 @@
-// The per-cluster operator daemon (`hpcplane __daemon`): supervises the cluster's pods and
-// runs the reconcilers until told to stop; on SIGTERM/SIGINT it stops every pod and removes
-// the network. Also the helpers the CLI shares with it to find a cluster's state.
+// Where a cluster's state lives and the helpers the daemon (src/app/daemon.h), the CLI and the
+// agent share to find it: the running daemon, the local runtime, the host's accounts.
 #pragma once
 
 #include <sys/types.h>
@@ -34,8 +33,5 @@ Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenLocalRuntime(const Clu
 
 // Host facts the builders need: system accounts and the host's passwd/group files.
 Result<BuildInputs> HostBuildInputs();
-
-// Runs the daemon loop; returns the process exit code.
-int RunDaemon(const ClusterPaths& p, const std::string& self_exe);
 
 }  // namespace hpc::op

@@ -1,0 +1,251 @@
+#include "app/daemon.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <thread>
+#include <tuple>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/files.h"
+#include "common/jwt.h"
+#include "common/log.h"
+#include "controlplane/agent.h"
+#include "controlplane/server.h"
+#include "controlplane/store.h"
+#include "operator/accounting_sync.h"
+#include "operator/cluster_reconciler.h"
+#include "operator/daemon_metrics.h"
+#include "operator/job_listing.h"
+#include "operator/metrics_endpoint.h"
+#include "operator/nodeset_reconciler.h"
+#include "operator/ownership.h"
+#include "operator/pass_schedule.h"
+#include "operator/reconcile_pass.h"
+#include "operator/store.h"
+#include "operator/workspace_reconciler.h"
+#include "platform/catalog.h"
+#include "slurm/config.h"
+#include "slurm/rest_client.h"
+#include "slurm/slurm_control.h"
+
+namespace hpc::app {
+using namespace hpc::op;
+namespace {
+
+std::atomic<bool> g_stop{false};
+void OnStop(int) { g_stop = true; }
+
+// A JWT for SlurmUser, renewed well before it expires.
+class TokenSource {
+ public:
+  explicit TokenSource(runtime::PodRuntime* rt) : rt_(rt) {}
+  std::string Get() {
+    int64_t now = jwt::UnixNow();
+    if (token_.empty() || expires_ - now < 600) {
+      auto secret = rt_->GetSecret(kSecretJwt);
+      if (!secret.ok() || !*secret) return "";
+      const std::string& key = (*secret)->data.at("jwt_hs256.key");
+      expires_ = now + 3600;
+      token_ = jwt::Sign({"slurm", now, expires_}, key);
+    }
+    return token_;
+  }
+
+ private:
+  runtime::PodRuntime* rt_;
+  std::string token_;
+  int64_t expires_ = 0;
+};
+
+
+// Opens the control plane's store under the state dir, makes sure an admin token and this
+// data plane's agent token exist (files, 0600), and starts the API and the agent on threads.
+Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, const std::string& config,
+                         std::unique_ptr<cp::Store>* store, std::unique_ptr<cp::Server>* server,
+                         std::thread* server_thread, std::thread* agent_thread) {
+  auto cfg = nlohmann::json::parse(config, nullptr, false);
+  std::string listen = cfg.is_object() && cfg["listen"].is_string() ? cfg["listen"].get<std::string>() : "";
+  auto listen_at = cp::ParseListenAddress(listen);
+  if (!listen_at.ok()) return Status::Errorf("controlplane.json: {}", listen_at.status().message());
+  const std::string dir = p.state_dir + "/controlplane";
+  RETURN_IF_ERROR(files::MakeDirs(dir, 0700));
+  ASSIGN_OR_RETURN(*store, cp::OpenStore("sqlite:" + dir + "/hpcplane.db"));
+  for (const auto& [file, subject, role] : {std::tuple<std::string, std::string, cp::Role>{dir + "/admin.token", "admin", cp::Role::kAdmin},
+                                            {p.Dir() + "/agent.token", p.name, cp::Role::kAgent}}) {
+    if (files::Exists(file)) continue;
+    ASSIGN_OR_RETURN(std::string token, cp::BootstrapToken(store->get(), subject, role));
+    RETURN_IF_ERROR(files::WriteAtomic(file, token + "\n", 0600));
+  }
+  cp::ServerOptions o = *listen_at;
+  *server = std::make_unique<cp::Server>(store->get(), o);
+  ASSIGN_OR_RETURN(int port, (*server)->Bind());
+  spdlog::info("control plane API on http://{}:{}/api/v1", o.host, port);
+  cp::Server* srv = server->get();
+  *server_thread = std::thread([srv] { srv->Serve(); });
+  cp::AgentOptions a;
+  a.server = fmt::format("http://{}:{}", o.host == "0.0.0.0" ? "127.0.0.1" : o.host, port);
+  ASSIGN_OR_RETURN(a.token, files::Read(p.Dir() + "/agent.token"));
+  while (!a.token.empty() && a.token.back() == '\n') a.token.pop_back();
+  *agent_thread = std::thread([p, self_exe, a] {
+    cp::Agent agent(p, self_exe, a);
+    agent.Run(g_stop);
+  });
+  return Status::Ok();
+}
+
+
+}  // namespace
+
+int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
+  log::InitFile(p.LogFile(), false);
+  Store store(p.Dir());
+  auto cluster = store.LoadCluster();
+  if (!cluster.ok()) {
+    spdlog::error("{}", cluster.status().message());
+    return 1;
+  }
+  auto inputs = HostBuildInputs();
+  if (!inputs.ok()) {
+    spdlog::error("{}", inputs.status().message());
+    return 1;
+  }
+  auto rt_or = OpenLocalRuntime(p, cluster->spec.subnet, self_exe, true);
+  if (!rt_or.ok()) {
+    spdlog::error("{}", rt_or.status().message());
+    return 1;
+  }
+  auto rt = std::move(rt_or).value();
+  if (RunningDaemon(p) != 0) {
+    spdlog::error("another daemon already runs for cluster {}", p.name);
+    return 1;
+  }
+  // Status left by an earlier daemon may describe pods that are gone; it is computed afresh
+  // (before the pid file appears, so `up` never waits on stale status).
+  (void)files::RemoveAll(p.Dir() + "/status");
+  {
+    std::string pid_line = fmt::format("{} {}\n", ::getpid(), runtime::local::ProcessStartTime(::getpid()));
+    Status s = files::WriteAtomic(p.PidFile(), pid_line);
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      return 1;
+    }
+  }
+  struct sigaction sa {};
+  sa.sa_handler = OnStop;
+  ::sigaction(SIGTERM, &sa, nullptr);
+  ::sigaction(SIGINT, &sa, nullptr);
+  ::signal(SIGPIPE, SIG_IGN);
+  spdlog::info("daemon for cluster {} started (pid {})", p.name, ::getpid());
+
+  TokenSource tokens(rt.get());
+  slurm::ScontrolInPod control(rt.get(), ControllerPodName(*cluster));
+  ClusterReconciler cluster_rec(
+      rt.get(), *inputs,
+      [&tokens](const std::string& host, int port) {
+        return std::make_unique<slurm::RestClient>(host, port, "slurm", [&tokens] { return tokens.Get(); });
+      },
+      &control);
+  NodeSetReconciler nodeset_rec(rt.get(), *inputs, &control);
+  WorkspaceReconciler workspace_rec(rt.get(), *inputs, &control);
+  AccountingSync accounting(rt.get(), ControllerPodName(*cluster));
+  GiveDatasetsTheirGroups(store, platform::Catalog(p.state_dir));
+  auto ledger = OwnershipLedger::Open(p.Dir() + "/owned.json");
+  if (!ledger.ok()) {
+    spdlog::error("{}", ledger.status().message());
+    return 1;
+  }
+
+  // With `up --control-plane`, the control plane's API and this data plane's agent run here too.
+  std::unique_ptr<cp::Store> cp_store;
+  std::unique_ptr<cp::Server> cp_server;
+  std::thread cp_server_thread, cp_agent_thread;
+  if (auto cfg = files::Read(p.Dir() + "/controlplane.json"); cfg.ok()) {
+    Status s = StartControlPlane(p, self_exe, *cfg, &cp_store, &cp_server, &cp_server_thread, &cp_agent_thread);
+    if (!s.ok()) spdlog::error("control plane: {}", s.message());
+  }
+
+  // With `up --metrics-listen`, Prometheus metrics for holders of the cluster's metrics.token.
+  DaemonMetrics metrics;
+  std::unique_ptr<MetricsEndpoint> metrics_endpoint;
+  if (auto cfg = files::Read(p.Dir() + "/metrics.json"); cfg.ok()) {
+    auto j = nlohmann::json::parse(*cfg, nullptr, false);
+    auto at = cp::ParseListenAddress(j.is_object() && j["listen"].is_string() ? j["listen"].get<std::string>() : "");
+    auto started = at.ok() ? MetricsEndpoint::Start(at->host, at->port, p.Dir() + "/metrics.token",
+                                                    [&metrics] { return metrics.Render(); })
+                           : Result<std::unique_ptr<MetricsEndpoint>>(at.status());
+    if (started.ok()) {
+      metrics_endpoint = std::move(*started);
+      spdlog::info("metrics on http://{}:{}/metrics (token in {}/metrics.token)", at->host, metrics_endpoint->port(),
+                   p.Dir());
+    } else {
+      spdlog::error("metrics: {}", started.status().message());
+    }
+  }
+
+  using Clock = std::chrono::steady_clock;
+  PassSchedule::Options schedule_options;
+  // The idle safety pass; tests set it far out to prove that no submission is missed.
+  if (const char* v = std::getenv("HPCPLANE_IDLE_PASS_SECONDS"); v && std::atoi(v) > 0) {
+    schedule_options.idle = std::chrono::seconds(std::atoi(v));
+  }
+  PassSchedule schedule(schedule_options);
+  const std::vector<std::string> probed = {
+      rt->VolumePath(kVolumeControllerState) + "/" + slurm::kSubmitMarkerFile, p.Dir() + "/cluster.json",
+      p.Dir() + "/nodesets", p.Dir() + "/workspaces"};
+  auto next_supervise = Clock::now();
+  bool settled = false;
+  bool something_moved = false;
+  JobListing listing;
+  while (!g_stop) {
+    auto now = Clock::now();
+    if (now >= next_supervise) {
+      // A pod that became ready (or died) is reacted to at once, not at the next pass.
+      auto supervised = rt->Supervise();
+      if (supervised.changed) {
+        schedule.PassNow();
+        something_moved = true;
+      }
+      settled = supervised.settled;
+      // Pods starting are watched closely; settled ones often, and only every second when idle.
+      next_supervise = now + (!settled ? std::chrono::milliseconds(20)
+                              : schedule.idle() ? std::chrono::milliseconds(1000)
+                                                : std::chrono::milliseconds(200));
+    }
+    const std::string stamp = ChangeStamp(probed);
+    if (schedule.Due(Clock::now(), stamp)) {
+      const bool was_idle = schedule.idle();
+      if (was_idle && schedule.Moved(stamp)) spdlog::info("woken by a change (a submission or a spec)");
+      // A pass for something that just moved reads the queue afresh, never a reused listing.
+      if (something_moved || schedule.Moved(stamp)) listing.Invalidate();
+      something_moved = false;
+      const auto pass_start = Clock::now();
+      PassOutcome outcome = ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger,
+                                          &listing, &metrics);
+      metrics.ObservePass(std::chrono::duration<double>(Clock::now() - pass_start).count());
+      schedule.Done(Clock::now(), outcome, stamp);
+      if (!was_idle && schedule.idle()) {
+        spdlog::info("cluster {} is idle: Slurm is asked again on a submission or a spec change, at the latest in {}s",
+                     p.name, std::chrono::duration_cast<std::chrono::seconds>(schedule.options().idle).count());
+      }
+    }
+    // The probe's tick: how soon a submission to an idle cluster starts a pass.
+    std::this_thread::sleep_for(std::chrono::milliseconds(settled ? 50 : 20));
+  }
+  metrics_endpoint.reset();
+  if (cp_server) cp_server->Stop();
+  if (cp_server_thread.joinable()) cp_server_thread.join();
+  if (cp_agent_thread.joinable()) cp_agent_thread.join();
+  spdlog::info("stopping: removing pods and network of cluster {}", p.name);
+  Status s = rt->Teardown();
+  if (!s.ok()) spdlog::error("teardown: {}", s.message());
+  ::unlink(p.PidFile().c_str());
+  spdlog::info("daemon stopped");
+  return s.ok() ? 0 : 1;
+}
+
+}  // namespace hpc::app
