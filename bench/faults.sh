@@ -158,6 +158,15 @@ import json, sys
 sys.exit(0 if any(p['labels'].get('hpcplane.io/component') == 'worker' and p['ready'] for p in json.load(sys.stdin)) else 1)"
 }
 
+# kill_and_restart PID START: kill -9 of a process this script started, started again as its
+# supervisor would; back once the data plane reports Healthy through it again.
+kill_and_restart() {
+  kill -9 "$1"
+  wait "$1" 2>/dev/null || true
+  "$2"
+  until_true "$RECOVERY_LIMIT" report_after "$kill_time"
+}
+
 printf '%-12s %-44s %s\n' FAULT KILLED "BACK (s)" >"$STATE/table"
 for fault in $FAULTS; do
   t0=$(date +%s.%N)
@@ -192,17 +201,11 @@ for fault in $FAULTS; do
       ;;
     agent)
       what="hpcplane agent (pid $AGENT_PID)"
-      kill -9 "$AGENT_PID"
-      wait "$AGENT_PID" 2>/dev/null || true
-      start_agent
-      until_true "$RECOVERY_LIMIT" report_after "$kill_time"
+      kill_and_restart "$AGENT_PID" start_agent
       ;;
     server)
       what="hpcplane server (pid $SERVER_PID)"
-      kill -9 "$SERVER_PID"
-      wait "$SERVER_PID" 2>/dev/null || true
-      start_server
-      until_true "$RECOVERY_LIMIT" report_after "$kill_time"
+      kill_and_restart "$SERVER_PID" start_server
       ;;
     *) fail "unknown fault $fault" ;;
   esac || fail "$fault: not back within ${RECOVERY_LIMIT}s"
