@@ -201,6 +201,11 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   bool scaling = !plan.create.empty() || !plan.drain.empty() || !plan.remove.empty() || st.draining > 0 ||
                  st.replicas != desired;
   SetCondition(&st.conditions, "Scaling", scaling, scaling ? "Converging" : "Stable", plan.decision);
+  SetCondition(&st.conditions, "WorkersHealthy", st.unhealthy == 0, st.unhealthy == 0 ? "ChecksPass" : "Unhealthy",
+               st.unhealthy == 0 ? ""
+                                 : fmt::format("{} worker(s) drained by a health check; each is removed once it runs "
+                                               "nothing and has been drained for {}s",
+                                               st.unhealthy, c.spec.health_checks.replace_after_seconds));
   bool ready = visible && st.ready == desired && st.draining == 0 && errors.empty();
   std::string msg = errors.empty() ? fmt::format("{}/{} workers ready", st.ready, desired) : errors.front();
   if (errors.empty() && st.unhealthy > 0) msg += fmt::format("; {} drained by health checks", st.unhealthy);

@@ -5,6 +5,8 @@
 //   Ready     True when the desired number of workers are registered and usable in Slurm.
 //   Scaling   True while workers are being added, drained or removed.
 //   SlurmVisible False when Slurm could not be asked; scale-down waits until it can.
+//   WorkersHealthy False while health checks keep workers drained (until they pass or are
+//             replaced).
 //   HealthChecksSuspect True when more workers fail health checks than maxUnhealthy allows to
 //             drain: the check itself may be wrong, and the rest are left in service.
 #pragma once

@@ -67,6 +67,7 @@ TEST_F(NodeSetReconcilerTest, AFailingReportDrainsAndTheCapMakesTheCheckSuspect)
   auto st = Pass();
   EXPECT_TRUE(slurm_.Called("drain cpu-1"));
   EXPECT_EQ(st.health_drains, 1);
+  EXPECT_FALSE(IsTrue(st.conditions, "WorkersHealthy"));
   EXPECT_FALSE(IsTrue(st.conditions, "HealthChecksSuspect"));
   // Slurm now shows it drained by the check; the nodeset adds a worker in its place.
   Node(1).flags.insert("DRAIN");
@@ -74,6 +75,7 @@ TEST_F(NodeSetReconcilerTest, AFailingReportDrainsAndTheCapMakesTheCheckSuspect)
   Node(1).reason_changed_at = std::time(nullptr) - 1;
   st = Pass();
   EXPECT_EQ(st.unhealthy, 1);
+  EXPECT_FALSE(IsTrue(st.conditions, "WorkersHealthy"));
   EXPECT_EQ(rt_.pods.count("cpu-5"), 1u);
   // Every worker fails: with maxUnhealthy 20% of 6 (2), one more is drained, the rest stay.
   slurm_.calls.clear();

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Includes follow the layers (DESIGN.md, Layers): a file may include its own layer and layers
+# below it, never one above or beside it. Prints each offending include; exits 1 if any.
+#
+#   common(0) <- api(1), runtime(1) <- slurm(2), platform(2) <- operator(3) <- controlplane(4)
+#   <- app(5) <- cli(6)
+#
+# Usage: bash scripts/check-layers.sh [src-dir]
+set -euo pipefail
+src=${1:-src}
+declare -A rank=([common]=0 [api]=1 [runtime]=1 [slurm]=2 [platform]=2 [operator]=3 [controlplane]=4 [app]=5
+                 [cli]=6)
+bad=0
+while IFS= read -r hit; do
+  file=${hit%%:*}
+  rest=${hit#*:}
+  line=${rest%%:*}
+  included=$(sed -E 's/.*#include "([a-z_]+)\/.*/\1/' <<<"${rest#*:}")
+  layer=$(realpath --relative-to="$src" "$file" | cut -d/ -f1)
+  [ -n "${rank[$layer]:-}" ] || { echo "$file: not in a known layer"; bad=1; continue; }
+  [ -n "${rank[$included]:-}" ] || continue  # a generated or third-party header
+  if [ "$included" != "$layer" ] && [ "${rank[$included]}" -ge "${rank[$layer]}" ]; then
+    echo "$file:$line: $layer (layer ${rank[$layer]}) includes $included (layer ${rank[$included]})"
+    bad=1
+  fi
+done < <(grep -rnE '^#include "[a-z_]+/' "$src" --include='*.h' --include='*.cc' --include='*.in')
+[ "$bad" = 0 ] && echo "layers: every include points down"
+exit "$bad"
