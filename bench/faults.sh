@@ -7,10 +7,11 @@
 # again by this script, as systemd or Kubernetes would. For each: the time from the kill until
 # the component runs again and the cluster is Ready (for the agent and the server: until the
 # data plane's report is fresh again). At the end every job whose submission was acknowledged
-# must be in sacct in a final state, and every job of the two users that sacct knows must be in
-# the control plane's history exactly once with the same state; a job Slurm requeued (its
-# worker died under it) is counted, and each of its attempts is one record, in sacct -D as in
-# the history. Prints the table; exits 1 when a job is lost or duplicated or a component does not
+# must be in sacct in a final state (matched by its --comment, since ids can repeat), and every
+# record slurmdbd holds for the two users must be in the control plane's history exactly once
+# with the same state; a job Slurm requeued (its worker died under it) is counted, and each of
+# its attempts is one record, in sacct -D as in the history. Jobs slurmctld itself loses (kill -9
+# within 5 s of accepting them: it saves its state at most every 5 s) are counted apart. Prints the table; exits 1 when a job is lost or duplicated or a component does not
 # come back.
 #
 # Usage: bash bench/faults.sh [build-dir]
@@ -137,6 +138,8 @@ sleep "$SETTLE"
 # kill_in_pod POD PROGRAM: kill -9 of the pod's daemon; back when the pod restarted and is ready.
 kill_in_pod() {
   local pod=$1 prog=$2 before
+  # A daemon may be between two runs (slurmdbd restarts until MariaDB answers): wait for it.
+  until_true 60 "$H" exec "$pod" -- pgrep -x "$prog" >/dev/null || fail "no $prog in $pod within 60 s"
   before=$(pod_field "$pod" restarts)
   "$H" exec "$pod" -- pkill -9 -x "$prog" || fail "no $prog in $pod"
   until_true "$RECOVERY_LIMIT" pod_back "$pod" "$before"
@@ -226,7 +229,7 @@ SINCE=$(date -d "@$((START - 60))" +%Y-%m-%dT%H:%M:%S)
 STATES=BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO
 sacct_all() {  # every record of ann's and ben's jobs, requeued attempts included (-D)
   "$H" exec "$NAME-controller" --user slurm -- sacct -a -X -D -n -P -u ann,ben -S "$SINCE" -E now -s "$STATES" \
-    -o JobIDRaw,State >"$STATE/sacct" 2>/dev/null
+    -o JobIDRaw,State,Comment >"$STATE/sacct" 2>/dev/null
 }
 history_all() {
   : >"$STATE/history"
@@ -238,37 +241,52 @@ analyse() {
   python3 - "$STATE" <<'EOF'
 import collections, json, os, sys
 d = sys.argv[1]
-submitted = {int(l.split()[2]) for l in open(f"{d}/submitted") if l.split()[2].isdigit()}
+# Each acknowledged submission: its comment fc-<i> and the job id sbatch gave.
+submitted = {f"fc-{l.split()[0]}": int(l.split()[2]) for l in open(f"{d}/submitted") if l.split()[2].isdigit()}
 refused = sum(1 for _ in open(f"{d}/refused")) if os.path.exists(f"{d}/refused") else 0
-records = collections.defaultdict(list)  # job id -> the state of each attempt, in order
+records = collections.defaultdict(list)  # (job id, comment) -> the state of each attempt, in order
+per_id = collections.defaultdict(set)    # job id -> comments seen under it
 for line in open(f"{d}/sacct"):
-    jid, state = line.strip().split("|")[:2]
-    records[int(jid)].append(state.split()[0])
+    jid, state, comment = (line.rstrip("\n").split("|") + ["", ""])[:3]
+    records[(int(jid), comment)].append(state.split()[0])
+    per_id[int(jid)].add(comment)
 final = {"COMPLETED", "CANCELLED", "FAILED", "TIMEOUT", "NODE_FAIL", "OUT_OF_MEMORY", "PREEMPTED", "DEADLINE"}
-last = {j: s[-1] for j, s in records.items()}
-requeued = sum(1 for s in records.values() if len(s) > 1)
-not_in_sacct = sorted(submitted - set(last))
-not_final = sorted(j for j, s in last.items() if s not in final)
-# The history keeps every attempt of a requeued job as its own record, as `sacct -D` does:
-# each (job, state) must be there exactly as often as sacct has it.
-want = collections.Counter((j, s) for j, states in records.items() for s in states)
+not_in_sacct, not_final, lost_by_slurmctld = [], [], []
+requeued = 0
+for comment, jid in sorted(submitted.items(), key=lambda kv: kv[1]):
+    # slurmctld saves its state at most every 5 s (SAVE_MAX_WAIT, fixed at compile time): a job
+    # it accepted just before its kill -9 is gone from the restarted controller, which hands the
+    # same id to a later submission; slurmdbd keeps what it heard of the lost one as running
+    # ("runaway" jobs). The proof is the id: sacct has it under another submission's comment.
+    reused = any(c != comment for c in per_id[jid])
+    states = records.get((jid, comment))
+    if not states:
+        (lost_by_slurmctld if reused else not_in_sacct).append(jid)
+        continue
+    requeued += len(states) > 1
+    if states[-1] not in final:
+        (lost_by_slurmctld if reused else not_final).append(jid)
+# The history mirrors slurmdbd: each (job, state) record as often as sacct -D has it.
+want = collections.Counter((jid, s) for (jid, _), states in records.items() for s in states)
 have = collections.Counter()
 for line in open(f"{d}/history"):
     r = json.loads(line)
     have[(r["jobId"], r["state"])] += 1
 missing = sorted({j for (j, s), n in want.items() if have[(j, s)] < n})
 dup = sorted({j for (j, s), n in have.items() if n > want[(j, s)]})
-states = collections.Counter(last.values())
+states = collections.Counter(v[-1] for v in records.values())
 print(f"jobs submitted and acknowledged: {len(submitted)}; refused while a component was down: {refused}")
-print(f"jobs in sacct: {len(last)}, final states {dict(sorted(states.items()))}; requeued by Slurm: {requeued} "
-      f"({sum(want.values())} attempts in all)")
-print(f"acknowledged but not in sacct: {len(not_in_sacct)}; not in a final state: {len(not_final)}")
-print(f"history: {sum(have.values())} records; attempts missing {len(missing)}, duplicated {len(dup)}")
+print(f"sacct: {sum(want.values())} records of {len(records)} jobs, last states {dict(sorted(states.items()))}; "
+      f"requeued by Slurm: {requeued}")
+print(f"acknowledged but not in sacct: {len(not_in_sacct)}; not in a final state: {len(not_final)}; "
+      f"lost by slurmctld's kill -9 (accepted within its 5 s state-save window, id handed out again): "
+      f"{len(lost_by_slurmctld)} {lost_by_slurmctld}")
+print(f"control plane history: {sum(have.values())} records; missing {len(missing)}, duplicated {len(dup)}")
 bad = not_in_sacct or not_final or missing or dup
 if bad:
     print(f"first problems: not in sacct {not_in_sacct[:5]}, not final {not_final[:5]}, missing {missing[:5]}, "
           f"duplicated {dup[:5]}")
-print(f"lost {len(not_in_sacct) + len(missing)}, duplicated {len(dup)}")
+print(f"lost by hpcplane {len(not_in_sacct) + len(not_final) + len(missing)}, duplicated {len(dup)}")
 sys.exit(1 if bad else 0)
 EOF
 }

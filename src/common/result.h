@@ -12,29 +12,70 @@
 
 namespace hpc {
 
+// What kind of failure a Status is: callers branch on the code (the REST layer maps it to an
+// HTTP status), never on the message, which is for people.
+enum class StatusCode {
+  kOk,
+  kUnknown,             // not classified (Status::Error); treated as internal
+  kInvalidArgument,     // the caller's input is wrong; field() names where
+  kNotFound,
+  kAlreadyExists,
+  kConflict,            // the object changed under the caller, or two requests disagree
+  kFailedPrecondition,  // not now: something it needs is not there yet
+  kPermissionDenied,
+  kUnauthenticated,
+  kUnavailable,         // a dependency (store, Slurm) does not answer; retrying may help
+  kInternal,
+};
+const char* StatusCodeName(StatusCode code);
+
 class [[nodiscard]] Status {
  public:
   Status() = default;
   static Status Ok() { return Status(); }
-  static Status Error(std::string message) { return Status(std::move(message)); }
+  static Status Error(std::string message) { return Status(StatusCode::kUnknown, std::move(message), ""); }
   template <typename... Args>
   static Status Errorf(fmt::format_string<Args...> f, Args&&... args) {
-    return Status(fmt::format(f, std::forward<Args>(args)...));
+    return Error(fmt::format(f, std::forward<Args>(args)...));
   }
+  // The input at `field` (a path such as "options.time" or "jobs[3].state") is wrong because
+  // of `why`; the message reads "field: why".
+  static Status InvalidArgument(std::string field, const std::string& why) {
+    std::string message = field.empty() ? why : field + ": " + why;
+    return Status(StatusCode::kInvalidArgument, std::move(message), std::move(field));
+  }
+  static Status NotFound(std::string m) { return Status(StatusCode::kNotFound, std::move(m), ""); }
+  static Status AlreadyExists(std::string m) { return Status(StatusCode::kAlreadyExists, std::move(m), ""); }
+  static Status Conflict(std::string m) { return Status(StatusCode::kConflict, std::move(m), ""); }
+  static Status FailedPrecondition(std::string m) { return Status(StatusCode::kFailedPrecondition, std::move(m), ""); }
+  static Status PermissionDenied(std::string m) { return Status(StatusCode::kPermissionDenied, std::move(m), ""); }
+  static Status Unauthenticated(std::string m) { return Status(StatusCode::kUnauthenticated, std::move(m), ""); }
+  static Status Unavailable(std::string m) { return Status(StatusCode::kUnavailable, std::move(m), ""); }
+  static Status Internal(std::string m) { return Status(StatusCode::kInternal, std::move(m), ""); }
 
-  bool ok() const { return !message_.has_value(); }
-  const std::string& message() const {
-    static const std::string kEmpty;
-    return message_ ? *message_ : kEmpty;
-  }
+  bool ok() const { return code_ == StatusCode::kOk; }
+  StatusCode code() const { return code_; }
+  // Where an invalid argument is, as a path into the request or spec; empty when not known.
+  const std::string& field() const { return field_; }
+  const std::string& message() const { return message_; }
   // Prefixes context so errors read outside-in: "nodeset \"gpu\": spec.maxReplicas: ...".
+  // The code stays; a field stays relative to the object the context names.
   Status WithContext(const std::string& context) const {
-    return ok() ? *this : Status(context + ": " + *message_);
+    return ok() ? *this : Status(code_, context + ": " + message_, field_);
+  }
+  // The same failure under another field path prefix, e.g. "jobs[3]" + "state".
+  Status InField(const std::string& prefix) const {
+    if (ok() || code_ != StatusCode::kInvalidArgument) return *this;
+    if (field_.empty()) return Status(code_, prefix + ": " + message_, prefix);
+    return Status(code_, prefix + "." + message_, prefix + "." + field_);
   }
 
  private:
-  explicit Status(std::string m) : message_(std::move(m)) {}
-  std::optional<std::string> message_;
+  Status(StatusCode code, std::string m, std::string field)
+      : code_(code), message_(std::move(m)), field_(std::move(field)) {}
+  StatusCode code_ = StatusCode::kOk;
+  std::string message_;
+  std::string field_;
 };
 
 template <typename T>

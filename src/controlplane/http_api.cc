@@ -21,8 +21,25 @@ void Error(httplib::Response& res, int code, const std::string& message, const s
   res.set_content(json{{"error", e}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
 }
 
-void FieldError(httplib::Response& res, const std::string& message) {
-  Error(res, 400, message, message.substr(0, message.find(':')));
+int HttpStatusFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 200;
+    case StatusCode::kInvalidArgument: return 400;
+    case StatusCode::kUnauthenticated: return 401;
+    case StatusCode::kPermissionDenied: return 403;
+    case StatusCode::kNotFound: return 404;
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kConflict:
+    case StatusCode::kFailedPrecondition: return 409;
+    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kUnknown:
+    case StatusCode::kInternal: return 500;
+  }
+  return 500;
+}
+
+void Error(httplib::Response& res, const Status& status) {
+  Error(res, HttpStatusFor(status.code()), status.message(), status.field());
 }
 
 void Ok(httplib::Response& res, const json& body, int code) {

@@ -23,7 +23,11 @@ namespace hpc::cp::http {
 
 void Error(httplib::Response& res, int code, const std::string& message, const std::string& field = "");
 // A "field: why" message as a 400 naming the field.
-void FieldError(httplib::Response& res, const std::string& message);
+// The HTTP status for a Status's code: invalid argument 400, unauthenticated 401, permission
+// denied 403, not found 404, exists/conflict/precondition 409, unavailable 503, else 500.
+int HttpStatusFor(StatusCode code);
+// A JSON error from a Status: its code's HTTP status, its message, and its field when it has one.
+void Error(httplib::Response& res, const Status& status);
 void Ok(httplib::Response& res, const nlohmann::json& body, int code = 200);
 
 // A whole decimal integer in [min, max]; nullopt for anything else (signs, spaces, overflow).

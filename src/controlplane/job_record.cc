@@ -3,7 +3,6 @@
 #include <string_view>
 
 #include <optional>
-#include <stdexcept>
 #include <type_traits>
 
 namespace hpc::cp {
@@ -21,51 +20,62 @@ json ToJson(const JobRecord& r) {
 
 namespace {
 
+// A field that is missing or of the wrong type, thrown inside JobRecordFromJson only and
+// returned from it as an InvalidArgument Status.
+struct BadField {
+  std::string field;
+  std::string why;
+};
+
 // Reads one field, naming it when it is missing or of the wrong type.
 template <typename T>
 T Field(const json& j, const char* name, std::optional<T> fallback) {
   if (!j.contains(name) || j[name].is_null()) {
     if (fallback) return *fallback;
-    throw std::invalid_argument(std::string(name) + ": required");
+    throw BadField{name, "required"};
   }
   const json& v = j[name];
   if constexpr (std::is_same_v<T, std::string>) {
-    if (!v.is_string()) throw std::invalid_argument(std::string(name) + ": must be a string");
+    if (!v.is_string()) throw BadField{name, "must be a string"};
   } else {
-    if (!v.is_number_integer()) throw std::invalid_argument(std::string(name) + ": must be an integer");
+    if (!v.is_number_integer()) throw BadField{name, "must be an integer"};
   }
   return v.get<T>();
 }
 
 }  // namespace
 
-JobRecord JobRecordFromJson(const json& j) {
-  if (!j.is_object()) throw std::invalid_argument("must be an object");
+Result<JobRecord> JobRecordFromJson(const json& j) {
+  if (!j.is_object()) return Status::InvalidArgument("", "must be an object");
   using S = std::string;
   const std::optional<S> empty = S();
   const std::optional<int64_t> zero = int64_t{0};
   JobRecord r;
-  r.data_plane = Field<S>(j, "dataPlane", empty);
-  r.cluster = Field<S>(j, "cluster", std::nullopt);
-  r.job_id = Field<int64_t>(j, "jobId", std::nullopt);
-  r.submit_time = Field<int64_t>(j, "submitTime", std::nullopt);
-  r.name = Field<S>(j, "name", empty);
-  r.user = Field<S>(j, "user", std::nullopt);
-  r.project = Field<S>(j, "project", empty);
-  r.partition = Field<S>(j, "partition", empty);
-  r.state = Field<S>(j, "state", std::nullopt);
-  r.exit_code = Field<S>(j, "exitCode", empty);
-  r.start_time = Field<int64_t>(j, "startTime", zero);
-  r.end_time = Field<int64_t>(j, "endTime", zero);
-  r.elapsed_seconds = Field<int64_t>(j, "elapsedSeconds", zero);
-  r.cpu_seconds = Field<int64_t>(j, "cpuSeconds", zero);
-  r.max_rss_kib = Field<int64_t>(j, "maxRssKiB", zero);
-  r.nodes = static_cast<int>(Field<int64_t>(j, "nodes", zero));
-  r.node_list = Field<S>(j, "nodeList", empty);
-  r.tres = Field<S>(j, "tres", empty);
-  r.source = Field<S>(j, "source", S("terminal"));
-  if (r.source != "terminal" && r.source != "api") throw std::invalid_argument("source: must be terminal or api");
-  if (r.job_id <= 0) throw std::invalid_argument("jobId: must be positive");
+  try {
+    r.data_plane = Field<S>(j, "dataPlane", empty);
+    r.cluster = Field<S>(j, "cluster", std::nullopt);
+    r.job_id = Field<int64_t>(j, "jobId", std::nullopt);
+    r.submit_time = Field<int64_t>(j, "submitTime", std::nullopt);
+    r.name = Field<S>(j, "name", empty);
+    r.user = Field<S>(j, "user", std::nullopt);
+    r.project = Field<S>(j, "project", empty);
+    r.partition = Field<S>(j, "partition", empty);
+    r.state = Field<S>(j, "state", std::nullopt);
+    r.exit_code = Field<S>(j, "exitCode", empty);
+    r.start_time = Field<int64_t>(j, "startTime", zero);
+    r.end_time = Field<int64_t>(j, "endTime", zero);
+    r.elapsed_seconds = Field<int64_t>(j, "elapsedSeconds", zero);
+    r.cpu_seconds = Field<int64_t>(j, "cpuSeconds", zero);
+    r.max_rss_kib = Field<int64_t>(j, "maxRssKiB", zero);
+    r.nodes = static_cast<int>(Field<int64_t>(j, "nodes", zero));
+    r.node_list = Field<S>(j, "nodeList", empty);
+    r.tres = Field<S>(j, "tres", empty);
+    r.source = Field<S>(j, "source", S("terminal"));
+  } catch (const BadField& e) {
+    return Status::InvalidArgument(e.field, e.why);
+  }
+  if (r.source != "terminal" && r.source != "api") return Status::InvalidArgument("source", "must be terminal or api");
+  if (r.job_id <= 0) return Status::InvalidArgument("jobId", "must be positive");
   return r;
 }
 

@@ -9,6 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/result.h"
+
 namespace hpc::cp {
 
 struct JobRecord {
@@ -34,8 +36,8 @@ struct JobRecord {
 };
 
 nlohmann::json ToJson(const JobRecord& r);
-// Throws std::invalid_argument("field: why") when the record is malformed.
-JobRecord JobRecordFromJson(const nlohmann::json& j);
+// A malformed record is an InvalidArgument naming its field.
+Result<JobRecord> JobRecordFromJson(const nlohmann::json& j);
 
 // CSV: a header line, then one line per record (RFC 4180 quoting).
 std::string CsvHeader();

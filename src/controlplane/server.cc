@@ -69,14 +69,16 @@ Result<std::vector<std::string>> SbatchArgs(const json& options) {
       {"mem", "--mem"},          {"time", "--time"},     {"array", "--array"},   {"output", "--output"},
       {"error", "--error"}};
   static const std::regex value("^[A-Za-z0-9_.:/%=,+@-]{1,200}$");
-  if (!options.is_object()) return Status::Error("options: must be an object");
+  if (!options.is_object()) return Status::InvalidArgument("options", "must be an object");
   std::vector<std::string> out;
   for (auto it = options.begin(); it != options.end(); ++it) {
     auto a = allowed.find(it.key());
-    if (a == allowed.end()) return Status::Errorf("options.{}: unknown option", it.key());
+    if (a == allowed.end()) return Status::InvalidArgument("options." + it.key(), "unknown option");
     std::string v = it.value().is_string() ? it.value().get<std::string>()
                     : it.value().is_number_integer() ? std::to_string(it.value().get<int64_t>()) : "";
-    if (!std::regex_match(v, value)) return Status::Errorf("options.{}: must be one token of letters, digits and _.:/%=,+@-", it.key());
+    if (!std::regex_match(v, value)) {
+      return Status::InvalidArgument("options." + it.key(), "must be one token of letters, digits and _.:/%=,+@-");
+    }
     out.push_back(a->second + "=" + v);
   }
   return out;
@@ -231,15 +233,10 @@ void Server::Routes() {
     if (!body->contains("jobs") || !(*body)["jobs"].is_array()) return Error(res, 400, "jobs must be an array", "jobs");
     std::vector<JobRecord> jobs;
     for (size_t i = 0; i < (*body)["jobs"].size(); ++i) {
-      try {
-        JobRecord r = JobRecordFromJson((*body)["jobs"][i]);
-        r.data_plane = name;  // an agent speaks for its own data plane only
-        jobs.push_back(std::move(r));
-      } catch (const std::exception& e) {
-        std::string what = e.what();
-        std::string field = what.substr(0, what.find(':'));
-        return Error(res, 400, fmt::format("jobs[{}].{}", i, what), fmt::format("jobs[{}].{}", i, field));
-      }
+      auto r = JobRecordFromJson((*body)["jobs"][i]);
+      if (!r.ok()) return http::Error(res, r.status().InField(fmt::format("jobs[{}]", i)));
+      r->data_plane = name;  // an agent speaks for its own data plane only
+      jobs.push_back(std::move(*r));
     }
     if (Status st = store->UpsertJobs(jobs); !st.ok()) return Error(res, 503, st.message());
     metrics->Ingested(jobs.size());
@@ -369,7 +366,7 @@ void Server::Routes() {
       return Error(res, 400, "script must start with #! and be at most 1 MiB", "script");
     }
     auto args = SbatchArgs(body->value("options", json::object()));
-    if (!args.ok()) return http::FieldError(res, args.status().message());
+    if (!args.ok()) return http::Error(res, args.status());
     sub.sbatch_args = *args;
     // Only data planes that are Healthy and report Slurm are offered Slurm work.
     if (!http::RequireSlurmDataPlane(store, sub.data_plane, unreachable_after, res)) return;

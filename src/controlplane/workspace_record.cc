@@ -16,23 +16,23 @@ using nlohmann::json;
 namespace {
 
 Status NameField(const std::string& field, const std::string& v) {
-  if (Status s = api::ValidateResourceName(v); !s.ok()) return Status::Errorf("{}: {}", field, s.message());
+  if (Status s = api::ValidateResourceName(v); !s.ok()) return Status::InvalidArgument(field, s.message());
   return Status::Ok();
 }
 
 Result<std::string> StringField(const json& j, const std::string& field, const std::string& fallback) {
   if (!j.contains(field)) return fallback;
-  if (!j[field].is_string()) return Status::Errorf("{}: must be a string", field);
+  if (!j[field].is_string()) return Status::InvalidArgument(field, "must be a string");
   return j[field].get<std::string>();
 }
 
 Result<std::vector<std::string>> NameList(const json& j, const std::string& field) {
   std::vector<std::string> out;
   if (!j.contains(field)) return out;
-  if (!j[field].is_array()) return Status::Errorf("{}: must be a list of names", field);
+  if (!j[field].is_array()) return Status::InvalidArgument(field, "must be a list of names");
   for (size_t i = 0; i < j[field].size(); ++i) {
     const json& v = j[field][i];
-    if (!v.is_string()) return Status::Errorf("{}[{}]: must be a string", field, i);
+    if (!v.is_string()) return Status::InvalidArgument(fmt::format("{}[{}]", field, i), "must be a string");
     out.push_back(v.get<std::string>());
   }
   return out;
@@ -41,7 +41,7 @@ Result<std::vector<std::string>> NameList(const json& j, const std::string& fiel
 Result<int> IntField(const json& j, const std::string& field, int fallback, int lo, int hi) {
   if (!j.contains(field)) return fallback;
   if (!j[field].is_number_integer() || j[field].get<int64_t>() < lo || j[field].get<int64_t>() > hi) {
-    return Status::Errorf("{}: must be an integer {}-{}", field, lo, hi);
+    return Status::InvalidArgument(field, fmt::format("must be an integer {}-{}", lo, hi));
   }
   return j[field].get<int>();
 }
@@ -54,19 +54,21 @@ Result<int64_t> DurationField(const json& j, const std::string& field, int64_t f
     v = j[field].get<int64_t>();
   } else if (j[field].is_string()) {
     auto d = api::ParseDurationSeconds(j[field].get<std::string>());
-    if (!d.ok()) return Status::Errorf("{}: {}", field, d.status().message());
+    if (!d.ok()) return Status::InvalidArgument(field, d.status().message());
     v = *d;
   } else {
-    return Status::Errorf("{}: must be a duration such as \"30s\", \"5m\", \"8h\"", field);
+    return Status::InvalidArgument(field, "must be a duration such as \"30s\", \"5m\", \"8h\"");
   }
-  if (v < lo || v > hi) return Status::Errorf("{}: must be between {}s and {}s (got {}s)", field, lo, hi, v);
+  if (v < lo || v > hi) {
+    return Status::InvalidArgument(field, fmt::format("must be between {}s and {}s (got {}s)", lo, hi, v));
+  }
   return v;
 }
 
 Status OnlyKnownFields(const json& j, std::initializer_list<const char*> known) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (std::none_of(known.begin(), known.end(), [&](const char* k) { return it.key() == k; })) {
-      return Status::Errorf("{}: unknown field", it.key());
+      return Status::InvalidArgument(it.key(), "unknown field");
     }
   }
   return Status::Ok();
@@ -80,7 +82,9 @@ Result<ProjectConfig> ProjectConfigFromJson(const std::string& name, const json&
   ProjectConfig p;
   p.name = name;
   RETURN_IF_ERROR(NameField("name", name));
-  if (!j.contains("dataPlane")) return Status::Error("dataPlane: required (the data plane the project's workspaces run on)");
+  if (!j.contains("dataPlane")) {
+    return Status::InvalidArgument("dataPlane", "required (the data plane the project's workspaces run on)");
+  }
   ASSIGN_OR_RETURN(p.data_plane, StringField(j, "dataPlane", ""));
   RETURN_IF_ERROR(NameField("dataPlane", p.data_plane));
   ASSIGN_OR_RETURN(p.default_tier, StringField(j, "defaultTier", p.default_tier));
@@ -98,7 +102,7 @@ Result<ProjectConfig> ProjectConfigFromJson(const std::string& name, const json&
   ASSIGN_OR_RETURN(p.sys_admins, NameList(j, "sysAdmins"));
   for (size_t i = 0; i < p.sys_admins.size(); ++i) {
     if (auto s = platform::DeriveSlurmUserName(p.sys_admins[i]); !s.ok()) {
-      return Status::Errorf("sysAdmins[{}]: {}", i, s.status().message());
+      return Status::InvalidArgument(fmt::format("sysAdmins[{}]", i), s.status().message());
     }
   }
   return p;
@@ -121,7 +125,7 @@ Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::
                                        const json& request) {
   RETURN_IF_ERROR(OnlyKnownFields(request, {"user", "name", "tier", "maxWorkers"}));
   auto slurm_user = platform::DeriveSlurmUserName(user);
-  if (!slurm_user.ok()) return Status::Errorf("user: {}", slurm_user.status().message());
+  if (!slurm_user.ok()) return Status::InvalidArgument("user", slurm_user.status().message());
   WorkspaceRecord w;
   w.project = project.name;
   w.data_plane = project.data_plane;
@@ -129,11 +133,13 @@ Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::
   w.admin = std::find(project.sys_admins.begin(), project.sys_admins.end(), user) != project.sys_admins.end();
   ASSIGN_OR_RETURN(w.id, StringField(request, "name", op::DefaultWorkspaceName(*slurm_user, project.name)));
   if (Status s = api::ValidateResourceName(w.id); !s.ok()) {
-    return Status::Errorf("name: {}{}", s.message(), request.contains("name") ? "" : " (give another with \"name\")");
+    return Status::InvalidArgument(
+        "name", s.message() + (request.contains("name") ? "" : " (give another with \"name\")"));
   }
   ASSIGN_OR_RETURN(w.tier, StringField(request, "tier", project.default_tier));
   if (std::find(project.tiers.begin(), project.tiers.end(), w.tier) == project.tiers.end()) {
-    return Status::Errorf("tier: project {} offers {} (got \"{}\")", project.name, fmt::join(project.tiers, ", "), w.tier);
+    return Status::InvalidArgument(
+        "tier", fmt::format("project {} offers {} (got \"{}\")", project.name, fmt::join(project.tiers, ", "), w.tier));
   }
   ASSIGN_OR_RETURN(w.max_workers, IntField(request, "maxWorkers", project.max_workers, 1, project.max_workers));
   w.idle_timeout_seconds = project.idle_timeout_seconds;

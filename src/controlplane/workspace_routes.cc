@@ -61,7 +61,7 @@ void AddWorkspaceRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) 
     auto body = http::Body(req, res);
     if (!body) return;
     auto config = ProjectConfigFromJson(req.matches[1], *body);
-    if (!config.ok()) return http::FieldError(res, config.status().message());
+    if (!config.ok()) return http::Error(res, config.status());
     config->updated_at = jwt::UnixNow();
     if (Status st = store->PutProject(*config); !st.ok()) return http::Error(res, 503, st.message());
     spdlog::info("project {}: workspaces on data plane {}", config->name, config->data_plane);
@@ -92,7 +92,7 @@ void AddWorkspaceRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) 
       }
     }
     auto w = BuildWorkspace(*project, user, *body);
-    if (!w.ok()) return http::FieldError(res, w.status().message());
+    if (!w.ok()) return http::Error(res, w.status());
     if (!http::RequireSlurmDataPlane(store, w->data_plane, unreachable_after, res)) return;
     auto existing = store->GetWorkspace(w->id);
     if (!existing.ok()) return http::Error(res, 503, existing.status().message());

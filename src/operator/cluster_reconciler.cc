@@ -117,10 +117,10 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
       why += fmt::format(", {} restarts", p.restarts);
     }
     st->components[component] = "Waiting: " + why;
-    return Status::Errorf("waiting for {} pod {}: {}", component, spec.name, why);
+    return Status::FailedPrecondition(fmt::format("waiting for {} pod {}: {}", component, spec.name, why));
   }
   st->components[component] = "Waiting: pod not found";
-  return Status::Errorf("waiting for {} pod {}", component, spec.name);
+  return Status::FailedPrecondition(fmt::format("waiting for {} pod {}", component, spec.name));
 }
 
 api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
@@ -157,7 +157,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
          // slurmdbd exits when it cannot reach its database; it starts once MariaDB answers.
          if (!database_ready && !rt_->GetPodSpec(SlurmdbdPodName(c)).value_or(std::nullopt)) {
            st.components["slurmdbd"] = "Waiting: for mariadb";
-           return Status::Error("waiting for mariadb before slurmdbd");
+           return Status::FailedPrecondition("waiting for mariadb before slurmdbd");
          }
          Status s = EnsurePod(BuildSlurmdbdPod(c, in_), "slurmdbd", &st);
          slurmdbd_ready_ = s.ok();
@@ -193,7 +193,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   for (const auto& step : steps) {
     Status s = step.fn();
     if (s.ok()) continue;
-    if (s.message().rfind("waiting for", 0) == 0) {
+    if (s.code() == StatusCode::kFailedPrecondition) {
       if (waiting.empty()) waiting = s.message();
     } else {
       spdlog::error("cluster {}: step {}: {}", c.metadata.name, step.name, s.message());

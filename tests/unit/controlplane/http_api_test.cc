@@ -10,6 +10,24 @@
 namespace hpc::cp {
 namespace {
 
+// Each code has one HTTP status, and an invalid argument's field reaches the JSON error.
+TEST(HttpErrors, StatusCodesMapToHttpAndCarryTheirField) {
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kUnauthenticated), 401);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kPermissionDenied), 403);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kNotFound), 404);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kConflict), 409);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kAlreadyExists), 409);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kUnavailable), 503);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kUnknown), 500);
+  httplib::Response res;
+  http::Error(res, Status::InvalidArgument("options.time", "unknown option"));
+  EXPECT_EQ(res.status, 400);
+  auto body = nlohmann::json::parse(res.body);
+  EXPECT_EQ(body["error"]["field"], "options.time");
+  EXPECT_EQ(body["error"]["message"], "options.time: unknown option");
+}
+
 TEST(SignInLimiter, LimitsAnAddressForTheRestOfItsWindowOnly) {
   http::SignInLimiter limiter(3, 60);
   EXPECT_EQ(limiter.RetryAfter("10.0.0.1", 1000), 0);

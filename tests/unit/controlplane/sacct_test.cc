@@ -75,18 +75,21 @@ TEST(JobRecord, JsonRoundTripAndFieldErrors) {
   r.user = "ann";
   r.state = "COMPLETED";
   r.tres = "cpu=1,mem=1G";
-  EXPECT_EQ(ToJson(JobRecordFromJson(ToJson(r))), ToJson(r));
+  auto back = JobRecordFromJson(ToJson(r));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(ToJson(*back), ToJson(r));
   nlohmann::json bad = ToJson(r);
   bad["jobId"] = "5";
-  try {
-    JobRecordFromJson(bad);
-    FAIL() << "accepted a string job id";
-  } catch (const std::invalid_argument& e) {
-    EXPECT_EQ(std::string(e.what()), "jobId: must be an integer");
-  }
+  auto refused = JobRecordFromJson(bad);
+  ASSERT_FALSE(refused.ok()) << "accepted a string job id";
+  EXPECT_EQ(refused.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_EQ(refused.status().field(), "jobId");
+  EXPECT_EQ(refused.status().message(), "jobId: must be an integer");
+  EXPECT_EQ(refused.status().InField("jobs[3]").message(), "jobs[3].jobId: must be an integer");
+  EXPECT_EQ(refused.status().InField("jobs[3]").field(), "jobs[3].jobId");
   bad = ToJson(r);
   bad.erase("user");
-  EXPECT_THROW(JobRecordFromJson(bad), std::invalid_argument);
+  EXPECT_EQ(JobRecordFromJson(bad).status().field(), "user");
   EXPECT_EQ(ToCsvLine(r).find("\"cpu=1,mem=1G\""), ToCsvLine(r).rfind("\"cpu=1,mem=1G\""));
   EXPECT_NE(ToCsvLine(r).find("\"cpu=1,mem=1G\""), std::string::npos);
 }
