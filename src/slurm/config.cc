@@ -159,6 +159,13 @@ bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf) 
       if (line.rfind("NodeSet=", 0) == 0 || line.rfind("PartitionName=", 0) == 0 || line == "JobSubmitPlugins=lua") {
         continue;
       }
+      // hpcplane's health check lines: a cluster made before them gets them without a
+      // reconfigure, at slurmctld's and each worker's next start (the checks' thresholds live
+      // in the slurm-health config map and apply at once).
+      if (line == std::string("HealthCheckProgram=") + kHealthCheckProgram || line.rfind("HealthCheckInterval=", 0) == 0 ||
+          line == "HealthCheckNodeState=ANY" || line == std::string("Epilog=") + kHealthCheckProgram) {
+        continue;
+      }
       out.push_back(line);
     }
     return out;

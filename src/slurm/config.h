@@ -46,7 +46,8 @@ std::vector<std::string> PartitionOptions(const api::NodeSet& ns);
 // Whether two renderings differ in more than their NodeSet= and PartitionName= lines (those are
 // applied in place; see SlurmControl::CreatePartition) and hpcplane's JobSubmitPlugins=lua (the
 // change probe's hook: a cluster made before it gets it at slurmctld's next start rather than
-// through a reconfigure, which Slurm 22.05 mishandles for dynamic nodes running jobs).
+// through a reconfigure, which Slurm 22.05 mishandles for dynamic nodes running jobs), and
+// hpcplane's health check lines, for the same reason.
 bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf);
 
 // The TaskProlog every worker runs before each task.

@@ -162,6 +162,10 @@ TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
   EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "PriorityType=priority/multifactor\n"));
   // The change probe's hook reaches older clusters at slurmctld's next start, not by reconfigure.
   EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "JobSubmitPlugins=lua\n"));
+  EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "HealthCheckProgram=/run/slurm-scripts/health_check\n"
+                                                  "HealthCheckInterval=30\nHealthCheckNodeState=ANY\n"
+                                                  "Epilog=/run/slurm-scripts/health_check\n"));
+  EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "Epilog=/opt/site/epilog\n"));  // an admin's is theirs
 }
 
 }  // namespace
