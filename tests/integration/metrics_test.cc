@@ -3,6 +3,8 @@
 // PromQL over the scraped series shows the requests, ingested records and data planes.
 #include <httplib.h>
 
+#include <cstdlib>
+
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -271,8 +273,11 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
   json ups = query("/api/v1/query", {{"query", "hpcplane_scale_decisions_total{nodeset=\"cpu\"}"}});
   std::map<std::string, std::string> decisions;
   for (const auto& x : ups["data"]["result"]) decisions[x["metric"]["direction"]] = x["value"][1];
-  EXPECT_EQ(decisions["up"], "1") << ups;
-  EXPECT_EQ(decisions["down"], "1") << ups;
+  EXPECT_EQ(decisions["up"], "1") << ups;  // -N2 needs both workers at once: one decision
+  // Down may take two steps: the batch host of a -N2 job finishes a moment after the other node,
+  // and a pass in between wants one worker.
+  const int downs = std::atoi(decisions["down"].c_str());
+  EXPECT_TRUE(downs == 1 || downs == 2) << ups;
   json waits = query("/api/v1/query", {{"query", "hpcplane_job_start_wait_seconds_count"}});
   ASSERT_FALSE(waits["data"]["result"].empty()) << waits;
   EXPECT_EQ(waits["data"]["result"][0]["value"][1], "1");
