@@ -3,7 +3,7 @@ BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
 
-.PHONY: all deps build debug unittest test integration benchsmoke demo bench fuzz clean
+.PHONY: all deps build debug unittest test integration benchsmoke faults demo bench fuzz clean
 
 all: build
 
@@ -33,6 +33,10 @@ test: build
 
 benchsmoke: build
 	@cd $(BUILD) && ctest --output-on-failure -L bench
+
+# The kill -9 campaign (bench/faults.sh, ~4 minutes), not yet part of `make test`.
+faults: build
+	@cd $(BUILD) && ctest --output-on-failure -L faults
 
 demo: build
 	@bash scripts/demo.sh $(BUILD)/hpcplane

@@ -223,7 +223,12 @@ wait "$STREAM_PID" || true
 STREAM_PID=""
 log "stream stopped; waiting for the queue to drain and the records to arrive"
 queue_empty() { [ -z "$("$H" exec "$NAME-controller" --user slurm -- squeue -h -u ann,ben -o %i 2>/dev/null)" ]; }
-until_true 300 queue_empty || fail "the queue did not drain"
+if ! until_true 300 queue_empty; then
+  "$H" exec "$NAME-controller" --user slurm -- squeue -u ann,ben -o "%i %T %r %N %P %S %c" >&2 || true
+  "$H" exec "$NAME-controller" --user slurm -- sinfo -N -o "%N %T %E" >&2 || true
+  "$H" get nodesets >&2 || true
+  fail "the queue did not drain"
+fi
 
 SINCE=$(date -d "@$((START - 60))" +%Y-%m-%dT%H:%M:%S)
 STATES=BF,CA,CD,DL,F,NF,OOM,PD,PR,R,RQ,RS,RV,S,TO

@@ -38,7 +38,7 @@ run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=
 run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build"
 run history_query "hpcplane API export" env JOBS=20 REPEATS=2 bash "$here/history_query.sh" "$build"
 
-# bench/faults.sh runs whole as the integration test `fault_campaign` (CMakeLists.txt).
+# bench/faults.sh runs whole as the ctest `fault_campaign` (label faults, `make faults`).
 
 echo "bench smoke: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]
