@@ -11,6 +11,7 @@ packages=(
   iproute2 util-linux procps curl
   bc python3 openssl
   prometheus-cpp-dev prometheus
+  chromium chromium-driver python3-selenium
 )
 
 # `install-deps.sh fuzz`: also what `make fuzz` needs (clang with libFuzzer).

@@ -100,14 +100,50 @@ bool SignInLimiter::Failed(const std::string& address, int64_t now) {
   return ++w.failures == max_failures_;
 }
 
+namespace {
+// Equal strings, in time that does not depend on where they differ.
+bool SameSecret(const std::string& a, const std::string& b) {
+  if (a.size() != b.size()) return false;
+  unsigned char diff = 0;
+  for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
+  return diff == 0;
+}
+}  // namespace
+
+std::optional<Session> Auth::SessionOf(const httplib::Request& req) {
+  if (!sessions_) return std::nullopt;
+  std::string id = CookieValue(req.get_header_value("Cookie"), kSessionCookie);
+  if (id.empty()) return std::nullopt;
+  return sessions_->Find(id, jwt::UnixNow());
+}
+
 std::optional<Principal> Auth::Authenticate(const httplib::Request& req, httplib::Response& res) {
-  const int64_t now = jwt::UnixNow();
   std::string h = req.get_header_value("Authorization");
+  if (h.empty() && sessions_ && !CookieValue(req.get_header_value("Cookie"), kSessionCookie).empty()) {
+    auto s = SessionOf(req);
+    if (!s) {
+      Error(res, 401, "the console session expired or is unknown; sign in again");
+      return std::nullopt;
+    }
+    // A cookie rides along on any request the browser makes; only the console's own page
+    // knows the session's CSRF token.
+    const bool safe = req.method == "GET" || req.method == "HEAD";
+    if (!safe && !SameSecret(req.get_header_value("X-CSRF-Token"), s->csrf)) {
+      Error(res, 403, "missing or wrong X-CSRF-Token header for this session");
+      return std::nullopt;
+    }
+    return AuthenticateDigest(s->token_digest, req, res);
+  }
   if (h.rfind("Bearer ", 0) != 0 || h.size() <= 7) {
     Error(res, 401, "missing bearer token (Authorization: Bearer <token>)");
     return std::nullopt;
   }
-  const std::string digest = jwt::Sha256Hex(h.substr(7));
+  return AuthenticateDigest(jwt::Sha256Hex(h.substr(7)), req, res);
+}
+
+std::optional<Principal> Auth::AuthenticateDigest(const std::string& digest, const httplib::Request& req,
+                                                  httplib::Response& res) {
+  const int64_t now = jwt::UnixNow();
   auto t = store_->LookupToken(digest);
   if (!t.ok()) {
     Error(res, 503, "store unavailable: " + t.status().message());

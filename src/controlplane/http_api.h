@@ -12,6 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controlplane/sessions.h"
 #include "controlplane/store.h"
 
 namespace httplib {
@@ -65,11 +66,20 @@ class SignInLimiter {
 // Authentication and the audit log, shared by every route.
 class Auth {
  public:
-  Auth(Store* store, SignInLimiter* limiter) : store_(store), limiter_(limiter) {}
+  Auth(Store* store, SignInLimiter* limiter, SessionTable* sessions = nullptr)
+      : store_(store), limiter_(limiter), sessions_(sessions) {}
   Store* store() const { return store_; }
-  // The caller named by the bearer token, or an answer: 401 (none, unknown, expired, revoked),
-  // 429 (a failure from an address with too many already), 503 (store away).
+  SessionTable* sessions() const { return sessions_; }
+  // The caller named by the bearer token, or by the console's session cookie when there is no
+  // Authorization header (a state-changing request then needs the session's X-CSRF-Token); or
+  // an answer: 401 (none, unknown, expired, revoked), 403 (CSRF), 429 (a failure from an
+  // address with too many already), 503 (store away).
   std::optional<Principal> Authenticate(const httplib::Request& req, httplib::Response& res);
+  // The same for a token known by its digest (sign-in).
+  std::optional<Principal> AuthenticateDigest(const std::string& digest, const httplib::Request& req,
+                                              httplib::Response& res);
+  // The live console session of the request's cookie, if any.
+  std::optional<Session> SessionOf(const httplib::Request& req);
   // For routes /api/v1/dataplanes/{name}/...: the body of a request from that data plane's own
   // agent (401/403/400 answered otherwise).
   std::optional<nlohmann::json> AgentBody(const httplib::Request& req, httplib::Response& res);
@@ -82,6 +92,7 @@ class Auth {
   bool ClaimTouch(const std::string& digest, int64_t now);
   Store* store_;
   SignInLimiter* limiter_;
+  SessionTable* sessions_;
   std::mutex touch_mu_;
   std::map<std::string, int64_t> touched_;  // token digest -> when this server last recorded its use
 };

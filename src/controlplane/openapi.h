@@ -8,7 +8,9 @@ inline constexpr const char* kOpenApiDocument = R"json({
   "info": {"title": "hpcplane control plane", "version": "v1"},
   "servers": [{"url": "/api/v1"}],
   "components": {
-    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"}},
+    "securitySchemes": {"bearer": {"type": "http", "scheme": "bearer"},
+      "session": {"type": "apiKey", "in": "cookie", "name": "hpcplane_session",
+        "description": "the web console's session (POST /session); state-changing requests also need X-CSRF-Token"}},
     "schemas": {
       "Error": {"type": "object", "properties": {"error": {"type": "object", "properties": {
         "code": {"type": "integer"}, "message": {"type": "string"}, "field": {"type": "string"}}}}},
@@ -46,7 +48,7 @@ inline constexpr const char* kOpenApiDocument = R"json({
         "message": {"type": "string"}, "createdAt": {"type": "integer"}, "updatedAt": {"type": "integer"}}}
     }
   },
-  "security": [{"bearer": []}],
+  "security": [{"bearer": []}, {"session": []}],
   "paths": {
     "/dataplanes": {"get": {"summary": "Data planes with their reported state and components",
       "responses": {"200": {"description": "dataPlanes: [DataPlane]"}}}},
@@ -57,7 +59,8 @@ inline constexpr const char* kOpenApiDocument = R"json({
     "/projects/{project}/jobs": {
       "get": {"summary": "A project's HPC jobs, newest first",
         "parameters": [{"name": "user", "in": "query"}, {"name": "state", "in": "query"},
-          {"name": "workspace", "in": "query"}, {"name": "from", "in": "query", "description": "submit time >= (unix s)"},
+          {"name": "workspace", "in": "query"}, {"name": "name", "in": "query", "description": "part of the job name"},
+          {"name": "from", "in": "query", "description": "submit time >= (unix s)"},
           {"name": "to", "in": "query", "description": "submit time < (unix s)"},
           {"name": "limit", "in": "query", "description": "1-1000, default 100"},
           {"name": "cursor", "in": "query", "description": "nextCursor of the previous page"}],
@@ -96,7 +99,26 @@ inline constexpr const char* kOpenApiDocument = R"json({
     "/flags": {"get": {"summary": "Feature flags", "responses": {"200": {"description": "flags"}}}},
     "/flags/{name}": {"put": {"summary": "Admin: set a flag {value: bool}", "responses": {"200": {"description": "set"}}}},
     "/tokens": {"post": {"summary": "Admin: create an API token {subject, role, projects}",
-      "responses": {"201": {"description": "token (shown once)"}}}}
+      "responses": {"201": {"description": "token (shown once)"}}}},
+    "/projects": {"get": {"summary": "The projects the caller may open (admins: every configured one)",
+      "responses": {"200": {"description": "projects: [string]"}}}},
+    "/projects/{project}/jobs/stats": {"get": {"summary": "Aggregates for charts, computed by the store",
+      "parameters": [{"name": "from", "in": "query", "description": "submit time >= (unix s; default 7 days ago)"},
+        {"name": "to", "in": "query", "description": "submit time < (unix s; default now)"},
+        {"name": "bucket", "in": "query", "description": "seconds, 60 to 366 days (default 3600); at most 1000 buckets"},
+        {"name": "user", "in": "query"}, {"name": "workspace", "in": "query"}],
+      "responses": {"200": {"description": "states: [{start, states: {STATE: jobs}}], queueWait: [{range, jobs}], nodeHours: [{user, day, nodeHours}]"},
+        "400": {"description": "bad range or too many buckets, names the field"}}}},
+    "/session": {
+      "post": {"summary": "Console sign-in {token}: sets an HttpOnly SameSite=Strict session cookie; no bearer needed",
+        "security": [],
+        "responses": {"201": {"description": "subject, role, projects, csrfToken (send as X-CSRF-Token on POST/PUT/DELETE), expiresAt"},
+          "401": {"description": "unknown, expired or revoked token"}, "403": {"description": "agent or metrics token"},
+          "429": {"description": "too many failed sign-ins from the address"}}},
+      "get": {"summary": "The signed-in caller (cookie or bearer), with the session's csrfToken",
+        "responses": {"200": {"description": "subject, role, projects, csrfToken?"}}},
+      "delete": {"summary": "Sign out: ends the session, clears the cookie",
+        "responses": {"200": {"description": "signedOut"}}}}
   }
 })json";
 

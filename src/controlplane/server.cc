@@ -11,6 +11,7 @@
 #include "api/codec.h"
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
+#include "controlplane/console_routes.h"
 #include "controlplane/openapi.h"
 #include "controlplane/workspace_routes.h"
 
@@ -99,7 +100,7 @@ Server::Server(Store* store, ServerOptions opts)
     http_ = std::move(tls);
   }
   if (!http_) http_ = std::make_unique<httplib::Server>();
-  auth_ = std::make_unique<http::Auth>(store_, &limiter_);
+  auth_ = std::make_unique<http::Auth>(store_, &limiter_, &sessions_);
   // A request whose handler runs has been read whole: from then on it is being served (an export
   // may stream for long) and the watchdog's deadline no longer applies to it.
   routes_ = std::make_unique<RouteTable>(
@@ -249,6 +250,11 @@ void Server::Routes() {
     f->user = req.get_param_value("user");
     f->state = req.get_param_value("state");
     f->workspace = req.get_param_value("workspace");
+    f->name_contains = req.get_param_value("name");
+    if (f->name_contains.size() > 200) {
+      http::Error(res, 400, "name must be at most 200 characters", "name");
+      return false;
+    }
     return http::IntegerParam(req, res, "from", 0, kMaxUnixSeconds, &f->from) &&
            http::IntegerParam(req, res, "to", 0, kMaxUnixSeconds, &f->to);
   };
@@ -551,6 +557,7 @@ void Server::Routes() {
   });
 
   AddWorkspaceRoutes(s, authn, unreachable_after);
+  AddConsoleRoutes(s, authn, !opts_.tls_cert.empty());
 
   ServerLimits();
 }

@@ -53,6 +53,7 @@ class Server {
   ServerOptions opts_;
   std::unique_ptr<httplib::Server> http_;
   http::SignInLimiter limiter_;
+  SessionTable sessions_;  // the web console's
   std::unique_ptr<http::Auth> auth_;
   std::unique_ptr<RouteTable> routes_;
   ConnectionWatchdog watchdog_;

@@ -185,18 +185,81 @@ class SqlStore : public Store {
     return Status::Ok();
   }
 
-  Result<JobPage> ListJobs(const JobFilter& f, const std::optional<JobCursor>& after, int limit) override {
-    std::string sql = fmt::format("SELECT {} FROM jobs WHERE project = $1", kJobColumns);
-    std::vector<SqlValue> p = {f.project};
+  // " WHERE project = $1 AND ..." for a filter, its parameters appended to `p`.
+  static std::string Where(const JobFilter& f, std::vector<SqlValue>* p) {
+    std::string sql = " WHERE project = $1";
+    p->push_back(f.project);
     auto add = [&](const std::string& cond, const std::string& v) {
-      p.push_back(v);
-      sql += " AND " + fmt::format(fmt::runtime(cond), p.size());
+      p->push_back(v);
+      sql += " AND " + fmt::format(fmt::runtime(cond), p->size());
     };
     if (!f.user.empty()) add("user_name = ${}", f.user);
     if (!f.state.empty()) add("state = ${}", f.state);
     if (!f.workspace.empty()) add("partition_name = ${}", f.workspace);
-    if (f.from) add("submit_time >= ${}", std::to_string(f.from));
-    if (f.to) add("submit_time < ${}", std::to_string(f.to));
+    if (f.from) add("submit_time >= CAST(${} AS BIGINT)", std::to_string(f.from));
+    if (f.to) add("submit_time < CAST(${} AS BIGINT)", std::to_string(f.to));
+    if (!f.name_contains.empty()) {
+      // LIKE with its wildcards escaped: the text matches literally, in either engine.
+      std::string pattern = "%";
+      for (char c : f.name_contains) {
+        if (c == '%' || c == '_' || c == '\\') pattern += '\\';
+        pattern += c;
+      }
+      add("name LIKE ${} ESCAPE '\\'", pattern + "%");
+    }
+    return sql;
+  }
+
+  Result<JobStats> JobStatistics(const JobFilter& f, int64_t bucket) override {
+    JobStats out;
+    std::vector<SqlValue> p;
+    const std::string where = Where(f, &p);
+    RETURN_IF_ERROR(db_->Query(
+        fmt::format("SELECT (submit_time / {0}) * {0} AS b, state, COUNT(*) FROM jobs{1} GROUP BY b, state ORDER BY b",
+                    bucket, where),
+        p, [&](const SqlRow& r) {
+          if (out.buckets.empty() || out.buckets.back().start != I(r[0])) out.buckets.push_back({I(r[0]), {}});
+          out.buckets.back().states[S(r[1])] = I(r[2]);
+          return true;
+        }));
+    std::string ranges = "CASE";
+    int i = 0;
+    for (const auto& [label, upper] : WaitRanges()) {
+      if (upper) ranges += fmt::format(" WHEN start_time - submit_time < {} THEN {}", upper, i);
+      else ranges += fmt::format(" ELSE {} END", i);
+      ++i;
+    }
+    std::vector<int64_t> counts(WaitRanges().size(), 0);
+    RETURN_IF_ERROR(db_->Query(
+        fmt::format("SELECT {} AS r, COUNT(*) FROM jobs{} AND start_time > 0 GROUP BY r", ranges, where), p,
+        [&](const SqlRow& r) {
+          counts.at(I(r[0])) = I(r[1]);
+          return true;
+        }));
+    for (size_t k = 0; k < counts.size(); ++k) out.wait.emplace_back(WaitRanges()[k].first, counts[k]);
+    RETURN_IF_ERROR(db_->Query(
+        fmt::format("SELECT user_name, (submit_time / 86400) * 86400 AS d, SUM(nodes * elapsed_seconds) FROM jobs{} "
+                    "GROUP BY user_name, d ORDER BY d, user_name",
+                    where),
+        p, [&](const SqlRow& r) {
+          out.usage.push_back({S(r[0]), I(r[1]), static_cast<double>(I(r[2])) / 3600.0});
+          return true;
+        }));
+    return out;
+  }
+
+  Result<std::vector<std::string>> ProjectNames() override {
+    std::vector<std::string> out;
+    RETURN_IF_ERROR(db_->Query("SELECT name FROM projects ORDER BY name", {}, [&](const SqlRow& r) {
+      out.push_back(S(r[0]));
+      return true;
+    }));
+    return out;
+  }
+
+  Result<JobPage> ListJobs(const JobFilter& f, const std::optional<JobCursor>& after, int limit) override {
+    std::vector<SqlValue> p;
+    std::string sql = fmt::format("SELECT {} FROM jobs", kJobColumns) + Where(f, &p);
     if (after) {
       size_t n = p.size();
       p.push_back(std::to_string(after->submit_time));

@@ -68,6 +68,7 @@ struct JobFilter {
   std::string user;
   std::string state;
   std::string workspace;  // the partition
+  std::string name_contains;  // part of the job name
   int64_t from = 0;       // submit time range, unix seconds; 0: open
   int64_t to = 0;
 };
@@ -81,6 +82,30 @@ struct JobCursor {
   std::string Encode() const;
   static Result<JobCursor> Decode(const std::string& s);
 };
+
+// A project's jobs over a time range, aggregated in the store (the console's charts): jobs per
+// state per bucket of submit time, queue waits (submit to start) by range, and node-hours per
+// user per day.
+struct JobStats {
+  struct Bucket {
+    int64_t start = 0;
+    std::map<std::string, int64_t> states;  // state -> jobs submitted in the bucket
+  };
+  std::vector<Bucket> buckets;
+  std::vector<std::pair<std::string, int64_t>> wait;  // range label -> jobs, in order
+  struct UserDay {
+    std::string user;
+    int64_t day = 0;  // unix seconds of the day's start (UTC)
+    double node_hours = 0;
+  };
+  std::vector<UserDay> usage;
+};
+// Queue-wait ranges of JobStats::wait: upper bounds in seconds (the last is open).
+inline const std::vector<std::pair<std::string, int64_t>>& WaitRanges() {
+  static const std::vector<std::pair<std::string, int64_t>> r = {
+      {"<10s", 10}, {"10s-1m", 60}, {"1m-10m", 600}, {"10m-1h", 3600}, {"1h-1d", 86400}, {">1d", 0}};
+  return r;
+}
 
 struct JobPage {
   std::vector<JobRecord> jobs;
@@ -119,6 +144,9 @@ class Store {
   // Streams every matching record to `sink` without holding them all; `sink` returns false to stop.
   virtual Status ExportJobs(const JobFilter& f, const std::function<bool(const JobRecord&)>& sink) = 0;
   virtual Result<int64_t> CountJobs() = 0;
+  // Over jobs of f.project submitted in [f.from, f.to) (f's other filters apply too); buckets of
+  // `bucket_seconds`.
+  virtual Result<JobStats> JobStatistics(const JobFilter& f, int64_t bucket_seconds) = 0;
 
   virtual Status PutSubmission(const Submission& s) = 0;  // insert or replace
   virtual Result<std::optional<Submission>> GetSubmission(const std::string& id) = 0;
@@ -126,6 +154,8 @@ class Store {
 
   virtual Status PutProject(const ProjectConfig& p) = 0;  // insert or replace
   virtual Result<std::optional<ProjectConfig>> GetProject(const std::string& name) = 0;
+  // Every configured project's name, sorted.
+  virtual Result<std::vector<std::string>> ProjectNames() = 0;
 
   // The platform user's uid, the same on every data plane: handed out once, from 20000 up.
   virtual Result<int64_t> AssignUid(const std::string& user) = 0;

@@ -96,7 +96,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
 }
 
 Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::string& component,
-                                    api::SlurmClusterStatus* st) {
+                                    api::SlurmClusterStatus* st, int64_t* started_at) {
   ASSIGN_OR_RETURN(auto existing, rt_->GetPodSpec(spec.name));
   if (existing && !(*existing == spec)) {
     spdlog::info("pod {} spec changed; replacing it", spec.name);
@@ -106,6 +106,7 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
   ASSIGN_OR_RETURN(auto pods, rt_->ListPods({}));
   for (const auto& p : pods) {
     if (p.name != spec.name) continue;
+    if (started_at) *started_at = p.phase == runtime::PodPhase::kRunning ? p.started_at : 0;
     if (p.ready) {
       st->components[component] = "Ready";
       return Status::Ok();
@@ -166,7 +167,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
        false},
       {"controller",
        [&] {
-         Status s = EnsurePod(BuildControllerPod(c, in_), "controller", &st);
+         Status s = EnsurePod(BuildControllerPod(c, in_), "controller", &st, &controller_started_at_);
          controller_ready_ = s.ok();
          return s;
        },

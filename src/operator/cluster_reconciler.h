@@ -40,6 +40,8 @@ class ClusterReconciler {
    * pass where slurmctld is away does not wait on one timeout per query (and fails closed). */
   slurm::SlurmReader* reader() const { return slurm_answered_ ? reader_.get() : nullptr; }
   bool controller_ready() const { return controller_ready_; }
+  // Unix seconds the controller pod's current run started (0 when not running).
+  int64_t controller_started_at() const { return controller_started_at_; }
   // Failed steps of the last Reconcile.
   int last_errors() const { return last_errors_; }
   bool slurmdbd_ready() const { return slurmdbd_ready_; }
@@ -61,7 +63,10 @@ class ClusterReconciler {
                       const std::vector<api::ClusterUser>& extra_users,
                       const std::vector<DatasetGroup>& dataset_groups);
   // Creates the pod (replacing it when its spec changed) and waits for it to be ready.
-  Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st);
+  // Creates the pod (or replaces it when its spec changed); OK once it is ready. `started_at`,
+  // when given, receives the start of its current run.
+  Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st,
+                   int64_t* started_at = nullptr);
 
   runtime::PodRuntime* rt_;
   BuildInputs in_;
@@ -70,6 +75,7 @@ class ClusterReconciler {
   std::unique_ptr<slurm::SlurmReader> reader_;
   std::string reader_endpoint_;
   bool controller_ready_ = false;
+  int64_t controller_started_at_ = 0;
   int last_errors_ = 0;
   bool slurmdbd_ready_ = false;
   bool slurm_answered_ = false;

@@ -10,9 +10,19 @@ bool IsHealthDrain(const std::string& reason) { return reason.rfind(slurm::kHeal
 
 HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOptions& opts) {
   HealthPlan plan;
-  int drained = 0;
+  int drained = 0, drained_by_slurm = 0;
   int replacements_left = opts.replacements_left;
+  auto maybe_replace = [&](const HealthWorker& w) {
+    if (!w.busy && opts.now - w.reason_changed_at >= opts.replace_after_seconds && replacements_left > 0) {
+      plan.replace.push_back(w.pod);
+      --replacements_left;
+    }
+  };
   for (const auto& w : workers) {
+    if (w.drained_by_slurm && opts.enabled) {
+      ++drained_by_slurm;
+      maybe_replace(w);
+    }
     if (!w.drained_by_health) continue;
     const bool passes_again = w.report.present && w.report.ok && w.report.at > w.reason_changed_at;
     if (!opts.enabled || passes_again) {
@@ -20,10 +30,7 @@ HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOpti
       continue;
     }
     ++drained;
-    if (!w.busy && opts.now - w.reason_changed_at >= opts.replace_after_seconds && replacements_left > 0) {
-      plan.replace.push_back(w.pod);
-      --replacements_left;
-    }
+    maybe_replace(w);
   }
   if (opts.enabled) {
     for (const auto& w : workers) {
@@ -40,7 +47,7 @@ HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOpti
       ++drained;
     }
   }
-  plan.unhealthy = drained - static_cast<int>(plan.replace.size());
+  plan.unhealthy = drained + drained_by_slurm - static_cast<int>(plan.replace.size());
   return plan;
 }
 

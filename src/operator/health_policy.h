@@ -10,7 +10,11 @@
 //  - A worker drained by a health check for replaceAfter or longer and running nothing is
 //    replaced (its pod and node are removed; the scaler brings the capacity back), at most the
 //    remaining replacement budget.
-//  - Health checks turned off: their drains are resumed, since no check will ever clear them.
+//  - A worker slurmctld drained for a failure of its own on it (slurm::IsSlurmFaultDrain) is
+//    unhealthy too, and replaced the same way; it is never resumed here (a fresh worker is the
+//    cure), nor counted against maxUnhealthy, which bounds what the checks drain.
+//  - Health checks turned off: their drains are resumed, since no check will ever clear them;
+//    nothing is replaced.
 #pragma once
 
 #include <cstdint>
@@ -26,6 +30,7 @@ struct HealthWorker {
   bool busy = false;
   bool drained = false;            // by anyone
   bool drained_by_health = false;  // reason has the kHealthDrainPrefix
+  bool drained_by_slurm = false;   // slurmctld drained it for a failure on it
   int64_t reason_changed_at = 0;
   slurm::HealthReport report;
 };
@@ -49,7 +54,7 @@ struct HealthPlan {
   std::vector<std::string> replace;
   std::vector<std::string> held_back;  // failing, not drained: the cap was reached
   std::string held_back_detail;        // the first held-back worker's failure
-  int unhealthy = 0;                   // drained by health checks and still there after the plan
+  int unhealthy = 0;  // drained by health checks or by Slurm for a fault, and still there after the plan
 };
 
 HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOptions& opts);

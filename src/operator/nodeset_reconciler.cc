@@ -68,6 +68,8 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     RepairStuckNodes(ns, &nodes, now, &st);
     ResetRestartedWorkers(ns, *pods, &nodes, &st, &errors);
     replaced = ApplyHealth(c, ns, *pods, &nodes, now, &st, &errors);
+    replaced.merge(RestartUnregisteredWorkers(ns, *pods, nodes, now, &st, &errors));
+    RegisterWorkersAgain(ns, *pods, nodes, now, &st);
   }
 
   std::vector<WorkerView> workers;
@@ -83,9 +85,10 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
       w.registered = true;
       w.busy = n.Busy();
       bool ours = n.reason.rfind(slurm::kDrainReasonPrefix, 0) == 0;
-      w.drain_health = n.Drain() && IsHealthDrain(n.reason);
+      // Slurm's own fault drains are handled as health drains: replaced, never resumed.
+      w.drain_health = n.Drain() && (IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n));
       w.drain_ours = n.Drain() && ours && !w.drain_health;
-      w.drain_admin = n.Drain() && !ours;
+      w.drain_admin = n.Drain() && !ours && !w.drain_health;
       w.idle_seconds = w.busy ? 0 : std::max<int64_t>(0, now - n.last_busy);
       if (w.busy) ++busy_nodes;
     }
@@ -188,8 +191,9 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
       bool removed = std::find(plan.remove.begin(), plan.remove.end(), p.name) != plan.remove.end();
       if (removed) continue;
       bool draining = n.Drain() || std::find(plan.drain.begin(), plan.drain.end(), p.name) != plan.drain.end();
-      // Drained by a health check: out of service, but not on its way out like a scale-down.
-      if (n.Drain() && IsHealthDrain(n.reason)) ++st.unhealthy;
+      // Drained by a health check or by Slurm for a fault: out of service, but not on its way
+      // out like a scale-down.
+      if (n.Drain() && (IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n))) ++st.unhealthy;
       else if (draining) ++st.draining;
       else if (n.Usable()) ++st.ready;
       if (n.Busy()) ++st.busy;
@@ -203,12 +207,12 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   SetCondition(&st.conditions, "Scaling", scaling, scaling ? "Converging" : "Stable", plan.decision);
   SetCondition(&st.conditions, "WorkersHealthy", st.unhealthy == 0, st.unhealthy == 0 ? "ChecksPass" : "Unhealthy",
                st.unhealthy == 0 ? ""
-                                 : fmt::format("{} worker(s) drained by a health check; each is removed once it runs "
-                                               "nothing and has been drained for {}s",
+                                 : fmt::format("{} worker(s) drained by a health check or by Slurm for a fault; each "
+                                               "is removed once it runs nothing and has been drained for {}s",
                                                st.unhealthy, c.spec.health_checks.replace_after_seconds));
   bool ready = visible && st.ready == desired && st.draining == 0 && errors.empty();
   std::string msg = errors.empty() ? fmt::format("{}/{} workers ready", st.ready, desired) : errors.front();
-  if (errors.empty() && st.unhealthy > 0) msg += fmt::format("; {} drained by health checks", st.unhealthy);
+  if (errors.empty() && st.unhealthy > 0) msg += fmt::format("; {} drained as unhealthy", st.unhealthy);
   SetCondition(&st.conditions, "Ready", ready, ready ? "WorkersReady" : "NotReady", msg);
   return st;
 }
@@ -252,6 +256,73 @@ void NodeSetReconciler::ResetRestartedWorkers(const api::NodeSet& ns, const std:
   }
 }
 
+std::set<std::string> NodeSetReconciler::RestartUnregisteredWorkers(const api::NodeSet& ns,
+                                                                   const std::vector<runtime::PodStatus>& pods,
+                                                                   const std::map<std::string, slurm::SlurmNode>& nodes,
+                                                                   int64_t now, api::NodeSetStatus* st,
+                                                                   std::vector<std::string>* errors) {
+  std::set<std::string> restarted;
+  for (const auto& p : pods) {
+    const bool lost = p.phase == runtime::PodPhase::kRunning && p.ready && !nodes.count(p.name);
+    if (!lost) {
+      unregistered_since_.erase(p.name);
+      continue;
+    }
+    auto [since, first] = unregistered_since_.try_emplace(p.name, now);
+    const int64_t missing_for = now - since->second;
+    if (missing_for < unregistered_grace_) continue;
+    if (Status s = rt_->DeletePod(p.name); !s.ok()) {
+      errors->push_back(s.message());
+      continue;
+    }
+    unregistered_since_.erase(since);
+    restarted.insert(p.name);
+    std::string msg = fmt::format(
+        "worker {} has run for {}s without a node in Slurm (slurmctld restarted from state saved before it "
+        "registered); its pod is deleted and the nodeset starts it again",
+        p.name, missing_for);
+    AddEvent(st, "Warning", "WorkerUnregistered", msg);
+    spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
+  }
+  // Forget pods that are gone.
+  for (auto it = unregistered_since_.begin(); it != unregistered_since_.end();) {
+    bool mine = WorkerOrdinal(ns, it->first) >= 0;
+    bool present = std::any_of(pods.begin(), pods.end(), [&](const auto& p) { return p.name == it->first; });
+    it = mine && !present ? unregistered_since_.erase(it) : std::next(it);
+  }
+  return restarted;
+}
+
+void NodeSetReconciler::RegisterWorkersAgain(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
+                                             const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now,
+                                             api::NodeSetStatus* st) {
+  const int64_t started = controller_started_at_;
+  auto handled = registered_again_for_.try_emplace(ns.metadata.name, 0).first;
+  if (started <= 0 || handled->second == started || now - started < kRegisterAgainAfterSeconds) return;
+  // A nodeset seen for the first time long after slurmctld started needs nothing: its workers
+  // registered with this slurmctld, or Slurm already caught up.
+  const bool fresh_restart = now - started < 3 * kRegisterAgainAfterSeconds;
+  handled->second = started;
+  if (!fresh_restart) return;
+  int signalled = 0;
+  for (const auto& p : pods) {
+    if (p.phase != runtime::PodPhase::kRunning || !p.ready || !nodes.count(p.name)) continue;
+    runtime::ExecOptions o;
+    o.argv = {"pkill", "-HUP", "-x", "slurmd"};
+    o.timeout = std::chrono::seconds(10);
+    auto r = rt_->Exec(p.name, o);
+    if (r.ok() && r->exit_code == 0) ++signalled;
+    else spdlog::warn("nodeset {}: could not ask slurmd in {} to register again", ns.metadata.name, p.name);
+  }
+  if (signalled > 0) {
+    std::string msg = fmt::format("slurmctld restarted; {} worker(s) asked to register again, so it learns which "
+                                  "jobs still run there",
+                                  signalled);
+    AddEvent(st, "Normal", "RegisteredAgain", msg);
+    spdlog::info("nodeset {}: {}", ns.metadata.name, msg);
+  }
+}
+
 std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
                                                     const std::vector<runtime::PodStatus>& pods,
                                                     std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
@@ -263,8 +334,14 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
     auto it = nodes->find(p.name);
     if (it == nodes->end()) continue;
     const auto& n = it->second;
-    HealthWorker w{p.name, n.Busy(), n.Drain(), n.Drain() && IsHealthDrain(n.reason), n.reason_changed_at,
-                   slurm::ParseHealthReport(n.extra)};
+    HealthWorker w;
+    w.pod = p.name;
+    w.busy = n.Busy();
+    w.drained = n.Drain();
+    w.drained_by_health = n.Drain() && IsHealthDrain(n.reason);
+    w.drained_by_slurm = slurm::IsSlurmFaultDrain(n);
+    w.reason_changed_at = n.reason_changed_at;
+    w.report = slurm::ParseHealthReport(n.extra);
     reports[p.name] = w.report;
     workers.push_back(std::move(w));
   }
@@ -320,15 +397,17 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
       errors->push_back(s.message());
       continue;
     }
-    std::string why = (*nodes)[pod].reason.substr(std::string(slurm::kHealthDrainPrefix).size());
+    const std::string& reason = (*nodes)[pod].reason;
+    std::string by = IsHealthDrain(reason)
+                         ? fmt::format("by a health check ({})", reason.substr(std::string(slurm::kHealthDrainPrefix).size()))
+                         : fmt::format("by Slurm ({})", reason);
     nodes->erase(pod);
     replaced.insert(pod);
     history.push_back(now);
     ++st->replacements;
     note("Normal", "Replaced",
-         fmt::format("worker {} was drained by a health check for {}s ({}) and runs nothing; removed, the nodeset "
-                     "brings its capacity back",
-                     pod, drained_for, why));
+         fmt::format("worker {} was drained {} for {}s and runs nothing; removed, the nodeset brings its capacity back",
+                     pod, by, drained_for));
   }
   const bool suspect = !plan.held_back.empty();
   std::string suspect_msg;

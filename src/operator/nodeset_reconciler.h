@@ -25,6 +25,11 @@
 
 namespace hpc::op {
 
+// How long a ready worker may run without a node in Slurm before it is started again.
+inline constexpr int64_t kUnregisteredGraceSeconds = 20;
+// How long after slurmctld's start its workers are asked to register again.
+inline constexpr int64_t kRegisterAgainAfterSeconds = 20;
+
 class NodeSetReconciler {
  public:
   NodeSetReconciler(runtime::PodRuntime* rt, BuildInputs inputs, slurm::SlurmControl* control)
@@ -37,6 +42,11 @@ class NodeSetReconciler {
 
   // Failed actions of the last Reconcile.
   int last_errors() const { return last_errors_; }
+
+  // How long a ready worker may lack a node in Slurm (tests shorten it).
+  void set_unregistered_grace(int64_t seconds) { unregistered_grace_ = seconds; }
+  // When slurmctld's pod last started (unix seconds; 0 unknown): see RegisterWorkersAgain.
+  void set_controller_started_at(int64_t t) { controller_started_at_ = t; }
 
   // Removes every worker of a nodeset that no longer exists, with the same safety rules.
   Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
@@ -52,6 +62,23 @@ class NodeSetReconciler {
   void ResetRestartedWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
                              std::map<std::string, slurm::SlurmNode>* nodes, api::NodeSetStatus* st,
                              std::vector<std::string>* errors);
+  // A dynamic node registers once, when its slurmd starts. slurmctld restarted from state saved
+  // before that registration (kill -9 within its 5 s save window) has no such node, and the
+  // running slurmd never registers again: the pod runs but adds no capacity. A ready worker
+  // that Slurm (answering) has not listed for unregistered_grace_ is deleted, so the
+  // nodeset starts it again and its new slurmd registers. Returns the workers deleted.
+  std::set<std::string> RestartUnregisteredWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
+                                                   const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now,
+                                                   api::NodeSetStatus* st, std::vector<std::string>* errors);
+  // slurmctld restarted from saved state may count jobs running that ended while it was away
+  // (their end went to the dead process); it notices only when the node registers again, which
+  // a running slurmd does on its own every ~7 minutes. Once per controller start, when it has
+  // run kRegisterAgainAfterSeconds (past BatchStartTimeout, so Slurm ends such a job when the
+  // node does not list it), every ready worker's slurmd is sent SIGHUP: it reloads its config
+  // and registers at once. Nothing else changes on the worker; its jobs run on.
+  void RegisterWorkersAgain(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
+                            const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now,
+                            api::NodeSetStatus* st);
   // Drains, resumes and replaces workers by their health reports (operator/health_policy.h).
   // Updates `nodes` to what Slurm shows after the actions; returns the workers replaced.
   std::set<std::string> ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
@@ -67,8 +94,12 @@ class NodeSetReconciler {
   std::map<std::string, std::deque<int64_t>> created_, drained_;  // unix seconds, per nodeset
   std::map<std::string, std::deque<int64_t>> replaced_;           // unix seconds, per nodeset
   std::map<std::string, std::map<std::string, int64_t>> stuck_since_;  // nodeset -> node -> first seen
-  std::map<std::string, int> restarts_seen_;
-  int last_errors_ = 0;  // worker pod -> its restart count at the last pass
+  std::map<std::string, int> restarts_seen_;  // worker pod -> its restart count at the last pass
+  std::map<std::string, int64_t> unregistered_since_;  // ready worker pod -> first pass Slurm lacked its node
+  int64_t unregistered_grace_ = kUnregisteredGraceSeconds;
+  int64_t controller_started_at_ = 0;
+  std::map<std::string, int64_t> registered_again_for_;  // nodeset -> the controller start handled
+  int last_errors_ = 0;
 };
 
 // Autoscaled: spec.replicas unset.

@@ -120,6 +120,7 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
     known.insert(ns.metadata.name);
     outcome.any_autoscaled = outcome.any_autoscaled || IsAutoscaled(ns);
     if (!cluster_rec.controller_ready()) continue;
+    nodeset_rec.set_controller_started_at(cluster_rec.controller_started_at());
     api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, reader, pending ? &*pending : nullptr);
     nodeset_errors += nodeset_rec.last_errors();
     (void)store.SaveNodeSetStatus(ns.metadata.name, nst);

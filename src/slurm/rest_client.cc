@@ -133,6 +133,7 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
       node.state = Lower(Str(n, "state").empty() ? "unknown" : Str(n, "state"));
       for (const auto& f : n.value("state_flags", json::array())) node.flags.insert(Upper(f.get<std::string>()));
       node.reason = Str(n, "reason");
+      node.reason_set_by = Str(n, "reason_set_by_user");
       node.reason_changed_at = Int(n, "reason_changed_at");
       node.extra = Str(n, "extra");
       std::string features = Str(n, "features");

@@ -19,6 +19,7 @@ struct SlurmNode {
   std::string state;            // base state, lowercase: idle, allocated, mixed, down, unknown, ...
   std::set<std::string> flags;  // upper case: DRAIN, COMPLETING, DYNAMIC_NORM, NOT_RESPONDING, ...
   std::string reason;
+  std::string reason_set_by;      // the user who set the reason ("slurm": slurmctld itself)
   int64_t reason_changed_at = 0;  // unix seconds the reason was last set or cleared
   std::string extra;              // the node's Extra field: the health check's report
   std::set<std::string> features;
@@ -112,5 +113,15 @@ class SlurmControl {
 
 // Prefix of every drain reason hpcplane sets; drains without it belong to admins.
 inline constexpr const char* kDrainReasonPrefix = "hpcplane:";
+
+// Whether slurmctld itself drained the node for a failure on it (a job it could not launch or
+// end there: "Duplicate jobid", "Kill task failed", "batch job complete failure", a prolog or
+// epilog error). Such a worker is broken as far as Slurm is concerned and stays drained until
+// someone acts; an admin's drain (set by another user, or with another reason) is not this.
+inline bool IsSlurmFaultDrain(const SlurmNode& node) {
+  static const std::set<std::string> kReasons = {"Duplicate jobid", "Kill task failed", "batch job complete failure",
+                                                 "Prolog error", "Epilog error"};
+  return node.Drain() && node.reason_set_by == "slurm" && kReasons.count(node.reason) > 0;
+}
 
 }  // namespace hpc::slurm

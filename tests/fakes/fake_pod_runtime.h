@@ -24,6 +24,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   std::map<std::string, uint32_t> volumes;  // name -> mode
   std::map<std::string, runtime::PodSpec> pods;
   std::map<std::string, int> restarts;  // how often each pod was restarted, as ListPods reports it
+  std::vector<std::string> deleted;     // every DeletePod, in order
   std::vector<ExecCall> execs;
   std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
 
@@ -63,6 +64,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   }
   Status DeletePod(const std::string& name) override {
     pods.erase(name);
+    deleted.push_back(name);
     return Status::Ok();
   }
   Result<std::vector<runtime::PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override {

@@ -1,5 +1,6 @@
 // The control plane's store, the same tests against SQLite and a real PostgreSQL.
 #include <atomic>
+#include <map>
 #include <mutex>
 #include <thread>
 
@@ -132,6 +133,59 @@ TEST_P(StoreTest, KeysetPagesCoverEveryRecordOnceWithFilters) {
   ASSERT_TRUE(store_->ExportJobs(all, [&](const cp::JobRecord&) { return ++exported > 0; }).ok());
   EXPECT_EQ(exported, 250);
   EXPECT_FALSE(cp::JobCursor::Decode("garbage").ok());
+}
+
+// The console's name search matches literally (LIKE's wildcards in the text are plain
+// characters), and its charts' aggregates come from the store.
+TEST_P(StoreTest, NameSearchAndJobStatistics) {
+  std::vector<cp::JobRecord> jobs;
+  for (int i = 1; i <= 30; ++i) {
+    auto j = Job(i, 86400 + i * 600, i % 3 == 0 ? "bob" : "ann", i % 2 ? "COMPLETED" : "FAILED");
+    j.name = i == 7 ? "fit_100%" : "fit-" + std::to_string(i);
+    j.start_time = j.submit_time + (i <= 10 ? 5 : 120);  // 10 jobs waited <10s, 20 waited 1m-10m
+    j.elapsed_seconds = 3600;
+    j.nodes = 2;
+    jobs.push_back(j);
+  }
+  ASSERT_TRUE(store_->UpsertJobs(jobs).ok());
+  cp::JobFilter f;
+  f.project = "astro";
+  f.name_contains = "_100%";
+  auto found = store_->ListJobs(f, std::nullopt, 100);
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  ASSERT_EQ(found->jobs.size(), 1u);
+  EXPECT_EQ(found->jobs[0].name, "fit_100%");
+  f.name_contains = "fit-1";  // fit-1, fit-10..19
+  EXPECT_EQ(store_->ListJobs(f, std::nullopt, 100)->jobs.size(), 11u);
+
+  cp::JobFilter range;
+  range.project = "astro";
+  range.from = 86400;
+  range.to = 2 * 86400;
+  auto stats = store_->JobStatistics(range, 3600);
+  ASSERT_TRUE(stats.ok()) << stats.status().message();
+  int64_t total = 0;
+  std::map<std::string, int64_t> by_state;
+  for (const auto& b : stats->buckets) {
+    EXPECT_EQ(b.start % 3600, 0);
+    for (const auto& [st, n] : b.states) total += n, by_state[st] += n;
+  }
+  EXPECT_EQ(total, 30);
+  EXPECT_EQ(by_state["COMPLETED"], 15);
+  EXPECT_EQ(by_state["FAILED"], 15);
+  EXPECT_EQ(stats->buckets.size(), 6u);  // 30 jobs 10 minutes apart: six hours
+  ASSERT_EQ(stats->wait.size(), cp::WaitRanges().size());
+  EXPECT_EQ(stats->wait[0], (std::pair<std::string, int64_t>{"<10s", 10}));
+  EXPECT_EQ(stats->wait[2], (std::pair<std::string, int64_t>{"1m-10m", 20}));
+  double ann = 0, bob = 0;
+  for (const auto& u : stats->usage) {
+    EXPECT_EQ(u.day, 86400);
+    (u.user == "ann" ? ann : bob) += u.node_hours;
+  }
+  EXPECT_DOUBLE_EQ(ann, 20 * 2.0);  // 20 jobs of ann, 2 nodes for an hour each
+  EXPECT_DOUBLE_EQ(bob, 10 * 2.0);
+  range.project = "other";
+  EXPECT_TRUE(store_->JobStatistics(range, 3600)->buckets.empty());
 }
 
 TEST_P(StoreTest, DataPlanesTokensAndFlags) {

@@ -6,6 +6,11 @@
 #include "controlplane/http_api.h"
 #include "controlplane/job_record.h"
 #include "controlplane/route_table.h"
+#include "controlplane/sessions.h"
+
+#include <nlohmann/json.hpp>
+
+#include "controlplane/openapi.h"
 
 namespace hpc::cp {
 namespace {
@@ -79,6 +84,43 @@ TEST(MatchSubmittedJob, OnlyTheSubmissionsOwnUsersJobCounts) {
   EXPECT_EQ(found->second, 1700000002);
   EXPECT_FALSE(MatchSubmittedJob(listing, "abc", "ben").has_value());
   EXPECT_FALSE(MatchSubmittedJob("garbage\n||\n", "abc", "ann").has_value());
+}
+
+// Console sessions: random ids and CSRF tokens, found until they expire, gone when deleted,
+// and bounded in number.
+TEST(SessionTable, SessionsExpireAreDeletedAndStayBounded) {
+  SessionTable t(100, 3);
+  auto a = t.Create("digest-a", 1000);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->id.size(), 64u);
+  EXPECT_NE(a->id, a->csrf);
+  EXPECT_EQ(t.Find(a->id, 1099)->token_digest, "digest-a");
+  EXPECT_FALSE(t.Find(a->id, 1100).has_value());  // expired
+  EXPECT_FALSE(t.Find("nope", 1000).has_value());
+  auto b = t.Create("digest-b", 1000);
+  t.Delete(b->id);
+  EXPECT_FALSE(t.Find(b->id, 1001).has_value());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(t.Create("d" + std::to_string(i), 2000 + i)->id);
+  EXPECT_FALSE(t.Find(ids[0], 2010).has_value());  // the oldest went when the fourth came
+  EXPECT_TRUE(t.Find(ids[4], 2010).has_value());
+}
+
+TEST(SessionTable, CookieValueFindsTheNamedCookieOnly) {
+  EXPECT_EQ(CookieValue("a=1; hpcplane_session=abc; b=2", kSessionCookie), "abc");
+  EXPECT_EQ(CookieValue("hpcplane_session=x", kSessionCookie), "x");
+  EXPECT_EQ(CookieValue("hpcplane_session_other=x; hpcplane_sessionx=y", kSessionCookie), "");
+  EXPECT_EQ(CookieValue("", kSessionCookie), "");
+}
+
+// The OpenAPI document is JSON and documents what the console uses.
+TEST(OpenApi, DocumentsTheConsoleRoutes) {
+  auto doc = nlohmann::json::parse(kOpenApiDocument, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  for (const char* path : {"/session", "/projects", "/projects/{project}/jobs/stats", "/projects/{project}/jobs"}) {
+    EXPECT_TRUE(doc["paths"].contains(path)) << path;
+  }
+  EXPECT_TRUE(doc["components"]["securitySchemes"].contains("session"));
 }
 
 }  // namespace

@@ -110,6 +110,34 @@ TEST(HealthPolicyTest, ReplacedOnlyWhenIdlePastReplaceAfterWithinBudget) {
   EXPECT_TRUE(none.replace.empty());
 }
 
+// A worker slurmctld drained for a fault is replaced like a health-drained one (idle, past
+// replaceAfter, within budget), never resumed by a passing report, and not held against the cap.
+TEST(HealthPolicyTest, SlurmFaultDrainsAreReplacedNeverResumed) {
+  auto slurm_drained = [](const std::string& pod, int64_t since, bool busy = false) {
+    HealthWorker w = Worker(pod, Ok(kNow));
+    w.drained = w.drained_by_slurm = true;
+    w.reason_changed_at = since;
+    w.busy = busy;
+    return w;
+  };
+  auto young = PlanHealth({slurm_drained("cpu-0", kNow - 100)}, Opts(1, 600));
+  EXPECT_TRUE(young.resume.empty());
+  EXPECT_TRUE(young.replace.empty());
+  EXPECT_EQ(young.unhealthy, 1);
+  EXPECT_TRUE(PlanHealth({slurm_drained("cpu-0", kNow - 700, true)}, Opts(1, 600)).replace.empty());
+  auto due = PlanHealth({slurm_drained("cpu-0", kNow - 700)}, Opts(1, 600));
+  EXPECT_EQ(due.replace, (std::vector<std::string>{"cpu-0"}));
+  EXPECT_EQ(due.unhealthy, 0);
+  // The cap counts the checks' drains only: a failing worker is still drained.
+  auto capped = PlanHealth({slurm_drained("cpu-0", kNow - 100), Worker("cpu-1", Fail(kNow))}, Opts(1, 600));
+  EXPECT_EQ(capped.drain.size(), 1u);
+  HealthOptions off = Opts(1, 600);
+  off.enabled = false;
+  auto disabled = PlanHealth({slurm_drained("cpu-0", kNow - 700)}, off);
+  EXPECT_TRUE(disabled.replace.empty());
+  EXPECT_TRUE(disabled.resume.empty());
+}
+
 // Turning checks off gives back every worker they drained, and drains nothing new.
 TEST(HealthPolicyTest, TurnedOffResumesItsDrainsAndDrainsNothing) {
   HealthOptions off = Opts();

@@ -91,6 +91,89 @@ TEST_F(NodeSetReconcilerTest, AFailingReportDrainsAndTheCapMakesTheCheckSuspect)
                           [](const api::Event& e) { return e.reason == "HealthCheckSuspect" && e.type == "Warning"; }));
 }
 
+// slurmctld drained a worker itself (it could not launch a job there): the worker is unhealthy,
+// its capacity comes back at once on a new worker, and once it has been drained replaceAfter
+// and runs nothing it is removed. The same reason typed by an admin is the admin's.
+TEST_F(NodeSetReconcilerTest, AWorkerSlurmDrainedForAFaultIsReplaced) {
+  cluster_.spec.health_checks.replace_after_seconds = 60;
+  Workers(2);
+  Node(0).flags.insert("DRAIN");
+  Node(0).reason = "Duplicate jobid";
+  Node(0).reason_set_by = "slurm";
+  Node(0).reason_changed_at = std::time(nullptr) - 10;
+  auto st = Pass();
+  EXPECT_EQ(st.unhealthy, 1);
+  EXPECT_FALSE(IsTrue(st.conditions, "WorkersHealthy"));
+  EXPECT_EQ(rt_.pods.count("cpu-2"), 1u);  // the capacity, on a new worker
+  EXPECT_FALSE(slurm_.Called("resume cpu-0"));
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 1u);  // not yet replaceAfter
+  Node(0).reason_changed_at = std::time(nullptr) - 61;
+  st = Pass();
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 0u);
+  EXPECT_TRUE(slurm_.Called("delete-node cpu-0"));
+  EXPECT_EQ(st.replacements, 1);
+  EXPECT_EQ(st.events.back().reason, "Replaced");
+  EXPECT_NE(st.events.back().message.find("by Slurm (Duplicate jobid)"), std::string::npos);
+
+  // An admin's drain with the same words: left alone, however long.
+  slurm_.calls.clear();
+  Node(1).flags.insert("DRAIN");
+  Node(1).reason = "Duplicate jobid";
+  Node(1).reason_set_by = "root";
+  Node(1).reason_changed_at = std::time(nullptr) - 3600;
+  st = Pass();
+  EXPECT_EQ(rt_.pods.count("cpu-1"), 1u);
+  EXPECT_FALSE(slurm_.Called("delete-node cpu-1"));
+  EXPECT_FALSE(slurm_.Called("resume cpu-1"));
+}
+
+// slurmctld restarted from state older than a worker's registration: the worker runs, Slurm
+// has no node for it. Past the grace its pod is deleted and started again; never while Slurm
+// cannot be read (fail closed), and not before the grace.
+TEST_F(NodeSetReconcilerTest, AWorkerSlurmLostIsStartedAgain) {
+  Workers(2);
+  slurm_.nodes.pop_back();  // cpu-1 is gone from Slurm
+  rec_.set_unregistered_grace(3600);
+  Pass();
+  EXPECT_EQ(rt_.deleted.size(), 0u);
+  rec_.set_unregistered_grace(0);
+  slurm_.reachable = false;
+  Pass();
+  EXPECT_EQ(rt_.deleted.size(), 0u);
+  slurm_.reachable = true;
+  auto st = Pass();
+  EXPECT_EQ(rt_.deleted, (std::vector<std::string>{"cpu-1"}));
+  EXPECT_EQ(rt_.pods.count("cpu-1"), 1u);  // pinned at two: started again at once
+  EXPECT_TRUE(std::any_of(st.events.begin(), st.events.end(),
+                          [](const api::Event& e) { return e.reason == "WorkerUnregistered"; }));
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 1u);
+}
+
+// After slurmctld restarts, each ready worker's slurmd is sent SIGHUP once, past the delay, so it
+// registers again and slurmctld ends jobs its old state shows running there.
+TEST_F(NodeSetReconcilerTest, WorkersRegisterAgainOnceAfterTheControllerRestarts) {
+  Workers(2);
+  auto hups = [&] {
+    int n = 0;
+    for (const auto& e : rt_.execs) n += e.opts.argv == std::vector<std::string>{"pkill", "-HUP", "-x", "slurmd"};
+    return n;
+  };
+  const int64_t now = std::time(nullptr);
+  rec_.set_controller_started_at(now - 5);  // too soon: BatchStartTimeout has not passed
+  Pass();
+  EXPECT_EQ(hups(), 0);
+  rec_.set_controller_started_at(now - kRegisterAgainAfterSeconds - 1);
+  auto st = Pass();
+  EXPECT_EQ(hups(), 2);
+  EXPECT_EQ(st.events.back().reason, "RegisteredAgain");
+  Pass();
+  EXPECT_EQ(hups(), 2);  // once per controller start
+  // A controller start long past (the daemon came up later) needs nothing.
+  rec_.set_controller_started_at(now - 3600);
+  Pass();
+  EXPECT_EQ(hups(), 2);
+}
+
 TEST_F(NodeSetReconcilerTest, ARestartedWorkerThatSlurmCountsBusyIsReset) {
   Workers(2);
   Node(0).state = "allocated";

@@ -1,0 +1,431 @@
+// hpcplane web console: one ES module, no framework, no build step. It speaks only the public
+// REST API (/api/v1), signed in through a session cookie (HttpOnly: this script never sees the
+// token); state-changing requests carry the session's CSRF token. Text from the API is always
+// set as textContent, never parsed as HTML.
+
+const $ = (sel) => document.querySelector(sel);
+const main = $("#main");
+const state = { me: null, csrf: "", project: "", refreshTimer: 0 };
+
+// --- API -------------------------------------------------------------------------------------
+
+class ApiError extends Error {
+  constructor(status, body) {
+    super((body && body.error && body.error.message) || `HTTP ${status}`);
+    this.status = status;
+    this.field = body && body.error && body.error.field;
+  }
+}
+
+async function api(method, path, body) {
+  const headers = { Accept: "application/json" };
+  if (body !== undefined) headers["Content-Type"] = "application/json";
+  if (method !== "GET") headers["X-CSRF-Token"] = state.csrf;
+  const res = await fetch(path, {
+    method, headers, credentials: "same-origin",
+    body: body === undefined ? undefined : JSON.stringify(body),
+  });
+  const data = await res.json().catch(() => null);
+  if (!res.ok) {
+    if (res.status === 401 && path !== "/api/v1/session") showSignIn("Your session ended; sign in again.");
+    throw new ApiError(res.status, data);
+  }
+  return data;
+}
+
+// --- small DOM helpers -----------------------------------------------------------------------
+
+function el(tag, attrs = {}, ...children) {
+  const e = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs)) {
+    if (v === undefined || v === null || v === false) continue;
+    if (k === "class") e.className = v;
+    else if (k.startsWith("on")) e.addEventListener(k.slice(2), v);
+    else e.setAttribute(k, v === true ? "" : v);
+  }
+  for (const c of children.flat()) {
+    if (c !== undefined && c !== null) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  }
+  return e;
+}
+
+function toast(msg) {
+  $("#toast").textContent = msg;
+  setTimeout(() => { if ($("#toast").textContent === msg) $("#toast").textContent = ""; }, 5000);
+}
+
+const fmtTime = (t) => (t ? new Date(t * 1000).toISOString().replace("T", " ").slice(0, 19) : "—");
+function fmtDuration(s) {
+  if (!s && s !== 0) return "—";
+  const d = Math.floor(s / 86400), h = Math.floor((s % 86400) / 3600), m = Math.floor((s % 3600) / 60);
+  const sec = s % 60;
+  const hms = `${String(h).padStart(2, "0")}:${String(m).padStart(2, "0")}:${String(sec).padStart(2, "0")}`;
+  return d ? `${d}-${hms}` : hms;
+}
+function fmtKiB(k) {
+  if (!k) return "—";
+  const units = ["KiB", "MiB", "GiB", "TiB"];
+  let i = 0, v = k;
+  while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return `${v.toFixed(v < 10 && i ? 1 : 0)} ${units[i]}`;
+}
+// Slurm's memory request from AllocTRES ("mem=4G") in KiB, or 0.
+function tresMemKiB(tres) {
+  const m = /(?:^|,)mem=([\d.]+)([KMGT]?)/.exec(tres || "");
+  if (!m) return 0;
+  return parseFloat(m[1]) * ({ "": 1024, K: 1, M: 1024, G: 1024 ** 2, T: 1024 ** 3 })[m[2]];
+}
+const tresCpus = (tres) => Number((/(?:^|,)cpu=(\d+)/.exec(tres || "") || [])[1] || 0);
+const stateCell = (s) => el("span", { class: `state state-${(s || "").split(" ")[0]}` }, s);
+
+// --- sign-in -----------------------------------------------------------------------------------
+
+function showSignIn(message) {
+  clearInterval(state.refreshTimer);
+  state.me = null;
+  $("#nav").hidden = true;
+  $("#who").hidden = true;
+  const error = el("p", { class: "error", role: "alert", id: "signin-error" }, message || "");
+  const token = el("input", { id: "token", type: "password", autocomplete: "off", required: true, "aria-describedby": "signin-error" });
+  const form = el("form", { class: "signin", onsubmit: async (ev) => {
+    ev.preventDefault();
+    error.textContent = "";
+    try {
+      const me = await api("POST", "/api/v1/session", { token: token.value });
+      token.value = "";
+      await signedIn(me);
+    } catch (e) {
+      error.textContent = e.message;
+    }
+  } },
+  el("label", { for: "token" }, "API token", token),
+  el("button", { class: "primary", type: "submit", id: "sign-in" }, "Sign in"));
+  main.replaceChildren(el("h1", {}, "Sign in"),
+    el("p", { class: "muted" }, "Paste an API token (hpcplane tokens create). It is exchanged for a session; the page never keeps it."),
+    form, error);
+  token.focus();
+}
+
+async function signedIn(me) {
+  state.me = me;
+  state.csrf = me.csrfToken || "";
+  $("#who-name").textContent = `${me.subject} (${me.role})`;
+  $("#who").hidden = false;
+  $("#nav").hidden = false;
+  for (const a of document.querySelectorAll("[data-admin]")) a.hidden = me.role !== "admin";
+  const { projects } = await api("GET", "/api/v1/projects");
+  const select = $("#project-select");
+  select.replaceChildren(...projects.map((p) => el("option", { value: p }, p)));
+  const fromHash = /^#\/projects\/([a-z][a-z0-9-]*)/.exec(location.hash);
+  state.project = fromHash && projects.includes(fromHash[1]) ? fromHash[1] : projects[0] || "";
+  select.value = state.project;
+  if (!location.hash || location.hash === "#/") location.hash = "#/jobs";
+  else route();
+}
+
+$("#sign-out").addEventListener("click", async () => {
+  try { await api("DELETE", "/api/v1/session"); } catch (e) { /* signed out either way */ }
+  state.csrf = "";
+  history.replaceState(null, "", "#/");
+  showSignIn("Signed out.");
+});
+
+$("#project-select").addEventListener("change", (ev) => {
+  state.project = ev.target.value;
+  route();
+});
+
+// --- routing -----------------------------------------------------------------------------------
+
+function route() {
+  clearInterval(state.refreshTimer);
+  if (!state.me) return;
+  const page = (location.hash.replace(/^#\//, "").split(/[/?]/)[0]) || "jobs";
+  for (const a of document.querySelectorAll("nav a[data-page]")) {
+    if (a.dataset.page === page) a.setAttribute("aria-current", "page");
+    else a.removeAttribute("aria-current");
+  }
+  if (page === "dataplanes") return dataPlanesPage();
+  if (page === "workspaces") return workspacesPage();
+  return jobsPage();
+}
+window.addEventListener("hashchange", route);
+
+function noProject() {
+  main.replaceChildren(el("h1", {}, "No project"),
+    el("p", {}, "Your token belongs to no project. An admin adds you to one (hpcplane tokens create --project …)."));
+}
+
+// --- HPC jobs ----------------------------------------------------------------------------------
+
+const SLURM_STATES = ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
+  "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED", "SUSPENDED", "BOOT_FAIL", "DEADLINE"];
+
+function jobsPage() {
+  if (!state.project) return noProject();
+  const project = state.project;
+  const filters = { user: "", state: "", workspace: "", name: "", from: "", to: "" };
+  const cursors = [null];  // cursor of each page shown so far; the last is the current page's
+  let page = 0;
+  let openJob = null;
+
+  const input = (name, label, attrs = {}) => el("label", { for: `f-${name}` }, label,
+    el("input", { id: `f-${name}`, name, ...attrs }));
+  const stateSelect = el("select", { id: "f-state", name: "state" }, el("option", { value: "" }, "any"),
+    SLURM_STATES.map((s) => el("option", { value: s }, s)));
+  const form = el("form", { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (ev) => {
+    ev.preventDefault();
+    const data = new FormData(form);
+    for (const k of Object.keys(filters)) filters[k] = (data.get(k) || "").trim();
+    cursors.length = 1;
+    page = 0;
+    load();
+  } },
+  input("name", "Name contains", { type: "search", maxlength: 200 }),
+  input("user", "User", { pattern: "[a-z][a-z0-9\\-]*" }),
+  el("label", { for: "f-state" }, "State", stateSelect),
+  input("workspace", "Workspace", { pattern: "[a-z][a-z0-9\\-]*" }),
+  input("from", "Submitted from", { type: "date" }),
+  input("to", "to (exclusive)", { type: "date" }),
+  el("button", { type: "submit", class: "primary" }, "Apply"));
+
+  const status = el("p", { class: "muted", id: "jobs-status", "aria-live": "polite" });
+  const tbody = el("tbody", { id: "jobs-body" });
+  const table = el("div", { class: "table-wrap" }, el("table", { id: "jobs-table" },
+    el("caption", { class: "visually-hidden" }, `HPC jobs of project ${project}, newest submission first`),
+    el("thead", {}, el("tr", {}, ["Job", "Name", "User", "State", "Workspace", "Source", "Submitted",
+      "Started", "Elapsed", "Nodes"].map((h, i) => el("th", { scope: "col", class: i >= 7 ? "hide-narrow" : null }, h)))),
+    tbody));
+  const prev = el("button", { type: "button", id: "prev-page", onclick: () => { page--; load(); } }, "← Newer");
+  const next = el("button", { type: "button", id: "next-page", onclick: () => { page++; load(); } }, "Older →");
+  const exportLink = (fmt) => el("a", { class: "button", id: `export-${fmt}`, href: "#" }, `Export ${fmt.toUpperCase()}`);
+  const csv = exportLink("csv"), ndjson = exportLink("ndjson");
+  const detail = el("section", { id: "job-detail", "aria-label": "Job detail" });
+  const charts = el("section", { class: "charts", id: "charts", "aria-label": "Charts" });
+
+  main.replaceChildren(el("h1", {}, `HPC jobs — ${project}`), form,
+    el("div", { class: "pager" }, prev, next, csv, ndjson, status), detail, table, charts);
+
+  function query(extra = {}) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(filters)) {
+      if (!v) continue;
+      if (k === "from" || k === "to") q.set(k, String(Math.floor(Date.parse(v + "T00:00:00Z") / 1000)));
+      else q.set(k, v);
+    }
+    for (const [k, v] of Object.entries(extra)) if (v) q.set(k, v);
+    return q;
+  }
+
+  async function load(quiet = false) {
+    const q = query({ limit: "50", cursor: cursors[page] });
+    const base = `/api/v1/projects/${project}/jobs`;
+    csv.href = `${base}/export?${query({ format: "csv" })}`;
+    ndjson.href = `${base}/export?${query({ format: "ndjson" })}`;
+    if (!quiet) status.textContent = "Loading…";
+    try {
+      const data = await api("GET", `${base}?${q}`);
+      cursors[page + 1] = data.nextCursor;
+      cursors.length = page + 2;
+      renderRows(data.jobs);
+      prev.disabled = page === 0;
+      next.disabled = !data.nextCursor;
+      status.textContent = `Page ${page + 1}: ${data.jobs.length} job${data.jobs.length === 1 ? "" : "s"}` +
+        (page === 0 ? " · refreshes every 15 s" : "");
+    } catch (e) {
+      status.textContent = "";
+      tbody.replaceChildren(el("tr", {}, el("td", { colspan: 10, class: "error", role: "alert" }, e.message)));
+    }
+  }
+
+  // Array tasks (job ids shown by Slurm as 123_4) come grouped under their array: records of one
+  // array share a name and user and arrive together, newest first.
+  function renderRows(jobs) {
+    const rows = [];
+    for (const j of jobs) {
+      const key = `${j.dataPlane}/${j.cluster}/${j.jobId}/${j.submitTime}`;
+      const open = () => showDetail(j);
+      rows.push(el("tr", { class: "job", tabindex: 0, "data-key": key, "aria-label": `Job ${j.jobId} ${j.name}`,
+        onclick: open, onkeydown: (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } } },
+        el("td", {}, String(j.jobId)), el("td", {}, j.name), el("td", {}, j.user), el("td", {}, stateCell(j.state)),
+        el("td", {}, j.partition), el("td", {}, j.source), el("td", {}, fmtTime(j.submitTime)),
+        el("td", { class: "hide-narrow" }, fmtTime(j.startTime)),
+        el("td", { class: "hide-narrow" }, fmtDuration(j.elapsedSeconds)),
+        el("td", { class: "hide-narrow" }, String(j.nodes || ""))));
+    }
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 10, class: "muted" }, "No jobs match.")));
+    tbody.replaceChildren(...rows);
+    if (openJob) {
+      const again = jobs.find((j) => j.jobId === openJob.jobId && j.submitTime === openJob.submitTime &&
+        j.cluster === openJob.cluster && j.dataPlane === openJob.dataPlane);
+      if (again) showDetail(again, false);
+    }
+  }
+
+  function showDetail(j, focus = true) {
+    openJob = j;
+    const cpus = tresCpus(j.tres);
+    const eff = j.elapsedSeconds && cpus ? `${((100 * j.cpuSeconds) / (j.elapsedSeconds * cpus)).toFixed(1)} %` : "—";
+    const memReq = tresMemKiB(j.tres);
+    const rss = j.maxRssKiB ? `${fmtKiB(j.maxRssKiB)}${memReq ? ` of ${fmtKiB(memReq)} requested (${((100 * j.maxRssKiB) / memReq).toFixed(1)} %)` : ""}` : "—";
+    const [code, signal] = (j.exitCode || ":").split(":");
+    const item = (k, v) => [el("dt", {}, k), el("dd", {}, v)];
+    const close = el("button", { type: "button", id: "close-detail", onclick: () => { openJob = null; detail.replaceChildren(); } }, "Close");
+    detail.replaceChildren(el("div", { class: "detail" },
+      el("h2", { tabindex: -1, id: "detail-title" }, `Job ${j.jobId}: ${j.name || "(no name)"}`),
+      el("ol", { class: "timeline", "aria-label": "Timeline" },
+        el("li", {}, `submitted ${fmtTime(j.submitTime)}`),
+        el("li", {}, `started ${fmtTime(j.startTime)}`),
+        el("li", {}, `ended ${fmtTime(j.endTime)}`)),
+      el("dl", {},
+        item("State", stateCell(j.state)),
+        item("Queue wait", j.startTime ? fmtDuration(j.startTime - j.submitTime) : "—"),
+        item("Elapsed", fmtDuration(j.elapsedSeconds)),
+        item("CPU time", fmtDuration(j.cpuSeconds)),
+        item("CPU efficiency", eff),
+        item("Max RSS", rss),
+        item("Exit code", `${code || "—"}${signal && signal !== "0" ? ` (signal ${signal})` : ""}`),
+        item("Nodes", `${j.nodes || 0} ${j.nodeList || ""}`),
+        item("TRES", j.tres || "—"),
+        item("Workspace / partition", j.partition),
+        item("User", j.user),
+        item("Source", j.source === "api" ? "API submission" : "workspace CLI"),
+        item("Data plane / cluster", `${j.dataPlane} / ${j.cluster}`)),
+      close));
+    if (focus) $("#detail-title").focus();
+  }
+
+  load();
+  loadCharts(project, charts);
+  state.refreshTimer = setInterval(() => { if (page === 0 && !document.hidden) load(true); }, 15000);
+}
+
+// --- charts (from /jobs/stats: aggregated by the store) ----------------------------------------
+
+const STATE_COLORS = { COMPLETED: "#1a7f37", FAILED: "#b42318", CANCELLED: "#8a5a00", RUNNING: "#0a58ca",
+  PENDING: "#6f42c1", TIMEOUT: "#d1242f", NODE_FAIL: "#cf222e", OUT_OF_MEMORY: "#a40e26" };
+const SVG = "http://www.w3.org/2000/svg";
+function svg(tag, attrs = {}, ...children) {
+  const e = document.createElementNS(SVG, tag);
+  for (const [k, v] of Object.entries(attrs)) e.setAttribute(k, v);
+  for (const c of children) e.append(c instanceof Node ? c : document.createTextNode(String(c)));
+  return e;
+}
+
+// Bars: [{label, parts: [{key, value}]}] stacked; accessible through a title and a table fallback.
+function barChart(title, bars, colorOf) {
+  const W = 480, H = 180, pad = 24;
+  const max = Math.max(1, ...bars.map((b) => b.parts.reduce((s, p) => s + p.value, 0)));
+  const bw = (W - pad) / Math.max(1, bars.length);
+  const g = svg("svg", { viewBox: `0 0 ${W} ${H + 20}`, role: "img", "aria-label": title });
+  bars.forEach((b, i) => {
+    let y = H;
+    for (const p of b.parts) {
+      const h = (p.value / max) * (H - 10);
+      y -= h;
+      g.append(svg("rect", { x: pad + i * bw + 1, y, width: Math.max(1, bw - 2), height: h, fill: colorOf(p.key) },
+        svg("title", {}, `${b.label} ${p.key}: ${Number(p.value.toFixed ? p.value.toFixed(2) : p.value)}`)));
+    }
+  });
+  g.append(svg("text", { x: 0, y: 12, "font-size": 11 }, String(Math.round(max * 100) / 100)));
+  if (bars.length) {
+    g.append(svg("text", { x: pad, y: H + 16, "font-size": 11 }, bars[0].label));
+    g.append(svg("text", { x: W, y: H + 16, "font-size": 11, "text-anchor": "end" }, bars[bars.length - 1].label));
+  }
+  const keys = [...new Set(bars.flatMap((b) => b.parts.map((p) => p.key)))];
+  const legend = el("div", { class: "legend" }, keys.map((k) => {
+    const s = el("span", {}, k);
+    s.style.color = colorOf(k);
+    return s;
+  }));
+  return el("figure", { class: "chart" }, el("h2", {}, title), g, legend);
+}
+
+async function loadCharts(project, into) {
+  const to = Math.floor(Date.now() / 1000) + 1, from = to - 7 * 86400;
+  try {
+    const s = await api("GET", `/api/v1/projects/${project}/jobs/stats?from=${from}&to=${to}&bucket=21600`);
+    const day = (t) => new Date(t * 1000).toISOString().slice(5, 13).replace("T", " ") + "h";
+    const users = [...new Set(s.nodeHours.map((u) => u.user))];
+    const palette = ["#0a58ca", "#1a7f37", "#8a5a00", "#6f42c1", "#b42318", "#0f766e", "#9a3412", "#334155"];
+    const userColor = (u) => palette[users.indexOf(u) % palette.length];
+    const days = [...new Set(s.nodeHours.map((u) => u.day))];
+    into.replaceChildren(
+      barChart("Jobs per state, last 7 days (6 h buckets)",
+        s.states.map((b) => ({ label: day(b.start), parts: Object.entries(b.states).map(([key, value]) => ({ key, value })) })),
+        (k) => STATE_COLORS[k] || "#57606a"),
+      barChart("Queue wait (submit → start)",
+        s.queueWait.map((w) => ({ label: w.range, parts: [{ key: w.range, value: w.jobs }] })), () => "#0a58ca"),
+      barChart("Node-hours per user per day",
+        days.map((d) => ({ label: new Date(d * 1000).toISOString().slice(5, 10),
+          parts: s.nodeHours.filter((u) => u.day === d).map((u) => ({ key: u.user, value: u.nodeHours })) })),
+        userColor));
+  } catch (e) {
+    into.replaceChildren(el("p", { class: "error" }, `Charts: ${e.message}`));
+  }
+}
+
+// --- workspaces ----------------------------------------------------------------------------------
+
+async function workspacesPage() {
+  if (!state.project) return noProject();
+  const project = state.project;
+  main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), el("p", { class: "muted" }, "Loading…"));
+  try {
+    const { workspaces } = await api("GET", `/api/v1/projects/${project}/workspaces`);
+    const rows = workspaces.map((w) => {
+      const mine = w.user === state.me.subject || state.me.role === "admin";
+      const stop = mine && w.desired === "Running"
+        ? el("button", { type: "button", onclick: async () => {
+          try {
+            await api("DELETE", `/api/v1/projects/${project}/workspaces/${w.id}`);
+            toast(`Workspace ${w.id} is stopping.`);
+            workspacesPage();
+          } catch (e) { toast(e.message); }
+        } }, "Stop")
+        : "";
+      return el("tr", {}, el("td", {}, w.id), el("td", {}, w.user), el("td", {}, w.tier), el("td", {}, w.dataPlane),
+        el("td", {}, w.phase), el("td", {}, w.message || ""), el("td", {}, String(w.maxWorkers)),
+        el("td", {}, el("code", {}, `hpcplane workspace exec ${w.id} -- bash`)), el("td", {}, stop));
+    });
+    main.replaceChildren(el("h1", {}, `Workspaces — ${project}`),
+      el("div", { class: "table-wrap" }, el("table", { id: "workspaces-table" },
+        el("thead", {}, el("tr", {}, ["Id", "User", "Tier", "Data plane", "Phase", "Message", "Max workers", "Open a shell", ""]
+          .map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 9, class: "muted" }, "No workspaces."))))));
+  } catch (e) {
+    main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), el("p", { class: "error", role: "alert" }, e.message));
+  }
+}
+
+// --- data planes (admins) ------------------------------------------------------------------------
+
+async function dataPlanesPage() {
+  main.replaceChildren(el("h1", {}, "Data planes"), el("p", { class: "muted" }, "Loading…"));
+  try {
+    const { dataPlanes } = await api("GET", "/api/v1/dataplanes");
+    const now = Date.now() / 1000;
+    const rows = dataPlanes.map((d) => el("tr", {}, el("td", {}, d.name), el("td", {}, d.state),
+      el("td", {}, `${Math.max(0, Math.round(now - d.lastReport))} s ago`),
+      el("td", {}, d.slurm.offered ? `Slurm ${d.slurm.version}` : "no Slurm offered"),
+      el("td", {}, Object.entries(d.componentVersions).map(([k, v]) => `${k} ${v}`).join(", ")),
+      el("td", {}, (d.reasons || []).join("; "))));
+    main.replaceChildren(el("h1", {}, "Data planes"),
+      el("div", { class: "table-wrap" }, el("table", { id: "dataplanes-table" },
+        el("thead", {}, el("tr", {}, ["Name", "State", "Last report", "Slurm", "Components", "Reasons"]
+          .map((h) => el("th", { scope: "col" }, h)))),
+        el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No data plane has reported."))))));
+  } catch (e) {
+    main.replaceChildren(el("h1", {}, "Data planes"), el("p", { class: "error", role: "alert" }, e.message));
+  }
+}
+
+// --- start ---------------------------------------------------------------------------------------
+
+(async () => {
+  try {
+    await signedIn(await api("GET", "/api/v1/session"));
+  } catch (e) {
+    showSignIn(e.status === 401 ? "" : e.message);
+  }
+})();
