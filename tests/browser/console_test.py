@@ -13,6 +13,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.error
 import urllib.request
@@ -80,6 +81,7 @@ def main():
     server = subprocess.Popen([os.path.join(BUILD, "hpcplane"), "server", "--listen", f"127.0.0.1:{port}"],
                               env=env, stdout=open(os.path.join(state, "server.log"), "w"), stderr=subprocess.STDOUT)
     driver = None
+    stop = threading.Event()
     try:
         token_file = os.path.join(state, "controlplane", "admin.token")
         deadline = time.time() + 30
@@ -99,8 +101,15 @@ def main():
         for p in ("astro", "bio"):
             assert admin.call("PUT", f"/api/v1/projects/{p}", {"dataPlane": "dp1"})[0] == 200
         agent = Api(base, tokens["dp1"])
-        assert agent.call("POST", "/api/v1/dataplanes/dp1/report",
-                          {"state": "Healthy", "componentVersions": {"slurm/slurmctld": "22.05.8"}})[0] == 200
+        report = lambda: agent.call("POST", "/api/v1/dataplanes/dp1/report",
+                                    {"state": "Healthy", "componentVersions": {"slurm/slurmctld": "22.05.8"}})
+        assert report()[0] == 200
+
+        def keep_reporting():  # as the agent does: a data plane whose reports stop is Unreachable
+            while not stop.wait(2):
+                report()
+        reporter = threading.Thread(target=keep_reporting, daemon=True)
+        reporter.start()
         now = int(time.time())
         records = [job(i, "astro", "ann" if i % 3 else "bob", now) for i in range(10000)]
         records += [job(i, "bio", "eve", now) for i in range(100)]
@@ -142,6 +151,7 @@ def main():
         check(names[0] == "astro-sim-9999", f"newest submission first (got {names[0]})")
         options = [o.text for o in Select(driver.find_element(By.ID, "project-select")).options]
         check(options == ["astro"], f"ann's project selector holds her project only ({options})")
+        check(not driver.find_elements(By.ID, "run-button"), "no Run button while EnableHPCJobs is off")
         cookies = {c["name"]: c for c in driver.get_cookies()}
         session = cookies.get("hpcplane_session", {})
         check(session.get("httpOnly") is True and session.get("sameSite") == "Strict",
@@ -225,12 +235,58 @@ def main():
               "the admin sees the data plane and its Slurm")
         shot("07-data-planes")
 
+        # Run: no button while EnableHPCJobs is off (checked as ann above: none was shown).
+        # The admin turns the flag on in the console; ann launches a workspace and submits.
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=admin]").click()
+        flag = wait.until(EC.element_to_be_clickable((By.ID, "flag-EnableHPCJobs")))
+        check(not flag.is_selected(), "EnableHPCJobs starts off")
+        flag.click()
+        wait.until(lambda d: admin.call("GET", "/api/v1/flags")[1]["flags"]["EnableHPCJobs"] is True)
+        check(True, "the admin turned EnableHPCJobs on from the console (PUT with the CSRF token)")
+        shot("08-admin")
+        driver.find_element(By.ID, "sign-out").click()
+        wait.until(EC.visibility_of_element_located((By.ID, "token")))
+        sign_in(tokens["ann"])
+        wait_status("Page 1: 50 jobs")
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
+        wait.until(EC.element_to_be_clickable((By.ID, "launch-submit"))).click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "workspaces-table"), "ann-astro"))
+        check("Pending" in driver.find_element(By.ID, "workspaces-table").text, "the launched workspace is listed, Pending")
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=jobs]").click()
+        wait.until(EC.element_to_be_clickable((By.ID, "run-button"))).click()
+        driver.find_element(By.ID, "run-opt-mem").send_keys("4 G")
+        driver.find_element(By.ID, "run-opt-jobName").send_keys("from-console")
+        driver.find_element(By.ID, "run-submit").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "err-opt-mem"), "must be one token"))
+        check(True, "an option the API refuses shows its message next to the field")
+        shot("09-run-form")
+        mem = driver.find_element(By.ID, "run-opt-mem")
+        mem.clear()
+        mem.send_keys("1G")
+        driver.find_element(By.ID, "run-submit").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "toast"), "Submitted"))
+        # The data plane's agent picks the submission up and reports its job id (done here with
+        # the agent's own API calls, as `hpcplane agent` does after sbatch).
+        code, body = agent.call("GET", "/api/v1/dataplanes/dp1/submissions")
+        subs = body["submissions"] if code == 200 else []
+        check(len(subs) == 1 and "--job-name=from-console" in subs[0]["sbatchArgs"] and
+              "--mem=1G" in subs[0]["sbatchArgs"], f"the submission carries the form's options ({subs})")
+        if subs:
+            agent.call("POST", f"/api/v1/dataplanes/dp1/submissions/{subs[0]['id']}",
+                       {"state": "Submitted", "jobId": 99999, "submitTime": int(time.time()), "cluster": "c1"})
+        driver.refresh()
+        wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#jobs-body tr.job")))
+        first = rows()[0].find_elements(By.TAG_NAME, "td")
+        check(first[0].text == "99999" and first[5].text == "api", "the new job heads the list with source api")
+        shot("10-submitted")
+
         # Nothing went wrong in the page itself (a 401/403 the test provoked is logged by Chrome
         # as a failed resource load; anything else severe is an error of the console).
         logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
                 and "the server responded with a status of 40" not in e["message"]]
         check(not logs, f"no errors in the browser console ({logs[:3]})")
     finally:
+        stop.set()
         if driver:
             driver.quit()
         server.send_signal(signal.SIGTERM)

@@ -146,6 +146,7 @@ function route() {
     else a.removeAttribute("aria-current");
   }
   if (page === "dataplanes") return dataPlanesPage();
+  if (page === "admin") return adminPage();
   if (page === "workspaces") return workspacesPage();
   return jobsPage();
 }
@@ -203,8 +204,10 @@ function jobsPage() {
   const detail = el("section", { id: "job-detail", "aria-label": "Job detail" });
   const charts = el("section", { class: "charts", id: "charts", "aria-label": "Charts" });
 
-  main.replaceChildren(el("h1", {}, `HPC jobs — ${project}`), form,
+  const run = el("section", { id: "run", "aria-label": "Run a job" });
+  main.replaceChildren(el("h1", {}, `HPC jobs — ${project}`), run, form,
     el("div", { class: "pager" }, prev, next, csv, ndjson, status), detail, table, charts);
+  runButton(project, run, () => load(true));
 
   function query(extra = {}) {
     const q = new URLSearchParams();
@@ -300,6 +303,80 @@ function jobsPage() {
   state.refreshTimer = setInterval(() => { if (page === 0 && !document.hidden) load(true); }, 15000);
 }
 
+// --- Run: submit a batch script through the API ---------------------------------------------
+
+// Offered only when the flag EnableHPCJobs is on and the project's data plane is Healthy and
+// reports Slurm (the API decides both again on submit).
+async function runButton(project, into, onSubmitted) {
+  let flags, config, planes, workspaces;
+  try {
+    [flags, config, planes, workspaces] = await Promise.all([
+      api("GET", "/api/v1/flags"), api("GET", `/api/v1/projects/${project}`),
+      api("GET", "/api/v1/dataplanes"), api("GET", `/api/v1/projects/${project}/workspaces`)]);
+  } catch (e) {
+    return;  // an unconfigured project has no data plane to run on: no button
+  }
+  const plane = planes.dataPlanes.find((d) => d.name === config.dataPlane);
+  if (!flags.flags.EnableHPCJobs || !plane || !plane.slurm.offered) return;
+  const mine = workspaces.workspaces.filter((w) => w.user === state.me.subject && w.desired === "Running");
+  const open = el("button", { type: "button", class: "primary", id: "run-button", "aria-expanded": "false" }, "Run…");
+  into.replaceChildren(open);
+  open.addEventListener("click", () => {
+    open.setAttribute("aria-expanded", "true");
+    into.replaceChildren(runForm(project, mine, () => {
+      into.replaceChildren(open);
+      open.setAttribute("aria-expanded", "false");
+      onSubmitted();
+    }));
+    $("#run-script").focus();
+  });
+}
+
+const RUN_OPTIONS = [["jobName", "Job name"], ["nodes", "Nodes"], ["ntasks", "Tasks"], ["cpusPerTask", "CPUs per task"],
+  ["mem", "Memory (e.g. 4G)"], ["time", "Time limit (e.g. 01:00:00)"], ["array", "Array (e.g. 0-9)"]];
+
+function runForm(project, workspaces, done) {
+  const errors = {};
+  const field = (id, label, control) => {
+    errors[id] = el("span", { class: "error", id: `err-${id}`, role: "alert" });
+    control.setAttribute("aria-describedby", `err-${id}`);
+    return el("label", { for: control.id }, label, control, errors[id]);
+  };
+  const ws = el("select", { id: "run-workspace", required: true },
+    workspaces.map((w) => el("option", { value: w.id }, `${w.id} (${w.phase})`)));
+  const script = el("textarea", { id: "run-script", rows: 8, cols: 70, required: true, spellcheck: "false" });
+  script.value = "#!/bin/bash\nsrun hostname\n";
+  const opts = RUN_OPTIONS.map(([k, label]) => field(`opt-${k}`, label, el("input", { id: `run-opt-${k}`, name: k, size: 12 })));
+  const result = el("p", { id: "run-result", role: "status" });
+  const form = el("form", { class: "filters", id: "run-form", onsubmit: async (ev) => {
+    ev.preventDefault();
+    for (const e of Object.values(errors)) e.textContent = "";
+    result.textContent = "";
+    const options = {};
+    for (const [k] of RUN_OPTIONS) {
+      const v = $(`#run-opt-${k}`).value.trim();
+      if (v) options[k] = v;
+    }
+    try {
+      const sub = await api("POST", `/api/v1/projects/${project}/jobs`, { workspace: ws.value, script: script.value, options });
+      toast(`Submitted (${sub.id}); the job appears with source api once its data plane runs sbatch.`);
+      done();
+    } catch (e) {
+      // The API names the field it refuses: the message goes next to it.
+      const key = e.field && e.field.startsWith("options.") ? `opt-${e.field.slice(8)}` : e.field;
+      if (key && errors[key]) errors[key].textContent = e.message;
+      else result.textContent = e.message;
+      result.className = "error";
+    }
+  } },
+  workspaces.length ? field("workspace", "Workspace", ws)
+    : el("p", { class: "error" }, "You have no running workspace in this project: launch one first (Workspaces)."),
+  field("script", "Batch script", script), ...opts,
+  el("button", { type: "submit", class: "primary", id: "run-submit", disabled: !workspaces.length }, "Submit"),
+  el("button", { type: "button", onclick: done }, "Cancel"), result);
+  return el("div", { class: "detail" }, el("h2", {}, "Run a batch job"), form);
+}
+
 // --- charts (from /jobs/stats: aggregated by the store) ----------------------------------------
 
 const STATE_COLORS = { COMPLETED: "#1a7f37", FAILED: "#b42318", CANCELLED: "#8a5a00", RUNNING: "#0a58ca",
@@ -388,13 +465,77 @@ async function workspacesPage() {
         el("td", {}, w.phase), el("td", {}, w.message || ""), el("td", {}, String(w.maxWorkers)),
         el("td", {}, el("code", {}, `hpcplane workspace exec ${w.id} -- bash`)), el("td", {}, stop));
     });
-    main.replaceChildren(el("h1", {}, `Workspaces — ${project}`),
+    main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), await launchForm(project),
       el("div", { class: "table-wrap" }, el("table", { id: "workspaces-table" },
         el("thead", {}, el("tr", {}, ["Id", "User", "Tier", "Data plane", "Phase", "Message", "Max workers", "Open a shell", ""]
           .map((h) => el("th", { scope: "col" }, h)))),
         el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 9, class: "muted" }, "No workspaces."))))));
   } catch (e) {
     main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), el("p", { class: "error", role: "alert" }, e.message));
+  }
+}
+
+// A launch form from the project's configuration (its tiers and worker limit).
+async function launchForm(project) {
+  let config;
+  try {
+    config = await api("GET", `/api/v1/projects/${project}`);
+  } catch (e) {
+    return el("p", { class: "muted" }, e.message);
+  }
+  const tier = el("select", { id: "launch-tier", name: "tier" },
+    config.tiers.map((t) => el("option", { value: t, selected: t === config.defaultTier }, t)));
+  const workers = el("input", { id: "launch-workers", name: "maxWorkers", type: "number", min: 1,
+    max: config.maxWorkers || undefined, value: Math.min(2, config.maxWorkers || 2) });
+  const error = el("p", { class: "error", role: "alert", id: "launch-error" });
+  return el("form", { class: "filters", id: "launch-form", "aria-label": "Launch a workspace", onsubmit: async (ev) => {
+    ev.preventDefault();
+    error.textContent = "";
+    try {
+      const w = await api("POST", `/api/v1/projects/${project}/workspaces`, { tier: tier.value, maxWorkers: Number(workers.value) });
+      toast(`Workspace ${w.id} launched on ${w.dataPlane}.`);
+      workspacesPage();
+    } catch (e) {
+      error.textContent = e.message;
+    }
+  } },
+  el("label", { for: "launch-tier" }, "Tier", tier), el("label", { for: "launch-workers" }, "Max workers", workers),
+  el("button", { type: "submit", class: "primary", id: "launch-submit" }, "Launch workspace"), error);
+}
+
+// --- admin: flags and tokens ------------------------------------------------------------------------
+
+async function adminPage() {
+  main.replaceChildren(el("h1", {}, "Admin"), el("p", { class: "muted" }, "Loading…"));
+  try {
+    const [{ flags }, { tokens }] = await Promise.all([api("GET", "/api/v1/flags"), api("GET", "/api/v1/tokens")]);
+    const flagRows = Object.entries(flags).map(([name, on]) => {
+      const box = el("input", { type: "checkbox", id: `flag-${name}`, checked: on, onchange: async (ev) => {
+        try {
+          await api("PUT", `/api/v1/flags/${name}`, { value: ev.target.checked });
+          toast(`${name} is ${ev.target.checked ? "on" : "off"}.`);
+        } catch (e) {
+          ev.target.checked = !ev.target.checked;
+          toast(e.message);
+        }
+      } });
+      return el("li", {}, el("label", { for: `flag-${name}` }, box, ` ${name}`));
+    });
+    const tokenRows = tokens.map((t) => el("tr", {}, el("td", {}, t.id), el("td", {}, t.subject), el("td", {}, t.role),
+      el("td", {}, (t.projects || []).join(", ")), el("td", {}, fmtTime(t.createdAt)),
+      el("td", {}, t.expiresAt ? fmtTime(t.expiresAt) : "never"), el("td", {}, t.lastUsed ? fmtTime(t.lastUsed) : "—"),
+      el("td", {}, t.revokedAt ? `revoked ${fmtTime(t.revokedAt)}` : el("button", { type: "button", onclick: async () => {
+        if (!confirm(`Revoke token ${t.id} of ${t.subject}?`)) return;
+        try { await api("DELETE", `/api/v1/tokens/${t.id}`); adminPage(); } catch (e) { toast(e.message); }
+      } }, "Revoke"))));
+    main.replaceChildren(el("h1", {}, "Admin"), el("h2", {}, "Feature flags"), el("ul", { id: "flags" }, flagRows),
+      el("h2", {}, "API tokens"),
+      el("p", { class: "muted" }, "New tokens: hpcplane tokens create (the secret is shown once, to the terminal or a 0600 file)."),
+      el("div", { class: "table-wrap" }, el("table", { id: "tokens-table" },
+        el("thead", {}, el("tr", {}, ["Id", "Subject", "Role", "Projects", "Created", "Expires", "Last used", ""]
+          .map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, tokenRows))));
+  } catch (e) {
+    main.replaceChildren(el("h1", {}, "Admin"), el("p", { class: "error", role: "alert" }, e.message));
   }
 }
 
