@@ -6,8 +6,15 @@ bin=${1:-build/hpcplane}
 bin=$(readlink -f "$bin")
 export HPCPLANE_STATE_DIR=${HPCPLANE_STATE_DIR:-/var/lib/hpcplane}
 
-echo "== hpcplane up (the embedded demo cluster from examples/cluster.yaml)"
-"$bin" up --detach
+# The control plane (REST API and web console) runs inside the daemon, on loopback.
+console=${HPCPLANE_CONSOLE:-127.0.0.1:8080}
+
+echo "== hpcplane up (the embedded demo cluster from examples/cluster.yaml, control plane on $console)"
+if "$bin" status >/dev/null 2>&1; then
+  "$bin" up --detach  # already running: as it was brought up
+else
+  "$bin" up --detach --control-plane "$console"
+fi
 
 echo
 echo "== sbatch -N2 as user alice, from the login pod"
@@ -28,6 +35,10 @@ echo "== its output (/shared/hello-$job.out, a volume every worker and the login
 echo
 "$bin" get nodesets
 cat <<EOT
+
+Web console: http://$console/ (when the control plane runs there)
+  sign in with the admin token in $HPCPLANE_STATE_DIR/controlplane/admin.token (mode 0600: cat it
+  yourself; it is not printed here), or a user's: $bin tokens create --subject alice --role user --project P
 
 The cluster keeps running. Try next:
   $bin status                                     # components, nodesets, pods

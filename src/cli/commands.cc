@@ -265,8 +265,8 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   std::cout << fmt::format("Cluster \"{}\" is Ready in {:.2f}s.", c.metadata.name, Seconds(start)) << std::endl;
   if (!control_plane.empty()) {
     std::cout << fmt::format("Control plane on http://{}/api/v1 (admin token in {}/controlplane/admin.token); this "
-                             "cluster reports as data plane \"{}\".",
-                             control_plane, g.state_dir, c.metadata.name)
+                             "cluster reports as data plane \"{}\". Web console: http://{}/",
+                             control_plane, g.state_dir, c.metadata.name, control_plane)
               << std::endl;
   }
   if (detach) return 0;

@@ -2,7 +2,9 @@
 
 #include <httplib.h>
 
+#include <map>
 #include <regex>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -127,6 +129,54 @@ Status Agent::RunSubmissions() {
   return Status::Ok();
 }
 
+Status Agent::RunCancellations() {
+  ASSIGN_OR_RETURN(std::string body, Get(fmt::format("/api/v1/dataplanes/{}/cancellations", opts_.data_plane)));
+  json pending = json::parse(body, nullptr, false);
+  if (pending.is_discarded() || !pending.contains("cancellations")) return Status::Error("cancellations: answer is not JSON");
+  if (pending["cancellations"].empty()) return Status::Ok();
+  // One listing of the queue for the batch (a job id Slurm no longer knows would fail `squeue
+  // -j`): id -> "user|submit time|state".
+  ASSIGN_OR_RETURN(std::string listing, InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%u|%V|%T"}));
+  std::map<int64_t, std::string> queue;
+  std::istringstream lines(listing);
+  for (std::string line; std::getline(lines, line);) {
+    auto bar = line.find('|');
+    if (bar != std::string::npos) queue[std::atoll(line.c_str())] = line.substr(bar + 1);
+  }
+  static const std::set<std::string> kLive = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
+                                              "CONFIGURING", "RESIZING"};
+  for (const auto& c : pending["cancellations"]) {
+    const std::string id = c.value("id", "");
+    const int64_t job = c.value("jobId", int64_t{0});
+    auto report = [&](const std::string& state, const std::string& note) {
+      return Post(fmt::format("/api/v1/dataplanes/{}/cancellations/{}", opts_.data_plane, id),
+                  json{{"state", state}, {"error", note}}.dump());
+    };
+    if (c.value("cluster", "") != cluster_.name) {
+      RETURN_IF_ERROR(report("Failed", fmt::format("job {} ran on cluster {}, not on this data plane's {}", job,
+                                                   c.value("cluster", ""), cluster_.name)));
+      continue;
+    }
+    const std::string same = fmt::format("{}|{}|", c.value("user", ""), c.value("submitTime", int64_t{0}));
+    auto it = queue.find(job);
+    if (it == queue.end() || it->second.rfind(same, 0) != 0) {
+      // Gone from the queue, or the id now names a later job: the job asked about has ended.
+      RETURN_IF_ERROR(report("Done", fmt::format("job {} had already ended", job)));
+      continue;
+    }
+    const std::string state = it->second.substr(same.size());
+    if (!kLive.count(state)) {
+      RETURN_IF_ERROR(report("Done", fmt::format("job {} had already ended ({})", job, state)));
+      continue;
+    }
+    ASSIGN_OR_RETURN(std::string out, InController({"scancel", std::to_string(job)}));
+    RETURN_IF_ERROR(report("Done", ""));
+    spdlog::info("cancellation {}: job {} of {} cancelled (asked by {})", id, job, c.value("user", ""),
+                 c.value("requestedBy", ""));
+  }
+  return Status::Ok();
+}
+
 Result<runtime::PodRuntime*> Agent::Runtime() {
   // Opened once: the cluster's subnet and pod names do not change while it exists.
   if (!runtime_) {
@@ -206,6 +256,7 @@ void Agent::Run(const std::atomic<bool>& stop) {
     if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());
     if (Status s = ApplyWorkspaces(); !s.ok()) spdlog::warn("workspaces: {}", s.message());
     if (Status s = RunSubmissions(); !s.ok()) spdlog::warn("submissions: {}", s.message());
+    if (Status s = RunCancellations(); !s.ok()) spdlog::warn("cancellations: {}", s.message());
     if (Status s = SyncJobs(); !s.ok()) spdlog::warn("jobs: {}", s.message());
     auto next = started + std::chrono::seconds(opts_.interval_seconds);
     while (!stop && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(100));

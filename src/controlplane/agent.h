@@ -47,6 +47,10 @@ class Agent {
   // pod, as the workspace's user; each job carries --comment=hpcplane-submission:<id>, so a
   // submission interrupted by a crash is found rather than submitted twice.
   Status RunSubmissions();
+  // Runs the control plane's pending cancellations: scancel of the job, only while the job of
+  // that id in the queue is still the same one (its user and submit time); a job that already
+  // left the queue needs nothing.
+  Status RunCancellations();
   // Loops until `stop` is set.
   void Run(const std::atomic<bool>& stop);
 

@@ -11,6 +11,7 @@
 #include "api/codec.h"
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
+#include "controlplane/cancel_routes.h"
 #include "controlplane/console_routes.h"
 #include "controlplane/openapi.h"
 #include "controlplane/workspace_routes.h"
@@ -558,6 +559,7 @@ void Server::Routes() {
 
   AddWorkspaceRoutes(s, authn, unreachable_after);
   AddConsoleRoutes(s, authn, !opts_.tls_cert.empty());
+  AddCancelRoutes(s, authn, unreachable_after);
 
   ServerLimits();
 }

@@ -61,6 +61,11 @@ const std::vector<std::string>& Migrations() {
       R"(CREATE INDEX jobs_by_user ON jobs (project, user_name, submit_time DESC, data_plane DESC, cluster DESC, job_id DESC);
          CREATE INDEX jobs_by_workspace ON jobs (project, partition_name, submit_time DESC, data_plane DESC, cluster DESC,
            job_id DESC);)",
+      R"(CREATE TABLE cancellations (
+           id TEXT PRIMARY KEY, data_plane TEXT NOT NULL, cluster TEXT NOT NULL, project TEXT NOT NULL,
+           job_id BIGINT NOT NULL, submit_time BIGINT NOT NULL, job_user TEXT NOT NULL, requested_by TEXT NOT NULL,
+           state TEXT NOT NULL, error TEXT NOT NULL, created_at BIGINT NOT NULL);
+         CREATE INDEX cancellations_pending ON cancellations (data_plane, state, created_at);)",
   };
   return m;
 }
@@ -345,6 +350,28 @@ class SqlStore : public Store {
     return out;
   }
 
+  Status PutCancellation(const Cancellation& c) override {
+    return db_->Query(
+        "INSERT INTO cancellations (id, data_plane, cluster, project, job_id, submit_time, job_user, requested_by, "
+        "state, error, created_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10,$11) "
+        "ON CONFLICT (id) DO UPDATE SET state = excluded.state, error = excluded.error",
+        {c.id, c.data_plane, c.cluster, c.project, N(c.job_id), N(c.submit_time), c.job_user, c.requested_by, c.state,
+         c.error, N(c.created_at)});
+  }
+
+  Result<std::optional<Cancellation>> GetCancellation(const std::string& id) override {
+    std::vector<Cancellation> out;
+    RETURN_IF_ERROR(QueryCancellations("WHERE id = $1", {id}, &out));
+    return out.empty() ? std::optional<Cancellation>() : std::optional<Cancellation>(out[0]);
+  }
+
+  Result<std::vector<Cancellation>> PendingCancellations(const std::string& data_plane) override {
+    std::vector<Cancellation> out;
+    RETURN_IF_ERROR(
+        QueryCancellations("WHERE data_plane = $1 AND state = 'Pending' ORDER BY created_at LIMIT 100", {data_plane}, &out));
+    return out;
+  }
+
   Status PutProject(const ProjectConfig& p) override {
     return db_->Query(
         "INSERT INTO projects (name, config, updated_at) VALUES ($1, $2, $3) "
@@ -541,6 +568,21 @@ class SqlStore : public Store {
           t.created_at = I(r[4]), t.expires_at = I(r[5]), t.last_used = I(r[6]), t.revoked_at = I(r[7]);
           t.created_by = S(r[8]);
           out->push_back(std::move(t));
+          return true;
+        });
+  }
+
+  Status QueryCancellations(const std::string& where, const std::vector<SqlValue>& params,
+                            std::vector<Cancellation>* out) {
+    return db_->Query(
+        "SELECT id, data_plane, cluster, project, job_id, submit_time, job_user, requested_by, state, error, created_at "
+        "FROM cancellations " + where,
+        params, [&](const SqlRow& r) {
+          Cancellation c;
+          c.id = S(r[0]), c.data_plane = S(r[1]), c.cluster = S(r[2]), c.project = S(r[3]);
+          c.job_id = I(r[4]), c.submit_time = I(r[5]), c.job_user = S(r[6]), c.requested_by = S(r[7]);
+          c.state = S(r[8]), c.error = S(r[9]), c.created_at = I(r[10]);
+          out->push_back(std::move(c));
           return true;
         });
   }

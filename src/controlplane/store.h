@@ -127,6 +127,21 @@ struct Submission {
   int64_t created_at = 0;
 };
 
+// A request to cancel a queued or running job, waiting for its data plane's agent to run
+// scancel (as Slurm's operator, for that job only if it still is that user's job of that
+// submit time: ids are reused).
+struct Cancellation {
+  std::string id;
+  std::string data_plane, cluster, project;
+  int64_t job_id = 0;
+  int64_t submit_time = 0;
+  std::string job_user;      // the job's owner
+  std::string requested_by;  // the owner or an admin
+  std::string state = "Pending";  // Pending | Done | Failed
+  std::string error;              // Failed: why; Done: a note ("had already ended")
+  int64_t created_at = 0;
+};
+
 class Store {
  public:
   virtual ~Store() = default;
@@ -152,6 +167,9 @@ class Store {
   virtual Result<std::optional<Submission>> GetSubmission(const std::string& id) = 0;
   virtual Result<std::vector<Submission>> PendingSubmissions(const std::string& data_plane) = 0;
 
+  virtual Status PutCancellation(const Cancellation& c) = 0;  // insert or replace
+  virtual Result<std::optional<Cancellation>> GetCancellation(const std::string& id) = 0;
+  virtual Result<std::vector<Cancellation>> PendingCancellations(const std::string& data_plane) = 0;
   virtual Status PutProject(const ProjectConfig& p) = 0;  // insert or replace
   virtual Result<std::optional<ProjectConfig>> GetProject(const std::string& name) = 0;
   // Every configured project's name, sorted.

@@ -280,6 +280,20 @@ def main():
         check(first[0].text == "99999" and first[5].text == "api", "the new job heads the list with source api")
         shot("10-submitted")
 
+        # Cancel from the job's detail: the request waits for the data plane's agent.
+        rows()[0].click()
+        wait.until(EC.element_to_be_clickable((By.ID, "cancel-job"))).click()
+        driver.switch_to.alert.accept()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "cancel-note"), "Cancel requested"))
+        code, body = agent.call("GET", "/api/v1/dataplanes/dp1/cancellations")
+        cancels = body["cancellations"] if code == 200 else []
+        check(len(cancels) == 1 and cancels[0]["jobId"] == 99999 and cancels[0]["user"] == "ann",
+              f"the cancellation waits for the agent ({cancels})")
+        if cancels:
+            agent.call("POST", f"/api/v1/dataplanes/dp1/cancellations/{cancels[0]['id']}", {"state": "Done"})
+        wait.until(EC.text_to_be_present_in_element((By.ID, "cancel-note"), "Cancelled."))
+        shot("11-cancelled")
+
         # Nothing went wrong in the page itself (a 401/403 the test provoked is logged by Chrome
         # as a failed resource load; anything else severe is an error of the console).
         logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"

@@ -5,6 +5,7 @@
 #include <httplib.h>
 
 #include <gtest/gtest.h>
+#include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
 
@@ -232,6 +233,44 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   // Records outlive the workspace.
   ASSERT_EQ(env.cluster.Cli({"workspace", "stop", "ann-astro", "--cancel-jobs"}, 120s).exit_code, 0);
   EXPECT_TRUE(Find(env.AllJobs(), ok));
+}
+
+// Cancel from the control plane: the job's user (or an admin) asks, the data plane's agent runs
+// scancel, and the history shows the job CANCELLED; others are refused, an ended job has
+// nothing to cancel.
+TEST(ControlPlane, CancellingAJobGoesThroughTheAgent) {
+  ControlPlaneEnv env;
+  env.Setup();
+  int64_t id = Submit(env.cluster, {"--wrap", "sleep 300"});
+  ASSERT_GT(id, 0);
+  json job;
+  ASSERT_TRUE(WaitFor([&] {
+    auto jobs = env.AllJobs();
+    const json* j = Find(jobs, id);
+    if (j) job = *j;
+    return j && ((*j)["state"] == "RUNNING" || (*j)["state"] == "PENDING");
+  }, 90s)) << env.agent->Log();
+  const std::string path = fmt::format("/api/v1/projects/astro/jobs/dp1/{}/{}/cancel?submitTime={}",
+                                       job["cluster"].get<std::string>(), id, job["submitTime"].get<int64_t>());
+  httplib::Client bob(env.url), ann(env.url);
+  bob.set_bearer_token_auth(env.Token("bob"));
+  ann.set_bearer_token_auth(env.Token("ann"));
+  EXPECT_EQ(bob.Post(path, "", "application/json")->status, 403);  // not a member of astro
+  auto asked = ann.Post(path, "", "application/json");
+  ASSERT_EQ(asked->status, 202) << asked->body;
+  const std::string cid = json::parse(asked->body)["id"];
+  ASSERT_TRUE(WaitFor([&] {
+    auto r = ann.Get("/api/v1/projects/astro/cancellations/" + cid);
+    return r && r->status == 200 && json::parse(r->body)["state"] == "Done";
+  }, 60s)) << env.agent->Log();
+  ASSERT_TRUE(WaitFor([&] {
+    auto jobs = env.AllJobs();
+    const json* j = Find(jobs, id);
+    return j && (*j)["state"].get<std::string>().rfind("CANCELLED", 0) == 0;
+  }, 90s));
+  auto again = ann.Post(path, "", "application/json");
+  EXPECT_EQ(again->status, 409) << again->body;
+  EXPECT_EQ(ann.Post("/api/v1/projects/astro/jobs/dp1/x/999999/cancel", "", "application/json")->status, 404);
 }
 
 TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {

@@ -1,6 +1,7 @@
 // Worker health checks against real Slurm: a filled /tmp drains the worker with hpcplane's
 // health reason, no new job lands on it, a running job finishes, and the worker is replaced;
-// freeing the space first resumes it instead; an admin's drain is never resumed.
+// freeing the space first resumes it instead; an admin's drain is never resumed. Workers Slurm
+// drained for a launch failure, or forgot, come back.
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -117,6 +118,59 @@ TEST(HealthIT, FreedSpaceResumesTheWorkerAndAnAdminsDrainStays) {
   EXPECT_EQ(NodeField(c, "cpu-1", "Reason").rfind("disk swap", 0), 0u) << NodeField(c, "cpu-1", "Reason");
   EXPECT_EQ(c.NodeSetStatusField("replacements"), "0");
   EXPECT_EQ(c.NodeSetStatusField("healthDrains"), "1");
+}
+
+// slurmctld itself drains a worker when it cannot launch a job there (here: the same drain,
+// set as the slurm user): the worker is replaced once idle past replaceAfter. The same reason
+// set by root, an admin, stays.
+TEST(HealthIT, AWorkerSlurmDrainedForALaunchFailureIsReplaced) {
+  TestCluster c("hs", HealthOptions("3s"));
+  ASSERT_EQ(c.Up().exit_code, 0);
+  auto as_slurm = c.Cli({"exec", c.name() + "-controller", "--user", "slurm", "--", "scontrol", "update",
+                         "NodeName=cpu-0", "State=DRAIN", "Reason=Duplicate jobid"});
+  ASSERT_EQ(as_slurm.exit_code, 0) << as_slurm.err;
+  auto as_admin = c.Login("root", {"scontrol", "update", "NodeName=cpu-1", "State=DRAIN", "Reason=Duplicate jobid"});
+  ASSERT_EQ(as_admin.exit_code, 0) << as_admin.err;
+  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replacements") == "1"; }, seconds(60)))
+      << c.Cli({"describe", "nodeset", "cpu"}).out;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto nodes = c.SinfoNodes();
+        for (const auto& n : nodes) {
+          if (n.rfind("cpu-0 ", 0) == 0) return false;
+        }
+        return !nodes.empty();  // sinfo answered, without cpu-0
+      },
+      seconds(30)));
+  const std::string describe = c.Cli({"describe", "nodeset", "cpu"}).out;
+  EXPECT_NE(describe.find("by Slurm (Duplicate jobid)"), std::string::npos) << describe;
+  EXPECT_NE(NodeField(c, "cpu-1", "State").find("DRAIN"), std::string::npos);
+  EXPECT_EQ(NodeField(c, "cpu-1", "Reason").rfind("Duplicate jobid", 0), 0u);
+  // The nodeset's capacity is back on a new worker.
+  ASSERT_TRUE(WaitFor([&] { return c.Login("alice", {"srun", "-N1", "true"}).exit_code == 0; }, seconds(60)));
+}
+
+// slurmctld restarted from state older than a worker's registration no longer knows its node,
+// and the running slurmd never registers again (simulated: the node deleted from Slurm). The
+// worker is started again and its node comes back.
+TEST(HealthIT, AWorkerWhoseNodeSlurmForgotIsStartedAgain) {
+  ClusterOptions o;
+  o.replicas = 1;
+  TestCluster c("hu", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  auto del = c.Login("root", {"scontrol", "delete", "NodeName=cpu-0"});
+  ASSERT_EQ(del.exit_code, 0) << del.err;
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        for (const auto& n : c.SinfoNodes()) {
+          if (n.rfind("cpu-0 ", 0) == 0) return true;
+        }
+        return false;
+      },
+      seconds(90)))
+      << c.Cli({"describe", "nodeset", "cpu"}).out;
+  EXPECT_NE(c.Cli({"describe", "nodeset", "cpu"}).out.find("WorkerUnregistered"), std::string::npos);
+  EXPECT_EQ(c.Login("alice", {"srun", "-N1", "true"}).exit_code, 0);
 }
 
 }  // namespace

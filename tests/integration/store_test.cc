@@ -66,7 +66,7 @@ TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   auto v = (*again)->Migrate();
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 5);
+  EXPECT_EQ(*v, 6);
   store_ = std::move(*again);
 }
 
@@ -186,6 +186,27 @@ TEST_P(StoreTest, NameSearchAndJobStatistics) {
   EXPECT_DOUBLE_EQ(bob, 10 * 2.0);
   range.project = "other";
   EXPECT_TRUE(store_->JobStatistics(range, 3600)->buckets.empty());
+}
+
+TEST_P(StoreTest, CancellationsArePendingUntilTheAgentSettlesThem) {
+  cp::Cancellation c;
+  c.id = "abc123";
+  c.data_plane = "dp1", c.cluster = "c1", c.project = "astro";
+  c.job_id = 42, c.submit_time = 1000, c.job_user = "ann", c.requested_by = "admin", c.created_at = 5;
+  ASSERT_TRUE(store_->PutCancellation(c).ok());
+  auto pending = store_->PendingCancellations("dp1");
+  ASSERT_TRUE(pending.ok()) << pending.status().message();
+  ASSERT_EQ(pending->size(), 1u);
+  EXPECT_EQ((*pending)[0].job_user, "ann");
+  EXPECT_TRUE(store_->PendingCancellations("dp2")->empty());
+  c.state = "Done";
+  ASSERT_TRUE(store_->PutCancellation(c).ok());
+  EXPECT_TRUE(store_->PendingCancellations("dp1")->empty());
+  auto got = store_->GetCancellation("abc123");
+  ASSERT_TRUE(got.ok() && got->has_value());
+  EXPECT_EQ((*got)->state, "Done");
+  EXPECT_EQ((*got)->job_id, 42);
+  EXPECT_FALSE(store_->GetCancellation("nope")->has_value());
 }
 
 TEST_P(StoreTest, DataPlanesTokensAndFlags) {

@@ -274,6 +274,19 @@ function jobsPage() {
     const [code, signal] = (j.exitCode || ":").split(":");
     const item = (k, v) => [el("dt", {}, k), el("dd", {}, v)];
     const close = el("button", { type: "button", id: "close-detail", onclick: () => { openJob = null; detail.replaceChildren(); } }, "Close");
+    const live = ["PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "CONFIGURING", "COMPLETING"].includes((j.state || "").split(" ")[0]);
+    const mayCancel = live && (j.user === state.me.subject || state.me.role === "admin");
+    const cancelNote = el("span", { id: "cancel-note", role: "status" });
+    const cancel = mayCancel ? el("button", { type: "button", id: "cancel-job", onclick: async () => {
+      if (!confirm(`Cancel job ${j.jobId} (${j.name})?`)) return;
+      try {
+        const c = await api("POST", `/api/v1/projects/${project}/jobs/${j.dataPlane}/${j.cluster}/${j.jobId}/cancel?submitTime=${j.submitTime}`);
+        cancelNote.textContent = "Cancel requested; the data plane runs scancel shortly.";
+        watchCancellation(project, c.id, cancelNote);
+      } catch (e) {
+        cancelNote.textContent = e.message;
+      }
+    } }, "Cancel job") : "";
     detail.replaceChildren(el("div", { class: "detail" },
       el("h2", { tabindex: -1, id: "detail-title" }, `Job ${j.jobId}: ${j.name || "(no name)"}`),
       el("ol", { class: "timeline", "aria-label": "Timeline" },
@@ -294,13 +307,29 @@ function jobsPage() {
         item("User", j.user),
         item("Source", j.source === "api" ? "API submission" : "workspace CLI"),
         item("Data plane / cluster", `${j.dataPlane} / ${j.cluster}`)),
-      close));
+      el("div", { class: "pager" }, cancel, close, cancelNote)));
     if (focus) $("#detail-title").focus();
   }
 
   load();
   loadCharts(project, charts);
   state.refreshTimer = setInterval(() => { if (page === 0 && !document.hidden) load(true); }, 15000);
+}
+
+// Follows a cancellation until its data plane settled it.
+async function watchCancellation(project, id, note) {
+  for (let i = 0; i < 60; i++) {
+    await new Promise((r) => setTimeout(r, 2000));
+    try {
+      const c = await api("GET", `/api/v1/projects/${project}/cancellations/${id}`);
+      if (c.state === "Pending") continue;
+      note.textContent = c.state === "Done" ? `Cancelled${c.error ? ` (${c.error})` : ""}.` : `Not cancelled: ${c.error}`;
+      return;
+    } catch (e) {
+      note.textContent = e.message;
+      return;
+    }
+  }
 }
 
 // --- Run: submit a batch script through the API ---------------------------------------------

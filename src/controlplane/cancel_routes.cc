@@ -1,0 +1,117 @@
+#include "controlplane/cancel_routes.h"
+
+#include <httplib.h>
+
+#include <set>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "common/jwt.h"
+#include "controlplane/http_api.h"
+#include "controlplane/route_table.h"
+
+namespace hpc::cp {
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxUnixSeconds = 253402300799;
+
+// Job states in which Slurm still holds the job: there is something to cancel.
+bool Cancellable(const std::string& state) {
+  static const std::set<std::string> live = {"PENDING", "RUNNING", "REQUEUED", "SUSPENDED", "CONFIGURING",
+                                             "COMPLETING", "RESIZING", "REQUEUE_HOLD", "REQUEUE_FED"};
+  return live.count(state.substr(0, state.find(' '))) > 0;
+}
+
+json CancellationJson(const Cancellation& c) {
+  return {{"id", c.id},           {"dataPlane", c.data_plane}, {"cluster", c.cluster},
+          {"project", c.project}, {"jobId", c.job_id},         {"submitTime", c.submit_time},
+          {"user", c.job_user},   {"requestedBy", c.requested_by}, {"state", c.state},
+          {"error", c.error},     {"createdAt", c.created_at}};
+}
+
+}  // namespace
+
+void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
+  using httplib::Request;
+  using httplib::Response;
+  Store* store = auth->store();
+
+  s.Post(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/([a-z][a-z0-9-]*)/([a-z][a-z0-9-]*)/(\d+)/cancel)",
+         [=](const Request& req, Response& res) {
+           auto p = auth->Authenticate(req, res);
+           if (!p) return;
+           const std::string project = req.matches[1];
+           if (!http::RequireProject(*p, project, res)) return;
+           int64_t submit = 0;
+           if (!http::IntegerParam(req, res, "submitTime", 0, kMaxUnixSeconds, &submit)) return;
+           auto job_id = http::ParseInteger(req.matches[4], 1, INT64_MAX);
+           if (!job_id) return http::Error(res, 404, "no such job in project " + project);
+           auto j = store->GetJob(req.matches[2], req.matches[3], *job_id, submit);
+           if (!j.ok()) return http::Error(res, 503, j.status().message());
+           if (!*j || (*j)->project != project) return http::Error(res, 404, "no such job in project " + project);
+           const JobRecord& job = **j;
+           if (job.user != p->subject && p->role != Role::kAdmin) {
+             return http::Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may cancel it", job.job_id,
+                                                      job.user));
+           }
+           if (!Cancellable(job.state)) {
+             return http::Error(res, 409, fmt::format("job {} is {}: nothing to cancel", job.job_id, job.state), "state");
+           }
+           if (!http::RequireSlurmDataPlane(store, job.data_plane, unreachable_after, res)) return;
+           auto id = jwt::RandomBytes(12);
+           if (!id.ok()) return http::Error(res, 503, id.status().message());
+           Cancellation c;
+           c.id = jwt::Sha256Hex(*id).substr(0, 24);
+           c.data_plane = job.data_plane, c.cluster = job.cluster, c.project = project;
+           c.job_id = job.job_id, c.submit_time = job.submit_time, c.job_user = job.user;
+           c.requested_by = p->subject;
+           c.created_at = jwt::UnixNow();
+           if (Status st = store->PutCancellation(c); !st.ok()) return http::Error(res, 503, st.message());
+           auth->Audit(p->subject, req, "job.cancel", fmt::format("{}/{}/{}/{}", project, job.data_plane, job.cluster, job.job_id),
+                       fmt::format("user {} submitted {}", job.user, job.submit_time));
+           http::Ok(res, CancellationJson(c), 202);
+         });
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/cancellations/([0-9a-f]+))", [=](const Request& req, Response& res) {
+    auto p = auth->Authenticate(req, res);
+    if (!p) return;
+    const std::string project = req.matches[1];
+    if (!http::RequireProject(*p, project, res)) return;
+    auto c = store->GetCancellation(req.matches[2]);
+    if (!c.ok()) return http::Error(res, 503, c.status().message());
+    if (!*c || (*c)->project != project) return http::Error(res, 404, "no such cancellation in project " + project);
+    http::Ok(res, CancellationJson(**c));
+  });
+
+  s.Get(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/cancellations)", [=](const Request& req, Response& res) {
+    auto p = auth->Authenticate(req, res);
+    if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
+    auto pending = store->PendingCancellations(req.matches[1]);
+    if (!pending.ok()) return http::Error(res, 503, pending.status().message());
+    json out = json::array();
+    for (const auto& c : *pending) out.push_back(CancellationJson(c));
+    http::Ok(res, {{"cancellations", out}});
+  });
+
+  s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/cancellations/([0-9a-f]+))", [=](const Request& req, Response& res) {
+    auto body = auth->AgentBody(req, res);
+    if (!body) return;
+    auto c = store->GetCancellation(req.matches[2]);
+    if (!c.ok()) return http::Error(res, 503, c.status().message());
+    if (!*c || (*c)->data_plane != req.matches[1]) return http::Error(res, 404, "no such cancellation");
+    Cancellation x = **c;
+    if (!(*body)["state"].is_string() || ((*body)["state"] != "Done" && (*body)["state"] != "Failed")) {
+      return http::Error(res, 400, "state must be Done or Failed", "state");
+    }
+    if (body->contains("error") && !(*body)["error"].is_string()) return http::Error(res, 400, "error must be a string", "error");
+    x.state = (*body)["state"];
+    x.error = body->value("error", "");
+    if (Status st = store->PutCancellation(x); !st.ok()) return http::Error(res, 503, st.message());
+    http::Ok(res, CancellationJson(x));
+  });
+}
+
+}  // namespace hpc::cp
