@@ -37,8 +37,9 @@ run controlplane "ratio" env RECORDS=2000 PG_RECORDS=1000 PEER_RECORDS=200 "$bui
 run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=2 "$build/bench_api_load"
 run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build"
 run history_query "hpcplane API export" env JOBS=20 REPEATS=2 bash "$here/history_query.sh" "$build"
+run console_render "ratio render/API" env JOBS=2000 REPEATS=2 /usr/bin/python3 "$here/console_render.py" "$build"
 
-# bench/faults.sh runs whole as the ctest `fault_campaign` (label faults, `make faults`).
+# bench/faults.sh runs whole as the ctest `fault_campaign` (in `make test`; alone: `make faults`).
 
 echo "bench smoke: $passed passed, $failed failed"
 [ "$failed" -eq 0 ]

@@ -38,7 +38,9 @@ cat <<EOT
 
 Web console: http://$console/ (when the control plane runs there)
   sign in with the admin token in $HPCPLANE_STATE_DIR/controlplane/admin.token (mode 0600: cat it
-  yourself; it is not printed here), or a user's: $bin tokens create --subject alice --role user --project P
+  yourself; it is not printed here), or a user's:
+  $bin tokens create --subject alice --role user --project P --out alice.token \\
+    --server http://$console --token-file $HPCPLANE_STATE_DIR/controlplane/admin.token
 
 The cluster keeps running. Try next:
   $bin status                                     # components, nodesets, pods

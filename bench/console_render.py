@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""The web console's first HPC-tab render with JOBS (1,000,000) records stored, in a real
+browser (chromium, headless), REPEATS (20) times: from navigation until the first page of jobs
+is on screen, p50/p95. Beside it, in the same run: the API request that page makes, alone (the
+floor the console stands on: render/API is what the browser adds), and the statistics query the
+charts make (7 days of the project's jobs in 6-hour buckets, aggregated by the store).
+
+The records are shipped through the agent API into a real `hpcplane server` on SQLite. Listing
+the same history with `sacct` needs slurmdbd holding it: bench/history_query.sh measures that
+peer (sacct -a -P against the API export) on real jobs.
+
+Usage: /usr/bin/python3 bench/console_render.py [build-dir]   (env JOBS, REPEATS)
+"""
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
+from console_test import Api, free_port, job  # noqa: E402  (the browser test's seeding)
+
+from selenium import webdriver  # noqa: E402
+from selenium.webdriver.chrome.options import Options  # noqa: E402
+from selenium.webdriver.chrome.service import Service  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+JOBS = int(os.environ.get("JOBS", "1000000"))
+REPEATS = int(os.environ.get("REPEATS", "20"))
+
+
+def pct(values, p):
+    s = sorted(values)
+    return s[min(len(s) - 1, int(round(p / 100 * (len(s) - 1))))]
+
+
+def timed_get(url, token):
+    req = urllib.request.Request(url, headers={"Authorization": "Bearer " + token})
+    t0 = time.perf_counter()
+    with urllib.request.urlopen(req, timeout=120) as r:
+        r.read()
+    return (time.perf_counter() - t0) * 1000
+
+
+def main():
+    state = tempfile.mkdtemp(prefix="hpcplane-bench-console.")
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    server = subprocess.Popen([os.path.join(BUILD, "hpcplane"), "server", "--listen", f"127.0.0.1:{port}"],
+                              env=dict(os.environ, HPCPLANE_STATE_DIR=state),
+                              stdout=open(os.path.join(state, "server.log"), "w"), stderr=subprocess.STDOUT)
+    driver = None
+    try:
+        token_file = os.path.join(state, "controlplane", "admin.token")
+        deadline = time.time() + 30
+        while not (os.path.exists(token_file) and os.path.getsize(token_file)):
+            if time.time() > deadline:
+                raise SystemExit("the server wrote no admin token")
+            time.sleep(0.1)
+        admin = Api(base, open(token_file).read().strip())
+        while admin.call("GET", "/api/v1/flags")[0] != 200:
+            time.sleep(0.1)
+        tokens = {}
+        for subject, role, projects in [("ann", "user", ["astro"]), ("dp1", "agent", [])]:
+            code, body = admin.call("POST", "/api/v1/tokens", {"subject": subject, "role": role, "projects": projects})
+            assert code == 201, body
+            tokens[subject] = body["token"]
+        agent = Api(base, tokens["dp1"])
+        now = int(time.time())
+        t0 = time.time()
+        batch = 2000
+        for k in range(0, JOBS, batch):
+            # Spread over the last 7 days, so the charts' range holds every record.
+            recs = []
+            for i in range(k, min(JOBS, k + batch)):
+                r = job(i, "astro", "ann" if i % 3 else "bob", now)
+                shift = now - 7 * 86400 + (7 * 86400 - 60) * i // JOBS - r["submitTime"]
+                for key in ("submitTime", "startTime", "endTime"):
+                    r[key] += shift
+                recs.append(r)
+            code, body = agent.call("POST", "/api/v1/dataplanes/dp1/jobs", {"jobs": recs})
+            assert code == 200, body
+        print(f"stored {JOBS} records in {time.time() - t0:.1f} s", flush=True)
+
+        opts = Options()
+        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+                  "--window-size=1280,800", f"--user-data-dir={state}/chromium"):
+            opts.add_argument(a)
+        opts.binary_location = shutil.which("chromium")
+        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+        wait = WebDriverWait(driver, 120)
+        driver.get(base + "/")
+        wait.until(EC.element_to_be_clickable((By.ID, "token"))).send_keys(tokens["ann"])
+        driver.find_element(By.ID, "sign-in").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "jobs-status"), "Page 1: 50 jobs"))
+
+        render, api, stats = [], [], []
+        for _ in range(REPEATS):
+            t0 = time.perf_counter()
+            driver.get(base + "/#/jobs")
+            driver.refresh()  # a new page load each time: the module, the session check, the first page
+            wait.until(EC.text_to_be_present_in_element((By.ID, "jobs-status"), "Page 1: 50 jobs"))
+            render.append((time.perf_counter() - t0) * 1000)
+            api.append(timed_get(f"{base}/api/v1/projects/astro/jobs?limit=50", tokens["ann"]))
+            to = int(time.time()) + 1
+            stats.append(timed_get(f"{base}/api/v1/projects/astro/jobs/stats?from={to - 7 * 86400}&to={to}&bucket=21600",
+                                   tokens["ann"]))
+        rss_kib = int(open(f"/proc/{server.pid}/status").read().split("VmHWM:")[1].split()[0])
+        print(f"records: {JOBS}; repeats: {REPEATS}")
+        print(f"first HPC-tab render (navigation to 50 rows on screen): p50 {pct(render, 50):.0f} ms, p95 {pct(render, 95):.0f} ms")
+        print(f"its API request alone (GET /projects/astro/jobs?limit=50): p50 {pct(api, 50):.1f} ms, p95 {pct(api, 95):.1f} ms")
+        print(f"charts' statistics query (7 days, 6 h buckets): p50 {pct(stats, 50):.0f} ms, p95 {pct(stats, 95):.0f} ms")
+        print(f"server peak RSS: {rss_kib / 1024:.0f} MiB")
+        print(f"ratio render/API p50: {statistics.median(render) / max(0.001, statistics.median(api)):.1f}")
+    finally:
+        if driver:
+            driver.quit()
+        server.send_signal(signal.SIGTERM)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
+        shutil.rmtree(state, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
