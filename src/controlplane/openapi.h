@@ -106,6 +106,11 @@ inline constexpr const char* kOpenApiDocument = R"json({
       "responses": {"202": {"description": "Cancellation {id, state: Pending, ...}"},
         "403": {"description": "another user's job"}, "404": {"description": "unknown job"},
         "409": {"description": "the job has ended, or its data plane is not Healthy with Slurm"}}}},
+    "/projects/{project}/jobs/{dataPlane}/{cluster}/{jobId}/script": {"get": {
+      "summary": "The batch script and options of a job submitted through the API (its user or an admin)",
+      "parameters": [{"name": "submitTime", "in": "query"}],
+      "responses": {"200": {"description": "script, sbatchArgs, submission"}, "403": {"description": "another user's job"},
+        "404": {"description": "unknown job, or not submitted through the API"}}}},
     "/projects/{project}/cancellations/{id}": {"get": {"summary": "A cancellation: Pending, Done or Failed (with why)",
       "responses": {"200": {"description": "Cancellation"}}}},
     "/dataplanes/{name}/cancellations": {"get": {"summary": "Agent: pending cancellations of this data plane",

@@ -324,6 +324,30 @@ void Server::Routes() {
           Ok(res, ToJson(**j));
         });
 
+  // The batch script of a job submitted through the API: its user's and admins' only (scripts
+  // can hold what other members should not read).
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/([a-z][a-z0-9-]*)/([a-z][a-z0-9-]*)/(\d+)/script)",
+        [=](const httplib::Request& req, httplib::Response& res) {
+          auto p = auth(req, res);
+          if (!p) return;
+          std::string project = req.matches[1];
+          if (!http::RequireProject(*p, project, res)) return;
+          int64_t submit = 0;
+          if (!http::IntegerParam(req, res, "submitTime", 0, kMaxUnixSeconds, &submit)) return;
+          auto job_id = http::ParseInteger(req.matches[4], 1, INT64_MAX);
+          if (!job_id) return Error(res, 404, "no such job in project " + project);
+          auto j = store->GetJob(req.matches[2], req.matches[3], *job_id, submit);
+          if (!j.ok()) return Error(res, 503, j.status().message());
+          if (!*j || (*j)->project != project) return Error(res, 404, "no such job in project " + project);
+          if ((*j)->user != p->subject && p->role != Role::kAdmin) {
+            return Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may read its script", *job_id, (*j)->user));
+          }
+          auto sub = store->SubmissionOfJob((*j)->data_plane, (*j)->cluster, (*j)->job_id, (*j)->submit_time);
+          if (!sub.ok()) return Error(res, 503, sub.status().message());
+          if (!*sub) return Error(res, 404, fmt::format("job {} was not submitted through the API: no script is kept", *job_id));
+          Ok(res, {{"script", (*sub)->script}, {"sbatchArgs", (*sub)->sbatch_args}, {"submission", (*sub)->id}});
+        });
+
   s.Post(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
     auto p = auth(req, res);
     if (!p) return;

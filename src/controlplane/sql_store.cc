@@ -350,6 +350,16 @@ class SqlStore : public Store {
     return out;
   }
 
+  Result<std::optional<Submission>> SubmissionOfJob(const std::string& data_plane, const std::string& cluster,
+                                                    int64_t job_id, int64_t submit_time) override {
+    std::vector<Submission> out;
+    RETURN_IF_ERROR(QuerySubmissions(
+        "WHERE data_plane = $1 AND cluster = $2 AND job_id = CAST($3 AS BIGINT) AND submit_time = CAST($4 AS BIGINT) "
+        "AND state = 'Submitted' LIMIT 1",
+        {data_plane, cluster, N(job_id), N(submit_time)}, &out));
+    return out.empty() ? std::optional<Submission>() : std::optional<Submission>(out[0]);
+  }
+
   Status PutCancellation(const Cancellation& c) override {
     return db_->Query(
         "INSERT INTO cancellations (id, data_plane, cluster, project, job_id, submit_time, job_user, requested_by, "

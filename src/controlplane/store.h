@@ -166,6 +166,9 @@ class Store {
   virtual Status PutSubmission(const Submission& s) = 0;  // insert or replace
   virtual Result<std::optional<Submission>> GetSubmission(const std::string& id) = 0;
   virtual Result<std::vector<Submission>> PendingSubmissions(const std::string& data_plane) = 0;
+  // The API submission that created a job, if it was one.
+  virtual Result<std::optional<Submission>> SubmissionOfJob(const std::string& data_plane, const std::string& cluster,
+                                                            int64_t job_id, int64_t submit_time) = 0;
 
   virtual Status PutCancellation(const Cancellation& c) = 0;  // insert or replace
   virtual Result<std::optional<Cancellation>> GetCancellation(const std::string& id) = 0;

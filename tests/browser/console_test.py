@@ -280,8 +280,12 @@ def main():
         check(first[0].text == "99999" and first[5].text == "api", "the new job heads the list with source api")
         shot("10-submitted")
 
-        # Cancel from the job's detail: the request waits for the data plane's agent.
+        # Its detail shows the script it was submitted with; then Cancel from there: the
+        # request waits for the data plane's agent.
         rows()[0].click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "job-script"), "srun hostname"))
+        check("--job-name=from-console" in driver.find_element(By.ID, "job-script").text,
+              "an API job's detail shows its script and options")
         wait.until(EC.element_to_be_clickable((By.ID, "cancel-job"))).click()
         driver.switch_to.alert.accept()
         wait.until(EC.text_to_be_present_in_element((By.ID, "cancel-note"), "Cancel requested"))

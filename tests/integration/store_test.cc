@@ -209,6 +209,23 @@ TEST_P(StoreTest, CancellationsArePendingUntilTheAgentSettlesThem) {
   EXPECT_FALSE(store_->GetCancellation("nope")->has_value());
 }
 
+TEST_P(StoreTest, TheSubmissionOfAJobIsFoundByTheJobsKey) {
+  cp::Submission x;
+  x.id = "s1", x.data_plane = "dp1", x.project = "astro", x.workspace = "ann-astro", x.user = "ann";
+  x.script = "#!/bin/sh\ntrue\n", x.sbatch_args = {"--job-name=a"}, x.created_at = 1;
+  ASSERT_TRUE(store_->PutSubmission(x).ok());
+  EXPECT_FALSE(store_->SubmissionOfJob("dp1", "c1", 7, 100)->has_value());  // still Pending: no job yet
+  x.state = "Submitted", x.cluster = "c1", x.job_id = 7, x.submit_time = 100;
+  ASSERT_TRUE(store_->PutSubmission(x).ok());
+  auto found = store_->SubmissionOfJob("dp1", "c1", 7, 100);
+  ASSERT_TRUE(found.ok()) << found.status().message();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->script, x.script);
+  EXPECT_EQ((*found)->sbatch_args, x.sbatch_args);
+  EXPECT_FALSE(store_->SubmissionOfJob("dp1", "c1", 7, 101)->has_value());  // another run of id 7
+  EXPECT_FALSE(store_->SubmissionOfJob("dp2", "c1", 7, 100)->has_value());
+}
+
 TEST_P(StoreTest, DataPlanesTokensAndFlags) {
   cp::DataPlane dp{"dp1", "Healthy", {}, {{"slurm/slurmctld", "22.05.8"}}, 100, 0};
   ASSERT_TRUE(store_->UpsertDataPlane(dp).ok());

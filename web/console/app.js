@@ -308,6 +308,14 @@ function jobsPage() {
         item("Source", j.source === "api" ? "API submission" : "workspace CLI"),
         item("Data plane / cluster", `${j.dataPlane} / ${j.cluster}`)),
       el("div", { class: "pager" }, cancel, close, cancelNote)));
+    if (j.source === "api" && (j.user === state.me.subject || state.me.role === "admin")) {
+      const box = el("section", { id: "job-script", "aria-label": "Batch script" });
+      detail.firstChild.append(box);
+      api("GET", `/api/v1/projects/${project}/jobs/${j.dataPlane}/${j.cluster}/${j.jobId}/script?submitTime=${j.submitTime}`)
+        .then((s) => box.replaceChildren(el("h2", {}, "Batch script"),
+          el("p", { class: "muted" }, `sbatch ${s.sbatchArgs.join(" ")}`), el("pre", {}, s.script)))
+        .catch((e) => box.replaceChildren(el("p", { class: "muted" }, e.message)));
+    }
     if (focus) $("#detail-title").focus();
   }
 
