@@ -60,6 +60,11 @@ void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
   // Sign in: an API token in, a session cookie out. Failures count against the address like a
   // bad bearer token (429 past the limit) and are audited.
   s.Post("/api/v1/session", [=](const Request& req, Response& res) {
+    // JSON only: a cross-site HTML form cannot send it, so no other site can sign a browser in
+    // under its own token (login CSRF).
+    if (req.get_header_value("Content-Type").rfind("application/json", 0) != 0) {
+      return http::Error(res, 415, "sign-in takes a JSON body (Content-Type: application/json)", "body");
+    }
     auto body = http::Body(req, res);
     if (!body) return;
     if (!body->contains("token") || !(*body)["token"].is_string() || (*body)["token"].get<std::string>().empty()) {

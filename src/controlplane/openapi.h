@@ -131,7 +131,7 @@ inline constexpr const char* kOpenApiDocument = R"json({
         "security": [],
         "responses": {"201": {"description": "subject, role, projects, csrfToken (send as X-CSRF-Token on POST/PUT/DELETE), expiresAt"},
           "401": {"description": "unknown, expired or revoked token"}, "403": {"description": "agent or metrics token"},
-          "429": {"description": "too many failed sign-ins from the address"}}},
+          "415": {"description": "not a JSON body"}, "429": {"description": "too many failed sign-ins from the address"}}},
       "get": {"summary": "The signed-in caller (cookie or bearer), with the session's csrfToken",
         "responses": {"200": {"description": "subject, role, projects, csrfToken?"}}},
       "delete": {"summary": "Sign out: ends the session, clears the cookie",

@@ -202,6 +202,12 @@ def main():
             "return fetch('/api/v1/session', {method: 'DELETE', credentials: 'same-origin'}).then(r => r.status)")
         check(status == 403, f"DELETE without X-CSRF-Token is refused (got {status})")
 
+        # Sign-in takes JSON only: a cross-site form (text/plain) cannot sign a browser in.
+        status = driver.execute_script(
+            "return fetch('/api/v1/session', {method: 'POST', headers: {'Content-Type': 'text/plain'}, "
+            "body: JSON.stringify({token: arguments[0]})}).then(r => r.status)", tokens["eve"])
+        check(status == 415, f"a sign-in that is not JSON is refused (got {status})")
+
         # Phone width.
         driver.set_window_size(390, 844)
         time.sleep(0)  # resize is synchronous; the next screenshot shows the narrow layout
@@ -298,10 +304,10 @@ def main():
         wait.until(EC.text_to_be_present_in_element((By.ID, "cancel-note"), "Cancelled."))
         shot("11-cancelled")
 
-        # Nothing went wrong in the page itself (a 401/403 the test provoked is logged by Chrome
+        # Nothing went wrong in the page itself (a 401/403/415 the test provoked is logged by Chrome
         # as a failed resource load; anything else severe is an error of the console).
         logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
-                and "the server responded with a status of 40" not in e["message"]]
+                and "the server responded with a status of 4" not in e["message"]]
         check(not logs, f"no errors in the browser console ({logs[:3]})")
     finally:
         stop.set()
