@@ -20,6 +20,7 @@ import urllib.request
 
 from selenium import webdriver
 from selenium.webdriver.chrome.options import Options
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
 from selenium.webdriver.support import expected_conditions as EC
@@ -124,11 +125,17 @@ def main():
         opts.binary_location = shutil.which("chromium")
         opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
         driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
-        wait = WebDriverWait(driver, 20)
+        wait = WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException])
         shot = lambda name: driver.save_screenshot(os.path.join(ARTIFACTS, name + ".png"))
 
+        # The table is read and clicked in one script each: the page re-renders it (filters,
+        # paging, the 15 s refresh), and a row found by one call may be gone at the next.
         def rows():
-            return driver.find_elements(By.CSS_SELECTOR, "#jobs-body tr.job")
+            return driver.execute_script(
+                "return [...document.querySelectorAll('#jobs-body tr.job')].map(r => [...r.cells].map(c => c.textContent))")
+
+        def open_first_row():
+            driver.execute_script("document.querySelector('#jobs-body tr.job').click()")
 
         def sign_in(token):
             driver.get(base + "/")
@@ -146,7 +153,7 @@ def main():
         sign_in(tokens["ann"])
         wait_status("Page 1: 50 jobs")
         check(len(rows()) == 50, "the HPC tab lists 50 jobs on its first page")
-        names = [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows()]
+        names = [r[1] for r in rows()]
         check(all(n.startswith("astro-sim-") for n in names), "only project astro's jobs are listed")
         check(names[0] == "astro-sim-9999", f"newest submission first (got {names[0]})")
         options = [o.text for o in Select(driver.find_element(By.ID, "project-select")).options]
@@ -164,7 +171,7 @@ def main():
         # Paging through the cursor, and back.
         driver.find_element(By.ID, "next-page").click()
         wait_status("Page 2: 50 jobs")
-        second = rows()[0].find_elements(By.TAG_NAME, "td")[1].text
+        second = rows()[0][1]
         check(second == "astro-sim-9949", f"page 2 continues where page 1 ended (got {second})")
         driver.find_element(By.ID, "prev-page").click()
         wait_status("Page 1: 50 jobs")
@@ -173,18 +180,17 @@ def main():
         Select(driver.find_element(By.ID, "f-state")).select_by_value("FAILED")
         driver.find_element(By.ID, "f-user").send_keys("bob")
         driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
-        wait.until(lambda d: all(r.find_elements(By.TAG_NAME, "td")[3].text == "FAILED" and
-                                 r.find_elements(By.TAG_NAME, "td")[2].text == "bob" for r in rows()) and rows())
+        wait.until(lambda d: rows() and all(r[3] == "FAILED" and r[2] == "bob" for r in rows()))
         check(len(rows()) == 50, "state and user filters keep full pages (667 FAILED jobs of bob)")
         driver.find_element(By.ID, "f-name").send_keys("sim-999")
         driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
         wait_status("Page 1: 1 job")
-        check([r.find_elements(By.TAG_NAME, "td")[1].text for r in rows()] == ["astro-sim-9996"],
+        check([r[1] for r in rows()] == ["astro-sim-9996"],
               "the name filter finds the one FAILED job of bob named *sim-999*")
         shot("03-filtered")
 
         # A job's detail: timeline and statistics.
-        rows()[0].click()
+        open_first_row()
         wait.until(EC.visibility_of_element_located((By.ID, "detail-title")))
         detail = driver.find_element(By.ID, "job-detail").text
         check("Job 10996: astro-sim-9996" in detail, "the detail names the job")
@@ -228,7 +234,7 @@ def main():
         # eve sees bio and nothing of astro; the admin sees data planes.
         sign_in(tokens["eve"])
         wait_status("Page 1: 50 jobs")
-        names = [r.find_elements(By.TAG_NAME, "td")[1].text for r in rows()]
+        names = [r[1] for r in rows()]
         check(all(n.startswith("bio-sim-") for n in names), "eve sees project bio's jobs only")
         check(driver.find_element(By.CSS_SELECTOR, "nav a[data-page=dataplanes]").is_displayed() is False,
               "a user has no data planes link")
@@ -281,14 +287,14 @@ def main():
             agent.call("POST", f"/api/v1/dataplanes/dp1/submissions/{subs[0]['id']}",
                        {"state": "Submitted", "jobId": 99999, "submitTime": int(time.time()), "cluster": "c1"})
         driver.refresh()
-        wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#jobs-body tr.job")))
-        first = rows()[0].find_elements(By.TAG_NAME, "td")
-        check(first[0].text == "99999" and first[5].text == "api", "the new job heads the list with source api")
+        wait.until(lambda d: rows())
+        first = rows()[0]
+        check(first[0] == "99999" and first[5] == "api", "the new job heads the list with source api")
         shot("10-submitted")
 
         # Its detail shows the script it was submitted with; then Cancel from there: the
         # request waits for the data plane's agent.
-        rows()[0].click()
+        open_first_row()
         wait.until(EC.text_to_be_present_in_element((By.ID, "job-script"), "srun hostname"))
         check("--job-name=from-console" in driver.find_element(By.ID, "job-script").text,
               "an API job's detail shows its script and options")

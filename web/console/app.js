@@ -261,7 +261,8 @@ function jobsPage() {
     if (openJob) {
       const again = jobs.find((j) => j.jobId === openJob.jobId && j.submitTime === openJob.submitTime &&
         j.cluster === openJob.cluster && j.dataPlane === openJob.dataPlane);
-      if (again) showDetail(again, false);
+      // Re-rendered only when the job changed: a note (a cancel in flight) survives a refresh.
+      if (again && JSON.stringify(again) !== JSON.stringify(openJob)) showDetail(again, false);
     }
   }
 
