@@ -12,8 +12,6 @@ peer (sacct -a -P against the API export) on real jobs.
 Usage: /usr/bin/python3 bench/console_render.py [build-dir]   (env JOBS, REPEATS)
 """
 import os
-import shutil
-import signal
 import statistics
 import subprocess
 import sys
@@ -22,11 +20,8 @@ import time
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
-from console_test import Api, free_port, job  # noqa: E402  (the browser test's seeding)
+from console_test import Api, chromium, free_port, job, shut_down  # noqa: E402  (the browser test's helpers)
 
-from selenium import webdriver  # noqa: E402
-from selenium.webdriver.chrome.options import Options  # noqa: E402
-from selenium.webdriver.chrome.service import Service  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
@@ -89,12 +84,7 @@ def main():
             assert code == 200, body
         print(f"stored {JOBS} records in {time.time() - t0:.1f} s", flush=True)
 
-        opts = Options()
-        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1280,800", f"--user-data-dir={state}/chromium"):
-            opts.add_argument(a)
-        opts.binary_location = shutil.which("chromium")
-        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+        driver = chromium(state)
         wait = WebDriverWait(driver, 120)
         driver.get(base + "/")
         wait.until(EC.element_to_be_clickable((By.ID, "token"))).send_keys(tokens["ann"])
@@ -120,15 +110,7 @@ def main():
         print(f"server peak RSS: {rss_kib / 1024:.0f} MiB")
         print(f"ratio render/API p50: {statistics.median(render) / max(0.001, statistics.median(api)):.1f}")
     finally:
-        if driver:
-            driver.quit()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        shutil.rmtree(state, ignore_errors=True)
+        shut_down(driver, server, state)
 
 
 if __name__ == "__main__":

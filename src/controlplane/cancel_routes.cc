@@ -16,8 +16,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kMaxUnixSeconds = 253402300799;
-
 // Job states in which Slurm still holds the job: there is something to cancel.
 bool Cancellable(const std::string& state) {
   static const std::set<std::string> live = {"PENDING", "RUNNING", "REQUEUED", "SUSPENDED", "CONFIGURING",
@@ -45,14 +43,9 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
            if (!p) return;
            const std::string project = req.matches[1];
            if (!http::RequireProject(*p, project, res)) return;
-           int64_t submit = 0;
-           if (!http::IntegerParam(req, res, "submitTime", 0, kMaxUnixSeconds, &submit)) return;
-           auto job_id = http::ParseInteger(req.matches[4], 1, INT64_MAX);
-           if (!job_id) return http::Error(res, 404, "no such job in project " + project);
-           auto j = store->GetJob(req.matches[2], req.matches[3], *job_id, submit);
-           if (!j.ok()) return http::Error(res, 503, j.status().message());
-           if (!*j || (*j)->project != project) return http::Error(res, 404, "no such job in project " + project);
-           const JobRecord& job = **j;
+           auto found = http::ProjectJob(store, req, project, res);
+           if (!found) return;
+           const JobRecord& job = *found;
            if (job.user != p->subject && p->role != Role::kAdmin) {
              return http::Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may cancel it", job.job_id,
                                                       job.user));

@@ -12,11 +12,10 @@
 
 namespace hpc::cp {
 using nlohmann::json;
+using http::kMaxUnixSeconds;
 
 namespace {
 
-// Times in queries are unix seconds up to the year 9999.
-constexpr int64_t kMaxUnixSeconds = 253402300799;
 // At most this many buckets in one statistics answer.
 constexpr int64_t kMaxBuckets = 1000;
 

@@ -204,6 +204,27 @@ void Auth::Audit(const std::string& actor, const httplib::Request& req, const st
   if (Status s = store_->AppendAudit(e); !s.ok()) spdlog::error("audit {} {}: not recorded: {}", action, target, s.message());
 }
 
+std::optional<JobRecord> ProjectJob(Store* store, const httplib::Request& req, const std::string& project,
+                                    httplib::Response& res) {
+  int64_t submit = 0;
+  if (!IntegerParam(req, res, "submitTime", 0, kMaxUnixSeconds, &submit)) return std::nullopt;
+  auto job_id = ParseInteger(req.matches[4], 1, INT64_MAX);
+  if (!job_id) {
+    Error(res, 404, "no such job in project " + project);
+    return std::nullopt;
+  }
+  auto j = store->GetJob(req.matches[2], req.matches[3], *job_id, submit);
+  if (!j.ok()) {
+    Error(res, 503, j.status().message());
+    return std::nullopt;
+  }
+  if (!*j || (*j)->project != project) {
+    Error(res, 404, "no such job in project " + project);
+    return std::nullopt;
+  }
+  return **j;
+}
+
 bool RequireProject(const Principal& p, const std::string& project, httplib::Response& res) {
   if (p.role == Role::kAgent || !p.MemberOf(project)) {
     Error(res, 403, fmt::format("{} is not a member of project {}", p.subject, project));

@@ -101,6 +101,14 @@ bool RequireProject(const Principal& p, const std::string& project, httplib::Res
 bool RequireAgentFor(const Principal& p, const std::string& data_plane, httplib::Response& res);
 bool RequireAdmin(const Principal& p, httplib::Response& res);
 
+// Times in queries are unix seconds up to the year 9999.
+inline constexpr int64_t kMaxUnixSeconds = 253402300799;
+
+// For routes /api/v1/projects/{project}/jobs/{dataPlane}/{cluster}/{jobId}[/...] (?submitTime=):
+// the project's job, or an answer (400 bad submitTime, 404 no such job in the project, 503).
+std::optional<JobRecord> ProjectJob(Store* store, const httplib::Request& req, const std::string& project,
+                                    httplib::Response& res);
+
 // The data plane if it is Healthy, reports slurm/slurmctld and reported within
 // `unreachable_after` seconds; otherwise a 409 naming it (503 if the store is away).
 bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachable_after, httplib::Response& res);

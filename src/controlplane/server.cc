@@ -21,11 +21,9 @@ using nlohmann::json;
 using http::Body;
 using http::Error;
 using http::Ok;
+using http::kMaxUnixSeconds;
 
 namespace {
-
-// Times in queries are unix seconds up to the year 9999.
-constexpr int64_t kMaxUnixSeconds = 253402300799;
 
 bool ValidName(const std::string& s) {
   static const std::regex re("^[a-z][a-z0-9-]{0,62}$");
@@ -314,14 +312,7 @@ void Server::Routes() {
           if (!p) return;
           std::string project = req.matches[1];
           if (!http::RequireProject(*p, project, res)) return;
-          int64_t submit = 0;
-          if (!http::IntegerParam(req, res, "submitTime", 0, kMaxUnixSeconds, &submit)) return;
-          auto job_id = http::ParseInteger(req.matches[4], 1, INT64_MAX);
-          if (!job_id) return Error(res, 404, "no such job in project " + project);
-          auto j = store->GetJob(req.matches[2], req.matches[3], *job_id, submit);
-          if (!j.ok()) return Error(res, 503, j.status().message());
-          if (!*j || (*j)->project != project) return Error(res, 404, "no such job in project " + project);
-          Ok(res, ToJson(**j));
+          if (auto j = http::ProjectJob(store, req, project, res)) Ok(res, ToJson(*j));
         });
 
   // The batch script of a job submitted through the API: its user's and admins' only (scripts
@@ -332,19 +323,14 @@ void Server::Routes() {
           if (!p) return;
           std::string project = req.matches[1];
           if (!http::RequireProject(*p, project, res)) return;
-          int64_t submit = 0;
-          if (!http::IntegerParam(req, res, "submitTime", 0, kMaxUnixSeconds, &submit)) return;
-          auto job_id = http::ParseInteger(req.matches[4], 1, INT64_MAX);
-          if (!job_id) return Error(res, 404, "no such job in project " + project);
-          auto j = store->GetJob(req.matches[2], req.matches[3], *job_id, submit);
-          if (!j.ok()) return Error(res, 503, j.status().message());
-          if (!*j || (*j)->project != project) return Error(res, 404, "no such job in project " + project);
-          if ((*j)->user != p->subject && p->role != Role::kAdmin) {
-            return Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may read its script", *job_id, (*j)->user));
+          auto j = http::ProjectJob(store, req, project, res);
+          if (!j) return;
+          if (j->user != p->subject && p->role != Role::kAdmin) {
+            return Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may read its script", j->job_id, j->user));
           }
-          auto sub = store->SubmissionOfJob((*j)->data_plane, (*j)->cluster, (*j)->job_id, (*j)->submit_time);
+          auto sub = store->SubmissionOfJob(j->data_plane, j->cluster, j->job_id, j->submit_time);
           if (!sub.ok()) return Error(res, 503, sub.status().message());
-          if (!*sub) return Error(res, 404, fmt::format("job {} was not submitted through the API: no script is kept", *job_id));
+          if (!*sub) return Error(res, 404, fmt::format("job {} was not submitted through the API: no script is kept", j->job_id));
           Ok(res, {{"script", (*sub)->script}, {"sbatchArgs", (*sub)->sbatch_args}, {"submission", (*sub)->id}});
         });
 

@@ -61,6 +61,30 @@ class Api:
             return e.code, json.loads(e.read() or b"null")
 
 
+def chromium(state):
+    """Headless chromium at 1280x800 with its profile under `state`, keeping the browser log."""
+    opts = Options()
+    for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
+              "--window-size=1280,800", f"--user-data-dir={state}/chromium"):
+        opts.add_argument(a)
+    opts.binary_location = shutil.which("chromium")
+    opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
+    return webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+
+
+def shut_down(driver, server, state):
+    """Quits the browser, stops the server (SIGTERM, then SIGKILL) and removes the state."""
+    if driver:
+        driver.quit()
+    server.send_signal(signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        server.kill()
+        server.wait()
+    shutil.rmtree(state, ignore_errors=True)
+
+
 def job(i, project, user, now):
     submit = now - 86400 * 3 + i * 20
     start = submit + (i % 7) * 30
@@ -118,13 +142,7 @@ def main():
             code, body = agent.call("POST", "/api/v1/dataplanes/dp1/jobs", {"jobs": records[k:k + 2000]})
             assert code == 200, body
 
-        opts = Options()
-        for a in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage",
-                  "--window-size=1280,800", f"--user-data-dir={state}/chromium"):
-            opts.add_argument(a)
-        opts.binary_location = shutil.which("chromium")
-        opts.set_capability("goog:loggingPrefs", {"browser": "ALL"})
-        driver = webdriver.Chrome(service=Service(shutil.which("chromedriver")), options=opts)
+        driver = chromium(state)
         wait = WebDriverWait(driver, 20, ignored_exceptions=[StaleElementReferenceException])
         shot = lambda name: driver.save_screenshot(os.path.join(ARTIFACTS, name + ".png"))
 
@@ -317,15 +335,7 @@ def main():
         check(not logs, f"no errors in the browser console ({logs[:3]})")
     finally:
         stop.set()
-        if driver:
-            driver.quit()
-        server.send_signal(signal.SIGTERM)
-        try:
-            server.wait(timeout=20)
-        except subprocess.TimeoutExpired:
-            server.kill()
-            server.wait()
-        shutil.rmtree(state, ignore_errors=True)
+        shut_down(driver, server, state)
     print(f"screenshots in {ARTIFACTS}")
     if FAILURES:
         print(f"{len(FAILURES)} check(s) failed")
