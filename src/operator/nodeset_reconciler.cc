@@ -63,19 +63,20 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   }
 
   std::vector<std::string> errors;
-  std::set<std::string> replaced;
+  std::set<std::string> replaced;   // health replacements: gone for good, a new name takes over
+  std::set<std::string> restarted;  // started again below under the same name
   if (visible) {
     RepairStuckNodes(ns, &nodes, now, &st);
     ResetRestartedWorkers(ns, *pods, &nodes, &st, &errors);
     replaced = ApplyHealth(c, ns, *pods, &nodes, now, &st, &errors);
-    replaced.merge(RestartUnregisteredWorkers(ns, *pods, nodes, now, &st, &errors));
+    restarted = RestartUnregisteredWorkers(ns, *pods, nodes, now, &st, &errors);
     RegisterWorkersAgain(ns, *pods, nodes, now, &st);
   }
 
   std::vector<WorkerView> workers;
   int busy_nodes = 0;
   for (const auto& p : *pods) {
-    if (replaced.count(p.name)) continue;
+    if (replaced.count(p.name) || restarted.count(p.name)) continue;
     WorkerView w;
     w.pod = p.name;
     w.ordinal = WorkerOrdinal(ns, p.name);
@@ -132,6 +133,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
   if (autoscaled) opts.idle_timeout = ns.spec.idle_timeout_seconds;
   opts.max_create = Allowance(&created_[ns.metadata.name], ns.spec.scale_up_per_minute, now);
   opts.max_drain = Allowance(&drained_[ns.metadata.name], ns.spec.scale_down_per_minute, now);
+  for (const auto& name : replaced) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
   ScalePlan plan = PlanScale(workers, desired, opts);
   for (size_t i = 0; i < plan.create.size() + plan.resume.size(); ++i) created_[ns.metadata.name].push_back(now);
   for (size_t i = 0; i < plan.drain.size(); ++i) drained_[ns.metadata.name].push_back(now);

@@ -11,7 +11,7 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const S
   const bool slurm_visible = opts.slurm_visible;
   ScalePlan plan;
   int active = 0;
-  std::set<int> used;
+  std::set<int> used = opts.retired_ordinals;
   for (const auto& w : workers) {
     used.insert(w.ordinal);
     if (!w.drain_ours && !w.drain_health) ++active;

@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,6 +39,10 @@ struct ScaleOptions {
   std::optional<int64_t> idle_timeout;
   int max_create = -1;  // rate limits per decision; -1: unlimited
   int max_drain = -1;
+  // Ordinals of workers removed earlier in this pass (health replacements). A new worker does not
+  // take their name until a later pass: a pod's deletion may still be under way, and a fresh node
+  // under the name just replaced would read as the old one coming back.
+  std::set<int> retired_ordinals;
 };
 
 struct ScalePlan {

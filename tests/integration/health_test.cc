@@ -141,7 +141,8 @@ TEST(HealthIT, AWorkerSlurmDrainedForALaunchFailureIsReplaced) {
         }
         return !nodes.empty();  // sinfo answered, without cpu-0
       },
-      seconds(30)));
+      seconds(30)))
+      << c.Cli({"describe", "nodeset", "cpu"}).out;
   const std::string describe = c.Cli({"describe", "nodeset", "cpu"}).out;
   EXPECT_NE(describe.find("by Slurm (Duplicate jobid)"), std::string::npos) << describe;
   EXPECT_NE(NodeField(c, "cpu-1", "State").find("DRAIN"), std::string::npos);

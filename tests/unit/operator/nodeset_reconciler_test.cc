@@ -127,6 +127,26 @@ TEST_F(NodeSetReconcilerTest, AWorkerSlurmDrainedForAFaultIsReplaced) {
   EXPECT_FALSE(slurm_.Called("resume cpu-1"));
 }
 
+// A drain first seen already past replaceAfter: the worker is replaced in that same pass, and
+// its capacity comes back under a new name, never the name of the node just removed (whose pod
+// may still be on its way out).
+TEST_F(NodeSetReconcilerTest, AWorkerReplacedOnFirstSightDoesNotLendItsName) {
+  cluster_.spec.health_checks.replace_after_seconds = 3;
+  Workers(2);
+  Node(0).flags.insert("DRAIN");
+  Node(0).reason = "Duplicate jobid";
+  Node(0).reason_set_by = "slurm";
+  Node(0).reason_changed_at = std::time(nullptr) - 10;
+  auto st = Pass();
+  EXPECT_EQ(st.replacements, 1);
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 0u);
+  EXPECT_EQ(rt_.pods.count("cpu-2"), 1u);
+  slurm_.nodes.erase(slurm_.nodes.begin());  // Slurm forgot cpu-0
+  Pass();
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 0u);  // two workers already: nothing more to create
+  EXPECT_EQ(rt_.pods.size(), 2u);
+}
+
 // slurmctld restarted from state older than a worker's registration: the worker runs, Slurm
 // has no node for it. Past the grace its pod is deleted and started again; never while Slurm
 // cannot be read (fail closed), and not before the grace.

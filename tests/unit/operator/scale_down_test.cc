@@ -16,6 +16,14 @@ TEST(PlanScaleTest, CreatesLowestFreeOrdinals) {
   EXPECT_TRUE(plan.drain.empty());
 }
 
+// A worker replaced earlier in the same pass does not lend its name to the new one.
+TEST(PlanScaleTest, OrdinalsRetiredInThisPassAreNotReused) {
+  ScaleOptions opts{true};
+  opts.retired_ordinals = {0};
+  auto plan = PlanScale({W(1)}, 2, opts);
+  EXPECT_EQ(plan.create, (std::vector<int>{2}));
+}
+
 // Idle workers are drained before busy ones, highest ordinal first.
 TEST(PlanScaleTest, DrainsIdleBeforeBusy) {
   auto plan = PlanScale({W(0, true, false), W(1, true, true), W(2, true, false)}, 1, ScaleOptions{true});
