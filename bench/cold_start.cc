@@ -5,6 +5,7 @@
 // Polls the runtime and slurmrestd every 5 ms. Usage (cluster up, nodeset autoscaled):
 //   bench_cold_start STATE_DIR CLUSTER NODESET TRIALS
 #include <cstdio>
+#include <random>
 #include <thread>
 
 #include "bench_cluster.h"
@@ -28,6 +29,8 @@ int main(int argc, char** argv) {
   auto workers = [&] { return b.rt->ListPods({{op::kLabelNodeSet, nodeset}}); };
 
   std::vector<double> decision, start, schedule, total;
+  std::mt19937 rng(1);
+  std::uniform_int_distribution<int> jitter(0, 999);
   for (int t = 0; t < trials; ++t) {
     // Scaled to zero: no pod, and Slurm lists no node of this nodeset.
     auto deadline = Clock::now() + std::chrono::seconds(120);
@@ -40,6 +43,11 @@ int main(int argc, char** argv) {
       if (Clock::now() > deadline) return std::fprintf(stderr, "nodeset did not return to zero\n"), 1;
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
+    // slurmctld 22.05 starts work on a new node only at its once-a-second scheduler ticks; a trial
+    // that begins right after the previous one ended would keep the same phase to them every time.
+    // Users submit at any moment: a random delay samples that phase evenly (fixed seed: the same
+    // delays in every run).
+    std::this_thread::sleep_for(std::chrono::milliseconds(jitter(rng)));
     runtime::ExecOptions o;
     o.user = "alice";
     o.argv = {"sbatch", "--parsable", "-p", nodeset, "-o", "/dev/null", "--wrap", "sleep 1"};

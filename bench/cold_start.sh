@@ -6,6 +6,8 @@
 set -euo pipefail
 build=$(readlink -f "${1:-build}")
 trials=${TRIALS:-10}
+# The peer takes ~30 s a trial; PEER_TRIALS (default TRIALS) keeps a run with many hpcplane trials short.
+peer_trials=${PEER_TRIALS:-$trials}
 work=$(mktemp -d /tmp/hpcplane-cold-XXXXXX)
 chmod 755 "$work"
 trap 'for c in cold peer; do "$build/hpcplane" --state-dir "$work" --cluster $c down --purge >/dev/null 2>&1 || true; done; rm -rf "$work"' EXIT
@@ -59,7 +61,7 @@ chmod 700 "$state"
 "$build/hpcplane" --state-dir "$work" up -f "$work/cold.yaml" --detach >/dev/null
 "$build/hpcplane" --state-dir "$work" up -f "$work/peer.yaml" --detach >/dev/null
 "$build/bench_cold_start" "$work" cold elastic "$trials" | tee "$work/hpcplane.out"
-"$build/bench_power_save" "$work" peer "$trials" | tee "$work/peer.out"
+"$build/bench_power_save" "$work" peer "$peer_trials" | tee "$work/peer.out"
 h=$(awk '/sbatch -> RUNNING/ {print $4}' "$work/hpcplane.out")
 p=$(awk '/sbatch -> RUNNING/ {print $4}' "$work/peer.out")
 echo

@@ -3,6 +3,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
 #include <tuple>
@@ -11,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "common/change_watch.h"
 #include "common/files.h"
 #include "common/jwt.h"
 #include "common/log.h"
@@ -197,6 +199,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   const std::vector<std::string> probed = {
       rt->VolumePath(kVolumeControllerState) + "/" + slurm::kSubmitMarkerFile, p.Dir() + "/cluster.json",
       p.Dir() + "/nodesets", p.Dir() + "/workspaces"};
+  ChangeWatch watch(probed);
+  if (!watch.watching()) spdlog::warn("inotify unavailable: submissions are noticed within a second");
   auto next_supervise = Clock::now();
   bool settled = false;
   bool something_moved = false;
@@ -233,8 +237,14 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
                      p.name, std::chrono::duration_cast<std::chrono::seconds>(schedule.options().idle).count());
       }
     }
-    // The probe's tick: how soon a submission to an idle cluster starts a pass.
-    std::this_thread::sleep_for(std::chrono::milliseconds(settled ? 50 : 20));
+    // Sleep until the next supervision or pass falls due, woken at once by a change to a probed
+    // file (a submission, a spec): an idle cluster costs no ticks, and a submission starts a pass
+    // in the time it takes inotify to deliver. Pods starting are watched every 20 ms.
+    const auto wake = std::min(next_supervise, schedule.NextCheck(stamp));
+    auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(wake - Clock::now());
+    wait = std::clamp(wait, std::chrono::milliseconds(0),
+                      settled ? std::chrono::milliseconds(1000) : std::chrono::milliseconds(20));
+    if (wait.count() > 0) watch.Wait(wait);
   }
   metrics_endpoint.reset();
   if (cp_server) cp_server->Stop();

@@ -9,6 +9,11 @@ bool PassSchedule::Due(Clock::time_point now, const std::string& stamp) const {
   return stamp != stamp_ && now >= last_ + o_.min_gap;
 }
 
+PassSchedule::Clock::time_point PassSchedule::NextCheck(const std::string& stamp) const {
+  if (stamp != stamp_) return std::min(next_, last_ + o_.min_gap);
+  return next_;
+}
+
 void PassSchedule::Done(Clock::time_point now, const PassOutcome& outcome, const std::string& stamp) {
   last_ = now;
   stamp_ = stamp;

@@ -42,6 +42,9 @@ class PassSchedule {
   // After a pass that started when the probe read `stamp` (a change during the pass is seen
   // by the next Due).
   void Done(Clock::time_point now, const PassOutcome& outcome, const std::string& stamp);
+  // The earliest time Due can turn true given the probe's stamp now: when a moved stamp clears
+  // min_gap, else the next timed pass. The daemon sleeps until then unless woken by a change.
+  Clock::time_point NextCheck(const std::string& stamp) const;
   // Something the daemon saw itself (a pod started or died) wants a pass at once.
   void PassNow() { next_ = Clock::time_point{}; }
   bool idle() const { return idle_; }

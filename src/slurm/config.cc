@@ -26,6 +26,28 @@ bool AdminSets(const api::SlurmCluster& c, const std::string& key) {
 
 }  // namespace
 
+std::string SchedulerParameters(const std::vector<std::string>& admin) {
+  // slurmctld 22.05 schedules only from its background loop, once a second: a node's registration,
+  // an update or a finished job merely flag that loop. Only a submission is placed at once, so a
+  // worker that registers for queued work waits for the next tick. The backfill scheduler keeps a
+  // timer of its own; at 1 s (default 30) it is a second, independently phased chance, which
+  // roughly halves that wait. sched_interval=1: a node registering again under a name Slurm
+  // deleted earlier triggers no pass at all, and would wait for the full-queue interval (60 s).
+  static const std::vector<std::string> kDefaults = {"batch_sched_delay=0", "sched_min_interval=100000",
+                                                     "sched_interval=1", "bf_interval=1"};
+  auto key = [](const std::string& token) { return token.substr(0, token.find('=')); };
+  std::vector<std::string> out;
+  // Slurm reads the first occurrence of a key: a default the admin sets again is left out.
+  for (const auto& d : kDefaults) {
+    bool overridden = std::any_of(admin.begin(), admin.end(), [&](const std::string& a) { return key(a) == key(d); });
+    if (!overridden) out.push_back(d);
+  }
+  out.insert(out.end(), admin.begin(), admin.end());
+  std::string joined;
+  for (const auto& t : out) joined += (joined.empty() ? "" : ",") + t;
+  return joined;
+}
+
 std::string ControllerHost(const api::SlurmCluster& c) { return c.metadata.name + "-controller"; }
 std::string SlurmdbdHost(const api::SlurmCluster& c) { return c.metadata.name + "-slurmdbd"; }
 std::string DatabaseHost(const api::SlurmCluster& c) { return c.metadata.name + "-mariadb"; }
@@ -72,14 +94,7 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     // Daemons log to stderr; the runtime keeps it as the pod's log.
     << "SlurmctldDebug=info\n"
     << "SlurmdDebug=info\n";
-  // The main scheduler runs on events and every sched_interval seconds (default 60). A dynamic
-  // node that registers again under a name Slurm deleted earlier triggers no scheduling pass, so
-  // without a short interval its first job waited for the backfill scheduler (~30 s).
-  std::vector<std::string> sched = {"batch_sched_delay=0", "sched_min_interval=100000", "sched_interval=1"};
-  for (const auto& p : c.spec.scheduler_parameters) sched.push_back(p);
-  o << "SchedulerParameters=";
-  for (size_t i = 0; i < sched.size(); ++i) o << (i ? "," : "") << sched[i];
-  o << "\n";
+  o << "SchedulerParameters=" << SchedulerParameters(c.spec.scheduler_parameters) << "\n";
   if (!c.spec.priority_type.empty()) o << "PriorityType=" << c.spec.priority_type << "\n";
   if (c.spec.accounting.enabled) {
     // slurmctld queues records while slurmdbd is away and sends them once it answers, so a

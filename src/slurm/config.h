@@ -40,6 +40,10 @@ std::string DatabaseHost(const api::SlurmCluster& c);
 
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
 
+// SchedulerParameters= for slurm.conf: hpcplane's defaults (quick scheduling of work on newly
+// registered workers), each left out where the admin's `admin` tokens set the same key, then theirs.
+std::string SchedulerParameters(const std::vector<std::string>& admin);
+
 // A partition's options after PartitionName= and Nodes=: Default, MaxTime, State and extras.
 std::vector<std::string> PartitionOptions(const api::NodeSet& ns);
 

@@ -1,6 +1,7 @@
 // Integration tests of the autoscaler against real Slurm: scale from zero on queued work, back
 // to zero when idle, count only jobs more nodes would help, never kill a job, fail closed.
 #include <algorithm>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -193,28 +194,60 @@ TEST(AutoscaleIT, ReadingALargeQueueLeavesSlurmrestdFlat) {
 }
 
 // An idle cluster lists nothing but still misses no work: with its periodic safety pass set
-// far out (10 min), a single job submitted after a long idle gets its worker from slurmctld's
-// submit hook, in seconds.
-TEST(AutoscaleIT, AJobAfterALongIdleStillGetsItsWorker) {
+// far out (10 min), the daemon learns of each submission from slurmctld's submit hook alone
+// (inotify on the marker file). A single job after a long idle, a burst, and a single job again
+// after the cluster went idle once more: every job runs.
+TEST(AutoscaleIT, JobsAfterAnIdleGetWorkersSinglyAndInBursts) {
   ::setenv("HPCPLANE_IDLE_PASS_SECONDS", "600", 1);
-  TestCluster c("ai", Elastic());
+  TestCluster c("ai", Elastic("2s"));
   auto up = c.Up();
   ::unsetenv("HPCPLANE_IDLE_PASS_SECONDS");
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
   auto log = [&] { return files::Read(c.ClusterDir() + "/daemon.log").value_or(""); };
-  ASSERT_TRUE(WaitFor([&] { return log().find("is idle") != std::string::npos; }, seconds(30))) << log();
+  auto idles = [&] {
+    const std::string text = log();
+    int n = 0;
+    for (size_t at = text.find("is idle"); at != std::string::npos; at = text.find("is idle", at + 1)) ++n;
+    return n;
+  };
+  auto finished = [&](int64_t id) {
+    const std::string st = c.JobField(id, "JobState");
+    return st == "RUNNING" || st == "COMPLETED";
+  };
+  ASSERT_TRUE(WaitFor([&] { return idles() >= 1; }, seconds(30))) << log();
   // Idle for a while: nothing is listed or scaled.
-  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 0; }, seconds(15)));
+  EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 0; }, seconds(10)));
   auto submitted = std::chrono::steady_clock::now();
   auto r = c.Login("alice", {"sbatch", "-o", "/dev/null", "--wrap", "sleep 1"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int64_t id = JobIdFrom(r.out);
-  ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "RUNNING" || c.JobField(id, "JobState") == "COMPLETED"; },
-                      seconds(20)))
+  ASSERT_TRUE(WaitFor([&] { return finished(id); }, seconds(20)))
       << "job " << id << " is " << c.JobField(id, "JobState") << " after an idle; daemon log:\n" << log();
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - submitted);
   EXPECT_LT(waited.count(), 20000);
   EXPECT_NE(log().find("woken by a change"), std::string::npos);
+
+  // Back to zero and idle, then a burst of eight submissions as fast as sbatch returns.
+  const int idle_before = idles();
+  ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && idles() > idle_before; }, seconds(60))) << log();
+  auto burst = c.Login("alice", {"bash", "-c", "for i in 1 2 3 4 5 6 7 8; do sbatch --parsable -o /dev/null --wrap 'sleep 1' || exit 1; done"});
+  ASSERT_EQ(burst.exit_code, 0) << burst.err;
+  std::vector<int64_t> ids;
+  std::istringstream lines(burst.out);
+  for (std::string line; std::getline(lines, line);) ids.push_back(std::stoll(line));
+  ASSERT_EQ(ids.size(), 8u) << burst.out;
+  for (int64_t job : ids) {
+    EXPECT_TRUE(WaitFor([&] { return c.JobField(job, "JobState") == "COMPLETED"; }, seconds(90)))
+        << "job " << job << " is " << c.JobField(job, "JobState") << "; daemon log:\n" << log();
+  }
+
+  // Idle again: one more single job.
+  const int idle_after_burst = idles();
+  ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && idles() > idle_after_burst; }, seconds(60))) << log();
+  auto last = c.Login("alice", {"sbatch", "--parsable", "-o", "/dev/null", "--wrap", "sleep 1"});
+  ASSERT_EQ(last.exit_code, 0) << last.err;
+  int64_t last_id = std::stoll(last.out);
+  EXPECT_TRUE(WaitFor([&] { return finished(last_id); }, seconds(20))) << log();
 }
 
 }  // namespace

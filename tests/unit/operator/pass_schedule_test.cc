@@ -47,6 +47,19 @@ TEST(PassSchedule, ChangesDuringAPassAreSeenAndBurstsAreSpaced) {
   EXPECT_TRUE(s.Due(t0 + 100ms, "b"));
 }
 
+// The daemon sleeps until NextCheck unless a change wakes it: the time it names must be the
+// first at which Due turns true, for an unmoved and for a moved stamp.
+TEST(PassSchedule, NextCheckNamesTheFirstMomentAPassIsDue) {
+  PassSchedule s;
+  s.Done(t0, {true, true, true}, "a");
+  EXPECT_EQ(s.NextCheck("a"), t0 + 30s);
+  EXPECT_EQ(s.NextCheck("b"), t0 + 100ms);
+  EXPECT_FALSE(s.Due(s.NextCheck("b") - 1ms, "b"));
+  EXPECT_TRUE(s.Due(s.NextCheck("b"), "b"));
+  s.PassNow();
+  EXPECT_LE(s.NextCheck("a"), t0);
+}
+
 // Guards token renewal on an idle cluster: a duty due before the idle interval ends sets the
 // next pass (a 12 s token was not renewed when idle passes were 30 s apart).
 TEST(PassSchedule, AnIdleClusterStillPassesWhenATimeBasedDutyFallsDue) {

@@ -47,14 +47,21 @@ TEST(SlurmConfTest, RenderingIsDeterministicAndOrdered) {
   EXPECT_LT(a.find("NodeSet=a "), a.find("NodeSet=b "));
 }
 
+// Slurm reads the first occurrence of a key, so an admin's value must replace hpcplane's default
+// rather than follow it.
+TEST(SlurmConfTest, TheAdminsSchedulerParametersReplaceTheDefaults) {
+  EXPECT_EQ(SchedulerParameters({}), "batch_sched_delay=0,sched_min_interval=100000,sched_interval=1,bf_interval=1");
+  EXPECT_EQ(SchedulerParameters({"sched_interval=60", "bf_continue", "bf_interval=30"}),
+            "batch_sched_delay=0,sched_min_interval=100000,sched_interval=60,bf_continue,bf_interval=30");
+}
+
 TEST(SlurmConfTest, SchedulingSettingsAndGpus) {
   auto c = Cluster();
   c.spec.scheduler_parameters = {"bf_interval=5"};
   c.spec.priority_type = "priority/multifactor";
   c.spec.extra_config = {"PriorityWeightFairshare=1000"};
   std::string conf = RenderSlurmConf(c, {NodeSet("gpu", 2)});
-  EXPECT_NE(conf.find("SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,sched_interval=1,bf_interval=5\n"),
-            std::string::npos)
+  EXPECT_TRUE(HasLine(conf, "SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,sched_interval=1,bf_interval=5"))
       << conf;
   EXPECT_TRUE(HasLine(conf, "PriorityType=priority/multifactor"));
   EXPECT_TRUE(HasLine(conf, "PriorityWeightFairshare=1000"));
