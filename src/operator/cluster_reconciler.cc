@@ -140,8 +140,10 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
       {"secrets", [&] { return EnsureSecrets(c); }, true},
       {"volumes", [&] { return EnsureVolumes(c); }, true},
       {"config", [&] { return EnsureConfig(c, nodesets, extra_users, dataset_groups); }, true},
-      // Each daemon needs the one before: slurmctld authenticates with munge, slurmrestd talks
-      // to slurmctld, and the login pod is only useful once Slurm answers.
+      // Every Slurm daemon and client authenticates with munge, so munged comes first. The rest
+      // start side by side: slurmrestd and the login pod's clients only reach slurmctld when
+      // asked something, so none waits for another to be ready (bring-up is the slowest pod,
+      // not the sum of them); Ready still needs them all and Slurm answering.
       {"munge", [&] { return EnsurePod(BuildMungePod(c, in_), "munge", &st); }, true},
       // Accounting starts beside the controller and never holds it up.
       {"mariadb",
@@ -171,14 +173,14 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
          controller_ready_ = s.ok();
          return s;
        },
-       true},
+       false},
       {"restapi",
        [&] {
          Status s = EnsurePod(BuildRestApiPod(c, in_), "restapi", &st);
          rest_ready = s.ok();
          return s;
        },
-       true},
+       false},
       {"login",
        [&] {
          if (!c.spec.login_enabled) {
@@ -222,7 +224,9 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
     }
   }
   if (!rest_ready) reader_.reset(), reader_endpoint_.clear();
-  if (reader_) {
+  // Asked only once slurmctld listens: slurmrestd starts beside it and would hold the pass
+  // (and every pod's readiness probe) on a request slurmctld cannot answer yet.
+  if (reader_ && controller_ready_) {
     auto version = reader_->Ping();
     slurm_ok = version.ok();
     if (slurm_ok) {
@@ -246,9 +250,11 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
                      : (!failures.empty() ? failures.front() : !waiting.empty() ? waiting : "Slurm does not answer: " + slurm_error));
   SetCondition(&st.conditions, "Progressing", !waiting.empty(), waiting.empty() ? "Converged" : "Waiting",
                waiting);
-  bool degraded = degraded_ || !failures.empty() || (rest_ready && !slurm_ok);
+  // slurmrestd up before slurmctld is bring-up, not a fault.
+  const bool rest_failing = rest_ready && controller_ready_ && !slurm_ok;
+  bool degraded = degraded_ || !failures.empty() || rest_failing;
   std::string degraded_msg = !failures.empty() ? failures.front()
-                             : (rest_ready && !slurm_ok) ? "slurmrestd does not answer: " + slurm_error
+                             : rest_failing ? "slurmrestd does not answer: " + slurm_error
                              : degraded_ ? waiting : "";
   SetCondition(&st.conditions, "Degraded", degraded, degraded ? "ComponentFailing" : "Healthy", degraded_msg);
   st.observed_generation = c.metadata.generation;
