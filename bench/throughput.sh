@@ -19,6 +19,8 @@ hp() { "$build/hpcplane" --state-dir "$work" --cluster tput "$@"; }
 daemon=""
 cleanup() {
   [ -n "$daemon" ] && kill -CONT "$daemon" 2>/dev/null || true
+  # DAEMON_LOG=FILE keeps the daemon's log of the run.
+  [ -n "${DAEMON_LOG:-}" ] && cp "$work/clusters/tput/daemon.log" "$DAEMON_LOG" 2>/dev/null || true
   hp down --purge >/dev/null 2>&1 || true
   rm -rf "$work"
 }
@@ -43,7 +45,7 @@ daemon=$(cut -d' ' -f1 "$work/clusters/tput/daemon.pid")
 login() { hp exec tput-login --user alice -- "$@"; }
 
 # Warm the nodeset to its 4 workers, as an autoscaled nodeset that has seen work.
-login bash -c 'for i in 1 2 3 4 5 6 7 8; do sbatch -Q -o /dev/null --wrap "sleep 2"; done'
+login bash -c 'for i in 1 2 3 4 5 6 7 8; do sbatch -Q -p auto -o /dev/null --wrap "sleep 2"; done'
 deadline=$((SECONDS + 120))
 until [ "$(hp exec tput-login -- sinfo -h -p auto -t idle -o %D 2>/dev/null | awk '{s+=$1} END {print s+0}')" = 4 ] &&
   [ -z "$(login squeue -h -o %i)" ]; do
@@ -63,8 +65,8 @@ hz=$(getconf CLK_TCK)
 # round LABEL: submits $jobs held jobs, releases them and prints "LABEL jobs/s seconds".
 round() {
   local label=$1
-  login bash -c "for i in \$(seq 1 $jobs); do sbatch --parsable --hold -Q -o /dev/null --wrap true; done" > "$work/ids"
-  [ "$(wc -l < "$work/ids")" = "$jobs" ] || { echo "submission failed" >&2; exit 1; }
+  login bash -c "for i in \$(seq 1 $jobs); do sbatch --parsable --hold -p auto -o /dev/null --wrap true; done" > "$work/ids" 2> "$work/submit.err" || true
+  [ "$(wc -l < "$work/ids")" = "$jobs" ] || { echo "submission failed:" >&2; cat "$work/submit.err" >&2; head -c 300 "$work/ids" >&2; exit 1; }
   local d0 c0 t0 t1
   d0=$(jiffies "$daemon"); c0=$(jiffies "$ctld")
   t0=$(date +%s.%N)

@@ -309,6 +309,9 @@ void NodeSetReconciler::RegisterWorkersAgain(const api::NodeSet& ns, const std::
   int signalled = 0;
   for (const auto& p : pods) {
     if (p.phase != runtime::PodPhase::kRunning || !p.ready || !nodes.count(p.name)) continue;
+    // Started after this slurmctld: it registered with it already. A SIGHUP would only pause its
+    // launches while slurmd reconfigures (a busy worker lost seconds of throughput to it).
+    if (p.started_at > started) continue;
     runtime::ExecOptions o;
     o.argv = {"pkill", "-HUP", "-x", "slurmd"};
     o.timeout = std::chrono::seconds(10);

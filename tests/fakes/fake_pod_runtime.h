@@ -24,6 +24,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   std::map<std::string, uint32_t> volumes;  // name -> mode
   std::map<std::string, runtime::PodSpec> pods;
   std::map<std::string, int> restarts;  // how often each pod was restarted, as ListPods reports it
+  std::map<std::string, int64_t> started_at;  // when each pod's process started (unix s); 0 when unset
   std::vector<std::string> deleted;     // every DeletePod, in order
   std::vector<ExecCall> execs;
   std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
@@ -82,6 +83,7 @@ class FakePodRuntime : public runtime::PodRuntime {
       st.phase = runtime::PodPhase::kRunning;
       st.ready = true;
       st.restarts = restarts.count(name) ? restarts.at(name) : 0;
+      st.started_at = started_at.count(name) ? started_at.at(name) : 0;
       out.push_back(st);
     }
     return out;

@@ -194,6 +194,23 @@ TEST_F(NodeSetReconcilerTest, WorkersRegisterAgainOnceAfterTheControllerRestarts
   EXPECT_EQ(hups(), 2);
 }
 
+// A worker whose slurmd started after this slurmctld registered with it: it is not signalled
+// (a SIGHUP makes slurmd pause launches while it reconfigures; a busy worker lost seconds to it).
+TEST_F(NodeSetReconcilerTest, WorkersStartedAfterTheControllerAreNotAskedToRegisterAgain) {
+  Workers(2);
+  const int64_t now = std::time(nullptr);
+  const int64_t controller_start = now - kRegisterAgainAfterSeconds - 1;
+  rt_.started_at["cpu-0"] = controller_start - 100;  // from before the restart
+  rt_.started_at["cpu-1"] = controller_start + 1;    // started by this controller's cluster
+  rec_.set_controller_started_at(controller_start);
+  Pass();
+  std::vector<std::string> signalled;
+  for (const auto& e : rt_.execs) {
+    if (e.opts.argv == std::vector<std::string>{"pkill", "-HUP", "-x", "slurmd"}) signalled.push_back(e.pod);
+  }
+  EXPECT_EQ(signalled, (std::vector<std::string>{"cpu-0"}));
+}
+
 TEST_F(NodeSetReconcilerTest, ARestartedWorkerThatSlurmCountsBusyIsReset) {
   Workers(2);
   Node(0).state = "allocated";
