@@ -5,8 +5,9 @@
 #   peer:     Slurm alone, hpcplane's daemon stopped (SIGSTOP; the workers run on untouched)
 #   hpcplane: the same workers as an autoscaled nodeset (0..4, already at 4) with the daemon
 #             running: it lists the whole queue every pass and decides the nodeset's size.
-# ROUNDS (default 2) alternate peer, hpcplane, peer, ... on the same cluster; the peer goes first
-# so slurmctld's growing job table (MinJobAge) weighs on hpcplane, not on the peer. Prints
+# ROUNDS (default 2) pairs run in ABBA order (peer, hpcplane, hpcplane, peer, ...) on the same
+# cluster, each starting from an empty job table (MinJobAge=2: finished jobs are purged within
+# about 10 s), so neither side inherits the other's load or drift. Prints
 # jobs/s per round, the daemon's and slurmctld's CPU share during the hpcplane rounds, and the
 # ratio hpcplane/peer of the median rounds (target >= 0.95).
 set -euo pipefail
@@ -33,7 +34,7 @@ spec:
   network: {subnet: 10.239.83.0/24}
   users: [{name: alice, uid: 2001}]
   scheduling:
-    extraConfig: ["MaxJobCount=50000", "MinJobAge=60"]
+    extraConfig: ["MaxJobCount=50000", "MinJobAge=2"]
 ---
 apiVersion: hpcplane.io/v1alpha1
 kind: NodeSet
@@ -80,14 +81,26 @@ round() {
     l, n / s, n, s, 100 * dd / hz / s, 100 * dc / hz / s }' | tee -a "$work/rounds"
 }
 
-echo "throughput: $jobs jobs of 'true' on 4 one-CPU workers, $rounds round(s) each"
-for r in $(seq 1 "$rounds"); do
-  kill -STOP "$daemon"
-  round peer
-  kill -CONT "$daemon"
+# empty_table: waits until slurmctld has purged every finished job of the previous round.
+empty_table() {
+  local deadline=$((SECONDS + 120))
+  until [ -z "$(login squeue -h -t all -o %i)" ]; do
+    [ $SECONDS -lt $deadline ] || { echo "finished jobs were not purged" >&2; exit 1; }
+    sleep 0.5
+  done
+}
+peer_round() { empty_table; kill -STOP "$daemon"; round peer; kill -CONT "$daemon"; }
+hpcplane_round() {
+  empty_table
   round hpcplane
+  local workers
   workers=$(hp exec tput-login -- sinfo -h -p auto -o %D | awk '{s+=$1} END {print s+0}')
   [ "$workers" = 4 ] || { echo "the nodeset left its 4 workers during the run ($workers)" >&2; exit 1; }
+}
+
+echo "throughput: $jobs jobs of 'true' on 4 one-CPU workers, $rounds round(s) each"
+for r in $(seq 1 "$rounds"); do
+  if [ $((r % 2)) = 1 ]; then peer_round; hpcplane_round; else hpcplane_round; peer_round; fi
 done
 median() { grep "^$1 " "$work/rounds" | awk '{print $2}' | sort -n | awk '{v[NR]=$1} END {print (NR % 2) ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2}'; }
 p=$(median peer)
