@@ -7,6 +7,8 @@
 #               from the daemon's Prometheus histogram), mean, passes counted
 #   daemon      its CPU share (children included: the squeue it runs) and RSS in that window
 #   N -> 0      seconds until the nodeset has no worker and Slurm no node
+# Then, with the last PENDING count queued and no worker, NODESETS (default "1 10 100")
+# autoscaled nodesets at zero (each with its partition): the same pass, CPU and RSS columns.
 # The daemon passes every second here even when idle (HPCPLANE_IDLE_PASS_SECONDS=1), so every
 # point has samples. No peer: the curve is compared with itself (per-worker and per-job growth).
 set -euo pipefail
@@ -14,6 +16,7 @@ build=$(readlink -f "${1:-build}")
 sizes=${SIZES:-"1 10 50 100"}
 pending_counts=${PENDING:-"0 1000"}
 window=${WINDOW:-10}
+nodeset_counts=${NODESETS:-"1 10 100"}
 work=$(mktemp -d /tmp/hpcplane-scale-XXXXXX)
 chmod 755 "$work"
 hp() { "$build/hpcplane" --state-dir "$work" --cluster scale "$@"; }
@@ -44,31 +47,12 @@ hz=$(getconf CLK_TCK)
 metrics() { curl -sf -H "Authorization: Bearer $token" "http://127.0.0.1:$port/metrics" | grep '^hpcplane_reconcile_pass_duration_seconds'; }
 jiffies() { awk '{print $14 + $15 + $16 + $17}' "/proc/$daemon/stat"; }
 nodes() { hp exec scale-controller -- sinfo -h -N -o %N 2>/dev/null | grep -c . || true; }
-ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
-
-printf "%8s %8s %9s %9s %9s %9s %7s %8s %8s %9s\n" pending workers "0->N s" "pass p50" "pass p95" "mean ms" passes "cpu %" "rss MiB" "N->0 s"
-queued=0
-for p in $pending_counts; do
-  if [ "$p" -gt "$queued" ]; then
-    hp exec scale-login --user alice -- bash -c "for i in \$(seq 1 $((p - queued))); do sbatch -Q --hold -p cpu -o /dev/null --wrap true || exit 1; done"
-    queued=$p
-  fi
-  for n in $sizes; do
-    t=$(date +%s%N)
-    hp scale nodeset cpu --replicas "$n" --wait --timeout 600 >/dev/null
-    up_ms=$(ms_since "$t")
-    before=$(metrics); j0=$(jiffies)
-    sleep "$window"
-    after=$(metrics); j1=$(jiffies)
-    rss=$(awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$daemon/status")
-    t=$(date +%s%N)
-    hp scale nodeset cpu --replicas 0 >/dev/null
-    until [ "$(hp get pods 2>/dev/null | grep -c '^cpu-' || true)" = 0 ] && [ "$(nodes)" = 0 ]; do sleep 0.1; done
-    down_ms=$(ms_since "$t")
-    # Histogram deltas over the window: the quantile is the first bucket holding it (an upper bound).
-    python3 - "$before" "$after" "$p" "$n" "$up_ms" "$((j1 - j0))" "$hz" "$window" "$rss" "$down_ms" <<'PY'
+# stats BEFORE AFTER JIFFIES RSS COLUMNS...: one row; pass quantiles from the histogram's deltas
+# over the window (the first bucket holding the quantile: an upper bound).
+stats() {
+  python3 - "$@" "$hz" "$window" <<'PY'
 import re, sys
-before, after, p, n, up_ms, jif, hz, window, rss, down_ms = sys.argv[1:]
+before, after, jif, rss, *cols, hz, window = sys.argv[1:]
 def parse(text):
     b, s, c = {}, 0.0, 0
     for line in text.splitlines():
@@ -87,8 +71,55 @@ def q(frac):
     return "-"
 mean = (s1 - s0) / count * 1000 if count > 0 else 0
 cpu = 100.0 * int(jif) / int(hz) / float(window)
-print(f"{p:>8} {n:>8} {int(up_ms) / 1000:9.2f} {q(0.5):>9} {q(0.95):>9} {mean:9.1f} {int(count):7d} {cpu:8.1f} {rss:>8} {int(down_ms) / 1000:9.2f}")
+p, n, up_ms, down_ms = cols
+fmt_s = lambda ms: "-" if ms == "-" else f"{int(ms) / 1000:.2f}"
+print(f"{p:>8} {n:>8} {fmt_s(up_ms):>9} {q(0.5):>9} {q(0.95):>9} {mean:9.1f} {int(count):7d} {cpu:8.1f} {rss:>8} {fmt_s(down_ms):>9}")
 PY
+}
+rss_mib() { awk '/^VmRSS/ {printf "%.0f", $2 / 1024}' "/proc/$daemon/status"; }
+ms_since() { echo $(( ($(date +%s%N) - $1) / 1000000 )); }
+
+printf "%8s %8s %9s %9s %9s %9s %7s %8s %8s %9s\n" pending workers "0->N s" "pass p50" "pass p95" "mean ms" passes "cpu %" "rss MiB" "N->0 s"
+queued=0
+for p in $pending_counts; do
+  if [ "$p" -gt "$queued" ]; then
+    hp exec scale-login --user alice -- bash -c "for i in \$(seq 1 $((p - queued))); do sbatch -Q --hold -p cpu -o /dev/null --wrap true || exit 1; done"
+    queued=$p
+  fi
+  for n in $sizes; do
+    t=$(date +%s%N)
+    hp scale nodeset cpu --replicas "$n" --wait --timeout 600 >/dev/null
+    up_ms=$(ms_since "$t")
+    before=$(metrics); j0=$(jiffies)
+    sleep "$window"
+    after=$(metrics); j1=$(jiffies)
+    rss=$(rss_mib)
+    t=$(date +%s%N)
+    hp scale nodeset cpu --replicas 0 >/dev/null
+    until [ "$(hp get pods 2>/dev/null | grep -c '^cpu-' || true)" = 0 ] && [ "$(nodes)" = 0 ]; do sleep 0.1; done
+    down_ms=$(ms_since "$t")
+    stats "$before" "$after" "$((j1 - j0))" "$rss" "$p" "$n" "$up_ms" "$down_ms"
   done
 done
-echo "cost vs scale: done (sizes: $sizes; pending: $pending_counts)"
+echo
+printf "%8s %8s %9s %9s %9s %9s %7s %8s %8s %9s\n" pending nodesets "" "pass p50" "pass p95" "mean ms" passes "cpu %" "rss MiB" ""
+for k in $nodeset_counts; do
+  {
+    for i in $(seq 1 "$k"); do
+      printf -- '---\napiVersion: hpcplane.io/v1alpha1\nkind: NodeSet\nmetadata: {name: ns%d}\n' "$i"
+      printf 'spec: {minReplicas: 0, maxReplicas: 1, resources: {cpus: 1, memoryMiB: 100}}\n'
+    done
+  } > "$work/nodesets.yaml"
+  hp apply -f "$work/nodesets.yaml" >/dev/null
+  # Every nodeset's partition exists in Slurm: the daemon has taken them all in.
+  deadline=$((SECONDS + 300))
+  until [ "$(hp exec scale-controller -- sinfo -h -o %R 2>/dev/null | grep -c '^ns[0-9]')" -ge "$k" ]; do
+    [ $SECONDS -lt $deadline ] || { echo "the $k nodesets' partitions did not appear" >&2; exit 1; }
+    sleep 0.5
+  done
+  before=$(metrics); j0=$(jiffies)
+  sleep "$window"
+  after=$(metrics); j1=$(jiffies)
+  stats "$before" "$after" "$((j1 - j0))" "$(rss_mib)" "$queued" "$((k + 1))" - -
+done
+echo "cost vs scale: done (sizes: $sizes; pending: $pending_counts; nodesets: $nodeset_counts)"

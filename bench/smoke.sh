@@ -36,7 +36,7 @@ run trace_replay "ratios autoscaled/static" env JOBS=6 bash "$here/trace_replay.
 run controlplane "ratio" env RECORDS=2000 PG_RECORDS=1000 PEER_RECORDS=200 "$build/bench_controlplane"
 run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=2 "$build/bench_api_load"
 run throughput "ratio hpcplane/peer" env JOBS=20 ROUNDS=1 bash "$here/throughput.sh" "$build"
-run scale "cost vs scale: done" env SIZES="1 2" PENDING="0 10" WINDOW=2 bash "$here/scale.sh" "$build"
+run scale "cost vs scale: done" env SIZES="1 2" PENDING="0 10" NODESETS="1 2" WINDOW=2 bash "$here/scale.sh" "$build"
 run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build"
 run history_query "hpcplane API export" env JOBS=20 REPEATS=2 bash "$here/history_query.sh" "$build"
 run console_render "ratio render/API" env JOBS=2000 REPEATS=2 /usr/bin/python3 "$here/console_render.py" "$build"
