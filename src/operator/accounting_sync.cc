@@ -1,5 +1,8 @@
 #include "operator/accounting_sync.h"
 
+#include <algorithm>
+#include <sstream>
+
 #include <spdlog/spdlog.h>
 
 namespace hpc::op {
@@ -21,8 +24,40 @@ Status AccountingSync::Sacctmgr(const std::vector<std::string>& args) {
   return Status::Errorf("sacctmgr {} failed (exit {}): {}", JoinArgs(args), r.exit_code, text);
 }
 
+void AccountingSync::AdoptExisting(const std::string& cluster, const std::vector<Association>& want,
+                                   OwnershipLedger* ledger) {
+  auto level = [](const Association& a) { return std::string(a.admin ? "Administrator" : "None"); };
+  const bool all_known = !want.empty() && std::all_of(want.begin(), want.end(), [&](const Association& a) {
+    return ledger->AdminLevel(a.user) == level(a);
+  });
+  if (!all_known) return;
+  runtime::ExecOptions o;
+  o.user = "slurm";
+  o.argv = {"sacctmgr", "-n", "-P", "show", "associations", "where", "cluster=" + cluster, "format=account,user"};
+  o.timeout = std::chrono::milliseconds(20000);
+  auto r = rt_->Exec(pod_, o);
+  if (!r.ok() || !r->ok()) return;  // the adds below find out
+  std::set<std::pair<std::string, std::string>> present;  // (account, user); user empty: the account
+  std::istringstream lines(r->out);
+  for (std::string line; std::getline(lines, line);) {
+    auto bar = line.find('|');
+    if (bar == std::string::npos) continue;
+    present.emplace(line.substr(0, bar), line.substr(bar + 1));
+  }
+  if (present.empty()) return;  // the cluster has no association yet
+  cluster_added_ = true;
+  for (const auto& [account, user] : present) {
+    if (user.empty()) accounts_.insert(account);
+  }
+  for (const auto& a : want) {
+    if (present.count({a.account, a.user})) done_.insert(a);
+  }
+  spdlog::info("accounting: {} of {} association(s) already in slurmdbd", done_.size(), want.size());
+}
+
 Status AccountingSync::Sync(const std::string& cluster, const std::vector<Association>& want,
                             OwnershipLedger* ledger) {
+  if (!cluster_added_) AdoptExisting(cluster, want, ledger);
   if (!cluster_added_) {
     RETURN_IF_ERROR(Sacctmgr({"add", "cluster", cluster}));
     cluster_added_ = true;

@@ -98,6 +98,14 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
       }
     }
   }
+  // Before the nodesets: a nodeset reported ready (what `up` waits for) implies its users'
+  // associations exist, which AccountingStorageEnforce needs before the first sbatch.
+  if (c->spec.accounting.enabled && cluster_rec.slurmdbd_ready() && cluster_rec.controller_ready()) {
+    if (Status s = accounting.Sync(c->metadata.name, WantedAssociations(*c, *workspaces), ledger); !s.ok()) {
+      spdlog::warn("accounting: {}", s.message());
+    }
+  }
+
   // Nodesets: stored ones, then the workspaces' (pinned to zero once a stopping one has no jobs).
   std::vector<api::NodeSet> nodesets = *stored;
   for (const auto& w : *workspaces) {
@@ -125,15 +133,6 @@ PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterRe
     if (c->spec.health_checks.enabled && nst.replicas > 0) {
       std::chrono::seconds every(c->spec.health_checks.interval_seconds);
       outcome.duty_in = outcome.duty_in ? std::min(*outcome.duty_in, every) : every;
-    }
-  }
-
-  // After the nodesets, whose workers need no association to start and register meanwhile; before
-  // the workspaces, which wait for their user's association. Each sacctmgr call takes a few
-  // hundred milliseconds.
-  if (c->spec.accounting.enabled && cluster_rec.slurmdbd_ready() && cluster_rec.controller_ready()) {
-    if (Status s = accounting.Sync(c->metadata.name, WantedAssociations(*c, *workspaces), ledger); !s.ok()) {
-      spdlog::warn("accounting: {}", s.message());
     }
   }
 

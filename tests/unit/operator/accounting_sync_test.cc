@@ -56,6 +56,44 @@ TEST_F(AccountingSyncTest, GrantsAdministratorOnceAndRevokesOnlyWhatItGranted) {
   }
 }
 
+// A restarted daemon confirms the associations it made before with one listing, not an `add`
+// per user; one the listing lacks (an admin deleted it) is added again.
+TEST_F(AccountingSyncTest, ARestartConfirmsKnownAssociationsWithOneListing) {
+  {
+    fakes::FakePodRuntime rt;
+    AccountingSync sync(&rt, "c-controller");
+    auto ledger = Ledger();
+    ASSERT_TRUE(sync.Sync("c", {{"ann", "astro", false}, {"bob", "astro", false}}, &ledger).ok());
+  }
+  auto listing = [](std::string out) {
+    return [out](const std::string&, const runtime::ExecOptions& o) {
+      ProcessResult r;
+      r.exit_code = 0;
+      if (o.argv.size() > 3 && o.argv[3] == "show") r.out = out;
+      return r;
+    };
+  };
+  {
+    fakes::FakePodRuntime rt;
+    rt.exec_handler = listing("root|\nroot|root\nastro|\nastro|ann\nastro|bob\n");
+    AccountingSync sync(&rt, "c-controller");
+    auto ledger = Ledger();
+    ASSERT_TRUE(sync.Sync("c", {{"ann", "astro", false}, {"bob", "astro", false}}, &ledger).ok());
+    EXPECT_EQ(rt.ExecLines().size(), 1u) << ::testing::PrintToString(rt.ExecLines());
+    EXPECT_TRUE(sync.Synced("ann"));
+    EXPECT_TRUE(sync.Synced("bob"));
+  }
+  {
+    fakes::FakePodRuntime rt;
+    rt.exec_handler = listing("root|\nastro|\nastro|ann\n");  // bob's association is gone
+    AccountingSync sync(&rt, "c-controller");
+    auto ledger = Ledger();
+    ASSERT_TRUE(sync.Sync("c", {{"ann", "astro", false}, {"bob", "astro", false}}, &ledger).ok());
+    ASSERT_EQ(rt.ExecLines().size(), 2u) << ::testing::PrintToString(rt.ExecLines());
+    EXPECT_NE(rt.ExecLines()[1].find("add user bob Account=astro"), std::string::npos) << rt.ExecLines()[1];
+  }
+}
+
 TEST_F(AccountingSyncTest, AFailedSacctmgrIsReportedWithItsOutput) {
   fakes::FakePodRuntime rt;
   rt.exec_handler = [](const std::string&, const runtime::ExecOptions&) {

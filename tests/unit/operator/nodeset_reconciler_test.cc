@@ -46,6 +46,13 @@ class NodeSetReconcilerTest : public ::testing::Test {
     slurm_.calls.clear();
   }
   slurm::SlurmNode& Node(int i) { return slurm_.nodes[i]; }
+  // slurmctld drained worker i itself for a launch failure, `ago` seconds back.
+  void DrainedBySlurm(int i, int64_t ago) {
+    Node(i).flags.insert("DRAIN");
+    Node(i).reason = "Duplicate jobid";
+    Node(i).reason_set_by = "slurm";
+    Node(i).reason_changed_at = std::time(nullptr) - ago;
+  }
   api::NodeSetStatus Pass() {
     ns_.status = rec_.Reconcile(cluster_, ns_, &slurm_, nullptr);
     return ns_.status;
@@ -97,10 +104,7 @@ TEST_F(NodeSetReconcilerTest, AFailingReportDrainsAndTheCapMakesTheCheckSuspect)
 TEST_F(NodeSetReconcilerTest, AWorkerSlurmDrainedForAFaultIsReplaced) {
   cluster_.spec.health_checks.replace_after_seconds = 60;
   Workers(2);
-  Node(0).flags.insert("DRAIN");
-  Node(0).reason = "Duplicate jobid";
-  Node(0).reason_set_by = "slurm";
-  Node(0).reason_changed_at = std::time(nullptr) - 10;
+  DrainedBySlurm(0, 10);
   auto st = Pass();
   EXPECT_EQ(st.unhealthy, 1);
   EXPECT_FALSE(IsTrue(st.conditions, "WorkersHealthy"));
@@ -133,10 +137,7 @@ TEST_F(NodeSetReconcilerTest, AWorkerSlurmDrainedForAFaultIsReplaced) {
 TEST_F(NodeSetReconcilerTest, AWorkerReplacedOnFirstSightDoesNotLendItsName) {
   cluster_.spec.health_checks.replace_after_seconds = 3;
   Workers(2);
-  Node(0).flags.insert("DRAIN");
-  Node(0).reason = "Duplicate jobid";
-  Node(0).reason_set_by = "slurm";
-  Node(0).reason_changed_at = std::time(nullptr) - 10;
+  DrainedBySlurm(0, 10);
   auto st = Pass();
   EXPECT_EQ(st.replacements, 1);
   EXPECT_EQ(rt_.pods.count("cpu-0"), 0u);
