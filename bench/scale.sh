@@ -33,6 +33,7 @@ spec:
   users: [{name: alice, uid: 2001}]
   accounting: {enabled: false}
   scheduling:
+    maxNodeCount: $((max + 8))
     extraConfig: ["MaxJobCount=50000"]
 ---
 apiVersion: hpcplane.io/v1alpha1

@@ -161,11 +161,16 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     if (!s.ok()) errors.push_back(s.message());
   }
   // Nodes Slurm still lists for this nodeset whose pod is gone (e.g. removed while hpcplane was
-  // down): forget them once they hold no job.
+  // down): forget them once they hold no job. A pod created in this pass counts: after a
+  // restart slurmctld recovers the workers' nodes before their pods are back, and deleting the
+  // node of a worker that is registering left it without one (`up` waited 20 s for its restart).
   if (visible) {
+    std::set<std::string> created;
+    for (int ord : plan.create) created.insert(WorkerPodName(ns, ord));
     for (const auto& [node_name, n] : nodes) {
       const std::string& name = node_name;  // a plain reference: lambdas may not capture bindings (clang 14)
-      bool has_pod = std::any_of(pods->begin(), pods->end(), [&](const auto& p) { return p.name == name; });
+      bool has_pod = created.count(name) ||
+                     std::any_of(pods->begin(), pods->end(), [&](const auto& p) { return p.name == name; });
       if (!has_pod && WorkerOrdinal(ns, name) >= 0 && n.features.count(ns.metadata.name) && !n.Busy()) {
         Status s = control_->DeleteNode(name);
         if (!s.ok()) errors.push_back(s.message());

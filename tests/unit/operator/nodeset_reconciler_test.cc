@@ -212,6 +212,27 @@ TEST_F(NodeSetReconcilerTest, WorkersStartedAfterTheControllerAreNotAskedToRegis
   EXPECT_EQ(signalled, (std::vector<std::string>{"cpu-0"}));
 }
 
+// After a restart slurmctld recovers the workers' nodes before their pods are back. The pass
+// that starts the pods again must not delete those nodes: a worker registering meanwhile would
+// be left without one.
+TEST_F(NodeSetReconcilerTest, NodesOfWorkersStartedInThisPassAreKept) {
+  ns_.spec.replicas = 2;
+  for (int i = 0; i < 3; ++i) {  // cpu-2: a node left over from a larger nodeset
+    slurm::SlurmNode node;
+    node.name = "cpu-" + std::to_string(i);
+    node.state = "idle";
+    node.cpus = 1;
+    node.features = {"cpu"};
+    slurm_.nodes.push_back(node);
+  }
+  Pass();
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 1u);
+  EXPECT_EQ(rt_.pods.count("cpu-1"), 1u);
+  EXPECT_FALSE(slurm_.Called("delete-node cpu-0"));
+  EXPECT_FALSE(slurm_.Called("delete-node cpu-1"));
+  EXPECT_TRUE(slurm_.Called("delete-node cpu-2"));
+}
+
 TEST_F(NodeSetReconcilerTest, ARestartedWorkerThatSlurmCountsBusyIsReset) {
   Workers(2);
   Node(0).state = "allocated";
