@@ -3,7 +3,9 @@
 // PromQL over the scraped series shows the requests, ingested records and data planes.
 #include <httplib.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <functional>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -269,7 +271,15 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
     std::string v = point[1];
     if (seen.empty() || seen.back() != v) seen.push_back(v);
   }
-  EXPECT_EQ(seen, (std::vector<std::string>{"0", "2", "0"})) << range;
+  // Up from 0 to 2, then down to 0; workers leave one per pass as each drains, so a scrape may
+  // catch 1 on the way down (0, 2, 1, 0), never a rise after the fall.
+  ASSERT_GE(seen.size(), 3u) << range;
+  EXPECT_EQ(seen.front(), "0") << range;
+  EXPECT_EQ(seen.back(), "0") << range;
+  auto peak = std::find(seen.begin(), seen.end(), "2");
+  ASSERT_NE(peak, seen.end()) << range;
+  EXPECT_TRUE(std::is_sorted(seen.begin(), peak + 1)) << range;
+  EXPECT_TRUE(std::is_sorted(peak, seen.end(), std::greater<>())) << range;
   json ups = query("/api/v1/query", {{"query", "hpcplane_scale_decisions_total{nodeset=\"cpu\"}"}});
   std::map<std::string, std::string> decisions;
   for (const auto& x : ups["data"]["result"]) decisions[x["metric"]["direction"]] = x["value"][1];
