@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "app/runtime_factory.h"
 #include "common/jwt.h"
 #include "operator/builders.h"
 #include "operator/daemon.h"
@@ -31,7 +32,7 @@ inline double Pct(std::vector<double> v, double q) {
 
 struct BenchCluster {
   api::SlurmCluster cluster;
-  std::unique_ptr<runtime::local::LocalRuntime> rt;
+  std::unique_ptr<runtime::PodRuntime> rt;
   std::unique_ptr<slurm::RestClient> rest;
   std::string jwt_key;
 };
@@ -44,7 +45,11 @@ inline Result<std::unique_ptr<BenchCluster>> OpenBenchCluster(const op::ClusterP
   ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   std::string exe(self, n > 0 ? static_cast<size_t>(n) : 0);
   std::string hpcplane = exe.substr(0, exe.rfind('/')) + "/hpcplane";
-  ASSIGN_OR_RETURN(b->rt, op::OpenLocalRuntime(paths, b->cluster.spec.subnet, hpcplane, supervise));
+  if (supervise) {
+    ASSIGN_OR_RETURN(b->rt, app::OpenSupervisingRuntime(paths, b->cluster.spec.subnet, hpcplane));
+  } else {
+    ASSIGN_OR_RETURN(b->rt, app::OpenClientRuntime(paths, hpcplane));
+  }
   ASSIGN_OR_RETURN(auto secret, b->rt->GetSecret(op::kSecretJwt));
   if (!secret) return Status::Error("cluster has no JWT key yet");
   b->jwt_key = secret->data.at("jwt_hs256.key");

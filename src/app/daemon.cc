@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "app/runtime_factory.h"
 #include "common/change_watch.h"
 #include "common/files.h"
 #include "common/jwt.h"
@@ -94,7 +95,7 @@ Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, con
   ASSIGN_OR_RETURN(a.token, files::Read(p.Dir() + "/agent.token"));
   while (!a.token.empty() && a.token.back() == '\n') a.token.pop_back();
   *agent_thread = std::thread([p, self_exe, a] {
-    cp::Agent agent(p, self_exe, a);
+    cp::Agent agent(p, [p, self_exe] { return OpenClientRuntime(p, self_exe); }, a);
     agent.Run(g_stop);
   });
   return Status::Ok();
@@ -116,7 +117,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     spdlog::error("{}", inputs.status().message());
     return 1;
   }
-  auto rt_or = OpenLocalRuntime(p, cluster->spec.subnet, self_exe, true);
+  auto rt_or = OpenSupervisingRuntime(p, cluster->spec.subnet, self_exe);
   if (!rt_or.ok()) {
     spdlog::error("{}", rt_or.status().message());
     return 1;
@@ -130,7 +131,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   // (before the pid file appears, so `up` never waits on stale status).
   (void)files::RemoveAll(p.Dir() + "/status");
   {
-    std::string pid_line = fmt::format("{} {}\n", ::getpid(), runtime::local::ProcessStartTime(::getpid()));
+    std::string pid_line = fmt::format("{} {}\n", ::getpid(), hpc::ProcessStartTime(::getpid()));
     Status s = files::WriteAtomic(p.PidFile(), pid_line);
     if (!s.ok()) {
       spdlog::error("{}", s.message());

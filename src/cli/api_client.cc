@@ -4,15 +4,36 @@
 
 #include <cstdlib>
 
+#include <fmt/format.h>
+
 #include "common/files.h"
 #include "controlplane/api_client_tls.h"
 
 namespace hpc::cli {
 using nlohmann::json;
 
+Status StatusForHttpError(int http_status, std::string message) {
+  switch (http_status) {
+    case 400:
+    case 405:
+    case 413:
+    case 414:
+    case 431: return Status::InvalidArgument("", message);
+    case 401: return Status::Unauthenticated(std::move(message));
+    case 403: return Status::PermissionDenied(std::move(message));
+    case 404: return Status::NotFound(std::move(message));
+    case 409: return Status::Conflict(std::move(message));
+    case 429:  // the server sheds load; the same request later succeeds
+    case 502:
+    case 503:
+    case 504: return Status::Unavailable(std::move(message));
+    default: return http_status >= 500 ? Status::Internal(std::move(message)) : Status::Error(std::move(message));
+  }
+}
+
 Result<std::string> ReadToken(const ApiArgs& a) {
   if (const char* t = std::getenv("HPCPLANE_TOKEN"); t && a.token_file.empty()) return std::string(t);
-  if (a.token_file.empty()) return Status::Error("no API token: give --token-file or set HPCPLANE_TOKEN");
+  if (a.token_file.empty()) return Status::Unauthenticated("no API token: give --token-file or set HPCPLANE_TOKEN");
   ASSIGN_OR_RETURN(std::string t, files::Read(a.token_file));
   while (!t.empty() && (t.back() == '\n' || t.back() == ' ')) t.pop_back();
   return t;
@@ -28,11 +49,11 @@ Result<json> Call(const ApiArgs& a, const std::string& method, const std::string
                         : method == "PUT"    ? cli.Put(path, body.dump(), "application/json")
                         : method == "DELETE" ? cli.Delete(path)
                                              : cli.Post(path, body.dump(), "application/json");
-  if (!res) return Status::Errorf("{}: {}", a.server, httplib::to_string(res.error()));
+  if (!res) return Status::Unavailable(fmt::format("{}: {}", a.server, httplib::to_string(res.error())));
   json j = json::parse(res->body, nullptr, false);
   if (res->status >= 400) {
     std::string msg = !j.is_discarded() && j.contains("error") ? j["error"].value("message", res->body) : res->body;
-    return Status::Errorf("{} ({})", msg, res->status);
+    return StatusForHttpError(res->status, fmt::format("{} ({})", msg, res->status));
   }
   if (j.is_discarded()) return Status::Errorf("{}: answer is not JSON", path);
   return j;

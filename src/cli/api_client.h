@@ -17,6 +17,10 @@ struct ApiArgs {
   std::string ca_file;
 };
 
+// The code of an API error answer, from its HTTP status (the inverse of the server's mapping,
+// controlplane/http_api.cc), so the CLI exits as the server classified the failure.
+Status StatusForHttpError(int http_status, std::string message);
+
 // --token-file, else $HPCPLANE_TOKEN.
 Result<std::string> ReadToken(const ApiArgs& a);
 // GET/POST/PUT/DELETE against the API.

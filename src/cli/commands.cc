@@ -25,6 +25,7 @@
 
 #include "api/codec.h"
 #include "api/validation.h"
+#include "app/runtime_factory.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/subprocess.h"
@@ -34,7 +35,6 @@
 #include "operator/conditions.h"
 #include "operator/daemon.h"
 #include "operator/store.h"
-#include "runtime/local/network.h"
 
 namespace hpc::cli {
 namespace {
@@ -161,8 +161,7 @@ Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
   // Also removes what a crashed daemon left behind: pods, namespaces, links, the bridge.
   op::Store store(p.Dir());
   if (store.HasCluster()) {
-    auto rt = ClientRuntime(g, p);
-    if (rt.ok()) RETURN_IF_ERROR((*rt)->Teardown());
+    RETURN_IF_ERROR(app::TeardownRuntime(p, g.self_exe));
   }
   ::unlink(p.PidFile().c_str());
   // Status describes pods that no longer exist; the next daemon computes it afresh.
@@ -226,14 +225,8 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   op::ClusterPaths p{g.state_dir, c.metadata.name};
   pid_t running = op::RunningDaemon(p);
   if (running == 0) {
-    // A subnet held by another cluster's bridge is refused before anything is created.
-    auto subnet = runtime::local::ParseSubnet(c.spec.subnet);
-    auto names = runtime::local::NamesFor(p.NetworkKey());
-    auto owner = runtime::local::Network::SubnetOwner(*subnet);
-    if (owner.ok() && *owner && **owner != names.Bridge()) {
-      return Fail(Status::Errorf("cluster \"{}\": spec.network.subnet: {} is already used by interface {}",
-                                 c.metadata.name, c.spec.subnet, **owner));
-    }
+    // A subnet held by another cluster's network is refused before anything is created.
+    if (Status free = app::CheckSubnetFree(p, c.metadata.name, c.spec.subnet); !free.ok()) return Fail(free);
   }
   // The state dir holds keys, datasets and databases: root's alone (pods see only what they mount).
   // A state dir hpcplane creates is 0700 too; one that exists is left as its owner made it.
@@ -311,11 +304,26 @@ void PrintConditions(const std::vector<api::Condition>& cs) {
   }
 }
 
+json ResourceListJson(const runtime::ResourceList& r) {
+  json j = json::object();
+  if (r.cpus > 0) j["cpus"] = r.cpus;
+  if (r.memory_mib > 0) j["memoryMiB"] = r.memory_mib;
+  if (r.gpus > 0) j["gpus"] = r.gpus;
+  return j;
+}
+
 json PodJson(const runtime::PodStatus& p) {
-  return {{"name", p.name},       {"phase", runtime::PodPhaseName(p.phase)},
-          {"ready", p.ready},     {"ip", p.ip},
-          {"restarts", p.restarts}, {"startedAt", p.started_at},
-          {"labels", p.labels},   {"message", p.message}};
+  json j = {{"name", p.name},       {"phase", runtime::PodPhaseName(p.phase)},
+            {"ready", p.ready},     {"ip", p.ip},
+            {"restarts", p.restarts}, {"startedAt", p.started_at},
+            {"labels", p.labels},   {"message", p.message}};
+  if (!p.resources.requests.empty() || !p.resources.limits.empty()) {
+    j["resources"] = {{"requests", ResourceListJson(p.resources.requests)},
+                      {"limits", ResourceListJson(p.resources.limits)}};
+    // Said plainly, so nobody reads a limit as a guarantee this host does not give.
+    if (!p.not_enforced.empty()) j["resources"]["notEnforced"] = p.not_enforced;
+  }
+  return j;
 }
 
 int Output(const json& j, const std::string& format) {

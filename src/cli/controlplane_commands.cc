@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "app/runtime_factory.h"
 #include "cli/api_client.h"
 #include "common/files.h"
 #include "controlplane/agent.h"
@@ -91,7 +92,7 @@ int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
   o.token = *token;
   ::signal(SIGTERM, OnSignal);
   ::signal(SIGINT, OnSignal);
-  cp::Agent agent(*p, g.self_exe, o);
+  cp::Agent agent(*p, [p = *p, exe = g.self_exe] { return app::OpenClientRuntime(p, exe); }, o);
   agent.Run(g_stop);
   return 0;
 }

@@ -1,5 +1,5 @@
 // hpcplane: one multi-call binary. Hidden roles are dispatched before argument parsing:
-//   __pod-init PLAN     the first process of a local pod (see runtime/local/pod_init.h)
+//   __pod-init PLAN     the first process of a local pod (see app/runtime_factory.h)
 //   __daemon DIR NAME   the operator daemon of one cluster (see operator/daemon.h)
 #include <unistd.h>
 
@@ -8,8 +8,8 @@
 #include <string>
 
 #include "app/daemon.h"
+#include "app/runtime_factory.h"
 #include "cli/commands.h"
-#include "runtime/local/pod_init.h"
 
 static std::string SelfExe() {
   char buf[PATH_MAX];
@@ -21,7 +21,7 @@ static std::string SelfExe() {
 
 int main(int argc, char** argv) {
   if (argc == 3 && std::strcmp(argv[1], "__pod-init") == 0) {
-    return hpc::runtime::local::RunPodInit(argv[2]);
+    return hpc::app::RunPodInit(argv[2]);
   }
   if (argc == 4 && std::strcmp(argv[1], "__daemon") == 0) {
     return hpc::app::RunDaemon({argv[2], argv[3]}, SelfExe());

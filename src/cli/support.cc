@@ -3,14 +3,32 @@
 #include <iostream>
 #include <vector>
 
+#include "app/runtime_factory.h"
 #include "common/files.h"
 #include "operator/store.h"
 
 namespace hpc::cli {
 
+int ExitCodeFor(StatusCode code) {
+  switch (code) {
+    case StatusCode::kOk: return 0;
+    case StatusCode::kUnavailable: return kExitUnavailable;
+    case StatusCode::kUnauthenticated:
+    case StatusCode::kPermissionDenied: return kExitNoPermission;
+    case StatusCode::kInternal: return kExitInternal;
+    case StatusCode::kUnknown:
+    case StatusCode::kInvalidArgument:
+    case StatusCode::kNotFound:
+    case StatusCode::kAlreadyExists:
+    case StatusCode::kConflict:
+    case StatusCode::kFailedPrecondition: return kExitFailed;
+  }
+  return kExitFailed;
+}
+
 int Fail(const Status& s) {
   std::cerr << "error: " << s.message() << "\n";
-  return 1;
+  return ExitCodeFor(s.code());
 }
 
 double Seconds(Clock::time_point since) {
@@ -44,10 +62,8 @@ Result<op::ClusterPaths> ResolveCluster(const Globals& g) {
   return op::ClusterPaths{g.state_dir, names[0]};
 }
 
-Result<std::unique_ptr<runtime::local::LocalRuntime>> ClientRuntime(const Globals& g, const op::ClusterPaths& p) {
-  op::Store store(p.Dir());
-  ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
-  return op::OpenLocalRuntime(p, c.spec.subnet, g.self_exe, false);
+Result<std::unique_ptr<runtime::PodRuntime>> ClientRuntime(const Globals& g, const op::ClusterPaths& p) {
+  return app::OpenClientRuntime(p, g.self_exe);
 }
 
 }  // namespace hpc::cli

@@ -9,6 +9,8 @@
 
 #include <cerrno>
 #include <cstring>
+#include <fstream>
+#include <sstream>
 
 extern char** environ;
 
@@ -129,6 +131,23 @@ Status RunChecked(const std::vector<std::string>& argv, const RunOptions& opts) 
     return Status::Errorf("`{}` exited {}: {}", JoinArgs(argv), r.exit_code, err);
   }
   return Status::Ok();
+}
+
+uint64_t ProcessStartTime(pid_t pid) {
+  if (pid <= 0) return 0;
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string s;
+  if (!std::getline(in, s)) return 0;
+  auto close = s.rfind(')');
+  if (close == std::string::npos) return 0;
+  std::istringstream rest(s.substr(close + 2));
+  std::string field;
+  // Fields after the command name start at 3 (state); starttime is field 22.
+  for (int i = 3; i <= 22 && rest >> field; ++i) {
+    if (i == 3 && field == "Z") return 0;  // a zombie is gone for our purposes
+    if (i == 22) return std::stoull(field);
+  }
+  return 0;
 }
 
 }  // namespace hpc

@@ -1,7 +1,10 @@
 // Runs a program (no shell) and captures its output, with a deadline.
 #pragma once
 
+#include <sys/types.h>
+
 #include <chrono>
+#include <cstdint>
 #include <map>
 #include <string>
 #include <vector>
@@ -31,5 +34,10 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Run
 Status RunChecked(const std::vector<std::string>& argv, const RunOptions& opts = {});
 
 std::string JoinArgs(const std::vector<std::string>& argv);
+
+// Start time of a process in clock ticks since boot, or 0 when it does not exist (or is a
+// zombie). Together with the PID it identifies one process, so a recycled PID is never mistaken
+// for the one recorded.
+uint64_t ProcessStartTime(pid_t pid);
 
 }  // namespace hpc

@@ -28,8 +28,8 @@ namespace {
 std::string CursorFile(const op::ClusterPaths& p) { return p.Dir() + "/agent-window.json"; }
 }  // namespace
 
-Agent::Agent(op::ClusterPaths cluster, std::string self_exe, AgentOptions opts)
-    : cluster_(std::move(cluster)), self_exe_(std::move(self_exe)), opts_(std::move(opts)) {
+Agent::Agent(op::ClusterPaths cluster, RuntimeOpener open_runtime, AgentOptions opts)
+    : cluster_(std::move(cluster)), open_runtime_(std::move(open_runtime)), opts_(std::move(opts)) {
   if (opts_.data_plane.empty()) opts_.data_plane = cluster_.name;
 }
 
@@ -178,14 +178,14 @@ Status Agent::RunCancellations() {
 }
 
 Result<runtime::PodRuntime*> Agent::Runtime() {
-  // Opened once: the cluster's subnet and pod names do not change while it exists.
+  // Opened once: the cluster's pod names do not change while it exists.
   if (!runtime_) {
     op::Store store(cluster_.Dir());
     ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
-    ASSIGN_OR_RETURN(runtime_, op::OpenLocalRuntime(cluster_, c.spec.subnet, self_exe_, false));
+    ASSIGN_OR_RETURN(runtime_, open_runtime_());
     controller_pod_ = op::ControllerPodName(c);
   }
-  return static_cast<runtime::PodRuntime*>(runtime_.get());
+  return runtime_.get();
 }
 
 Result<std::string> Agent::InController(const std::vector<std::string>& argv) {

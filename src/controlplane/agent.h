@@ -8,6 +8,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -15,6 +16,7 @@
 
 #include "common/result.h"
 #include "operator/daemon.h"
+#include "runtime/pod_runtime.h"
 
 namespace hpc::cp {
 
@@ -34,9 +36,13 @@ struct AgentOptions {
 std::optional<std::pair<int64_t, int64_t>> MatchSubmittedJob(const std::string& listing, const std::string& id,
                                                              const std::string& user);
 
+// How the agent reaches the data plane's pods: the wiring layer hands it a client runtime
+// (src/app/runtime_factory.h), so the agent never chooses one.
+using RuntimeOpener = std::function<Result<std::unique_ptr<runtime::PodRuntime>>()>;
+
 class Agent {
  public:
-  Agent(op::ClusterPaths cluster, std::string self_exe, AgentOptions opts);
+  Agent(op::ClusterPaths cluster, RuntimeOpener open_runtime, AgentOptions opts);
   // One report and one job sync. Errors are returned (and retried next round by Run).
   Status Report();
   Status SyncJobs();
@@ -64,9 +70,9 @@ class Agent {
                                                                    int64_t since);
 
   op::ClusterPaths cluster_;
-  std::string self_exe_;
+  RuntimeOpener open_runtime_;
   AgentOptions opts_;
-  std::unique_ptr<runtime::local::LocalRuntime> runtime_;
+  std::unique_ptr<runtime::PodRuntime> runtime_;
   std::string controller_pod_;
 };
 

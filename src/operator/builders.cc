@@ -202,7 +202,7 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // A stopped or hung slurmrestd still accepts connections; an HTTP request must be answered.
   p.liveness.http_port = c.spec.rest_port;
   // Restarting it is harmless (it keeps no state) and bounds what its leak can take.
-  p.memory_limit_mib = c.spec.rest_memory_limit_mib;
+  p.resources.limits.memory_mib = c.spec.rest_memory_limit_mib;
   return p;
 }
 
@@ -234,6 +234,10 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   AddDatasets(ns.spec.datasets, &p);
   p.readiness.tcp_port = slurm::kSlurmdPort;
   p.tmp_mib = ns.spec.resources.tmp_mib;
+  // The worker's shape, as slurmd advertises it (DynamicNodeConf): what the pod must be placed
+  // with. Devices cannot be overcommitted, so GPUs are a limit too (as Kubernetes requires).
+  p.resources.requests = {ns.spec.resources.cpus, ns.spec.resources.memory_mib, ns.spec.resources.gpus};
+  p.resources.limits.gpus = ns.spec.resources.gpus;
   return p;
 }
 

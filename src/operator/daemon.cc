@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "common/files.h"
+#include "common/subprocess.h"
 
 namespace hpc::op {
 namespace {
@@ -23,19 +24,7 @@ pid_t RunningDaemon(const ClusterPaths& p) {
   pid_t pid = 0;
   uint64_t start = 0;
   if (std::sscanf(text->c_str(), "%d %lu", &pid, &start) != 2) return 0;
-  return runtime::local::ProcessStartTime(pid) == start && start != 0 ? pid : 0;
-}
-
-Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenLocalRuntime(const ClusterPaths& p,
-                                                                        const std::string& subnet,
-                                                                        const std::string& self_exe, bool supervise) {
-  runtime::local::LocalRuntime::Options o;
-  o.dir = p.RuntimeDir();
-  o.cluster_key = p.NetworkKey();
-  o.subnet = subnet;
-  o.self_exe = self_exe;
-  o.supervise = supervise;
-  return runtime::local::LocalRuntime::Create(o);
+  return hpc::ProcessStartTime(pid) == start && start != 0 ? pid : 0;
 }
 
 Result<BuildInputs> HostBuildInputs() {

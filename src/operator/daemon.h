@@ -1,5 +1,6 @@
 // Where a cluster's state lives and the helpers the daemon (src/app/daemon.h), the CLI and the
-// agent share to find it: the running daemon, the local runtime, the host's accounts.
+// agent share to find it: the running daemon and the host's accounts. Which runtime hosts the
+// cluster's pods is the wiring layer's choice (src/app/runtime_factory.h).
 #pragma once
 
 #include <sys/types.h>
@@ -9,7 +10,6 @@
 
 #include "common/result.h"
 #include "operator/builders.h"
-#include "runtime/local/local_runtime.h"
 
 namespace hpc::op {
 
@@ -26,10 +26,6 @@ struct ClusterPaths {
 
 // The running daemon's PID, verified by its start time; 0 when none runs.
 pid_t RunningDaemon(const ClusterPaths& p);
-
-Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenLocalRuntime(const ClusterPaths& p,
-                                                                        const std::string& subnet,
-                                                                        const std::string& self_exe, bool supervise);
 
 // Host facts the builders need: system accounts and the host's passwd/group files.
 Result<BuildInputs> HostBuildInputs();

@@ -59,6 +59,25 @@ struct LivenessProbe {
 
 enum class RestartPolicy { kAlways, kOnFailure, kNever };
 
+// Compute resources, as in Kubernetes. 0: none.
+struct ResourceList {
+  int cpus = 0;
+  int64_t memory_mib = 0;
+  int gpus = 0;
+  bool empty() const { return cpus == 0 && memory_mib == 0 && gpus == 0; }
+  bool operator==(const ResourceList&) const = default;
+};
+
+// Requests are what a pod needs to be placed (on Kubernetes, the node it lands on has them
+// free); limits are what it may use. A runtime enforces limits where its host allows and says
+// which it does not (PodStatus::not_enforced): a memory limit kills and restarts the pod by its
+// policy, as an OOM kill of its container would.
+struct Resources {
+  ResourceList requests;
+  ResourceList limits;
+  bool operator==(const Resources&) const = default;
+};
+
 struct PodSpec {
   std::string name;  // also the pod's host name
   std::map<std::string, std::string> labels;
@@ -71,9 +90,7 @@ struct PodSpec {
   Probe readiness;
   LivenessProbe liveness;
   RestartPolicy restart_policy = RestartPolicy::kAlways;
-  // Resident memory of the pod's processes above which the pod is killed and restarted by its
-  // policy, as a Kubernetes memory limit OOM-kills a container. 0: no limit.
-  int64_t memory_limit_mib = 0;
+  Resources resources;
   // Size of the pod's private /tmp (and /dev/shm), like an emptyDir's sizeLimit. 0: the
   // runtime's default.
   int64_t tmp_mib = 0;
@@ -92,6 +109,10 @@ struct PodStatus {
   int restarts = 0;
   int64_t started_at = 0;  // unix seconds of the current run
   std::string message;     // why it is not running, when it is not
+  Resources resources;
+  // The pod's resources this runtime does not enforce on this host, each with why, e.g.
+  // "limits.cpus: not enforced: ...". Empty when everything asked for is enforced.
+  std::vector<std::string> not_enforced;
 };
 
 struct ConfigMap {
@@ -154,6 +175,27 @@ class PodRuntime {
   virtual Result<int> ExecInteractive(const std::string& pod, const ExecOptions& opts) = 0;
   /** The last `tail_lines` lines of the pod's output (all when 0). */
   virtual Result<std::string> Logs(const std::string& pod, size_t tail_lines) = 0;
+};
+
+// What one supervision pass saw: whether a pod started, stopped or changed readiness, and
+// whether every pod is settled (running and ready, or finished for good).
+struct SupervisionResult {
+  bool changed = false;
+  bool settled = true;
+};
+
+// The part of a runtime's life its reconcilers do not drive, used by the process that owns the
+// runtime (the daemon) and by `down`. A runtime that hosts pods itself (local) starts, restarts
+// and probes them in Supervise; one whose pods another system runs (Kubernetes: the kubelet)
+// only reports. Adoption after a crash is part of opening a runtime: an opened runtime knows
+// the pods an earlier process of the same cluster left running and supervises them as its own.
+class RuntimeLifecycle {
+ public:
+  virtual ~RuntimeLifecycle() = default;
+  /** One supervision pass; cheap enough to run every few tens of milliseconds. */
+  virtual SupervisionResult Supervise() = 0;
+  /** Stops every pod and releases the network; configuration, secrets and volumes stay. */
+  virtual Status Teardown() = 0;
 };
 
 }  // namespace hpc::runtime

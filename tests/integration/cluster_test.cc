@@ -11,7 +11,7 @@
 
 #include "common/files.h"
 #include "harness.h"
-#include "runtime/local/local_runtime.h"
+#include "common/subprocess.h"
 
 namespace hpc::it {
 namespace {
@@ -95,6 +95,19 @@ TEST(ClusterIT, BringUpAndRunJobsAcrossTwoWorkers) {
   struct stat st {};
   ASSERT_EQ(::stat(path.c_str(), &st), 0);
   EXPECT_EQ(st.st_uid, 2001u);  // the job ran as alice, not root
+
+  // A worker asks for its nodeset's shape, and says plainly what this host does not enforce.
+  auto describe = c.Cli({"describe", "pod", "cpu-0"});
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_NE(describe.out.find("memoryMiB: 500"), std::string::npos) << describe.out;
+  auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+  ASSERT_TRUE(pods.is_array());
+  for (const auto& p : pods) {
+    if (p["name"] != "cpu-0") continue;
+    EXPECT_EQ(p["resources"]["requests"], (nlohmann::json{{"cpus", 1}, {"memoryMiB", 500}})) << p;
+  }
+  EXPECT_NE(describe.out.find("requests: not reserved: every local pod runs on this machine"), std::string::npos)
+      << describe.out;
 }
 
 // Scaling by hand 2→3→1: idle workers are drained and removed, a worker running a job is kept
@@ -258,7 +271,7 @@ TEST(ClusterIT, DaemonCrashIsAdoptedThenCleaned) {
   pid_t daemon = std::stoi(*pid_line);
   auto before = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
   ASSERT_EQ(::kill(daemon, SIGKILL), 0);
-  ASSERT_TRUE(WaitFor([&] { return runtime::local::ProcessStartTime(daemon) == 0; }, seconds(10)));
+  ASSERT_TRUE(WaitFor([&] { return hpc::ProcessStartTime(daemon) == 0; }, seconds(10)));
   // Slurm still works without the daemon.
   EXPECT_EQ(c.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
 

@@ -11,7 +11,7 @@
 
 #include "common/files.h"
 #include "harness.h"
-#include "runtime/local/local_runtime.h"
+#include "common/subprocess.h"
 
 namespace hpc::it {
 namespace {
@@ -108,7 +108,7 @@ TEST(OwnershipIT, AdminPartitionsSurviveEverythingHpcplaneDoes) {
   pid_t daemon = DaemonPid(c);
   ASSERT_GT(daemon, 0);
   ASSERT_EQ(::kill(daemon, SIGKILL), 0);
-  ASSERT_TRUE(WaitFor([&] { return runtime::local::ProcessStartTime(daemon) == 0; }, 10s));
+  ASSERT_TRUE(WaitFor([&] { return hpc::ProcessStartTime(daemon) == 0; }, 10s));
   auto again = c.Cli({"up", "--detach", "--timeout", "90"}, 120s);
   ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
   EXPECT_NE(again.out.find("the state dir's cluster \"" + c.name() + "\""), std::string::npos) << again.out;

@@ -28,10 +28,11 @@ TEST(LocalRuntime, PodOverItsMemoryLimitIsKilledAndRestarted) {
   hog.name = "hog";
   // Takes 200 MiB, then waits; its limit is 100 MiB.
   hog.command = {"python3", "-c", "import time; x = bytearray(200 << 20); x[::4096] = b'x' * len(x[::4096]); time.sleep(600)"};
-  hog.memory_limit_mib = 100;
+  hog.resources.limits.memory_mib = 100;
   runtime::PodSpec calm = hog;
   calm.name = "calm";
   calm.command = {"sleep", "600"};
+  calm.resources.limits.cpus = 1;
   ASSERT_TRUE((*rt)->CreatePod(hog).ok());
   ASSERT_TRUE((*rt)->CreatePod(calm).ok());
   auto pod = [&](const std::string& name) {
@@ -54,6 +55,10 @@ TEST(LocalRuntime, PodOverItsMemoryLimitIsKilledAndRestarted) {
     return pod("hog").message.find("over its memory limit of 100 MiB") != std::string::npos;
   }, 10s)) << pod("hog").message;
   EXPECT_EQ(pod("calm").restarts, 0);
+  // The memory limit is enforced, the CPU limit is not, and the status says so.
+  EXPECT_TRUE(pod("hog").not_enforced.empty());
+  ASSERT_EQ(pod("calm").not_enforced.size(), 1u);
+  EXPECT_EQ(pod("calm").not_enforced[0].rfind("limits.cpus: not enforced", 0), 0u) << pod("calm").not_enforced[0];
   EXPECT_EQ(pod("calm").phase, runtime::PodPhase::kRunning);
   ASSERT_TRUE((*rt)->Teardown().ok());
   rt->reset();

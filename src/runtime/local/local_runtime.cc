@@ -24,17 +24,6 @@
 #include "common/files.h"
 #include "runtime/local/pod_init.h"
 
-namespace hpc::runtime {
-const char* PodPhaseName(PodPhase p) {
-  switch (p) {
-    case PodPhase::kPending: return "Pending";
-    case PodPhase::kRunning: return "Running";
-    case PodPhase::kSucceeded: return "Succeeded";
-    case PodPhase::kFailed: return "Failed";
-  }
-  return "Unknown";
-}
-}  // namespace hpc::runtime
 
 namespace hpc::runtime::local {
 
@@ -42,22 +31,6 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 
-uint64_t ProcessStartTime(pid_t pid) {
-  if (pid <= 0) return 0;
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string s;
-  if (!std::getline(in, s)) return 0;
-  auto close = s.rfind(')');
-  if (close == std::string::npos) return 0;
-  std::istringstream rest(s.substr(close + 2));
-  std::string field;
-  // Fields after the command name start at 3 (state); starttime is field 22.
-  for (int i = 3; i <= 22 && rest >> field; ++i) {
-    if (i == 3 && field == "Z") return 0;  // a zombie is gone for our purposes
-    if (i == 22) return std::stoull(field);
-  }
-  return 0;
-}
 
 int64_t DescendantsRssKiB(pid_t pid) {
   int64_t total = 0;
@@ -91,7 +64,7 @@ struct LocalRuntime::PodState {
   int64_t started_at = 0;
   std::string message;
 
-  bool Alive() const { return pid > 0 && ProcessStartTime(pid) == pid_start && pid_start != 0; }
+  bool Alive() const { return pid > 0 && hpc::ProcessStartTime(pid) == pid_start && pid_start != 0; }
 };
 
 namespace {
@@ -112,6 +85,30 @@ json MountJson(const Mount& m) {
           {"subPath", m.sub_path}, {"readOnly", m.read_only}};
 }
 
+json ResourceListJson(const ResourceList& r) {
+  return {{"cpus", r.cpus}, {"memoryMiB", r.memory_mib}, {"gpus", r.gpus}};
+}
+
+ResourceList ResourceListFromJson(const json& j) {
+  return {j.at("cpus").get<int>(), j.at("memoryMiB").get<int64_t>(), j.at("gpus").get<int>()};
+}
+
+// What this runtime does not enforce of a pod's resources. Memory limits are enforced by the
+// supervisor (resident memory checked every second; the pod is killed and restarted); nothing
+// here confines CPU time or devices, and every pod runs on this one machine, so requests
+// reserve nothing either (Slurm's node definitions are what divides the machine).
+std::vector<std::string> NotEnforced(const Resources& r) {
+  std::vector<std::string> out;
+  if (r.limits.cpus > 0) out.push_back("limits.cpus: not enforced: the local runtime does not confine CPU time");
+  if (r.limits.gpus > 0 || r.requests.gpus > 0) {
+    out.push_back("gpus: not isolated: the local runtime does not confine devices; Slurm's GRES divides them");
+  }
+  if (r.requests.cpus > 0 || r.requests.memory_mib > 0) {
+    out.push_back("requests: not reserved: every local pod runs on this machine");
+  }
+  return out;
+}
+
 json SpecJson(const PodSpec& s) {
   json mounts = json::array();
   for (const auto& m : s.mounts) mounts.push_back(MountJson(m));
@@ -126,7 +123,8 @@ json SpecJson(const PodSpec& s) {
             {"periodSeconds", s.liveness.period_seconds},
             {"timeoutSeconds", s.liveness.timeout_seconds},
             {"failureThreshold", s.liveness.failure_threshold}}},
-          {"restartPolicy", static_cast<int>(s.restart_policy)}, {"memoryLimitMiB", s.memory_limit_mib},
+          {"restartPolicy", static_cast<int>(s.restart_policy)},
+          {"resources", {{"requests", ResourceListJson(s.resources.requests)}, {"limits", ResourceListJson(s.resources.limits)}}},
           {"tmpMiB", s.tmp_mib}};
 }
 
@@ -147,7 +145,12 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.readiness.tcp_port = j.at("readiness").at("tcpPort");
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
-    s.memory_limit_mib = j.value("memoryLimitMiB", int64_t{0});
+    if (j.contains("resources")) {
+      s.resources.requests = ResourceListFromJson(j.at("resources").at("requests"));
+      s.resources.limits = ResourceListFromJson(j.at("resources").at("limits"));
+    } else {  // specs written before resources had a memory limit only
+      s.resources.limits.memory_mib = j.value("memoryLimitMiB", int64_t{0});
+    }
     s.tmp_mib = j.value("tmpMiB", int64_t{0});
     if (j.contains("liveness")) {  // specs written before liveness probes have none
       const json& l = j.at("liveness");
@@ -478,7 +481,7 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
     return Status::Errorf("pod {}: {}", spec.name, st->message);
   }
   st->pid = pid;
-  st->pid_start = ProcessStartTime(pid);
+  st->pid_start = hpc::ProcessStartTime(pid);
   st->started_at = UnixNow();
   st->ready = false;
   st->stopped = false;
@@ -554,6 +557,8 @@ Result<std::vector<PodStatus>> LocalRuntime::ListPods(const std::map<std::string
     ps.restarts = st->restarts;
     ps.started_at = st->started_at;
     ps.message = st->message;
+    ps.resources = (*spec)->resources;
+    ps.not_enforced = NotEnforced(ps.resources);
     if (st->Alive()) {
       ps.phase = PodPhase::kRunning;
       ps.ready = st->ready;
@@ -589,8 +594,8 @@ bool LocalRuntime::ProbeAlive(const PodSpec& spec, const PodState& st) {
   return r.ok() && r->exit_code == 0;
 }
 
-LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
-  SuperviseResult result;
+SupervisionResult LocalRuntime::Supervise() {
+  SupervisionResult result;
   // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
   for (;;) {
     int status = 0;
@@ -629,7 +634,7 @@ LocalRuntime::SuperviseResult LocalRuntime::Supervise() {
           ::kill(st->pid, SIGKILL);
         }
       }
-      const int64_t limit_mib = (*spec)->memory_limit_mib;
+      const int64_t limit_mib = (*spec)->resources.limits.memory_mib;
       if (limit_mib > 0 && now >= next_memory_check_ms_[name]) {
         next_memory_check_ms_[name] = now + 1000;
         // What runs under the pod's init: the init is hpcplane's, not the workload's.

@@ -18,7 +18,7 @@
 
 namespace hpc::runtime::local {
 
-class LocalRuntime : public PodRuntime {
+class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
  public:
   struct Options {
     std::string dir;
@@ -46,18 +46,9 @@ class LocalRuntime : public PodRuntime {
   Result<int> ExecInteractive(const std::string& pod, const ExecOptions& opts) override;
   Result<std::string> Logs(const std::string& pod, size_t tail_lines) override;
 
-  /**
-   * One supervision pass: reap, restart with backoff, probe readiness. Daemon only.
-   * Reports whether a pod started, stopped or changed readiness, and whether every pod is
-   * settled (running and ready, or finished for good).
-   */
-  struct SuperviseResult {
-    bool changed = false;
-    bool settled = true;
-  };
-  SuperviseResult Supervise();
-  /** Stops every pod and removes the network; configuration, secrets and volumes stay. */
-  Status Teardown();
+  /** Reaps, restarts with backoff, probes readiness. Only with Options::supervise. */
+  SupervisionResult Supervise() override;
+  Status Teardown() override;
   /** Host path of a volume; for the CLI's own use (e.g. printing where output landed). */
   std::string VolumePath(const std::string& name) const { return opts_.dir + "/volumes/" + name; }
 
@@ -93,9 +84,5 @@ class LocalRuntime : public PodRuntime {
 // Resident memory (KiB) of the descendants of a process (/proc/<pid>/task/*/children), not
 // counting the process itself: for a pod, what runs under its init.
 int64_t DescendantsRssKiB(pid_t pid);
-
-// Start time of a process in clock ticks since boot, or 0 when it does not exist. Together
-// with the PID it identifies one process, so a recycled PID is never mistaken for a pod.
-uint64_t ProcessStartTime(pid_t pid);
 
 }  // namespace hpc::runtime::local

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "slurm/config.h"
+
 namespace hpc::op {
 namespace {
 
@@ -46,6 +48,21 @@ TEST(BuildersTest, EveryDaemonHasALivenessProbeThatNeedsAnAnswer) {
   auto dbd = BuildSlurmdbdPod(c, in);
   EXPECT_NE(std::find(dbd.liveness.command.begin(), dbd.liveness.command.end(), "sacctmgr"), dbd.liveness.command.end());
   ASSERT_NE(FindMount(dbd, "/etc/slurm"), nullptr);
+}
+
+// A worker pod asks for the nodeset's shape (what slurmd advertises), so a runtime that places
+// pods (Kubernetes) puts it where that shape is free; GPUs are limits too.
+TEST(BuildersTest, WorkerPodRequestsTheNodeSetsShape) {
+  api::NodeSet ns;
+  ns.metadata.name = "gpu";
+  ns.spec.resources.cpus = 8;
+  ns.spec.resources.memory_mib = 32768;
+  ns.spec.resources.gpus = 2;
+  auto pod = BuildWorkerPod(Cluster(), ns, 0, Inputs());
+  EXPECT_EQ(pod.resources.requests, (runtime::ResourceList{8, 32768, 2}));
+  EXPECT_EQ(pod.resources.limits.gpus, 2);
+  EXPECT_EQ(pod.resources.limits.memory_mib, 0) << "jobs are confined by Slurm, not by killing the worker";
+  EXPECT_NE(std::find(pod.command.begin(), pod.command.end(), slurm::DynamicNodeConf(ns)), pod.command.end());
 }
 
 // Workers get the nodeset's /tmp size and the health check settings.
@@ -98,10 +115,10 @@ TEST(BuildersTest, RestApiRunsUnprivilegedWithJwtDaemonMode) {
   EXPECT_EQ(pod.uid, 65534);
   EXPECT_EQ(pod.env.at("SLURM_JWT"), "daemon");
   EXPECT_EQ(pod.command.back(), "0.0.0.0:6820");
-  EXPECT_EQ(pod.memory_limit_mib, 2048);
+  EXPECT_EQ(pod.resources.limits.memory_mib, 2048);
   auto c = Cluster();
   c.spec.rest_memory_limit_mib = 0;
-  EXPECT_EQ(BuildRestApiPod(c, Inputs()).memory_limit_mib, 0);
+  EXPECT_EQ(BuildRestApiPod(c, Inputs()).resources.limits.memory_mib, 0);
 }
 
 // The controller keeps its state on the persistent volume and reads the JWT key secret.

@@ -1,0 +1,38 @@
+// The runtime factory: the one place that chooses which runtime hosts a cluster's pods. Today
+// that is the local runtime (namespaced processes on this machine, src/runtime/local/); a second
+// runtime is a new folder under src/runtime/ and a branch here, and nothing above the runtime
+// interface changes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "common/result.h"
+#include "operator/daemon.h"
+#include "runtime/local/local_runtime.h"
+#include "runtime/pod_runtime.h"
+
+namespace hpc::app {
+
+// The daemon's runtime: it starts, restarts and probes the cluster's pods (RuntimeLifecycle),
+// adopting those an earlier daemon left running.
+Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenSupervisingRuntime(const op::ClusterPaths& p,
+                                                                             const std::string& subnet,
+                                                                             const std::string& self_exe);
+
+// A client's view of a cluster's pods (the CLI, the agent): it lists, reads and execs, and
+// creates or deletes pods that the daemon then supervises.
+Result<std::unique_ptr<runtime::PodRuntime>> OpenClientRuntime(const op::ClusterPaths& p,
+                                                               const std::string& self_exe);
+
+// Stops every pod of a cluster whose daemon is gone and releases its network (`down`); also
+// what a crashed daemon left behind. Ok when there is no runtime to open.
+Status TeardownRuntime(const op::ClusterPaths& p, const std::string& self_exe);
+
+// Refuses a subnet that another cluster's network already holds, before anything is created.
+Status CheckSubnetFree(const op::ClusterPaths& p, const std::string& cluster_name, const std::string& subnet);
+
+// The first process of a local pod (`hpcplane __pod-init PLAN`); returns its exit code.
+int RunPodInit(const char* plan);
+
+}  // namespace hpc::app
