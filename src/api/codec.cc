@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include "api/defaults.h"
+#include "api/spec_fields.h"
 #include "api/validation.h"
 #include "common/files.h"
 
@@ -121,6 +122,27 @@ class FieldReader {
       (*out)[kv.first.Scalar()] = kv.second.Scalar();
     }
   }
+  // A nested mapping, walked by `fn(FieldReader&)`; its unknown keys are reported after it.
+  template <typename Fn>
+  void Object(const std::string& key, Fn fn) {
+    FieldReader child(Get(key), Path(key), error_);
+    fn(child);
+    child.Finish();
+  }
+  // A list of mappings, each read into a new T by `fn(FieldReader&, T*)`.
+  template <typename T, typename Fn>
+  void ObjectList(const std::string& key, std::vector<T>* out, Fn fn) {
+    if (!Has(key)) return;
+    YAML::Node list = node_[key];
+    if (!list.IsSequence()) return Fail(Path(key), "must be a list", list);
+    for (size_t i = 0; i < list.size(); ++i) {
+      T item{};
+      FieldReader child(list[i], fmt::format("{}[{}]", Path(key), i), error_);
+      fn(child, &item);
+      child.Finish();
+      out->push_back(std::move(item));
+    }
+  }
   // Reports the first key that no reader asked for.
   void Finish() {
     if (!node_.IsMap()) return;
@@ -178,126 +200,15 @@ void DecodeMeta(FieldReader& top, ObjectMeta* meta, Status* err) {
   m.Finish();
 }
 
-void DecodeDatasets(FieldReader& r, std::vector<Dataset>* out, Status* err) {
-  if (!r.Has("datasets")) return;
-  YAML::Node list = r.Get("datasets");
-  if (!list.IsSequence()) r.Fail("spec.datasets", "must be a list", list);
-  for (size_t i = 0; list.IsSequence() && i < list.size(); ++i) {
-    Dataset d;
-    FieldReader dr(list[i], fmt::format("spec.datasets[{}]", i), err);
-    dr.String("name", &d.name);
-    dr.String("mountPath", &d.mount_path);
-    dr.String("hostPath", &d.host_path);
-    dr.Finish();
-    out->push_back(d);
-  }
-}
-
 void DecodeClusterSpec(const YAML::Node& node, SlurmClusterSpec* s, Status* err) {
   FieldReader r(node, "spec", err);
-  {
-    FieldReader net(r.Get("network"), "spec.network", err);
-    net.String("subnet", &s->subnet);
-    net.Finish();
-  }
-  {
-    FieldReader rest(r.Get("restApi"), "spec.restApi", err);
-    rest.Integer("port", &s->rest_port);
-    rest.Integer("memoryLimitMiB", &s->rest_memory_limit_mib);
-    rest.Finish();
-  }
-  {
-    FieldReader login(r.Get("login"), "spec.login", err);
-    login.Bool("enabled", &s->login_enabled);
-    login.Finish();
-  }
-  {
-    FieldReader d(r.Get("nodeSetDefaults"), "spec.nodeSetDefaults", err);
-    d.Integer("minReplicaCount", &s->min_replica_count);
-    d.Finish();
-  }
-  {
-    FieldReader sch(r.Get("scheduling"), "spec.scheduling", err);
-    sch.StringList("schedulerParameters", &s->scheduler_parameters);
-    sch.String("priorityType", &s->priority_type);
-    sch.StringList("extraConfig", &s->extra_config);
-    sch.Integer("maxNodeCount", &s->max_node_count);
-    sch.Finish();
-  }
-  DecodeDatasets(r, &s->datasets, err);
-  {
-    FieldReader acc(r.Get("accounting"), "spec.accounting", err);
-    acc.Bool("enabled", &s->accounting.enabled);
-    acc.String("enforce", &s->accounting.enforce);
-    acc.Finish();
-  }
-  {
-    FieldReader hc(r.Get("healthChecks"), "spec.healthChecks", err);
-    auto& h = s->health_checks;
-    hc.Bool("enabled", &h.enabled);
-    hc.Duration("interval", &h.interval_seconds);
-    hc.Duration("timeout", &h.timeout_seconds);
-    hc.Integer("minFreePercent", &h.min_free_percent);
-    hc.Duration("maxClockSkew", &h.max_clock_skew_seconds);
-    hc.IntOrPercent("maxUnhealthy", &h.max_unhealthy);
-    hc.Duration("replaceAfter", &h.replace_after_seconds);
-    hc.Integer("maxReplacementsPerHour", &h.max_replacements_per_hour);
-    hc.Finish();
-  }
-  if (r.Has("users")) {
-    YAML::Node list = r.Get("users");
-    if (!list.IsSequence()) r.Fail("spec.users", "must be a list", list);
-    for (size_t i = 0; list.IsSequence() && i < list.size(); ++i) {
-      ClusterUser u;
-      FieldReader ur(list[i], fmt::format("spec.users[{}]", i), err);
-      ur.String("name", &u.name);
-      ur.Integer("uid", &u.uid);
-      ur.Integer("gid", &u.gid);
-      ur.Bool("admin", &u.admin);
-      ur.Finish();
-      s->users.push_back(u);
-    }
-  }
+  WalkClusterSpec(r, s);
   r.Finish();
 }
 
 void DecodeNodeSetSpec(const YAML::Node& node, NodeSetSpec* s, Status* err) {
   FieldReader r(node, "spec", err);
-  r.String("cluster", &s->cluster);
-  r.OptionalInt("replicas", &s->replicas);
-  r.OptionalInt("minReplicas", &s->min_replicas);
-  r.Integer("maxReplicas", &s->max_replicas);
-  r.Duration("idleTimeout", &s->idle_timeout_seconds);
-  r.StringList("features", &s->features);
-  DecodeDatasets(r, &s->datasets, err);
-  {
-    FieldReader sc(r.Get("scaling"), "spec.scaling", err);
-    sc.Integer("scaleUpPerMinute", &s->scale_up_per_minute);
-    sc.Integer("scaleDownPerMinute", &s->scale_down_per_minute);
-    sc.Finish();
-  }
-  {
-    FieldReader res(r.Get("resources"), "spec.resources", err);
-    res.Integer("cpus", &s->resources.cpus);
-    res.Integer("memoryMiB", &s->resources.memory_mib);
-    res.Integer("gpus", &s->resources.gpus);
-    res.Integer("tmpMiB", &s->resources.tmp_mib);
-    res.Finish();
-  }
-  {
-    FieldReader hc(r.Get("healthChecks"), "spec.healthChecks", err);
-    hc.StringMap("scripts", &s->health_check_scripts);
-    hc.Finish();
-  }
-  {
-    FieldReader p(r.Get("partition"), "spec.partition", err);
-    p.String("name", &s->partition.name);
-    p.Bool("default", &s->partition.is_default);
-    p.String("maxTime", &s->partition.max_time);
-    p.StringMap("options", &s->partition.options);
-    p.String("state", &s->partition.state);
-    p.Finish();
-  }
+  WalkNodeSetSpec(r, s);
   r.Finish();
 }
 

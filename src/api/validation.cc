@@ -9,8 +9,21 @@
 namespace hpc::api {
 namespace {
 
+// Control characters a refused value carried are shown escaped: the message stays one line.
+std::string OneLine(const std::string& text) {
+  std::string out;
+  for (unsigned char c : text) {
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
+    else out += static_cast<char>(c);
+  }
+  return out;
+}
+
 Status FieldError(const std::string& subject, const std::string& path, const std::string& why) {
-  return Status::Errorf("{}: {}: {}", subject, path, why);
+  return Status::Errorf("{}: {}: {}", subject, path, OneLine(why));
 }
 
 // Values that end up inside slurm.conf must not be able to add lines or options of their own.

@@ -3,6 +3,7 @@
 #include "cli/workspace_commands.h"
 #include "cli/controlplane_commands.h"
 #include "cli/project_commands.h"
+#include "cli/kubernetes_commands.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -663,6 +664,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   auto run_workspace_commands = AddWorkspaceCommands(app, g);
   auto run_controlplane_commands = AddControlPlaneCommands(app, g);
   auto run_project_commands = AddProjectCommands(app);
+  auto run_kubernetes_commands = AddKubernetesCommands(app);
 
   try {
     app.parse(argc, argv);
@@ -688,6 +690,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   if (logs->parsed()) return CmdLogs(g, pod, tail);
   if (int rc = run_workspace_commands(); rc >= 0) return rc;
   if (int rc = run_project_commands(); rc >= 0) return rc;
+  if (int rc = run_kubernetes_commands(); rc >= 0) return rc;
   return run_controlplane_commands();
 }
 

@@ -1,0 +1,34 @@
+#!/usr/bin/env bash
+# Builds the hpcplane and Slurm images with podman (or buildah), outside `make test`.
+#
+#   bash images/build.sh [TAG]                  FROM the registry's debian:12-slim
+#   BASE=localhost/debian:12 bash images/build.sh   FROM an image already in local storage
+#   DEBOOTSTRAP=1 bash images/build.sh          no registry: debootstrap Debian 12 from Debian's
+#                                               mirror and import it as localhost/debian:12 first
+#
+# Prints the images' names and sizes. Needs root (or rootless podman), podman or buildah, and
+# for DEBOOTSTRAP=1 the debootstrap package.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+tag=${1:-dev}
+base=${BASE:-docker.io/library/debian:12-slim}
+if command -v podman >/dev/null; then
+  build() { podman build "$@"; }
+  tool=podman
+elif command -v buildah >/dev/null; then
+  build() { buildah bud "$@"; }
+  tool=buildah
+else
+  echo "images/build.sh: needs podman or buildah (apt-get install podman)" >&2
+  exit 1
+fi
+if [ "${DEBOOTSTRAP:-0}" = 1 ]; then
+  root=$(mktemp -d /tmp/hpcplane-rootfs.XXXXXX)
+  trap 'rm -rf "$root"' EXIT
+  debootstrap --variant=minbase bookworm "$root" "${MIRROR:-http://deb.debian.org/debian}" >/dev/null
+  tar -C "$root" -c . | "$tool" import - localhost/debian:12 >/dev/null
+  base=localhost/debian:12
+fi
+build --build-arg BASE="$base" -f images/hpcplane.Containerfile -t "hpcplane:$tag" .
+build --build-arg BASE="$base" -f images/slurm.Containerfile -t "hpcplane-slurm:$tag" .
+"$tool" images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E "^(localhost/)?hpcplane(-slurm)?:$tag "
