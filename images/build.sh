@@ -5,6 +5,7 @@
 #   BASE=localhost/debian:12 bash images/build.sh   FROM an image already in local storage
 #   DEBOOTSTRAP=1 bash images/build.sh          no registry: debootstrap Debian 12 from Debian's
 #                                               mirror and import it as localhost/debian:12 first
+#   ISOLATION=chroot bash images/build.sh       build steps without an OCI runtime (see below)
 #
 # Prints the images' names and sizes. Needs root (or rootless podman), podman or buildah, and
 # for DEBOOTSTRAP=1 the debootstrap package.
@@ -12,11 +13,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 tag=${1:-dev}
 base=${BASE:-docker.io/library/debian:12-slim}
+# ISOLATION=chroot runs the build steps without an OCI runtime: for hosts whose cgroups crun
+# cannot use (hybrid cgroup v1/v2, as in this project's sandboxes).
+isolation=${ISOLATION:+--isolation=$ISOLATION}
 if command -v podman >/dev/null; then
-  build() { podman build "$@"; }
+  build() { podman build $isolation "$@"; }
   tool=podman
 elif command -v buildah >/dev/null; then
-  build() { buildah bud "$@"; }
+  build() { buildah bud $isolation "$@"; }
   tool=buildah
 else
   echo "images/build.sh: needs podman or buildah (apt-get install podman)" >&2

@@ -41,47 +41,55 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
                                                 slurm::SlurmReader* reader, const PendingByPartition* pending) {
   api::NodeSetStatus st = ns.status;
   st.observed_generation = ns.metadata.generation;
-  const int64_t now = std::time(nullptr);
-  const bool autoscaled = IsAutoscaled(ns);
-
-  auto pods = rt_->ListPods({{kLabelCluster, c.metadata.name}, {kLabelNodeSet, ns.metadata.name}});
-  if (!pods.ok()) {
-    SetCondition(&st.conditions, "Ready", false, "RuntimeError", pods.status().message());
+  Pass pass;
+  pass.now = std::time(nullptr);
+  if (Status s = Observe(c, ns, reader, &pass); !s.ok()) {
+    SetCondition(&st.conditions, "Ready", false, "RuntimeError", s.message());
     return st;
   }
-  std::map<std::string, slurm::SlurmNode> nodes;
-  bool visible = false;
-  std::string slurm_error = "slurmrestd is not ready";
-  if (reader) {
-    auto listed = reader->Nodes();
-    if (listed.ok()) {
-      visible = true;
-      for (auto& n : *listed) nodes[n.name] = n;
-    } else {
-      slurm_error = listed.status().message();
-    }
-  }
+  // Repairs need Slurm's view: without it nothing is reset, drained, replaced or restarted.
+  if (pass.visible) Repair(c, ns, &pass, &st);
+  Decide(c, ns, pending, &pass, &st);
+  Act(c, ns, &pass);
+  if (pass.visible) ForgetOrphanNodes(ns, &pass);
+  Report(c, ns, pass, &st);
+  return st;
+}
 
-  std::vector<std::string> errors;
-  std::set<std::string> replaced;   // health replacements: gone for good, a new name takes over
-  std::set<std::string> restarted;  // started again below under the same name
-  if (visible) {
-    RepairStuckNodes(ns, &nodes, now, &st);
-    ResetRestartedWorkers(ns, *pods, &nodes, &st, &errors);
-    replaced = ApplyHealth(c, ns, *pods, &nodes, now, &st, &errors);
-    restarted = RestartUnregisteredWorkers(ns, *pods, nodes, now, &st, &errors);
-    RegisterWorkersAgain(ns, *pods, nodes, now, &st);
+Status NodeSetReconciler::Observe(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader,
+                                  Pass* pass) {
+  ASSIGN_OR_RETURN(pass->pods, rt_->ListPods({{kLabelCluster, c.metadata.name}, {kLabelNodeSet, ns.metadata.name}}));
+  if (!reader) return Status::Ok();
+  auto listed = reader->Nodes();
+  if (!listed.ok()) {
+    pass->slurm_error = listed.status().message();
+    return Status::Ok();
   }
+  pass->visible = true;
+  for (auto& n : *listed) pass->nodes[n.name] = n;
+  return Status::Ok();
+}
 
+void NodeSetReconciler::Repair(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass,
+                               api::NodeSetStatus* st) {
+  RepairStuckNodes(ns, &pass->nodes, pass->now, st);
+  ResetRestartedWorkers(ns, pass->pods, &pass->nodes, st, &pass->errors);
+  pass->replaced = ApplyHealth(c, ns, pass->pods, &pass->nodes, pass->now, st, &pass->errors);
+  pass->restarted = RestartUnregisteredWorkers(ns, pass->pods, pass->nodes, pass->now, st, &pass->errors);
+  RegisterWorkersAgain(ns, pass->pods, pass->nodes, pass->now, st);
+}
+
+void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& ns, const PendingByPartition* pending,
+                               Pass* pass, api::NodeSetStatus* st) {
   std::vector<WorkerView> workers;
   int busy_nodes = 0;
-  for (const auto& p : *pods) {
-    if (replaced.count(p.name) || restarted.count(p.name)) continue;
+  for (const auto& p : pass->pods) {
+    if (pass->replaced.count(p.name) || pass->restarted.count(p.name)) continue;
     WorkerView w;
     w.pod = p.name;
     w.ordinal = WorkerOrdinal(ns, p.name);
-    auto it = nodes.find(p.name);
-    if (it != nodes.end()) {
+    auto it = pass->nodes.find(p.name);
+    if (it != pass->nodes.end()) {
       const auto& n = it->second;
       w.registered = true;
       w.busy = n.Busy();
@@ -90,53 +98,58 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
       w.drain_health = n.Drain() && (IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n));
       w.drain_ours = n.Drain() && ours && !w.drain_health;
       w.drain_admin = n.Drain() && !ours && !w.drain_health;
-      w.idle_seconds = w.busy ? 0 : std::max<int64_t>(0, now - n.last_busy);
+      w.idle_seconds = w.busy ? 0 : std::max<int64_t>(0, pass->now - n.last_busy);
       if (w.busy) ++busy_nodes;
     }
     workers.push_back(w);
   }
 
   // Desired workers: pinned by hand, or busy + what pending jobs need (DESIGN, Autoscaling).
+  const bool autoscaled = IsAutoscaled(ns);
   const int min = ns.MinReplicas(c.spec.min_replica_count);
   int desired = DesiredFromSpec(c, ns);
-  std::string demand_note;
   if (autoscaled) {
-    if (visible && pending) {
+    if (pass->visible && pending) {
       NodeShape shape{ns.spec.resources.cpus, ns.spec.resources.memory_mib, ns.spec.resources.gpus};
       static const std::vector<const slurm::SlurmJob*> kNone;
       auto it = pending->find(ns.PartitionName());
       Demand demand = ComputeDemand(it == pending->end() ? kNone : it->second, shape, ns.spec.max_replicas,
                                     std::max(0, ns.spec.max_replicas - busy_nodes));
       desired = DesiredWorkers(busy_nodes, demand, min, ns.spec.max_replicas);
-      demand_note = fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted,
-                                demand.nodes_needed);
+      pass->demand_note = fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted,
+                                      demand.nodes_needed);
       std::string unfit_msg;
       for (const auto& u : demand.unfit) {
         std::string m = fmt::format("job {} {}", u.job_id, u.why);
         unfit_msg += (unfit_msg.empty() ? "" : "; ") + m;
-        AddEvent(&st, "Warning", "Unschedulable", m);
+        AddEvent(st, "Warning", "Unschedulable", m);
       }
-      SetCondition(&st.conditions, "Unschedulable", !demand.unfit.empty(),
+      SetCondition(&st->conditions, "Unschedulable", !demand.unfit.empty(),
                    demand.unfit.empty() ? "AllJobsFit" : "JobNeverFits", unfit_msg);
     } else {
       // Without Slurm's view, hold the current count: no scale-up from guesses, no removal.
       int active = 0;
       for (const auto& w : workers) active += w.drain_ours || w.drain_health ? 0 : 1;
       desired = std::clamp(active, min, ns.spec.max_replicas);
-      demand_note = "Slurm not visible; holding";
+      pass->demand_note = "Slurm not visible; holding";
     }
   }
-  st.desired = desired;
+  pass->desired = desired;
 
   ScaleOptions opts;
-  opts.slurm_visible = visible;
+  opts.slurm_visible = pass->visible;
   if (autoscaled) opts.idle_timeout = ns.spec.idle_timeout_seconds;
-  opts.max_create = Allowance(&created_[ns.metadata.name], ns.spec.scale_up_per_minute, now);
-  opts.max_drain = Allowance(&drained_[ns.metadata.name], ns.spec.scale_down_per_minute, now);
-  for (const auto& name : replaced) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
-  ScalePlan plan = PlanScale(workers, desired, opts);
-  for (size_t i = 0; i < plan.create.size() + plan.resume.size(); ++i) created_[ns.metadata.name].push_back(now);
-  for (size_t i = 0; i < plan.drain.size(); ++i) drained_[ns.metadata.name].push_back(now);
+  opts.max_create = Allowance(&created_[ns.metadata.name], ns.spec.scale_up_per_minute, pass->now);
+  opts.max_drain = Allowance(&drained_[ns.metadata.name], ns.spec.scale_down_per_minute, pass->now);
+  for (const auto& name : pass->replaced) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
+  pass->plan = PlanScale(workers, desired, opts);
+}
+
+void NodeSetReconciler::Act(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass) {
+  const ScalePlan& plan = pass->plan;
+  auto& errors = pass->errors;
+  for (size_t i = 0; i < plan.create.size() + plan.resume.size(); ++i) created_[ns.metadata.name].push_back(pass->now);
+  for (size_t i = 0; i < plan.drain.size(); ++i) drained_[ns.metadata.name].push_back(pass->now);
   for (const auto& name : plan.resume) {
     Status s = control_->ResumeNode(name);
     if (!s.ok()) errors.push_back(s.message());
@@ -160,68 +173,76 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
     if (s.ok()) s = control_->DeleteNode(name);
     if (!s.ok()) errors.push_back(s.message());
   }
-  // Nodes Slurm still lists for this nodeset whose pod is gone (e.g. removed while hpcplane was
-  // down): forget them once they hold no job. A pod created in this pass counts: after a
-  // restart slurmctld recovers the workers' nodes before their pods are back, and deleting the
-  // node of a worker that is registering left it without one (`up` waited 20 s for its restart).
-  if (visible) {
-    std::set<std::string> created;
-    for (int ord : plan.create) created.insert(WorkerPodName(ns, ord));
-    for (const auto& [node_name, n] : nodes) {
-      const std::string& name = node_name;  // a plain reference: lambdas may not capture bindings (clang 14)
-      bool has_pod = created.count(name) ||
-                     std::any_of(pods->begin(), pods->end(), [&](const auto& p) { return p.name == name; });
-      if (!has_pod && WorkerOrdinal(ns, name) >= 0 && n.features.count(ns.metadata.name) && !n.Busy()) {
-        Status s = control_->DeleteNode(name);
-        if (!s.ok()) errors.push_back(s.message());
-      }
+}
+
+// Nodes Slurm still lists for this nodeset whose pod is gone (e.g. removed while hpcplane was
+// down): forgotten once they hold no job. A pod created in this pass counts: after a restart
+// slurmctld recovers the workers' nodes before their pods are back, and deleting the node of a
+// worker that is registering left it without one (`up` waited 20 s for its restart).
+void NodeSetReconciler::ForgetOrphanNodes(const api::NodeSet& ns, Pass* pass) {
+  std::set<std::string> created;
+  for (int ord : pass->plan.create) created.insert(WorkerPodName(ns, ord));
+  for (const auto& [node_name, n] : pass->nodes) {
+    const std::string& name = node_name;  // a plain reference: lambdas may not capture bindings (clang 14)
+    bool has_pod = created.count(name) ||
+                   std::any_of(pass->pods.begin(), pass->pods.end(), [&](const auto& p) { return p.name == name; });
+    if (!has_pod && WorkerOrdinal(ns, name) >= 0 && n.features.count(ns.metadata.name) && !n.Busy()) {
+      Status s = control_->DeleteNode(name);
+      if (!s.ok()) pass->errors.push_back(s.message());
     }
   }
+}
+
+void NodeSetReconciler::Report(const api::SlurmCluster& c, const api::NodeSet& ns, const Pass& pass,
+                               api::NodeSetStatus* st) {
+  const ScalePlan& plan = pass.plan;
+  const auto& errors = pass.errors;
   if (!plan.decision.empty()) {
-    st.last_decision = plan.decision + (demand_note.empty() ? "" : " (" + demand_note + ")");
-    AddEvent(&st, "Normal", "Scaled", st.last_decision);
-    spdlog::info("nodeset {}: {}", ns.metadata.name, st.last_decision);
+    st->last_decision = plan.decision + (pass.demand_note.empty() ? "" : " (" + pass.demand_note + ")");
+    AddEvent(st, "Normal", "Scaled", st->last_decision);
+    spdlog::info("nodeset {}: {}", ns.metadata.name, st->last_decision);
   }
   last_errors_ = static_cast<int>(errors.size());
-  for (const auto& e : errors) AddEvent(&st, "Warning", "ScalingFailed", e);
+  for (const auto& e : errors) AddEvent(st, "Warning", "ScalingFailed", e);
   for (const auto& e : errors) spdlog::error("nodeset {}: {}", ns.metadata.name, e);
 
   // Counts from what exists after this pass.
-  st.replicas = st.ready = st.busy = st.idle = st.draining = st.unhealthy = 0;
+  st->desired = pass.desired;
+  st->replicas = st->ready = st->busy = st->idle = st->draining = st->unhealthy = 0;
   auto after = rt_->ListPods({{kLabelCluster, c.metadata.name}, {kLabelNodeSet, ns.metadata.name}});
   if (after.ok()) {
     for (const auto& p : *after) {
-      ++st.replicas;
-      auto it = nodes.find(p.name);
-      if (it == nodes.end()) continue;
+      ++st->replicas;
+      auto it = pass.nodes.find(p.name);
+      if (it == pass.nodes.end()) continue;
       const auto& n = it->second;
       bool removed = std::find(plan.remove.begin(), plan.remove.end(), p.name) != plan.remove.end();
       if (removed) continue;
       bool draining = n.Drain() || std::find(plan.drain.begin(), plan.drain.end(), p.name) != plan.drain.end();
       // Drained by a health check or by Slurm for a fault: out of service, but not on its way
       // out like a scale-down.
-      if (n.Drain() && (IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n))) ++st.unhealthy;
-      else if (draining) ++st.draining;
-      else if (n.Usable()) ++st.ready;
-      if (n.Busy()) ++st.busy;
-      else if (n.Usable()) ++st.idle;
+      if (n.Drain() && (IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n))) ++st->unhealthy;
+      else if (draining) ++st->draining;
+      else if (n.Usable()) ++st->ready;
+      if (n.Busy()) ++st->busy;
+      else if (n.Usable()) ++st->idle;
     }
   }
-  SetCondition(&st.conditions, "SlurmVisible", visible, visible ? "Answering" : "SlurmUnreachable",
-               visible ? "" : slurm_error + "; no worker is drained or deleted until Slurm answers");
-  bool scaling = !plan.create.empty() || !plan.drain.empty() || !plan.remove.empty() || st.draining > 0 ||
-                 st.replicas != desired;
-  SetCondition(&st.conditions, "Scaling", scaling, scaling ? "Converging" : "Stable", plan.decision);
-  SetCondition(&st.conditions, "WorkersHealthy", st.unhealthy == 0, st.unhealthy == 0 ? "ChecksPass" : "Unhealthy",
-               st.unhealthy == 0 ? ""
-                                 : fmt::format("{} worker(s) drained by a health check or by Slurm for a fault; each "
-                                               "is removed once it runs nothing and has been drained for {}s",
-                                               st.unhealthy, c.spec.health_checks.replace_after_seconds));
-  bool ready = visible && st.ready == desired && st.draining == 0 && errors.empty();
-  std::string msg = errors.empty() ? fmt::format("{}/{} workers ready", st.ready, desired) : errors.front();
-  if (errors.empty() && st.unhealthy > 0) msg += fmt::format("; {} drained as unhealthy", st.unhealthy);
-  SetCondition(&st.conditions, "Ready", ready, ready ? "WorkersReady" : "NotReady", msg);
-  return st;
+  const bool visible = pass.visible;
+  SetCondition(&st->conditions, "SlurmVisible", visible, visible ? "Answering" : "SlurmUnreachable",
+               visible ? "" : pass.slurm_error + "; no worker is drained or deleted until Slurm answers");
+  bool scaling = !plan.create.empty() || !plan.drain.empty() || !plan.remove.empty() || st->draining > 0 ||
+                 st->replicas != pass.desired;
+  SetCondition(&st->conditions, "Scaling", scaling, scaling ? "Converging" : "Stable", plan.decision);
+  SetCondition(&st->conditions, "WorkersHealthy", st->unhealthy == 0, st->unhealthy == 0 ? "ChecksPass" : "Unhealthy",
+               st->unhealthy == 0 ? ""
+                                  : fmt::format("{} worker(s) drained by a health check or by Slurm for a fault; "
+                                                "each is removed once it runs nothing and has been drained for {}s",
+                                                st->unhealthy, c.spec.health_checks.replace_after_seconds));
+  bool ready = visible && st->ready == pass.desired && st->draining == 0 && errors.empty();
+  std::string msg = errors.empty() ? fmt::format("{}/{} workers ready", st->ready, pass.desired) : errors.front();
+  if (errors.empty() && st->unhealthy > 0) msg += fmt::format("; {} drained as unhealthy", st->unhealthy);
+  SetCondition(&st->conditions, "Ready", ready, ready ? "WorkersReady" : "NotReady", msg);
 }
 
 void NodeSetReconciler::ResetRestartedWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,

@@ -20,6 +20,7 @@
 #include "api/types.h"
 #include "operator/builders.h"
 #include "operator/demand.h"
+#include "operator/scale_down.h"
 #include "runtime/pod_runtime.h"
 #include "slurm/slurm_client.h"
 
@@ -52,6 +53,31 @@ class NodeSetReconciler {
   Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
 
  private:
+  // What one pass saw and decided, handed from step to step.
+  struct Pass {
+    int64_t now = 0;
+    std::vector<runtime::PodStatus> pods;         // the nodeset's worker pods
+    std::map<std::string, slurm::SlurmNode> nodes;  // Slurm's nodes by name (when visible)
+    bool visible = false;                          // Slurm answered
+    std::string slurm_error = "slurmrestd is not ready";
+    std::set<std::string> replaced;   // health replacements: gone for good, a new name takes over
+    std::set<std::string> restarted;  // started again under the same name
+    int desired = 0;
+    std::string demand_note;
+    ScalePlan plan;
+    std::vector<std::string> errors;  // failed actions
+  };
+  // One pass is five steps: observe (pods, Slurm's nodes), repair (stuck, restarted, unhealthy,
+  // unregistered workers; only with Slurm's view), decide (desired count, scale plan), act
+  // (resume, create, drain, remove), forget (nodes whose pod is gone); then report (status).
+  Status Observe(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader, Pass* pass);
+  void Repair(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass, api::NodeSetStatus* st);
+  void Decide(const api::SlurmCluster& c, const api::NodeSet& ns, const PendingByPartition* pending, Pass* pass,
+              api::NodeSetStatus* st);
+  void Act(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass);
+  void ForgetOrphanNodes(const api::NodeSet& ns, Pass* pass);
+  void Report(const api::SlurmCluster& c, const api::NodeSet& ns, const Pass& pass, api::NodeSetStatus* st);
+
   // Resets workers Slurm left ALLOCATED without a job (see SlurmNode::StuckAllocated).
   void RepairStuckNodes(const api::NodeSet& ns, std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
                         api::NodeSetStatus* st);
