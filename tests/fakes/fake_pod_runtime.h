@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -25,6 +26,8 @@ class FakePodRuntime : public runtime::PodRuntime {
   std::map<std::string, runtime::PodSpec> pods;
   std::map<std::string, int> restarts;  // how often each pod was restarted, as ListPods reports it
   std::map<std::string, int64_t> started_at;  // when each pod's process started (unix s); 0 when unset
+  std::set<std::string> not_ready;      // pods that run but whose readiness probe fails
+  std::vector<std::string> created;     // every CreatePod that made a pod, in order
   std::vector<std::string> deleted;     // every DeletePod, in order
   std::vector<ExecCall> execs;
   std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
@@ -60,6 +63,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   Status CreatePod(const runtime::PodSpec& spec) override {
     auto it = pods.find(spec.name);
     if (it != pods.end() && !(it->second == spec)) return Status::Errorf("pod {} exists with another spec", spec.name);
+    if (it == pods.end()) created.push_back(spec.name);
     pods[spec.name] = spec;
     return Status::Ok();
   }
@@ -81,7 +85,7 @@ class FakePodRuntime : public runtime::PodRuntime {
       st.name = name;
       st.labels = spec.labels;
       st.phase = runtime::PodPhase::kRunning;
-      st.ready = true;
+      st.ready = !not_ready.count(name);
       st.restarts = restarts.count(name) ? restarts.at(name) : 0;
       st.started_at = started_at.count(name) ? started_at.at(name) : 0;
       out.push_back(st);

@@ -260,3 +260,141 @@ TEST_F(NodeSetReconcilerTest, ARestartedWorkerThatSlurmCountsBusyIsReset) {
 
 }  // namespace
 }  // namespace hpc::op
+
+namespace hpc::op {
+namespace {
+
+// Slurm's view after hpcplane drained a worker for a scale-down.
+void DrainedByUs(slurm::SlurmNode& n) {
+  n.flags.insert("DRAIN");
+  n.reason = std::string(slurm::kDrainReasonPrefix) + " scale-down of nodeset cpu";
+}
+
+slurm::SlurmJob PendingJob(int64_t id) {
+  slurm::SlurmJob j;
+  j.job_id = id;
+  j.state = "PENDING";
+  j.reason = "Resources";
+  j.partition = "cpu";
+  return j;
+}
+
+// The autoscaling sequence: from zero, workers appear for pending jobs; idle past the timeout
+// they are drained first, and removed (pod, then node) only once Slurm shows them drained.
+TEST_F(NodeSetReconcilerTest, AutoscalesFromZeroAndBackDrainingBeforeRemoving) {
+  ns_.spec.min_replicas = 0;
+  ns_.spec.max_replicas = 4;
+  ns_.spec.idle_timeout_seconds = 60;
+  std::vector<slurm::SlurmJob> jobs = {PendingJob(1), PendingJob(2)};
+  PendingByPartition pending = GroupPending(jobs);
+  auto pass = [&](const PendingByPartition& p) { return ns_.status = rec_.Reconcile(cluster_, ns_, &slurm_, &p); };
+
+  auto st = pass(PendingByPartition{});
+  EXPECT_TRUE(rt_.pods.empty()) << "nothing runs for nothing";
+  st = pass(pending);
+  EXPECT_EQ(st.desired, 2);
+  EXPECT_EQ(rt_.created, (std::vector<std::string>{"cpu-0", "cpu-1"}));
+  EXPECT_NE(st.last_decision.find("scale up 0→2"), std::string::npos) << st.last_decision;
+
+  // Registered, the jobs ran and left; idle for less than the timeout: kept.
+  for (int i = 0; i < 2; ++i) {
+    slurm::SlurmNode n;
+    n.name = "cpu-" + std::to_string(i);
+    n.state = "idle";
+    n.cpus = 1;
+    n.features = {"cpu"};
+    n.last_busy = std::time(nullptr) - 10;
+    slurm_.nodes.push_back(n);
+  }
+  st = pass(PendingByPartition{});
+  EXPECT_TRUE(slurm_.calls.empty()) << testing::PrintToString(slurm_.calls);
+  EXPECT_EQ(st.replicas, 2);
+  // Idle past the timeout: drained, not deleted.
+  for (auto& n : slurm_.nodes) n.last_busy = std::time(nullptr) - 120;
+  st = pass(PendingByPartition{});
+  EXPECT_TRUE(slurm_.Called("drain cpu-0") && slurm_.Called("drain cpu-1")) << testing::PrintToString(slurm_.calls);
+  EXPECT_TRUE(rt_.deleted.empty());
+  // Slurm shows them drained and idle: the pods go, then the nodes.
+  for (auto& n : slurm_.nodes) DrainedByUs(n);
+  st = pass(PendingByPartition{});
+  EXPECT_EQ(rt_.deleted, (std::vector<std::string>{"cpu-0", "cpu-1"}));
+  EXPECT_TRUE(slurm_.Called("delete-node cpu-0") && slurm_.Called("delete-node cpu-1"));
+  EXPECT_EQ(st.replicas, 0);
+}
+
+// Fail closed: while Slurm cannot be read, a pinned-down nodeset neither drains nor deletes,
+// and says why; once Slurm answers, the scale-down goes ahead.
+TEST_F(NodeSetReconcilerTest, NothingIsDrainedOrDeletedWhileSlurmIsNotVisible) {
+  Workers(3);
+  ns_.spec.replicas = 1;
+  slurm_.reachable = false;
+  auto st = Pass();
+  EXPECT_TRUE(slurm_.calls.empty()) << testing::PrintToString(slurm_.calls);
+  EXPECT_TRUE(rt_.deleted.empty());
+  EXPECT_FALSE(IsTrue(st.conditions, "SlurmVisible"));
+  EXPECT_NE(FindCondition(st.conditions, "SlurmVisible")->message.find("no worker is drained or deleted"),
+            std::string::npos);
+  // An autoscaled nodeset without Slurm's view holds its count: no scale-up from guesses.
+  ns_.spec.replicas.reset();
+  PendingByPartition none;
+  st = ns_.status = rec_.Reconcile(cluster_, ns_, &slurm_, &none);
+  EXPECT_EQ(st.desired, 3);
+  EXPECT_EQ(rt_.pods.size(), 3u);
+  ns_.spec.replicas = 1;
+  slurm_.reachable = true;
+  Pass();
+  EXPECT_TRUE(slurm_.Called("drain cpu-2") && slurm_.Called("drain cpu-1")) << testing::PrintToString(slurm_.calls);
+}
+
+// An admin's drain is theirs: the worker is neither resumed nor drained again nor removed, even
+// when the nodeset shrinks; another worker goes instead.
+TEST_F(NodeSetReconcilerTest, AnAdminsDrainIsNeverResumedOrRemoved) {
+  Workers(2);
+  Node(1).flags.insert("DRAIN");
+  Node(1).reason = "bad DIMM";
+  Node(1).reason_set_by = "root";
+  Pass();
+  EXPECT_TRUE(slurm_.calls.empty()) << testing::PrintToString(slurm_.calls);
+  ns_.spec.replicas = 1;
+  Pass();
+  EXPECT_FALSE(slurm_.Called("resume cpu-1"));
+  EXPECT_FALSE(slurm_.Called("drain cpu-1"));
+  EXPECT_TRUE(slurm_.Called("drain cpu-0"));
+  DrainedByUs(Node(0));
+  Pass();
+  EXPECT_EQ(rt_.deleted, (std::vector<std::string>{"cpu-0"}));
+  EXPECT_EQ(rt_.pods.count("cpu-1"), 1u);
+  EXPECT_FALSE(slurm_.Called("delete-node cpu-1"));
+}
+
+// A worker pod that disappears (its process tree died and the runtime dropped it, or someone
+// deleted it) is created again under its name on the next pass.
+TEST_F(NodeSetReconcilerTest, AWorkerPodThatVanishedIsCreatedAgain) {
+  Workers(2);
+  rt_.pods.erase("cpu-1");
+  auto st = Pass();
+  EXPECT_EQ(rt_.pods.count("cpu-1"), 1u);
+  EXPECT_EQ(rt_.created.back(), "cpu-1");
+  EXPECT_EQ(st.replicas, 2);
+}
+
+// A daemon restarted mid-scale-down (a new reconciler, nothing in memory) finishes it from what
+// Slurm and the runtime show: the drained worker is removed, the busy one kept, nothing created
+// twice.
+TEST_F(NodeSetReconcilerTest, AReconcilerStartedAfterACrashFinishesTheScaleDown) {
+  Workers(3);
+  ns_.spec.replicas = 1;
+  Node(0).state = "allocated";
+  Node(0).alloc_cpus = 1;
+  DrainedByUs(Node(2));
+  NodeSetReconciler fresh{&rt_, BuildInputs{}, &slurm_};
+  const size_t created = rt_.created.size();
+  ns_.status = fresh.Reconcile(cluster_, ns_, &slurm_, nullptr);
+  EXPECT_EQ(rt_.deleted, (std::vector<std::string>{"cpu-2"}));
+  EXPECT_TRUE(slurm_.Called("drain cpu-1")) << testing::PrintToString(slurm_.calls);
+  EXPECT_FALSE(slurm_.Called("drain cpu-0")) << "the busy worker stays";
+  EXPECT_EQ(rt_.created.size(), created);
+}
+
+}  // namespace
+}  // namespace hpc::op

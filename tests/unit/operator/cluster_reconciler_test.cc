@@ -1,0 +1,169 @@
+// The cluster reconciler against fakes: components come up in their order, Ready needs Slurm's
+// answer, a changed spec replaces only its pod, keys are made once, and a reconciler started
+// after a crash adopts what runs instead of recreating it.
+#include "operator/cluster_reconciler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "fakes/fake_pod_runtime.h"
+#include "fakes/fake_slurm.h"
+#include "operator/conditions.h"
+
+namespace hpc::op {
+namespace {
+
+std::string ConditionStatus(const api::SlurmClusterStatus& st, const std::string& type) {
+  const auto* c = FindCondition(st.conditions, type);
+  return c ? c->status : "";
+}
+
+// A reader that forwards to the test's FakeSlurm, so the reconciler may own one per endpoint.
+class ForwardingReader : public slurm::SlurmReader {
+ public:
+  explicit ForwardingReader(fakes::FakeSlurm* s) : s_(s) {}
+  Result<std::string> Ping() override { return s_->Ping(); }
+  Result<std::vector<slurm::SlurmNode>> Nodes() override { return s_->Nodes(); }
+  Result<std::vector<slurm::SlurmJob>> Jobs() override { return s_->Jobs(); }
+  Result<std::vector<slurm::SlurmPartition>> Partitions() override { return s_->Partitions(); }
+
+ private:
+  fakes::FakeSlurm* s_;
+};
+
+class ClusterReconcilerTest : public ::testing::Test {
+ protected:
+  ClusterReconcilerTest() {
+    cluster_.metadata.name = "c1";
+    cluster_.metadata.generation = 3;
+  }
+  std::unique_ptr<ClusterReconciler> NewReconciler() {
+    return std::make_unique<ClusterReconciler>(
+        &rt_, inputs_, [this](const std::string&, int) { return std::make_unique<ForwardingReader>(&slurm_); },
+        &slurm_);
+  }
+  api::SlurmClusterStatus Pass() {
+    cluster_.status = rec_->Reconcile(cluster_, {});
+    return cluster_.status;
+  }
+  bool HasPod(const std::string& name) const { return rt_.pods.count(name) > 0; }
+
+  fakes::FakePodRuntime rt_;
+  fakes::FakeSlurm slurm_;
+  BuildInputs inputs_ = [] {
+    BuildInputs in;
+    in.mysql = {105, 105};
+    return in;
+  }();
+  api::SlurmCluster cluster_;
+  std::unique_ptr<ClusterReconciler> rec_ = NewReconciler();
+};
+
+TEST_F(ClusterReconcilerTest, MungeComesFirstThenTheRestSideBySide) {
+  rt_.not_ready.insert(MungePodName(cluster_));
+  auto st = Pass();
+  EXPECT_TRUE(HasPod(MungePodName(cluster_)));
+  EXPECT_FALSE(HasPod(ControllerPodName(cluster_))) << "nothing authenticates before munged runs";
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "False");
+  EXPECT_EQ(ConditionStatus(st, "Progressing"), "True");
+  EXPECT_EQ(st.components.at("munge").rfind("Waiting", 0), 0u) << st.components.at("munge");
+  // Keys and configuration exist before any pod that needs them.
+  EXPECT_TRUE(rt_.secrets.count(kSecretMunge));
+  EXPECT_TRUE(rt_.secrets.count(kSecretJwt));
+  EXPECT_TRUE(rt_.config_maps.count(kConfigMapSlurm));
+
+  rt_.not_ready.clear();
+  rt_.not_ready.insert(ControllerPodName(cluster_));
+  st = Pass();
+  // slurmrestd and the login pod do not wait for slurmctld.
+  EXPECT_TRUE(HasPod(ControllerPodName(cluster_)));
+  EXPECT_TRUE(HasPod(RestApiPodName(cluster_)));
+  EXPECT_TRUE(HasPod(LoginPodName(cluster_)));
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "False");
+  EXPECT_EQ(ConditionStatus(st, "Degraded"), "False") << "bring-up is not a fault";
+  EXPECT_EQ(rec_->reader(), nullptr) << "Slurm is not asked before slurmctld listens";
+
+  rt_.not_ready.clear();
+  st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
+  EXPECT_EQ(ConditionStatus(st, "Progressing"), "False");
+  EXPECT_EQ(st.component_versions.at("slurm/slurmctld"), "22.05.8");
+  EXPECT_EQ(st.observed_generation, 3);
+  EXPECT_NE(rec_->reader(), nullptr);
+  EXPECT_TRUE(rt_.deleted.empty());
+}
+
+TEST_F(ClusterReconcilerTest, SlurmNotAnsweringIsDegradedAndGivesNoReader) {
+  Pass();
+  slurm_.reachable = false;
+  auto st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "False");
+  EXPECT_EQ(ConditionStatus(st, "Degraded"), "True");
+  EXPECT_NE(FindCondition(st.conditions, "Degraded")->message.find("slurmctld does not answer"), std::string::npos);
+  // Reconcilers after it see no reader: they fail closed instead of acting on a guess.
+  EXPECT_EQ(rec_->reader(), nullptr);
+  EXPECT_TRUE(rt_.deleted.empty()) << "nothing is removed because Slurm is away";
+}
+
+TEST_F(ClusterReconcilerTest, AChangedSpecReplacesOnlyItsPod) {
+  Pass();
+  const std::string munge_key = rt_.secrets.at(kSecretMunge).data.at("munge.key");
+  cluster_.spec.rest_memory_limit_mib = 4096;
+  Pass();
+  EXPECT_EQ(rt_.deleted, std::vector<std::string>{RestApiPodName(cluster_)});
+  EXPECT_EQ(rt_.pods.at(RestApiPodName(cluster_)).resources.limits.memory_mib, 4096);
+  EXPECT_EQ(rt_.secrets.at(kSecretMunge).data.at("munge.key"), munge_key) << "keys are made once";
+}
+
+TEST_F(ClusterReconcilerTest, AReconcilerStartedAfterACrashAdoptsWhatRuns) {
+  Pass();
+  const auto secrets = rt_.secrets;
+  const size_t created = rt_.created.size();
+  rec_ = NewReconciler();  // a new daemon: nothing in memory
+  auto st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
+  EXPECT_EQ(rt_.created.size(), created) << "no pod is created twice: " << testing::PrintToString(rt_.created);
+  EXPECT_TRUE(rt_.deleted.empty()) << "no running pod is replaced: " << testing::PrintToString(rt_.deleted);
+  for (const auto& [name, s] : secrets) EXPECT_EQ(rt_.secrets.at(name).data, s.data) << name;
+}
+
+TEST_F(ClusterReconcilerTest, APodThatDiedIsCreatedAgainAndRestartsMarkItDegraded) {
+  Pass();
+  rt_.pods.erase(ControllerPodName(cluster_));  // gone mid-flight, e.g. its node was lost
+  auto st = Pass();
+  EXPECT_TRUE(HasPod(ControllerPodName(cluster_)));
+  rt_.not_ready.insert(ControllerPodName(cluster_));
+  rt_.restarts[ControllerPodName(cluster_)] = 2;
+  st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Degraded"), "True");
+  EXPECT_NE(st.components.at("controller").find("2 restarts"), std::string::npos) << st.components.at("controller");
+}
+
+TEST_F(ClusterReconcilerTest, AccountingStartsSlurmdbdOnlyOnceTheDatabaseIsReady) {
+  cluster_.spec.accounting.enabled = true;
+  rt_.not_ready.insert(MariaDbPodName(cluster_));
+  auto st = Pass();
+  EXPECT_TRUE(HasPod(MariaDbPodName(cluster_)));
+  EXPECT_FALSE(HasPod(SlurmdbdPodName(cluster_)));
+  EXPECT_TRUE(HasPod(ControllerPodName(cluster_))) << "the controller never waits for accounting";
+  EXPECT_EQ(st.components.at("slurmdbd"), "Waiting: for mariadb");
+  EXPECT_TRUE(rt_.secrets.count(kSecretDatabase));
+  rt_.not_ready.clear();
+  st = Pass();
+  EXPECT_TRUE(HasPod(SlurmdbdPodName(cluster_)));
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
+}
+
+TEST_F(ClusterReconcilerTest, AccountingWithoutMariaDbFailsWithWhatToInstall) {
+  cluster_.spec.accounting.enabled = true;
+  inputs_.mysql = {-1, -1};
+  rec_ = NewReconciler();
+  auto st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "False");
+  EXPECT_NE(FindCondition(st.conditions, "Ready")->message.find("install mariadb-server"), std::string::npos);
+  EXPECT_TRUE(rt_.pods.empty()) << "no pod starts without its keys";
+}
+
+}  // namespace
+}  // namespace hpc::op
