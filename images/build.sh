@@ -36,3 +36,13 @@ fi
 build --build-arg BASE="$base" -f images/hpcplane.Containerfile -t "hpcplane:$tag" .
 build --build-arg BASE="$base" -f images/slurm.Containerfile -t "hpcplane-slurm:$tag" .
 "$tool" images --format '{{.Repository}}:{{.Tag}} {{.Size}}' | grep -E "^(localhost/)?hpcplane(-slurm)?:$tag "
+# Smoke check of what each image holds, run in the image's root file system (chroot: no OCI
+# runtime needed): the binary as its unprivileged user, and each Slurm daemon's version.
+if [ "$tool" = podman ] && [ "$(id -u)" = 0 ]; then
+  root=$(podman image mount "hpcplane:$tag")
+  echo "hpcplane:$tag: hpcplane $(chroot --userspec=65532:65532 "$root" /usr/local/bin/hpcplane --version)"
+  podman image unmount "hpcplane:$tag" >/dev/null
+  root=$(podman image mount "hpcplane-slurm:$tag")
+  chroot "$root" /bin/sh -ec 'echo "hpcplane-slurm:'"$tag"': slurmctld $(slurmctld -V), slurmd $(slurmd -V), slurmrestd $(slurmrestd -V), $(munged -V | cut -d" " -f1), $(mariadbd --version | cut -d" " -f1-4)"'
+  podman image unmount "hpcplane-slurm:$tag" >/dev/null
+fi

@@ -463,11 +463,7 @@ nlohmann::json ToJson(const SlurmCluster& c) {
           {"maxUnhealthy", s.health_checks.max_unhealthy},
           {"replaceAfter", FormatDuration(s.health_checks.replace_after_seconds)},
           {"maxReplacementsPerHour", s.health_checks.max_replacements_per_hour}}}}},
-      {"status",
-       {{"observedGeneration", c.status.observed_generation},
-        {"conditions", ConditionsJson(c.status.conditions)},
-        {"endpoints", c.status.endpoints},
-        {"componentVersions", c.status.component_versions}}},
+      {"status", StatusToJson(c.status)},
   };
 }
 
@@ -492,18 +488,12 @@ nlohmann::json ToJson(const NodeSet& n) {
   if (!s.health_check_scripts.empty()) spec["healthChecks"] = {{"scripts", s.health_check_scripts}};
   if (s.replicas) spec["replicas"] = *s.replicas;
   if (s.min_replicas) spec["minReplicas"] = *s.min_replicas;
-  const auto& st = n.status;
   return {
       {"apiVersion", kApiVersion},
       {"kind", kKindNodeSet},
       {"metadata", MetaJson(n.metadata)},
       {"spec", spec},
-      {"status",
-       {{"observedGeneration", st.observed_generation}, {"desired", st.desired},
-        {"replicas", st.replicas}, {"ready", st.ready}, {"busy", st.busy}, {"idle", st.idle},
-        {"draining", st.draining}, {"unhealthy", st.unhealthy}, {"healthDrains", st.health_drains},
-        {"replacements", st.replacements}, {"lastDecision", st.last_decision},
-        {"conditions", ConditionsJson(st.conditions)}, {"events", EventsJson(st.events)}}},
+      {"status", StatusToJson(n.status)},
   };
 }
 
@@ -545,6 +535,69 @@ std::string JsonToYaml(const nlohmann::json& j) {
   YAML::Emitter e;
   EmitJson(e, j);
   return std::string(e.c_str()) + "\n";
+}
+
+namespace {
+
+std::vector<Condition> ConditionsFromJson(const nlohmann::json& arr) {
+  std::vector<Condition> out;
+  if (!arr.is_array()) return out;
+  for (const auto& c : arr) {
+    out.push_back({c.value("type", ""), c.value("status", ""), c.value("reason", ""), c.value("message", ""),
+                   c.value("lastTransitionTime", "")});
+  }
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json StatusToJson(const SlurmClusterStatus& s) {
+  return {{"observedGeneration", s.observed_generation},
+          {"conditions", ConditionsJson(s.conditions)},
+          {"endpoints", s.endpoints},
+          {"componentVersions", s.component_versions},
+          {"components", s.components}};
+}
+
+nlohmann::json StatusToJson(const NodeSetStatus& s) {
+  return {{"observedGeneration", s.observed_generation}, {"desired", s.desired},
+          {"replicas", s.replicas}, {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle},
+          {"draining", s.draining}, {"unhealthy", s.unhealthy}, {"healthDrains", s.health_drains},
+          {"replacements", s.replacements}, {"lastDecision", s.last_decision},
+          {"conditions", ConditionsJson(s.conditions)}, {"events", EventsJson(s.events)}};
+}
+
+SlurmClusterStatus ClusterStatusFromJson(const nlohmann::json& j) {
+  SlurmClusterStatus s;
+  if (!j.is_object()) return s;
+  using Map = std::map<std::string, std::string>;
+  s.observed_generation = j.value("observedGeneration", int64_t{0});
+  s.conditions = ConditionsFromJson(j.value("conditions", nlohmann::json::array()));
+  s.endpoints = j.value("endpoints", Map{});
+  s.component_versions = j.value("componentVersions", Map{});
+  s.components = j.value("components", Map{});
+  return s;
+}
+
+NodeSetStatus NodeSetStatusFromJson(const nlohmann::json& j) {
+  NodeSetStatus s;
+  if (!j.is_object()) return s;
+  s.observed_generation = j.value("observedGeneration", int64_t{0});
+  s.desired = j.value("desired", 0);
+  s.replicas = j.value("replicas", 0);
+  s.ready = j.value("ready", 0);
+  s.busy = j.value("busy", 0);
+  s.idle = j.value("idle", 0);
+  s.draining = j.value("draining", 0);
+  s.unhealthy = j.value("unhealthy", 0);
+  s.health_drains = j.value("healthDrains", int64_t{0});
+  s.replacements = j.value("replacements", int64_t{0});
+  s.last_decision = j.value("lastDecision", "");
+  s.conditions = ConditionsFromJson(j.value("conditions", nlohmann::json::array()));
+  for (const auto& e : j.value("events", nlohmann::json::array())) {
+    s.events.push_back({e.value("time", ""), e.value("type", ""), e.value("reason", ""), e.value("message", "")});
+  }
+  return s;
 }
 
 }  // namespace hpc::api

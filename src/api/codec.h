@@ -30,6 +30,13 @@ nlohmann::json ToJson(const NodeSet& n);
 
 nlohmann::json EventsJson(const std::vector<Event>& events);
 
+// Each status has one codec: `get -o yaml`, the state files and the CRDs' status all use it.
+// Reading is lenient (a missing key keeps its default): status is recomputed every pass.
+nlohmann::json StatusToJson(const SlurmClusterStatus& s);
+nlohmann::json StatusToJson(const NodeSetStatus& s);
+SlurmClusterStatus ClusterStatusFromJson(const nlohmann::json& j);
+NodeSetStatus NodeSetStatusFromJson(const nlohmann::json& j);
+
 // Renders JSON as block YAML, for `get -o yaml`.
 std::string JsonToYaml(const nlohmann::json& j);
 

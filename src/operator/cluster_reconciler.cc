@@ -191,19 +191,9 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
        },
        false},
   };
-  std::string waiting;
-  std::vector<std::string> failures;
-  for (const auto& step : steps) {
-    Status s = step.fn();
-    if (s.ok()) continue;
-    if (s.code() == StatusCode::kFailedPrecondition) {
-      if (waiting.empty()) waiting = s.message();
-    } else {
-      spdlog::error("cluster {}: step {}: {}", c.metadata.name, step.name, s.message());
-      failures.push_back(step.name + ": " + s.message());
-    }
-    if (step.stop_on_error) break;
-  }
+  const StepsOutcome outcome = RunSteps(fmt::format("cluster {}", c.metadata.name), steps);
+  const std::string& waiting = outcome.waiting;
+  const std::vector<std::string>& failures = outcome.failures;
 
   // Endpoints and Slurm's own view, through slurmrestd.
   bool slurm_ok = false;

@@ -17,6 +17,7 @@
 
 #include "api/types.h"
 #include "operator/builders.h"
+#include "operator/steps.h"
 #include "runtime/pod_runtime.h"
 #include "slurm/slurm_client.h"
 
@@ -51,12 +52,6 @@ class ClusterReconciler {
   slurm::SlurmControl* control() const { return control_; }
 
  private:
-  struct Step {
-    std::string name;
-    std::function<Status()> fn;
-    // Later steps depend on this one (e.g. pods need the keys and config it writes).
-    bool stop_on_error;
-  };
   Status EnsureSecrets(const api::SlurmCluster& c);
   Status EnsureVolumes(const api::SlurmCluster& c);
   Status EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,

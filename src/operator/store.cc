@@ -16,24 +16,6 @@ json SpecOnly(json j) {
   return j;
 }
 
-std::vector<api::Condition> ConditionsFrom(const json& arr) {
-  std::vector<api::Condition> out;
-  for (const auto& c : arr) {
-    out.push_back({c.value("type", ""), c.value("status", ""), c.value("reason", ""), c.value("message", ""),
-                   c.value("lastTransitionTime", "")});
-  }
-  return out;
-}
-
-json ConditionsTo(const std::vector<api::Condition>& cs) {
-  json arr = json::array();
-  for (const auto& c : cs) {
-    arr.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message},
-                   {"lastTransitionTime", c.last_transition_time}});
-  }
-  return arr;
-}
-
 json ReadJson(const std::string& path) {
   auto text = files::Read(path);
   if (!text.ok()) return json::object();
@@ -54,20 +36,13 @@ int64_t NextGeneration(const std::string& path, const json& new_spec) {
 
 }  // namespace
 
-api::NodeSetStatus NodeSetStatusFrom(const json& st);
-
 bool Store::HasCluster() const { return files::Exists(dir_ + "/cluster.json"); }
 
 Result<api::SlurmCluster> Store::LoadCluster() const {
   ASSIGN_OR_RETURN(api::Manifest m, api::DecodeManifestFile(dir_ + "/cluster.json"));
   if (m.clusters.size() != 1) return Status::Errorf("{}/cluster.json: expected one SlurmCluster", dir_);
   api::SlurmCluster c = m.clusters[0];
-  json st = ReadJson(dir_ + "/status/cluster.json");
-  c.status.observed_generation = st.value("observedGeneration", int64_t{0});
-  c.status.conditions = ConditionsFrom(st.value("conditions", json::array()));
-  c.status.endpoints = st.value("endpoints", std::map<std::string, std::string>{});
-  c.status.component_versions = st.value("componentVersions", std::map<std::string, std::string>{});
-  c.status.components = st.value("components", std::map<std::string, std::string>{});
+  c.status = api::ClusterStatusFromJson(ReadJson(dir_ + "/status/cluster.json"));
   return c;
 }
 
@@ -75,7 +50,7 @@ Result<api::NodeSet> Store::LoadNodeSet(const std::string& name) const {
   ASSIGN_OR_RETURN(api::Manifest m, api::DecodeManifestFile(dir_ + "/nodesets/" + name + ".json"));
   if (m.nodesets.size() != 1) return Status::Errorf("nodeset \"{}\": stored file holds no NodeSet", name);
   api::NodeSet n = m.nodesets[0];
-  n.status = NodeSetStatusFrom(ReadJson(dir_ + "/status/nodesets/" + name + ".json"));
+  n.status = api::NodeSetStatusFromJson(ReadJson(dir_ + "/status/nodesets/" + name + ".json"));
   return n;
 }
 
@@ -91,7 +66,7 @@ Result<std::vector<api::NodeSet>> Store::LoadAllNodeSets() const {
 }
 
 api::NodeSetStatus Store::LoadNodeSetStatus(const std::string& name) const {
-  return NodeSetStatusFrom(ReadJson(dir_ + "/status/nodesets/" + name + ".json"));
+  return api::NodeSetStatusFromJson(ReadJson(dir_ + "/status/nodesets/" + name + ".json"));
 }
 
 bool Store::HasWorkspace(const std::string& name) const {
@@ -136,26 +111,6 @@ Status Store::DeleteWorkspace(const std::string& name) const {
   return Status::Ok();
 }
 
-api::NodeSetStatus NodeSetStatusFrom(const json& st) {
-  api::NodeSetStatus s;
-  s.observed_generation = st.value("observedGeneration", int64_t{0});
-  s.desired = st.value("desired", 0);
-  s.replicas = st.value("replicas", 0);
-  s.ready = st.value("ready", 0);
-  s.busy = st.value("busy", 0);
-  s.idle = st.value("idle", 0);
-  s.draining = st.value("draining", 0);
-  s.unhealthy = st.value("unhealthy", 0);
-  s.health_drains = st.value("healthDrains", int64_t{0});
-  s.replacements = st.value("replacements", int64_t{0});
-  s.last_decision = st.value("lastDecision", "");
-  s.conditions = ConditionsFrom(st.value("conditions", json::array()));
-  for (const auto& e : st.value("events", json::array())) {
-    s.events.push_back({e.value("time", ""), e.value("type", ""), e.value("reason", ""), e.value("message", "")});
-  }
-  return s;
-}
-
 Result<std::vector<api::NodeSet>> Store::LoadNodeSets() const {
   std::vector<api::NodeSet> out;
   for (const auto& f : files::ListDir(dir_ + "/nodesets")) {
@@ -190,8 +145,7 @@ Status Store::DeleteNodeSet(const std::string& name) const {
 
 Status Store::SaveClusterStatus(const api::SlurmClusterStatus& s) const {
   RETURN_IF_ERROR(files::MakeDirs(dir_ + "/status/nodesets"));
-  json j = {{"observedGeneration", s.observed_generation}, {"conditions", ConditionsTo(s.conditions)},
-            {"endpoints", s.endpoints}, {"componentVersions", s.component_versions}, {"components", s.components}};
+  const json j = api::StatusToJson(s);
   const std::string path = dir_ + "/status/cluster.json";
   if (ReadJson(path) == j) return Status::Ok();  // written only on change
   return files::WriteAtomic(path, j.dump(2) + "\n");
@@ -199,11 +153,7 @@ Status Store::SaveClusterStatus(const api::SlurmClusterStatus& s) const {
 
 Status Store::SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const {
   RETURN_IF_ERROR(files::MakeDirs(dir_ + "/status/nodesets"));
-  json j = {{"observedGeneration", s.observed_generation}, {"desired", s.desired}, {"replicas", s.replicas},
-            {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle}, {"draining", s.draining},
-            {"unhealthy", s.unhealthy}, {"healthDrains", s.health_drains}, {"replacements", s.replacements},
-            {"lastDecision", s.last_decision}, {"conditions", ConditionsTo(s.conditions)},
-            {"events", api::EventsJson(s.events)}};
+  const json j = api::StatusToJson(s);
   const std::string path = dir_ + "/status/nodesets/" + name + ".json";
   if (ReadJson(path) == j) return Status::Ok();
   return files::WriteAtomic(path, j.dump(2) + "\n");

@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "operator/dataset_volume.h"
+#include "operator/steps.h"
 #include "operator/workspace.h"
 
 #include <spdlog/spdlog.h>
@@ -61,27 +62,44 @@ WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api:
   auto& st = out.status;
   st = w.status;
   st.phase = "Pending";
-  auto fail = [&](const Status& s) {
-    st.message = s.message();
-    SetCondition(&st.conditions, "Ready", false, "Waiting", s.message());
-    return out;
+  const runtime::PodSpec login = BuildWorkspaceLoginPod(c, w, in_);
+  // Each step needs the ones before it: the login pod mounts the datasets, token and tools.
+  const std::vector<Step> steps = {
+      {"datasets",
+       [&] {
+         for (const auto& d : w.spec.datasets) RETURN_IF_ERROR(EnsureDatasetVolume(rt_, WorkspaceDataset(w, d)));
+         return Status::Ok();
+       },
+       true},
+      {"token", [&] { return EnsureToken(w, &st); }, true},
+      {"tools", [&] { return rt_->ApplyConfigMap(BuildWorkspaceToolsConfigMap()); }, true},
+      {"login",
+       [&] {
+         auto existing = rt_->GetPodSpec(login.name);
+         if (existing.ok() && *existing && !(**existing == login)) (void)rt_->DeletePod(login.name);
+         RETURN_IF_ERROR(rt_->CreatePod(login));
+         bool ready = false;
+         if (auto pods = rt_->ListPods({{kLabelWorkspace, w.metadata.name}}); pods.ok()) {
+           for (const auto& p : *pods) ready = ready || (p.name == login.name && p.ready);
+         }
+         st.active_jobs = ActiveJobs(view.jobs, w.metadata.name).value_or(st.active_jobs);
+         if (!ready) return Status::FailedPrecondition(fmt::format("waiting for login pod {}", login.name));
+         return Status::Ok();
+       },
+       true},
+      {"accounting",
+       [&] {
+         if (view.accounting_ready) return Status::Ok();
+         return Status::FailedPrecondition(fmt::format("waiting for accounting to know user {}", w.spec.user.name));
+       },
+       true},
   };
-  for (const auto& d : w.spec.datasets) {
-    if (Status s = EnsureDatasetVolume(rt_, WorkspaceDataset(w, d)); !s.ok()) return fail(s);
+  const StepsOutcome outcome = RunSteps(fmt::format("workspace {}", w.metadata.name), steps);
+  if (!outcome.done()) {
+    st.message = outcome.FirstProblem();
+    SetCondition(&st.conditions, "Ready", false, "Waiting", st.message);
+    return out;
   }
-  if (Status s = EnsureToken(w, &st); !s.ok()) return fail(s);
-  if (Status s = rt_->ApplyConfigMap(BuildWorkspaceToolsConfigMap()); !s.ok()) return fail(s);
-  runtime::PodSpec login = BuildWorkspaceLoginPod(c, w, in_);
-  auto existing = rt_->GetPodSpec(login.name);
-  if (existing.ok() && *existing && !(**existing == login)) (void)rt_->DeletePod(login.name);
-  if (Status s = rt_->CreatePod(login); !s.ok()) return fail(s);
-  bool login_ready = false;
-  if (auto pods = rt_->ListPods({{kLabelWorkspace, w.metadata.name}}); pods.ok()) {
-    for (const auto& p : *pods) login_ready = login_ready || (p.name == login.name && p.ready);
-  }
-  st.active_jobs = ActiveJobs(view.jobs, w.metadata.name).value_or(st.active_jobs);
-  if (!login_ready) return fail(Status::Errorf("waiting for login pod {}", login.name));
-  if (!view.accounting_ready) return fail(Status::Errorf("waiting for accounting to know user {}", w.spec.user.name));
   st.phase = "Ready";
   st.message = fmt::format("shell: hpcplane workspace shell {}", w.metadata.name);
   SetCondition(&st.conditions, "Ready", true, "LoginReady", "login pod, token and partition are in place");

@@ -309,5 +309,32 @@ TEST(CodecTest, Durations) {
   EXPECT_EQ(FormatDuration(45), "45s");
 }
 
+// Status has one codec: what the state files hold, `get -o yaml` shows, with nothing dropped.
+TEST(StatusCodec, RoundTripsAndGetShowsEveryField) {
+  SlurmCluster c;
+  c.metadata.name = "c1";
+  c.status.observed_generation = 4;
+  c.status.conditions = {{"Ready", "False", "NotReady", "waiting for controller", "2026-12-01T00:00:00Z"}};
+  c.status.endpoints = {{"slurmctld", "10.0.0.2:6817"}};
+  c.status.component_versions = {{"slurm/slurmctld", "22.05.8"}};
+  c.status.components = {{"controller", "Waiting: starting"}};
+  EXPECT_EQ(ToJson(c)["status"], StatusToJson(c.status));
+  EXPECT_EQ(ToJson(c)["status"]["components"]["controller"], "Waiting: starting");
+  EXPECT_EQ(StatusToJson(ClusterStatusFromJson(StatusToJson(c.status))), StatusToJson(c.status));
+
+  NodeSet n;
+  n.metadata.name = "cpu";
+  n.status.desired = 3;
+  n.status.replicas = 2;
+  n.status.health_drains = 7;
+  n.status.last_decision = "scale up 2→3";
+  n.status.events = {{"2026-12-01T00:00:00Z", "Normal", "Scaled", "scale up 2→3"}};
+  EXPECT_EQ(ToJson(n)["status"], StatusToJson(n.status));
+  EXPECT_EQ(StatusToJson(NodeSetStatusFromJson(StatusToJson(n.status))), StatusToJson(n.status));
+  // A status file from an older version, or none, reads as defaults.
+  EXPECT_EQ(NodeSetStatusFromJson(nlohmann::json::object()).replicas, 0);
+  EXPECT_EQ(ClusterStatusFromJson(nlohmann::json()).observed_generation, 0);
+}
+
 }  // namespace
 }  // namespace hpc::api
