@@ -1,5 +1,7 @@
 #include "controlplane/http_api.h"
 
+#include <regex>
+
 #include <httplib.h>
 
 #include <chrono>
@@ -262,6 +264,11 @@ bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachabl
   }
   Error(res, 409, "data plane " + name + " is not Healthy with Slurm", "dataPlane");
   return false;
+}
+
+bool ValidName(const std::string& s) {
+  static const std::regex re("^[a-z][a-z0-9-]{0,62}$");
+  return std::regex_match(s, re);
 }
 
 }  // namespace hpc::cp::http

@@ -63,6 +63,10 @@ class SignInLimiter {
   std::map<std::string, Window> windows_;
 };
 
+// A project, data plane or user name as the API takes it: a lowercase letter, then up to 62
+// lowercase letters, digits or '-'.
+bool ValidName(const std::string& s);
+
 // Authentication and the audit log, shared by every route.
 class Auth {
  public:

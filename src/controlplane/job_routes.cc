@@ -1,0 +1,227 @@
+#include "controlplane/job_routes.h"
+
+#include <httplib.h>
+
+#include <regex>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include "common/jwt.h"
+#include "controlplane/http_api.h"
+#include "controlplane/route_table.h"
+#include "controlplane/server.h"
+#include "controlplane/server_metrics.h"
+
+namespace hpc::cp {
+using nlohmann::json;
+using http::Body;
+using http::Error;
+using http::Ok;
+using http::ValidName;
+using http::kMaxUnixSeconds;
+
+namespace {
+
+json SubmissionJson(const Submission& x) {
+  return {{"id", x.id},       {"dataPlane", x.data_plane}, {"project", x.project}, {"workspace", x.workspace},
+          {"user", x.user},   {"state", x.state},          {"cluster", x.cluster}, {"jobId", x.job_id},
+          {"submitTime", x.submit_time}, {"error", x.error}, {"createdAt", x.created_at}};
+}
+// The sbatch options the API accepts, each value one safe token.
+Result<std::vector<std::string>> SbatchArgs(const json& options) {
+  static const std::map<std::string, std::string> allowed = {
+      {"jobName", "--job-name"}, {"nodes", "--nodes"},   {"ntasks", "--ntasks"}, {"cpusPerTask", "--cpus-per-task"},
+      {"mem", "--mem"},          {"time", "--time"},     {"array", "--array"},   {"output", "--output"},
+      {"error", "--error"}};
+  static const std::regex value("^[A-Za-z0-9_.:/%=,+@-]{1,200}$");
+  if (!options.is_object()) return Status::InvalidArgument("options", "must be an object");
+  std::vector<std::string> out;
+  for (auto it = options.begin(); it != options.end(); ++it) {
+    auto a = allowed.find(it.key());
+    if (a == allowed.end()) return Status::InvalidArgument("options." + it.key(), "unknown option");
+    std::string v = it.value().is_string() ? it.value().get<std::string>()
+                    : it.value().is_number_integer() ? std::to_string(it.value().get<int64_t>()) : "";
+    if (!std::regex_match(v, value)) {
+      return Status::InvalidArgument("options." + it.key(), "must be one token of letters, digits and _.:/%=,+@-");
+    }
+    out.push_back(a->second + "=" + v);
+  }
+  return out;
+}
+}  // namespace
+
+void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
+  using httplib::Request;
+  using httplib::Response;
+  Store* store = authn->store();
+  auto auth = [authn](const Request& req, Response& res) { return authn->Authenticate(req, res); };
+  auto parse_filter = [](const httplib::Request& req, const std::string& project, JobFilter* f,
+                         httplib::Response& res) {
+    f->project = project;
+    f->user = req.get_param_value("user");
+    f->state = req.get_param_value("state");
+    f->workspace = req.get_param_value("workspace");
+    f->name_contains = req.get_param_value("name");
+    if (f->name_contains.size() > 200) {
+      http::Error(res, 400, "name must be at most 200 characters", "name");
+      return false;
+    }
+    return http::IntegerParam(req, res, "from", 0, kMaxUnixSeconds, &f->from) &&
+           http::IntegerParam(req, res, "to", 0, kMaxUnixSeconds, &f->to);
+  };
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!http::RequireProject(*p, project, res)) return;
+    JobFilter f;
+    if (!parse_filter(req, project, &f, res)) return;
+    int64_t limit = 100;
+    if (!http::IntegerParam(req, res, "limit", 1, 1000, &limit)) return;
+    std::optional<JobCursor> cursor;
+    if (req.has_param("cursor")) {
+      auto c = JobCursor::Decode(req.get_param_value("cursor"));
+      if (!c.ok()) return Error(res, 400, c.status().message(), "cursor");
+      cursor = *c;
+    }
+    auto page = store->ListJobs(f, cursor, limit);
+    if (!page.ok()) return Error(res, 503, page.status().message());
+    json jobs = json::array();
+    for (const auto& j : page->jobs) jobs.push_back(ToJson(j));
+    json out = {{"jobs", jobs}};
+    out["nextCursor"] = page->next ? json(page->next->Encode()) : json(nullptr);
+    Ok(res, out);
+  });
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/export)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!http::RequireProject(*p, project, res)) return;
+    auto f = std::make_shared<JobFilter>();
+    if (!parse_filter(req, project, f.get(), res)) return;
+    std::string format = req.has_param("format") ? req.get_param_value("format") : "ndjson";
+    if (format != "ndjson" && format != "csv") return Error(res, 400, "format must be ndjson or csv", "format");
+    bool csv = format == "csv";
+    // Streamed in keyset pages: memory does not grow with the number of records.
+    res.set_chunked_content_provider(csv ? "text/csv" : "application/x-ndjson",
+                                     [store, f, csv](size_t, httplib::DataSink& sink) {
+                                       if (csv) sink.write(CsvHeader().data(), CsvHeader().size());
+                                       Status st = store->ExportJobs(*f, [&](const JobRecord& r) {
+                                         std::string line = csv ? ToCsvLine(r) : ToJson(r).dump() + "\n";
+                                         return sink.write(line.data(), line.size());
+                                       });
+                                       if (!st.ok()) spdlog::error("export: {}", st.message());
+                                       sink.done();
+                                       return true;
+                                     });
+  });
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/([a-z][a-z0-9-]*)/([a-z][a-z0-9-]*)/(\d+))",
+        [=](const httplib::Request& req, httplib::Response& res) {
+          auto p = auth(req, res);
+          if (!p) return;
+          std::string project = req.matches[1];
+          if (!http::RequireProject(*p, project, res)) return;
+          if (auto j = http::ProjectJob(store, req, project, res)) Ok(res, ToJson(*j));
+        });
+
+  // The batch script of a job submitted through the API: its user's and admins' only (scripts
+  // can hold what other members should not read).
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/([a-z][a-z0-9-]*)/([a-z][a-z0-9-]*)/(\d+)/script)",
+        [=](const httplib::Request& req, httplib::Response& res) {
+          auto p = auth(req, res);
+          if (!p) return;
+          std::string project = req.matches[1];
+          if (!http::RequireProject(*p, project, res)) return;
+          auto j = http::ProjectJob(store, req, project, res);
+          if (!j) return;
+          if (j->user != p->subject && p->role != Role::kAdmin) {
+            return Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may read its script", j->job_id, j->user));
+          }
+          auto sub = store->SubmissionOfJob(j->data_plane, j->cluster, j->job_id, j->submit_time);
+          if (!sub.ok()) return Error(res, 503, sub.status().message());
+          if (!*sub) return Error(res, 404, fmt::format("job {} was not submitted through the API: no script is kept", j->job_id));
+          Ok(res, {{"script", (*sub)->script}, {"sbatchArgs", (*sub)->sbatch_args}, {"submission", (*sub)->id}});
+        });
+
+  s.Post(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs)", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!http::RequireProject(*p, project, res)) return;
+    auto flags = store->Flags();
+    if (!flags.ok()) return Error(res, 503, flags.status().message());
+    if (!flags->count(kFlagHpcJobs) || !flags->at(kFlagHpcJobs)) {
+      return Error(res, 403, fmt::format("submitting HPC jobs through the API is disabled: flag {} is off", kFlagHpcJobs));
+    }
+    auto body = Body(req, res);
+    if (!body) return;
+    for (const char* field : {"workspace", "script"}) {
+      if (!body->contains(field) || !(*body)[field].is_string() || (*body)[field].get<std::string>().empty()) {
+        return Error(res, 400, std::string(field) + " is required (a non-empty string)", field);
+      }
+    }
+    if (body->contains("dataPlane") && !(*body)["dataPlane"].is_string()) {
+      return Error(res, 400, "dataPlane must be a string", "dataPlane");
+    }
+    Submission sub;
+    sub.data_plane = body->value("dataPlane", "");
+    sub.workspace = (*body)["workspace"];
+    sub.script = (*body)["script"];
+    sub.project = project;
+    sub.user = p->subject;
+    if (!ValidName(sub.workspace)) return Error(res, 400, "workspace must be a workspace id", "workspace");
+    // A workspace the control plane launched names its data plane, and must be the caller's
+    // and running; one launched on a data plane itself needs dataPlane and is checked there.
+    auto launched = store->GetWorkspace(sub.workspace);
+    if (!launched.ok()) return Error(res, 503, launched.status().message());
+    if (*launched) {
+      const WorkspaceRecord& w = **launched;
+      if (w.project != project || w.user != sub.user || w.desired != "Running" ||
+          (!sub.data_plane.empty() && sub.data_plane != w.data_plane)) {
+        return Error(res, 409,
+                     fmt::format("workspace {} is not a running workspace of {} in project {}{}", w.id, sub.user,
+                                 project, sub.data_plane.empty() ? "" : " on data plane " + sub.data_plane),
+                     "workspace");
+      }
+      sub.data_plane = w.data_plane;
+    }
+    if (sub.data_plane.empty()) {
+      return Error(res, 400, "dataPlane is required for a workspace the control plane did not launch", "dataPlane");
+    }
+    if (sub.script.rfind("#!", 0) != 0 || sub.script.size() > (1 << 20)) {
+      return Error(res, 400, "script must start with #! and be at most 1 MiB", "script");
+    }
+    auto args = SbatchArgs(body->value("options", json::object()));
+    if (!args.ok()) return http::Error(res, args.status());
+    sub.sbatch_args = *args;
+    // Only data planes that are Healthy and report Slurm are offered Slurm work.
+    if (!http::RequireSlurmDataPlane(store, sub.data_plane, unreachable_after, res)) return;
+    auto id = jwt::RandomBytes(12);
+    if (!id.ok()) return Error(res, 503, id.status().message());
+    sub.id = jwt::Sha256Hex(*id).substr(0, 24);
+    sub.created_at = jwt::UnixNow();
+    if (Status st = store->PutSubmission(sub); !st.ok()) return Error(res, 503, st.message());
+    authn->Audit(p->subject, req, "submission.create", project + "/" + sub.id,
+                 fmt::format("workspace {} on data plane {}", sub.workspace, sub.data_plane));
+    Ok(res, SubmissionJson(sub), 202);
+  });
+
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth(req, res);
+    if (!p) return;
+    std::string project = req.matches[1];
+    if (!http::RequireProject(*p, project, res)) return;
+    auto sub = store->GetSubmission(req.matches[2]);
+    if (!sub.ok()) return Error(res, 503, sub.status().message());
+    if (!*sub || (*sub)->project != project) return Error(res, 404, "no such submission in project " + project);
+    Ok(res, SubmissionJson(**sub));
+  });
+
+}
+
+}  // namespace hpc::cp

@@ -1,0 +1,166 @@
+#include "runtime/local/local_runtime_internal.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include <fmt/format.h>
+#include <spdlog/spdlog.h>
+
+#include "common/files.h"
+
+namespace hpc::runtime::local {
+
+using nlohmann::json;
+
+int64_t DescendantsRssKiB(pid_t pid) {
+  int64_t total = 0;
+  std::vector<pid_t> todo = {pid};
+  while (!todo.empty()) {
+    pid_t p = todo.back();
+    todo.pop_back();
+    std::ifstream status("/proc/" + std::to_string(p) + "/status");
+    std::string line;
+    while (p != pid && std::getline(status, line)) {
+      if (line.rfind("VmRSS:", 0) == 0) total += std::atoll(line.c_str() + 6);
+    }
+    for (const auto& task : files::ListDir("/proc/" + std::to_string(p) + "/task")) {
+      std::ifstream children("/proc/" + std::to_string(p) + "/task/" + task + "/children");
+      pid_t child = 0;
+      while (children >> child) todo.push_back(child);
+    }
+  }
+  return total;
+}
+
+SupervisionResult LocalRuntime::Supervise() {
+  SupervisionResult result;
+  // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
+  for (;;) {
+    int status = 0;
+    pid_t p = ::waitpid(-1, &status, WNOHANG);
+    if (p <= 0) break;
+    reaped_[p] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+  const int64_t now = NowMs();
+  for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
+    auto spec = GetPodSpec(name);
+    auto st = LoadState(name);
+    if (!spec.ok() || !*spec || !st.ok()) continue;
+    PodState before = *st;
+    if (st->Alive()) {
+      if (now >= next_probe_ms_[name]) {
+        st->ready = ProbeReady(**spec, *st);
+        // Probe often until ready. A ready TCP server is not probed again (each probe is a
+        // connection the daemon logs as an error); process supervision covers its death.
+        // A pod with a liveness probe is watched by that once ready.
+        const bool tcp = (*spec)->readiness.tcp_port > 0;
+        next_probe_ms_[name] = now + (!st->ready ? 25 : tcp || (*spec)->liveness.Set() ? INT64_MAX / 2 : 10000);
+        if (st->ready && UnixNow() - st->started_at > 10) st->consecutive_failures = 0;
+      }
+      const LivenessProbe& live = (*spec)->liveness;
+      if (live.Set() && st->ready && now >= next_liveness_ms_[name]) {
+        next_liveness_ms_[name] = now + live.period_seconds * 1000LL;
+        if (ProbeAlive(**spec, *st)) {
+          liveness_failures_[name] = 0;
+        } else if (++liveness_failures_[name] >= live.failure_threshold) {
+          // Hung, not dead: as PID 1 of the pod, its death ends every process in it; the exit
+          // below restarts it by its policy.
+          killed_why_[name] = fmt::format("killed: its liveness probe failed {} times in a row ({} s apart)",
+                                                 liveness_failures_[name], live.period_seconds);
+          liveness_failures_[name] = 0;
+          spdlog::warn("pod {} {}", name, killed_why_[name]);
+          ::kill(st->pid, SIGKILL);
+        }
+      }
+      const int64_t limit_mib = (*spec)->resources.limits.memory_mib;
+      if (limit_mib > 0 && now >= next_memory_check_ms_[name]) {
+        next_memory_check_ms_[name] = now + 1000;
+        // What runs under the pod's init: the init is hpcplane's, not the workload's.
+        int64_t rss_mib = DescendantsRssKiB(st->pid) / 1024;
+        if (rss_mib > limit_mib) {
+          // As PID 1 of the pod, its death ends every process in it; the exit below restarts it.
+          killed_why_[name] = fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB",
+                                                 rss_mib, limit_mib);
+          spdlog::warn("pod {} {}", name, killed_why_[name]);
+          ::kill(st->pid, SIGKILL);
+        }
+      }
+    } else if (!st->stopped) {
+      if (st->pid > 0) {
+        auto it = reaped_.find(st->pid);
+        st->last_exit = it != reaped_.end() ? it->second : -1;
+        if (it != reaped_.end()) reaped_.erase(it);
+        bool ran_long = UnixNow() - st->started_at > 10;
+        st->consecutive_failures = ran_long ? 1 : st->consecutive_failures + 1;
+        const auto policy = (*spec)->restart_policy;
+        bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
+        st->message = fmt::format("exited with status {}", st->last_exit);
+        if (auto k = killed_why_.find(name); k != killed_why_.end()) {
+          st->message = k->second;
+          killed_why_.erase(k);
+        }
+        st->pid = 0;
+        st->pid_start = 0;
+        st->ready = false;
+        if (!restart) {
+          st->stopped = true;
+        } else {
+          // Exponential backoff from 200 ms, capped at 10 s.
+          int64_t delay = std::min<int64_t>(10000, 200LL << std::min(st->consecutive_failures - 1, 6));
+          next_start_ms_[name] = now + delay;
+          spdlog::warn("pod {} {}; restarting in {} ms", name, st->message, delay);
+        }
+      }
+      if (!st->stopped && now >= next_start_ms_[name]) {
+        if (before.pid == 0 && before.started_at > 0) ++st->restarts;
+        Status s = StartPod(**spec, &*st);
+        if (!s.ok()) {
+          spdlog::error("{}", s.message());
+          next_start_ms_[name] = now + 2000;
+        }
+      }
+    }
+    if (st->pid != before.pid || st->ready != before.ready || st->stopped != before.stopped ||
+        st->message != before.message || st->restarts != before.restarts) {
+      (void)SaveState(name, *st);
+      result.changed = true;
+    }
+    if (!st->stopped && !(st->Alive() && st->ready)) result.settled = false;
+  }
+  return result;
+}
+
+Status LocalRuntime::Teardown() {
+  Status first;
+  // TERM everything first so pods stop in parallel, then collect.
+  auto names = files::ListDir(opts_.dir + "/pods");
+  for (const auto& name : names) {
+    auto st = LoadState(name);
+    if (st.ok() && st->Alive()) ::kill(st->pid, SIGTERM);
+  }
+  for (const auto& name : names) {
+    Status s = DeletePod(name);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  // Safety net: any pod init still running from this runtime's directory (its state file lost
+  // or rewritten mid-crash) is ours by its command line; killing it ends its whole pod.
+  const std::string marker = opts_.dir + "/pods/";
+  for (const auto& entry : files::ListDir("/proc")) {
+    if (entry.find_first_not_of("0123456789") != std::string::npos) continue;
+    auto cmdline = files::Read("/proc/" + entry + "/cmdline");
+    if (!cmdline.ok() || cmdline->find("__pod-init") == std::string::npos || cmdline->find(marker) == std::string::npos) {
+      continue;
+    }
+    pid_t pid = std::stoi(entry);
+    spdlog::warn("killing leftover pod init {} ({})", pid, marker);
+    ::kill(pid, SIGKILL);
+  }
+  Status s = network_.DeleteAll();
+  if (!s.ok() && first.ok()) first = s;
+  return first;
+}
+
+}  // namespace hpc::runtime::local
