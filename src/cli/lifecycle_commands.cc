@@ -1,0 +1,368 @@
+#include "cli/lifecycle_commands.h"
+
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <iostream>
+#include <optional>
+#include <set>
+#include <thread>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "api/codec.h"
+#include "api/validation.h"
+#include "app/runtime_factory.h"
+#include "common/files.h"
+#include "controlplane/server.h"
+#include "embedded_cluster.h"
+#include "operator/conditions.h"
+#include "operator/store.h"
+
+namespace hpc::cli {
+
+using nlohmann::json;
+
+namespace {
+
+Status Preflight() {
+  if (::geteuid() != 0) {
+    return Status::Error("hpcplane needs root to create namespaces and networks (run it with sudo)");
+  }
+  for (const char* bin : {"slurmctld", "slurmd", "slurmrestd", "munged", "slurmdbd", "mariadbd", "ip", "nsenter", "setpriv"}) {
+    auto r = RunProcess({"sh", "-c", std::string("command -v ") + bin});
+    if (!r.ok() || r->exit_code != 0) {
+      return Status::Errorf("{} is not installed (run `make deps` or scripts/install-deps.sh)", bin);
+    }
+  }
+  return Status::Ok();
+}
+
+// Decodes a manifest and checks it as a whole: nodesets belong to the cluster given or stored.
+Result<api::Manifest> LoadManifest(const std::string& file, const std::optional<api::SlurmCluster>& stored) {
+  api::Manifest m;
+  if (file.empty()) {
+    ASSIGN_OR_RETURN(m, api::DecodeManifest(kEmbeddedClusterYaml, "embedded examples/cluster.yaml"));
+  } else {
+    ASSIGN_OR_RETURN(m, api::DecodeManifestFile(file));
+  }
+  if (m.clusters.size() > 1) return Status::Errorf("{}: one SlurmCluster per file", file);
+  const api::SlurmCluster* cluster = !m.clusters.empty() ? &m.clusters[0] : stored ? &*stored : nullptr;
+  std::set<std::string> seen;
+  for (auto& ns : m.nodesets) {
+    if (!cluster) return Status::Errorf("nodeset \"{}\": no SlurmCluster given or running", ns.metadata.name);
+    if (ns.spec.cluster.empty()) ns.spec.cluster = cluster->metadata.name;
+    if (ns.spec.cluster != cluster->metadata.name) {
+      return Status::Errorf("nodeset \"{}\": spec.cluster: must be \"{}\" (got \"{}\")", ns.metadata.name,
+                            cluster->metadata.name, ns.spec.cluster);
+    }
+    if (!seen.insert(ns.metadata.name).second) {
+      return Status::Errorf("nodeset \"{}\": defined twice", ns.metadata.name);
+    }
+    RETURN_IF_ERROR(api::ValidateAgainstCluster(ns, *cluster));
+  }
+  return m;
+}
+
+Status StartDaemon(const Globals& g, const op::ClusterPaths& p) {
+  pid_t pid = ::fork();
+  if (pid < 0) return Status::Errorf("fork: {}", std::strerror(errno));
+  if (pid == 0) {
+    ::setsid();
+    int null_fd = ::open("/dev/null", O_RDWR);
+    int log_fd = ::open(p.LogFile().c_str(), O_WRONLY | O_CREAT | O_APPEND, 0640);
+    ::dup2(null_fd, 0);
+    ::dup2(log_fd, 1);
+    ::dup2(log_fd, 2);
+    ::execl(g.self_exe.c_str(), "hpcplane", "__daemon", p.state_dir.c_str(), p.name.c_str(), nullptr);
+    _exit(127);
+  }
+  // Wait until it has written its pid file, or has died.
+  auto deadline = Clock::now() + std::chrono::seconds(10);
+  while (Clock::now() < deadline) {
+    if (op::RunningDaemon(p) == pid) return Status::Ok();
+    int status;
+    if (::waitpid(pid, &status, WNOHANG) == pid) {
+      return Status::Errorf("the hpcplane daemon exited at start; see {}", p.LogFile());
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return Status::Errorf("the hpcplane daemon did not start within 10s; see {}", p.LogFile());
+}
+
+// Prints a line as each component and nodeset becomes ready; returns once all are.
+Status WaitReady(const op::ClusterPaths& p, Clock::time_point start, std::chrono::seconds timeout, bool quiet) {
+  op::Store store(p.Dir());
+  std::set<std::string> announced;
+  const std::vector<std::string> order = {"munge", "mariadb", "slurmdbd", "controller", "restapi", "login"};
+  auto deadline = Clock::now() + timeout;
+  std::string last_reason;
+  while (Clock::now() < deadline) {
+    if (op::RunningDaemon(p) == 0) return Status::Errorf("the hpcplane daemon stopped; see {}", p.LogFile());
+    auto c = store.LoadCluster();
+    auto nodesets = store.LoadNodeSets();
+    if (c.ok() && nodesets.ok()) {
+      for (const auto& comp : order) {
+        auto it = c->status.components.find(comp);
+        if (it != c->status.components.end() && it->second == "Ready" && announced.insert(comp).second && !quiet) {
+          std::cout << fmt::format("  ✓ {:<22} ready   {:6.2f}s", comp, Seconds(start)) << std::endl;
+        }
+      }
+      bool all_nodesets = true;
+      for (const auto& ns : *nodesets) {
+        const auto* ready = op::FindCondition(ns.status.conditions, "Ready");
+        bool ok = ready && ready->status == "True" && ns.status.observed_generation == ns.metadata.generation;
+        if (ok && announced.insert("nodeset/" + ns.metadata.name).second && !quiet) {
+          std::cout << fmt::format("  ✓ {:<22} {}/{} workers  {:6.2f}s", "nodeset " + ns.metadata.name,
+                                   ns.status.ready, ns.status.desired, Seconds(start))
+                    << std::endl;
+        }
+        if (!ok) all_nodesets = false;
+      }
+      const auto* ready = op::FindCondition(c->status.conditions, "Ready");
+      if (ready) last_reason = ready->message;
+      if (ready && ready->status == "True" && all_nodesets && c->status.observed_generation == c->metadata.generation) {
+        return Status::Ok();
+      }
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return Status::Errorf("cluster {} not Ready after {}s: {} (see `hpcplane status` and {})", p.name, timeout.count(),
+                        last_reason, p.LogFile());
+}
+
+Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
+  pid_t pid = op::RunningDaemon(p);
+  if (pid != 0) {
+    ::kill(pid, SIGTERM);
+    auto deadline = Clock::now() + std::chrono::seconds(60);
+    while (op::RunningDaemon(p) == pid && Clock::now() < deadline) {
+      int status;
+      ::waitpid(pid, &status, WNOHANG);
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  // Also removes what a crashed daemon left behind: pods, namespaces, links, the bridge.
+  op::Store store(p.Dir());
+  if (store.HasCluster()) {
+    RETURN_IF_ERROR(app::TeardownRuntime(p, g.self_exe));
+  }
+  ::unlink(p.PidFile().c_str());
+  // Status describes pods that no longer exist; the next daemon computes it afresh.
+  RETURN_IF_ERROR(files::RemoveAll(p.Dir() + "/status"));
+  if (purge) RETURN_IF_ERROR(files::RemoveAll(p.Dir()));
+  return Status::Ok();
+}
+
+std::atomic<bool> g_interrupted{false};
+
+void OnInterrupt(int) { g_interrupted = true; }
+
+// A daemon feature's listen address, read by the daemon at its start: written when given
+// (refused while the daemon runs), removed when not given and no daemon runs.
+Status WriteListenConfig(const char* flag, const std::string& listen, const std::string& file, bool running) {
+  if (listen.empty()) {
+    if (!running) ::unlink(file.c_str());
+    return Status::Ok();
+  }
+  if (running) return Status::Errorf("{}: the cluster already runs; bring it down first", flag);
+  if (auto at = cp::ParseListenAddress(listen); !at.ok()) return Status::Errorf("{}: {}", flag, at.status().message());
+  return files::WriteAtomic(file, json{{"listen", listen}}.dump() + "\n", 0600);
+}
+
+}  // namespace
+
+int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout_s, const std::string& control_plane,
+          const std::string& metrics_listen) {
+  Globals g = g_in;
+  auto start = Clock::now();
+  // Listen addresses are checked before anything is created.
+  for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--control-plane", control_plane},
+                                    {"--metrics-listen", metrics_listen}}) {
+    if (value.empty()) continue;
+    if (auto at = cp::ParseListenAddress(value); !at.ok()) return Fail(Status::Errorf("{}: {}", flag, at.status().message()));
+  }
+  if (Status s = Preflight(); !s.ok()) return Fail(s);
+  // Without -f, `up` brings back the cluster the state dir holds (its stored specs, unchanged);
+  // the embedded demo cluster only when the state dir holds none.
+  std::optional<op::ClusterPaths> stored;
+  if (file.empty()) {
+    auto resolved = ResolveCluster(g);
+    if (resolved.ok()) {
+      stored = *resolved;
+    } else if (!g.cluster.empty()) {
+      return Fail(Status::Errorf("cluster \"{}\" not found in {} (`up -f FILE` creates a cluster)", g.cluster,
+                                 g.state_dir));
+    } else if (!ListStoredClusters(g.state_dir).empty()) {
+      return Fail(resolved.status());
+    }
+  }
+  api::Manifest m;
+  if (stored) {
+    auto c = op::Store(stored->Dir()).LoadCluster();
+    if (!c.ok()) return Fail(c.status());
+    m.clusters.push_back(*c);
+  } else {
+    auto loaded = LoadManifest(file, std::nullopt);
+    if (!loaded.ok()) return Fail(loaded.status());
+    m = std::move(*loaded);
+  }
+  if (m.clusters.empty()) return Fail(Status::Errorf("{}: `up` needs a SlurmCluster", file));
+  const api::SlurmCluster& c = m.clusters[0];
+  op::ClusterPaths p{g.state_dir, c.metadata.name};
+  pid_t running = op::RunningDaemon(p);
+  if (running == 0) {
+    // A subnet held by another cluster's network is refused before anything is created.
+    if (Status free = app::CheckSubnetFree(p, c.metadata.name, c.spec.subnet); !free.ok()) return Fail(free);
+  }
+  // The state dir holds keys, datasets and databases: root's alone (pods see only what they mount).
+  // A state dir hpcplane creates is 0700 too; one that exists is left as its owner made it.
+  const bool fresh_state_dir = !files::Exists(g.state_dir);
+  if (Status s = files::MakeDirs(p.Dir(), 0700); !s.ok()) return Fail(s);
+  for (const std::string& dir : {g.state_dir + "/clusters", p.Dir()}) ::chmod(dir.c_str(), 0700);
+  if (fresh_state_dir) ::chmod(g.state_dir.c_str(), 0700);
+  op::Store store(p.Dir());
+  if (!stored) {
+    if (Status s = store.SaveCluster(c); !s.ok()) return Fail(s);
+    for (const auto& ns : m.nodesets) {
+      if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
+    }
+  }
+  // The daemon also serves the control plane (and runs this data plane's agent), and metrics.
+  for (const auto& [flag, value, file] : {std::tuple<const char*, std::string, std::string>{
+                                              "--control-plane", control_plane, p.Dir() + "/controlplane.json"},
+                                          {"--metrics-listen", metrics_listen, p.Dir() + "/metrics.json"}}) {
+    if (Status s = WriteListenConfig(flag, value, file, running != 0); !s.ok()) return Fail(s);
+  }
+  const char* source = stored ? "the state dir's cluster" : file.empty() ? "the embedded demo cluster" : "cluster";
+  std::cout << fmt::format("Bringing up {} \"{}\" (subnet {}, state in {})", source, c.metadata.name, c.spec.subnet,
+                           p.Dir())
+            << std::endl;
+  if (running == 0) {
+    if (Status s = StartDaemon(g, p); !s.ok()) return Fail(s);
+  }
+  if (Status s = WaitReady(p, start, std::chrono::seconds(timeout_s), false); !s.ok()) return Fail(s);
+  std::cout << fmt::format("Cluster \"{}\" is Ready in {:.2f}s.", c.metadata.name, Seconds(start)) << std::endl;
+  if (!control_plane.empty()) {
+    std::cout << fmt::format("Control plane on http://{}/api/v1 (admin token in {}/controlplane/admin.token); this "
+                             "cluster reports as data plane \"{}\". Web console: http://{}/",
+                             control_plane, g.state_dir, c.metadata.name, control_plane)
+              << std::endl;
+  }
+  if (detach) return 0;
+  std::cout << "Running in the foreground; press Ctrl-C to bring it down (or use --detach)." << std::endl;
+  ::signal(SIGINT, OnInterrupt);
+  ::signal(SIGTERM, OnInterrupt);
+  while (!g_interrupted && op::RunningDaemon(p) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (!g_interrupted) return Fail(Status::Errorf("the hpcplane daemon stopped; see {}", p.LogFile()));
+  std::cout << "\nBringing cluster down..." << std::endl;
+  if (Status s = StopCluster(g, p, false); !s.ok()) return Fail(s);
+  return 0;
+}
+
+int CmdDown(const Globals& g, bool purge) {
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  if (Status s = StopCluster(g, *p, purge); !s.ok()) return Fail(s);
+  std::cout << fmt::format("Cluster \"{}\" is down{}.", p->name, purge ? " and its state removed" : "") << std::endl;
+  return 0;
+}
+
+int CmdApply(const Globals& g, const std::string& file) {
+  std::optional<api::SlurmCluster> stored;
+  auto p = ResolveCluster(g);
+  if (p.ok()) {
+    auto c = op::Store(p->Dir()).LoadCluster();
+    if (c.ok()) stored = *c;
+  }
+  auto m = LoadManifest(file, stored);
+  if (!m.ok()) return Fail(m.status());
+  std::string name = !m->clusters.empty() ? m->clusters[0].metadata.name : stored ? stored->metadata.name : "";
+  op::ClusterPaths paths{g.state_dir, name};
+  if (!files::Exists(paths.Dir() + "/cluster.json")) {
+    return Fail(Status::Errorf("cluster \"{}\" is not up: use `hpcplane up -f {}`", name, file));
+  }
+  op::Store store(paths.Dir());
+  if (!m->clusters.empty()) {
+    auto old = store.LoadCluster();
+    if (old.ok() && old->spec.subnet != m->clusters[0].spec.subnet) {
+      return Fail(Status::Errorf("cluster \"{}\": spec.network.subnet cannot change while the cluster exists "
+                                 "(got {}, running on {})", name, m->clusters[0].spec.subnet, old->spec.subnet));
+    }
+    if (Status s = store.SaveCluster(m->clusters[0]); !s.ok()) return Fail(s);
+    std::cout << fmt::format("cluster/{} applied\n", name);
+  }
+  for (const auto& ns : m->nodesets) {
+    if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
+    std::cout << fmt::format("nodeset/{} applied\n", ns.metadata.name);
+  }
+  return 0;
+}
+
+int CmdDelete(const Globals& g, const std::string& kind, const std::string& name) {
+  if (kind != "nodeset") return Fail(Status::Errorf("delete: unknown kind \"{}\" (nodeset)", kind));
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  if (store.HasWorkspace(name)) {
+    return Fail(Status::Errorf("nodeset \"{}\" belongs to workspace {}: use `hpcplane workspace stop {}`", name, name, name));
+  }
+  if (!store.LoadNodeSet(name).ok()) return Fail(Status::Errorf("nodeset \"{}\" not found", name));
+  if (Status s = store.DeleteNodeSet(name); !s.ok()) return Fail(s);
+  std::cout << fmt::format("nodeset/{} deleted; its workers are drained and removed as their jobs end\n", name);
+  return 0;
+}
+
+int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas,
+             bool wait, int timeout_s) {
+  if (kind != "nodeset") return Fail(Status::Errorf("scale: unknown kind \"{}\" (nodeset)", kind));
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  auto c = store.LoadCluster();
+  if (!c.ok()) return Fail(c.status());
+  if (store.HasWorkspace(name)) {
+    return Fail(Status::Errorf("nodeset \"{}\" belongs to workspace {} and is autoscaled up to its --max-workers", name, name));
+  }
+  auto n = store.LoadNodeSet(name);
+  if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
+  if (!replicas) {
+    n->spec.replicas.reset();
+    if (Status s = store.SaveNodeSet(*n); !s.ok()) return Fail(s);
+    std::cout << fmt::format("nodeset/{} is autoscaled again (workers follow pending jobs, idle ones leave after {})\n",
+                             name, api::FormatDuration(n->spec.idle_timeout_seconds));
+    return 0;
+  }
+  if (*replicas < 0) return Fail(Status::Errorf("nodeset \"{}\": --replicas: must be >= 0 (got {})", name, *replicas));
+  int min = n->MinReplicas(c->spec.min_replica_count);
+  int clamped = std::clamp(*replicas, min, n->spec.max_replicas);
+  if (clamped != *replicas) {
+    std::cout << fmt::format("nodeset/{}: {} is outside minReplicas..maxReplicas ({}..{}); using {}\n", name,
+                             *replicas, min, n->spec.max_replicas, clamped);
+  }
+  n->spec.replicas = clamped;
+  if (Status s = store.SaveNodeSet(*n); !s.ok()) return Fail(s);
+  std::cout << fmt::format("nodeset/{} scaled to {} (pinned; `--auto` hands it back to the autoscaler)\n", name,
+                           clamped);
+  if (!wait) return 0;
+  auto deadline = Clock::now() + std::chrono::seconds(timeout_s);
+  while (Clock::now() < deadline) {
+    auto cur = store.LoadNodeSet(name);
+    if (cur.ok() && cur->status.observed_generation == cur->metadata.generation && cur->status.replicas == clamped &&
+        cur->status.ready == clamped && cur->status.draining == 0) {
+      std::cout << fmt::format("nodeset/{}: {} workers ready\n", name, clamped);
+      return 0;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  auto cur = store.LoadNodeSet(name);
+  return Fail(Status::Errorf("nodeset/{} did not reach {} workers in {}s (now {}, busy {}, draining {}): {}", name,
+                             clamped, timeout_s, cur.ok() ? cur->status.replicas : -1, cur.ok() ? cur->status.busy : -1,
+                             cur.ok() ? cur->status.draining : -1, cur.ok() ? cur->status.last_decision : ""));
+}
+
+}  // namespace hpc::cli

@@ -1,0 +1,21 @@
+// Verbs that bring up, change and tear down a cluster: up (start the daemon, wait for Ready),
+// down, apply, delete and scale.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "cli/support.h"
+
+namespace hpc::cli {
+
+int CmdUp(const Globals& g, const std::string& file, bool detach, int timeout_s, const std::string& control_plane,
+          const std::string& metrics_listen);
+int CmdDown(const Globals& g, bool purge);
+int CmdApply(const Globals& g, const std::string& file);
+int CmdDelete(const Globals& g, const std::string& kind, const std::string& name);
+int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas,
+             bool wait, int timeout_s);
+
+}  // namespace hpc::cli
