@@ -9,6 +9,7 @@
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
 #include "controlplane/route_table.h"
+#include "controlplane/submission_json.h"
 #include "controlplane/server_metrics.h"
 
 namespace hpc::cp {
@@ -29,11 +30,6 @@ json DataPlaneJson(const DataPlane& dp) {
           {"registeredAt", dp.registered_at},
           // Slurm options are offered only where Slurm is known to be there and healthy.
           {"slurm", {{"offered", slurm}, {"version", slurm ? dp.component_versions.at("slurm/slurmctld") : ""}}}};
-}
-json SubmissionJson(const Submission& x) {
-  return {{"id", x.id},       {"dataPlane", x.data_plane}, {"project", x.project}, {"workspace", x.workspace},
-          {"user", x.user},   {"state", x.state},          {"cluster", x.cluster}, {"jobId", x.job_id},
-          {"submitTime", x.submit_time}, {"error", x.error}, {"createdAt", x.created_at}};
 }
 }  // namespace
 

@@ -11,6 +11,7 @@
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
 #include "controlplane/route_table.h"
+#include "controlplane/submission_json.h"
 #include "controlplane/server.h"
 #include "controlplane/server_metrics.h"
 
@@ -24,11 +25,6 @@ using http::kMaxUnixSeconds;
 
 namespace {
 
-json SubmissionJson(const Submission& x) {
-  return {{"id", x.id},       {"dataPlane", x.data_plane}, {"project", x.project}, {"workspace", x.workspace},
-          {"user", x.user},   {"state", x.state},          {"cluster", x.cluster}, {"jobId", x.job_id},
-          {"submitTime", x.submit_time}, {"error", x.error}, {"createdAt", x.created_at}};
-}
 // The sbatch options the API accepts, each value one safe token.
 Result<std::vector<std::string>> SbatchArgs(const json& options) {
   static const std::map<std::string, std::string> allowed = {
