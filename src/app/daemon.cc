@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
+#include "app/local_data_plane.h"
 #include "app/runtime_factory.h"
 #include "common/change_watch.h"
 #include "common/files.h"
@@ -94,8 +95,10 @@ Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, con
   a.server = fmt::format("http://{}:{}", o.host == "0.0.0.0" ? "127.0.0.1" : o.host, port);
   ASSIGN_OR_RETURN(a.token, files::Read(p.Dir() + "/agent.token"));
   while (!a.token.empty() && a.token.back() == '\n') a.token.pop_back();
-  *agent_thread = std::thread([p, self_exe, a] {
-    cp::Agent agent(p, [p, self_exe] { return OpenClientRuntime(p, self_exe); }, a);
+  *agent_thread = std::thread([p, self_exe, a]() mutable {
+    LocalDataPlane data_plane(p, self_exe);
+    a.cursor_file = data_plane.AgentCursorFile();
+    cp::Agent agent(&data_plane, a);
     agent.Run(g_stop);
   });
   return Status::Ok();

@@ -11,7 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
-#include "app/runtime_factory.h"
+#include "app/local_data_plane.h"
 #include "cli/api_client.h"
 #include "common/files.h"
 #include "controlplane/agent.h"
@@ -92,7 +92,9 @@ int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
   o.token = *token;
   ::signal(SIGTERM, OnSignal);
   ::signal(SIGINT, OnSignal);
-  cp::Agent agent(*p, [p = *p, exe = g.self_exe] { return app::OpenClientRuntime(p, exe); }, o);
+  app::LocalDataPlane data_plane(*p, g.self_exe);
+  o.cursor_file = data_plane.AgentCursorFile();
+  cp::Agent agent(&data_plane, o);
   agent.Run(g_stop);
   return 0;
 }

@@ -16,21 +16,12 @@
 #include "common/jwt.h"
 #include "controlplane/api_client_tls.h"
 #include "controlplane/sacct.h"
-#include "operator/builders.h"
-#include "operator/conditions.h"
-#include "operator/store.h"
-#include "operator/workspace.h"
 
 namespace hpc::cp {
 using nlohmann::json;
 
-namespace {
-std::string CursorFile(const op::ClusterPaths& p) { return p.Dir() + "/agent-window.json"; }
-}  // namespace
-
-Agent::Agent(op::ClusterPaths cluster, RuntimeOpener open_runtime, AgentOptions opts)
-    : cluster_(std::move(cluster)), open_runtime_(std::move(open_runtime)), opts_(std::move(opts)) {
-  if (opts_.data_plane.empty()) opts_.data_plane = cluster_.name;
+Agent::Agent(DataPlaneAccess* data_plane, AgentOptions opts) : dp_(data_plane), opts_(std::move(opts)) {
+  if (opts_.data_plane.empty()) opts_.data_plane = dp_->ClusterName();
 }
 
 Status Agent::Post(const std::string& path, const std::string& body) {
@@ -61,8 +52,8 @@ Result<std::optional<std::pair<int64_t, int64_t>>> Agent::FindSubmitted(const st
                                                                          int64_t since) {
   // Queued or running jobs, then finished ones (slurmdbd keeps the comment). Only a job of the
   // submission's own user counts: anyone can put that comment on a job of theirs.
-  ASSIGN_OR_RETURN(std::string queued, InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%V|%u|%k"}));
-  ASSIGN_OR_RETURN(std::string done, InController({"sacct", "-n", "-X", "-P", "-a", "--starttime=" + SacctTime(since - 60),
+  ASSIGN_OR_RETURN(std::string queued, dp_->InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%V|%u|%k"}));
+  ASSIGN_OR_RETURN(std::string done, dp_->InController({"sacct", "-n", "-X", "-P", "-a", "--starttime=" + SacctTime(since - 60),
                                                    "--format=JobIDRaw,Submit,User,Comment"}));
   return MatchSubmittedJob(queued + "\n" + done, id, user);
 }
@@ -87,14 +78,13 @@ Status Agent::RunSubmissions() {
   ASSIGN_OR_RETURN(std::string body, Get(fmt::format("/api/v1/dataplanes/{}/submissions", opts_.data_plane)));
   json pending = json::parse(body, nullptr, false);
   if (pending.is_discarded() || !pending.contains("submissions")) return Status::Error("submissions: answer is not JSON");
-  op::Store store(cluster_.Dir());
   for (const auto& sub : pending["submissions"]) {
     const std::string id = sub.value("id", "");
     auto report = [&](json result) {
       return Post(fmt::format("/api/v1/dataplanes/{}/submissions/{}", opts_.data_plane, id), result.dump());
     };
-    auto w = store.LoadWorkspace(sub.value("workspace", ""));
-    if (!w.ok() || w->spec.stopping || w->spec.user.name != sub.value("user", "") ||
+    ASSIGN_OR_RETURN(auto w, dp_->FindWorkspace(sub.value("workspace", "")));
+    if (!w || w->spec.stopping || w->spec.user.name != sub.value("user", "") ||
         w->spec.project != sub.value("project", "")) {
       RETURN_IF_ERROR(report({{"state", "Failed"},
                               {"error", fmt::format("workspace {} of user {} in project {} is not running here",
@@ -104,15 +94,10 @@ Status Agent::RunSubmissions() {
     }
     ASSIGN_OR_RETURN(auto found, FindSubmitted(id, w->spec.user.name, sub.value("createdAt", int64_t{0})));
     if (!found) {
-      ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
-      runtime::ExecOptions o;
-      o.user = w->spec.user.name;  // as the user, with the workspace's token: never as root
-      o.env = op::WorkspaceShellEnv(*w);
-      o.working_dir = o.env["HPCPLANE_DATASET"];
-      o.argv = {"sbatch", "--parsable", "--comment=hpcplane-submission:" + id};
-      for (const auto& a : sub.value("sbatchArgs", std::vector<std::string>{})) o.argv.push_back(a);
-      o.stdin_data = sub.value("script", "");
-      ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(op::WorkspaceLoginPodName(*w), o));
+      // As the user, with the workspace's token: never as root.
+      std::vector<std::string> argv = {"sbatch", "--parsable", "--comment=hpcplane-submission:" + id};
+      for (const auto& a : sub.value("sbatchArgs", std::vector<std::string>{})) argv.push_back(a);
+      ASSIGN_OR_RETURN(ProcessResult r, dp_->InWorkspace(*w, argv, sub.value("script", "")));
       if (!r.ok()) {
         std::string err = r.err;
         while (!err.empty() && err.back() == '\n') err.pop_back();
@@ -122,7 +107,7 @@ Status Agent::RunSubmissions() {
       ASSIGN_OR_RETURN(found, FindSubmitted(id, w->spec.user.name, sub.value("createdAt", int64_t{0})));
       if (!found) return Status::Errorf("submission {}: sbatch said {} but Slurm does not list the job yet", id, r.out);
     }
-    RETURN_IF_ERROR(report({{"state", "Submitted"}, {"cluster", cluster_.name}, {"jobId", found->first},
+    RETURN_IF_ERROR(report({{"state", "Submitted"}, {"cluster", dp_->ClusterName()}, {"jobId", found->first},
                             {"submitTime", found->second}}));
     spdlog::info("submission {}: job {} for {} in {}", id, found->first, sub.value("user", ""), sub.value("workspace", ""));
   }
@@ -136,7 +121,7 @@ Status Agent::RunCancellations() {
   if (pending["cancellations"].empty()) return Status::Ok();
   // One listing of the queue for the batch (a job id Slurm no longer knows would fail `squeue
   // -j`): id -> "user|submit time|state".
-  ASSIGN_OR_RETURN(std::string listing, InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%u|%V|%T"}));
+  ASSIGN_OR_RETURN(std::string listing, dp_->InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%u|%V|%T"}));
   std::map<int64_t, std::string> queue;
   std::istringstream lines(listing);
   for (std::string line; std::getline(lines, line);) {
@@ -152,9 +137,9 @@ Status Agent::RunCancellations() {
       return Post(fmt::format("/api/v1/dataplanes/{}/cancellations/{}", opts_.data_plane, id),
                   json{{"state", state}, {"error", note}}.dump());
     };
-    if (c.value("cluster", "") != cluster_.name) {
+    if (c.value("cluster", "") != dp_->ClusterName()) {
       RETURN_IF_ERROR(report("Failed", fmt::format("job {} ran on cluster {}, not on this data plane's {}", job,
-                                                   c.value("cluster", ""), cluster_.name)));
+                                                   c.value("cluster", ""), dp_->ClusterName())));
       continue;
     }
     const std::string same = fmt::format("{}|{}|", c.value("user", ""), c.value("submitTime", int64_t{0}));
@@ -169,7 +154,7 @@ Status Agent::RunCancellations() {
       RETURN_IF_ERROR(report("Done", fmt::format("job {} had already ended ({})", job, state)));
       continue;
     }
-    ASSIGN_OR_RETURN(std::string out, InController({"scancel", std::to_string(job)}));
+    ASSIGN_OR_RETURN(std::string out, dp_->InController({"scancel", std::to_string(job)}));
     RETURN_IF_ERROR(report("Done", ""));
     spdlog::info("cancellation {}: job {} of {} cancelled (asked by {})", id, job, c.value("user", ""),
                  c.value("requestedBy", ""));
@@ -177,44 +162,11 @@ Status Agent::RunCancellations() {
   return Status::Ok();
 }
 
-Result<runtime::PodRuntime*> Agent::Runtime() {
-  // Opened once: the cluster's pod names do not change while it exists.
-  if (!runtime_) {
-    op::Store store(cluster_.Dir());
-    ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
-    ASSIGN_OR_RETURN(runtime_, open_runtime_());
-    controller_pod_ = op::ControllerPodName(c);
-  }
-  return runtime_.get();
-}
-
-Result<std::string> Agent::InController(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
-  runtime::ExecOptions o;
-  o.user = "slurm";
-  o.argv = argv;
-  o.env["SLURM_TIME_FORMAT"] = "%s";
-  o.timeout = std::chrono::milliseconds(60000);
-  ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(controller_pod_, o));
-  if (!r.ok()) return Status::Errorf("{}: exit {}: {}", argv[0], r.exit_code, r.err);
-  return r.out;
-}
-
 Status Agent::Report() {
-  op::Store store(cluster_.Dir());
-  json body = {{"state", "Degraded"}, {"reasons", json::array()}, {"componentVersions", json::object()}};
-  auto c = store.LoadCluster();
-  if (!c.ok()) {
-    body["reasons"].push_back(c.status().message());
-  } else if (op::RunningDaemon(cluster_) == 0) {
-    body["reasons"].push_back("the hpcplane operator of cluster " + cluster_.name + " is not running");
-  } else {
-    const auto* ready = op::FindCondition(c->status.conditions, "Ready");
-    bool healthy = ready && ready->status == "True";
-    body["state"] = healthy ? "Healthy" : "Degraded";
-    if (!healthy) body["reasons"].push_back(ready ? ready->message : "cluster status unknown");
-    body["componentVersions"] = c->status.component_versions;
-  }
+  DataPlaneAccess::Health h = dp_->CheckHealth();
+  json body = {{"state", h.healthy ? "Healthy" : "Degraded"},
+               {"reasons", h.reasons},
+               {"componentVersions", h.component_versions}};
   body["componentVersions"]["hpcplane"] = HPCPLANE_VERSION;
   return Post(fmt::format("/api/v1/dataplanes/{}/report", opts_.data_plane), body.dump());
 }
@@ -222,18 +174,18 @@ Status Agent::Report() {
 Status Agent::SyncJobs() {
   int64_t now = jwt::UnixNow();
   int64_t start = now - opts_.first_window_seconds;
-  if (auto saved = files::Read(CursorFile(cluster_)); saved.ok()) {
+  if (auto saved = files::Read(opts_.cursor_file); saved.ok()) {
     json j = json::parse(*saved, nullptr, false);
     if (!j.is_discarded()) start = j.value("windowStart", start);
   }
   // Records slurmctld has not handed to slurmdbd yet will carry times inside this window.
-  ASSIGN_OR_RETURN(std::string sdiag, InController({"sdiag"}));
+  ASSIGN_OR_RETURN(std::string sdiag, dp_->InController({"sdiag"}));
   static const std::regex queue(R"(DBD Agent queue size:\s*(\d+))");
   std::smatch m;
   int64_t queued = std::regex_search(sdiag, m, queue) ? std::atoll(m[1].str().c_str()) : -1;
-  ASSIGN_OR_RETURN(std::string out, InController(SacctWindowArgs(start, now)));
+  ASSIGN_OR_RETURN(std::string out, dp_->InController(SacctWindowArgs(start, now)));
   ASSIGN_OR_RETURN(auto jobs, ParseSacct(out, opts_.data_plane));
-  ASSIGN_OR_RETURN(std::string cancelled_out, InController(SacctWindowArgs(start, now, true)));
+  ASSIGN_OR_RETURN(std::string cancelled_out, dp_->InController(SacctWindowArgs(start, now, true)));
   ASSIGN_OR_RETURN(auto cancelled, ParseSacct(cancelled_out, opts_.data_plane));
   jobs.insert(jobs.end(), cancelled.begin(), cancelled.end());  // the store upserts duplicates away
   for (size_t i = 0; i < jobs.size(); i += opts_.batch_size) {
@@ -243,14 +195,15 @@ Status Agent::SyncJobs() {
   }
   if (queued == 0) {
     int64_t next = std::max(start, now - opts_.overlap_seconds);
-    RETURN_IF_ERROR(files::WriteAtomic(CursorFile(cluster_), json{{"windowStart", next}}.dump() + "\n", 0600));
+    RETURN_IF_ERROR(files::WriteAtomic(opts_.cursor_file, json{{"windowStart", next}}.dump() + "\n", 0600));
   }
   if (!jobs.empty()) spdlog::debug("agent: shipped {} job records from [{}, {})", jobs.size(), start, now);
   return Status::Ok();
 }
 
 void Agent::Run(const std::atomic<bool>& stop) {
-  spdlog::info("agent for data plane {} (cluster {}) reporting to {}", opts_.data_plane, cluster_.name, opts_.server);
+  spdlog::info("agent for data plane {} (cluster {}) reporting to {}", opts_.data_plane, dp_->ClusterName(),
+               opts_.server);
   while (!stop) {
     auto started = std::chrono::steady_clock::now();
     if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());

@@ -8,15 +8,13 @@
 #pragma once
 
 #include <atomic>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
 #include <utility>
 
 #include "common/result.h"
-#include "operator/daemon.h"
-#include "runtime/pod_runtime.h"
+#include "controlplane/data_plane_access.h"
 
 namespace hpc::cp {
 
@@ -29,6 +27,8 @@ struct AgentOptions {
   int overlap_seconds = 120;  // re-read this much before the window start
   int64_t first_window_seconds = 7 * 86400;
   int batch_size = 500;
+  // Where the job window's start is kept between runs (0600); the wiring layer chooses it.
+  std::string cursor_file;
 };
 
 // In squeue/sacct lines "id|submit|user|comment": the job that carries submission `id`'s
@@ -36,13 +36,10 @@ struct AgentOptions {
 std::optional<std::pair<int64_t, int64_t>> MatchSubmittedJob(const std::string& listing, const std::string& id,
                                                              const std::string& user);
 
-// How the agent reaches the data plane's pods: the wiring layer hands it a client runtime
-// (src/app/runtime_factory.h), so the agent never chooses one.
-using RuntimeOpener = std::function<Result<std::unique_ptr<runtime::PodRuntime>>()>;
-
 class Agent {
  public:
-  Agent(op::ClusterPaths cluster, RuntimeOpener open_runtime, AgentOptions opts);
+  // `data_plane` is how the agent reaches its data plane (data_plane_access.h); it outlives the agent.
+  Agent(DataPlaneAccess* data_plane, AgentOptions opts);
   // One report and one job sync. Errors are returned (and retried next round by Run).
   Status Report();
   Status SyncJobs();
@@ -61,19 +58,14 @@ class Agent {
   void Run(const std::atomic<bool>& stop);
 
  private:
-  Result<runtime::PodRuntime*> Runtime();
-  Result<std::string> InController(const std::vector<std::string>& argv);
   Status Post(const std::string& path, const std::string& body);
   Result<std::string> Get(const std::string& path);
   // The job a submission already created as `user`, if any: (job id, submit time).
   Result<std::optional<std::pair<int64_t, int64_t>>> FindSubmitted(const std::string& id, const std::string& user,
                                                                    int64_t since);
 
-  op::ClusterPaths cluster_;
-  RuntimeOpener open_runtime_;
+  DataPlaneAccess* dp_;
   AgentOptions opts_;
-  std::unique_ptr<runtime::PodRuntime> runtime_;
-  std::string controller_pod_;
 };
 
 }  // namespace hpc::cp

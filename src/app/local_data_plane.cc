@@ -1,0 +1,114 @@
+#include "app/local_data_plane.h"
+
+#include <spdlog/spdlog.h>
+
+#include "app/runtime_factory.h"
+#include "operator/builders.h"
+#include "operator/conditions.h"
+#include "operator/store.h"
+#include "operator/workspace_request.h"
+#include "platform/catalog.h"
+
+namespace hpc::app {
+namespace {
+
+// The user as the control plane knows them, in this data plane's catalog with the same uid.
+Status EnsureUser(const platform::Catalog& catalog, const cp::WorkspaceCreation& w) {
+  ASSIGN_OR_RETURN(auto users, catalog.Users());
+  for (const auto& u : users) {
+    if (u.name != w.user) continue;
+    if (u.uid != w.uid) {
+      return Status::Errorf("user {} has uid {} on this data plane but uid {} on the control plane", w.user, u.uid,
+                            w.uid);
+    }
+    return Status::Ok();
+  }
+  auto added = catalog.AddUser(w.user, {w.admin ? platform::kRoleSysAdmin : platform::kRoleUser}, w.uid);
+  if (!added.ok()) return Status::Errorf("user {}: {}", w.user, added.status().message());
+  spdlog::info("workspace {}: user {} added with uid {}", w.id, w.user, w.uid);
+  return Status::Ok();
+}
+
+}  // namespace
+
+LocalDataPlane::LocalDataPlane(op::ClusterPaths paths, std::string self_exe)
+    : paths_(std::move(paths)), self_exe_(std::move(self_exe)) {}
+
+cp::DataPlaneAccess::Health LocalDataPlane::CheckHealth() {
+  Health h;
+  op::Store store(paths_.Dir());
+  auto c = store.LoadCluster();
+  if (!c.ok()) {
+    h.reasons.push_back(c.status().message());
+  } else if (op::RunningDaemon(paths_) == 0) {
+    h.reasons.push_back("the hpcplane operator of cluster " + paths_.name + " is not running");
+  } else {
+    const auto* ready = op::FindCondition(c->status.conditions, "Ready");
+    h.healthy = ready && ready->status == "True";
+    if (!h.healthy) h.reasons.push_back(ready ? ready->message : "cluster status unknown");
+    h.component_versions = c->status.component_versions;
+  }
+  return h;
+}
+
+Result<std::optional<api::Workspace>> LocalDataPlane::FindWorkspace(const std::string& id) {
+  op::Store store(paths_.Dir());
+  if (id.empty() || !store.HasWorkspace(id)) return std::optional<api::Workspace>();
+  ASSIGN_OR_RETURN(api::Workspace w, store.LoadWorkspace(id));
+  return std::optional<api::Workspace>(std::move(w));
+}
+
+Status LocalDataPlane::CreateWorkspace(const cp::WorkspaceCreation& w) {
+  platform::Catalog catalog(paths_.state_dir);
+  RETURN_IF_ERROR(EnsureUser(catalog, w));
+  op::WorkspaceRequest r;
+  r.user = w.user, r.project = w.project, r.tier = w.tier, r.name = w.id, r.max_workers = w.max_workers;
+  r.idle_timeout_seconds = w.idle_timeout_seconds, r.token_lifetime_seconds = w.token_lifetime_seconds;
+  r.datasets = w.datasets, r.admin = w.admin;
+  return op::CreateWorkspace(paths_, catalog, r).status();
+}
+
+Status LocalDataPlane::StopWorkspace(const std::string& id, bool cancel_jobs) {
+  op::Store store(paths_.Dir());
+  ASSIGN_OR_RETURN(api::Workspace w, store.LoadWorkspace(id));
+  w.spec.stopping = true;
+  w.spec.cancel_jobs = w.spec.cancel_jobs || cancel_jobs;
+  return store.SaveWorkspace(w);
+}
+
+Result<runtime::PodRuntime*> LocalDataPlane::Runtime() {
+  // Opened once: the cluster's pod names do not change while it exists.
+  if (!runtime_) {
+    op::Store store(paths_.Dir());
+    ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
+    ASSIGN_OR_RETURN(runtime_, OpenClientRuntime(paths_, self_exe_));
+    controller_pod_ = op::ControllerPodName(c);
+  }
+  return runtime_.get();
+}
+
+Result<std::string> LocalDataPlane::InController(const std::vector<std::string>& argv) {
+  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
+  runtime::ExecOptions o;
+  o.user = "slurm";
+  o.argv = argv;
+  o.env["SLURM_TIME_FORMAT"] = "%s";
+  o.timeout = std::chrono::milliseconds(60000);
+  ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(controller_pod_, o));
+  if (!r.ok()) return Status::Errorf("{}: exit {}: {}", argv[0], r.exit_code, r.err);
+  return r.out;
+}
+
+Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
+                                                  const std::string& stdin_data) {
+  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
+  runtime::ExecOptions o;
+  o.user = w.spec.user.name;  // never root: the login pod is the user's
+  o.env = op::WorkspaceShellEnv(w);
+  o.working_dir = o.env["HPCPLANE_DATASET"];
+  o.argv = argv;
+  o.stdin_data = stdin_data;
+  return rt->Exec(op::WorkspaceLoginPodName(w), o);
+}
+
+}  // namespace hpc::app

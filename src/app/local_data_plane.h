@@ -1,0 +1,40 @@
+// The agent's view of a data plane hosted by this machine's operator (cp::DataPlaneAccess): the
+// cluster's state from the operator's store, workspaces through the same path as `hpcplane
+// workspace launch` and `stop`, and commands through a client runtime opened on first use.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "controlplane/data_plane_access.h"
+#include "operator/daemon.h"
+#include "runtime/pod_runtime.h"
+
+namespace hpc::app {
+
+class LocalDataPlane : public cp::DataPlaneAccess {
+ public:
+  LocalDataPlane(op::ClusterPaths paths, std::string self_exe);
+
+  Health CheckHealth() override;
+  std::string ClusterName() const override { return paths_.name; }
+  Result<std::optional<api::Workspace>> FindWorkspace(const std::string& id) override;
+  Status CreateWorkspace(const cp::WorkspaceCreation& w) override;
+  Status StopWorkspace(const std::string& id, bool cancel_jobs) override;
+  Result<std::string> InController(const std::vector<std::string>& argv) override;
+  Result<ProcessResult> InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
+                                    const std::string& stdin_data) override;
+
+  // Where the agent keeps its job window (in the cluster's state directory).
+  std::string AgentCursorFile() const { return paths_.Dir() + "/agent-window.json"; }
+
+ private:
+  Result<runtime::PodRuntime*> Runtime();
+
+  op::ClusterPaths paths_;
+  std::string self_exe_;
+  std::unique_ptr<runtime::PodRuntime> runtime_;
+  std::string controller_pod_;
+};
+
+}  // namespace hpc::app

@@ -1,0 +1,63 @@
+// An in-memory data plane behind the agent's DataPlaneAccess: workspaces in a map, every
+// command recorded and answered by `controller` / `workspace` handlers (empty output, exit 0,
+// when unset), so agent logic is tested without a cluster.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "controlplane/data_plane_access.h"
+
+namespace hpc::fakes {
+
+class FakeDataPlane : public cp::DataPlaneAccess {
+ public:
+  std::string cluster = "c1";
+  Health health;
+  std::map<std::string, api::Workspace> workspaces;
+  std::vector<cp::WorkspaceCreation> created;
+  Status create_result = Status::Ok();  // what CreateWorkspace answers
+  std::vector<std::vector<std::string>> commands;  // every InController / InWorkspace argv
+  std::function<Result<std::string>(const std::vector<std::string>&)> controller;
+  std::function<ProcessResult(const api::Workspace&, const std::vector<std::string>&)> workspace;
+
+  Health CheckHealth() override { return health; }
+  std::string ClusterName() const override { return cluster; }
+  Result<std::optional<api::Workspace>> FindWorkspace(const std::string& id) override {
+    auto it = workspaces.find(id);
+    return it == workspaces.end() ? std::optional<api::Workspace>() : std::optional(it->second);
+  }
+  Status CreateWorkspace(const cp::WorkspaceCreation& w) override {
+    if (!create_result.ok()) return create_result;
+    created.push_back(w);
+    api::Workspace ws;
+    ws.metadata.name = w.id;
+    ws.spec.user.name = w.user;
+    ws.spec.project = w.project;
+    workspaces[w.id] = ws;
+    return Status::Ok();
+  }
+  Status StopWorkspace(const std::string& id, bool cancel_jobs) override {
+    auto it = workspaces.find(id);
+    if (it == workspaces.end()) return Status::NotFound("workspace " + id);
+    it->second.spec.stopping = true;
+    it->second.spec.cancel_jobs = it->second.spec.cancel_jobs || cancel_jobs;
+    return Status::Ok();
+  }
+  Result<std::string> InController(const std::vector<std::string>& argv) override {
+    commands.push_back(argv);
+    return controller ? controller(argv) : Result<std::string>(std::string());
+  }
+  Result<ProcessResult> InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
+                                    const std::string&) override {
+    commands.push_back(argv);
+    if (workspace) return workspace(w, argv);
+    ProcessResult r;
+    r.exit_code = 0;
+    return r;
+  }
+};
+
+}  // namespace hpc::fakes
