@@ -199,7 +199,7 @@ int main() {
   std::mt19937_64 rng(7);
   for (int i = 0; i < 100; ++i) {
     cp::JobRecord k = Job(1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(records)));
-    cursors.push_back(cp::JobCursor{k.submit_time, k.data_plane, k.cluster, k.job_id}.Encode());
+    cursors.push_back(cp::JobCursor{cp::JobOrder::kSubmit, 0, k.submit_time, k.data_plane, k.cluster, k.job_id}.Encode());
   }
   const int port = it::FreeLoopbackPort();
   it::Background server({HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},

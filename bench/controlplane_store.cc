@@ -127,7 +127,7 @@ int main() {
       int64_t depth = static_cast<int64_t>(rng() % static_cast<uint64_t>(total - 200));
       int64_t id = total - 1 - depth;  // records are ordered by submit time, which grows with the id
       cp::JobRecord k = Job(id < records ? id : id);
-      cp::JobCursor c{k.submit_time, k.data_plane, k.cluster, k.job_id};
+      cp::JobCursor c{cp::JobOrder::kSubmit, 0, k.submit_time, k.data_plane, k.cluster, k.job_id};
       f = {};
       f.project = "astro";
       t = Clock::now();

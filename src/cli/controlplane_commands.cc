@@ -320,6 +320,8 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   jobs->add_option("--workspace", (*query)["workspace"], "Only this workspace's jobs");
   jobs->add_option("--from", (*query)["from"], "Submitted at or after (unix seconds)");
   jobs->add_option("--to", (*query)["to"], "Submitted before (unix seconds)");
+  jobs->add_option("--sort", (*query)["sort"], "Newest first by: submit (default), start or end time")
+      ->check(CLI::IsMember({"submit", "start", "end"}));
   jobs->add_option("--limit", (*query)["limit"], "Page size (1-1000)");
   jobs->add_option("--cursor", (*query)["cursor"], "Next page (printed by the previous one)");
   jobs->add_option("-o,--output,--format", *format, "list: table|json; export: ndjson|csv");

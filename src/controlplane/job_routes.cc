@@ -64,6 +64,15 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
       http::Error(res, 400, "name must be at most 200 characters", "name");
       return false;
     }
+    const std::string sort = req.has_param("sort") ? req.get_param_value("sort") : "submit";
+    if (sort == "start") {
+      f->order = JobOrder::kStart;
+    } else if (sort == "end") {
+      f->order = JobOrder::kEnd;
+    } else if (sort != "submit") {
+      http::Error(res, 400, "sort must be submit, start or end (got \"" + sort.substr(0, 40) + "\")", "sort");
+      return false;
+    }
     return http::IntegerParam(req, res, "from", 0, kMaxUnixSeconds, &f->from) &&
            http::IntegerParam(req, res, "to", 0, kMaxUnixSeconds, &f->to);
   };
@@ -80,7 +89,8 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
     std::optional<JobCursor> cursor;
     if (req.has_param("cursor")) {
       auto c = JobCursor::Decode(req.get_param_value("cursor"));
-      if (!c.ok()) return Error(res, 400, c.status().message(), "cursor");
+      if (!c.ok()) return http::Error(res, c.status());
+      if (c->order != f.order) return Error(res, 400, "cursor: it was returned for another sort order", "cursor");
       cursor = *c;
     }
     auto page = store->ListJobs(f, cursor, limit);

@@ -58,7 +58,8 @@ inline constexpr const char* kOpenApiDocument = R"json({
       "responses": {"200": {"description": "upserted"}, "400": {"description": "malformed, names the field"}}}},
     "/projects/{project}/jobs": {
       "get": {"summary": "A project's HPC jobs, newest first",
-        "parameters": [{"name": "user", "in": "query"}, {"name": "state", "in": "query"},
+        "parameters": [{"name": "sort", "in": "query", "description": "submit (default), start or end: the time jobs are ordered by, newest first; not yet started or ended jobs last", "schema": {"enum": ["submit", "start", "end"]}},
+          {"name": "user", "in": "query"}, {"name": "state", "in": "query"},
           {"name": "workspace", "in": "query"}, {"name": "name", "in": "query", "description": "part of the job name"},
           {"name": "from", "in": "query", "description": "submit time >= (unix s)"},
           {"name": "to", "in": "query", "description": "submit time < (unix s)"},

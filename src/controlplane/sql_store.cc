@@ -66,6 +66,11 @@ const std::vector<std::string>& Migrations() {
            job_id BIGINT NOT NULL, submit_time BIGINT NOT NULL, job_user TEXT NOT NULL, requested_by TEXT NOT NULL,
            state TEXT NOT NULL, error TEXT NOT NULL, created_at BIGINT NOT NULL);
          CREATE INDEX cancellations_pending ON cancellations (data_plane, state, created_at);)",
+      // Listings by start or end time walk an index of their own.
+      R"(CREATE INDEX jobs_by_start ON jobs (project, start_time DESC, submit_time DESC, data_plane DESC, cluster DESC,
+           job_id DESC);
+         CREATE INDEX jobs_by_end ON jobs (project, end_time DESC, submit_time DESC, data_plane DESC, cluster DESC,
+           job_id DESC);)",
   };
   return m;
 }
@@ -265,16 +270,28 @@ class SqlStore : public Store {
   Result<JobPage> ListJobs(const JobFilter& f, const std::optional<JobCursor>& after, int limit) override {
     std::vector<SqlValue> p;
     std::string sql = fmt::format("SELECT {} FROM jobs", kJobColumns) + Where(f, &p);
+    // The order's own time first (start or end), then the record's key, which is unique.
+    const char* time = f.order == JobOrder::kStart ? "start_time" : f.order == JobOrder::kEnd ? "end_time" : nullptr;
     if (after) {
+      if (after->order != f.order) return Status::InvalidArgument("cursor", "the cursor is of another sort order");
       size_t n = p.size();
+      std::string key = "(submit_time, data_plane, cluster, job_id)";
+      std::string values = "(CAST(${} AS BIGINT), ${}, ${}, CAST(${} AS BIGINT))";
+      if (time) {
+        p.push_back(std::to_string(after->order_time));
+        key = fmt::format("({}, submit_time, data_plane, cluster, job_id)", time);
+        values = "(CAST(${} AS BIGINT), CAST(${} AS BIGINT), ${}, ${}, CAST(${} AS BIGINT))";
+      }
       p.push_back(std::to_string(after->submit_time));
       p.push_back(after->data_plane);
       p.push_back(after->cluster);
       p.push_back(std::to_string(after->job_id));
-      sql += fmt::format(" AND (submit_time, data_plane, cluster, job_id) < (CAST(${} AS BIGINT), ${}, ${}, CAST(${} AS BIGINT))",
-                         n + 1, n + 2, n + 3, n + 4);
+      sql += " AND " + key + " < " +
+             (time ? fmt::format(fmt::runtime(values), n + 1, n + 2, n + 3, n + 4, n + 5)
+                   : fmt::format(fmt::runtime(values), n + 1, n + 2, n + 3, n + 4));
     }
-    sql += fmt::format(" ORDER BY submit_time DESC, data_plane DESC, cluster DESC, job_id DESC LIMIT {}", limit + 1);
+    sql += fmt::format(" ORDER BY {}submit_time DESC, data_plane DESC, cluster DESC, job_id DESC LIMIT {}",
+                       time ? fmt::format("{} DESC, ", time) : "", limit + 1);
     JobPage page;
     RETURN_IF_ERROR(db_->Query(sql, p, [&](const SqlRow& r) {
       page.jobs.push_back(JobFromRow(r));
@@ -283,7 +300,11 @@ class SqlStore : public Store {
     if (static_cast<int>(page.jobs.size()) > limit) {
       page.jobs.pop_back();
       const auto& last = page.jobs.back();
-      page.next = JobCursor{last.submit_time, last.data_plane, last.cluster, last.job_id};
+      page.next = JobCursor{f.order,
+                            f.order == JobOrder::kStart ? last.start_time
+                            : f.order == JobOrder::kEnd ? last.end_time
+                                                        : 0,
+                            last.submit_time, last.data_plane, last.cluster, last.job_id};
     }
     return page;
   }
@@ -644,11 +665,13 @@ bool Principal::MemberOf(const std::string& project) const {
 }
 
 std::string JobCursor::Encode() const {
-  return fmt::format("{}.{}.{}.{}", submit_time, job_id, data_plane, cluster);
+  const std::string key = fmt::format("{}.{}.{}.{}", submit_time, job_id, data_plane, cluster);
+  if (order == JobOrder::kSubmit) return key;
+  return fmt::format("{}{}.{}", order == JobOrder::kStart ? "s" : "e", order_time, key);
 }
 
 Result<JobCursor> JobCursor::Decode(const std::string& s) {
-  // submit.jobid.dataplane.cluster; names are resource names (no dots).
+  // [s|e<time>.]submit.jobid.dataplane.cluster; names are resource names (no dots).
   JobCursor c;
   std::vector<std::string> parts;
   size_t start = 0;
@@ -658,10 +681,18 @@ Result<JobCursor> JobCursor::Decode(const std::string& s) {
     if (dot == std::string::npos) break;
     start = dot + 1;
   }
-  auto digits = [](const std::string& v) { return !v.empty() && v.find_first_not_of("0123456789") == std::string::npos; };
-  if (parts.size() != 4 || !digits(parts[0]) || !digits(parts[1]) || parts[2].empty() || parts[3].empty()) {
-    return Status::Errorf("cursor \"{}\" is not one this API returned", s);
+  auto digits = [](const std::string& v) {
+    return !v.empty() && v.size() <= 18 && v.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const Status bad = Status::InvalidArgument("cursor", fmt::format("\"{}\" is not one this API returned", s));
+  if (parts.size() == 5) {
+    const char kind = parts[0].empty() ? '\0' : parts[0][0];
+    if ((kind != 's' && kind != 'e') || !digits(parts[0].substr(1))) return bad;
+    c.order = kind == 's' ? JobOrder::kStart : JobOrder::kEnd;
+    c.order_time = std::atoll(parts[0].c_str() + 1);
+    parts.erase(parts.begin());
   }
+  if (parts.size() != 4 || !digits(parts[0]) || !digits(parts[1]) || parts[2].empty() || parts[3].empty()) return bad;
   c.submit_time = std::atoll(parts[0].c_str());
   c.job_id = std::atoll(parts[1].c_str());
   c.data_plane = parts[2];

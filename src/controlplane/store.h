@@ -63,8 +63,13 @@ struct AuditEntry {
   std::string remote;  // client address
 };
 
+// The order of a job listing, newest first: by submit, start or end time (a job not started or
+// not ended yet has 0 there and comes last).
+enum class JobOrder { kSubmit, kStart, kEnd };
+
 struct JobFilter {
   std::string project;  // required for listing
+  JobOrder order = JobOrder::kSubmit;
   std::string user;
   std::string state;
   std::string workspace;  // the partition
@@ -73,9 +78,11 @@ struct JobFilter {
   int64_t to = 0;
 };
 
-// Keyset paging: records in (submit_time, data_plane, cluster, job_id) descending order; the
-// cursor is the last key of the previous page.
+// Keyset paging: records in (submit_time, data_plane, cluster, job_id) descending order, or with
+// the start or end time first (then that key); the cursor is the last key of the previous page.
 struct JobCursor {
+  JobOrder order = JobOrder::kSubmit;
+  int64_t order_time = 0;  // the start or end time, for those orders
   int64_t submit_time = 0;
   std::string data_plane, cluster;
   int64_t job_id = 0;

@@ -194,6 +194,14 @@ def main():
         driver.find_element(By.ID, "prev-page").click()
         wait_status("Page 1: 50 jobs")
 
+        # Sorted by start time: the job that started last comes first (astro-sim-9995 started 100 s
+        # after astro-sim-9999 was submitted; 9999 itself 90 s after), then back to submit order.
+        Select(driver.find_element(By.ID, "f-sort")).select_by_value("start")
+        driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
+        wait.until(lambda d: rows() and rows()[0][1] == "astro-sim-9995")
+        check(rows()[1][1] == "astro-sim-9999", f"newest start first (got {[r[1] for r in rows()[:3]]})")
+        Select(driver.find_element(By.ID, "f-sort")).select_by_value("")
+
         # Filters: state and name over the 10,000 records.
         Select(driver.find_element(By.ID, "f-state")).select_by_value("FAILED")
         driver.find_element(By.ID, "f-user").send_keys("bob")

@@ -157,13 +157,15 @@ TEST_F(ServerHardening, NumbersInQueriesAreParsedStrictly) {
     std::string query, field;
   };
   for (const Case& c : {Case{"limit=4294967297", "limit"}, Case{"limit=0", "limit"}, Case{"limit=+5", "limit"},
-                        Case{"from=99999999999999999999", "from"}, Case{"to=-1", "to"}, Case{"from=%FF", "from"}}) {
+                        Case{"from=99999999999999999999", "from"}, Case{"to=-1", "to"}, Case{"from=%FF", "from"},
+                        Case{"sort=size", "sort"}, Case{"sort=start&cursor=1000.1.dp1.c1", "cursor"},
+                        Case{"cursor=s1.1000.1.dp1.c1", "cursor"}, Case{"cursor=q1.1000.1.dp1.c1", "cursor"}}) {
     auto r = cli.Get("/api/v1/projects/astro/jobs?" + c.query);
     ASSERT_TRUE(r) << c.query;
     EXPECT_EQ(r->status, 400) << c.query << ": " << r->body;
     EXPECT_EQ(ErrorOf(r->body)["field"], c.field) << c.query << ": " << r->body;
   }
-  auto ok = cli.Get("/api/v1/projects/astro/jobs?limit=5&from=0");
+  auto ok = cli.Get("/api/v1/projects/astro/jobs?limit=5&from=0&sort=end&cursor=e10.1000.1.dp1.c1");
   ASSERT_TRUE(ok);
   EXPECT_EQ(ok->status, 200) << ok->body;
   auto job = cli.Get("/api/v1/projects/astro/jobs/dp1/c1/5?submitTime=abc");

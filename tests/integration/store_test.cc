@@ -87,6 +87,60 @@ TEST_P(StoreTest, UpsertsAreIdempotentOnTheRecordKey) {
   EXPECT_EQ((*store_->GetJob("dp1", "c1", 3, 102))->source, "api");
 }
 
+// Listings by start or end time: every record once, newest first by that time, jobs that have
+// not started (or ended) last; a cursor of one order is refused for another.
+TEST_P(StoreTest, KeysetPagesByStartAndEndTimeCoverEveryRecordOnce) {
+  std::vector<cp::JobRecord> jobs;
+  for (int i = 1; i <= 120; ++i) {
+    cp::JobRecord j = Job(i, 1000 + i);
+    // Start order differs from submit order; every tenth job is still pending (never started).
+    j.start_time = i % 10 == 0 ? 0 : 5000 - (i * 37) % 400;
+    j.end_time = j.start_time ? j.start_time + (i % 7) * 10 : 0;
+    if (i % 10 == 0) j.state = "PENDING";
+    jobs.push_back(j);
+  }
+  ASSERT_TRUE(store_->UpsertJobs(jobs).ok());
+  for (cp::JobOrder order : {cp::JobOrder::kStart, cp::JobOrder::kEnd}) {
+    cp::JobFilter f;
+    f.project = "astro";
+    f.order = order;
+    std::set<int64_t> seen;
+    std::optional<cp::JobCursor> cursor;
+    std::pair<int64_t, int64_t> last = {INT64_MAX, INT64_MAX};
+    do {
+      auto page = store_->ListJobs(f, cursor, 25);
+      ASSERT_TRUE(page.ok()) << page.status().message();
+      for (const auto& j : page->jobs) {
+        EXPECT_TRUE(seen.insert(j.job_id).second) << j.job_id;
+        std::pair<int64_t, int64_t> key = {order == cp::JobOrder::kStart ? j.start_time : j.end_time, j.submit_time};
+        EXPECT_LE(key, last) << "job " << j.job_id;
+        last = key;
+      }
+      cursor = page->next;
+      if (cursor) {
+        auto round = cp::JobCursor::Decode(cursor->Encode());
+        ASSERT_TRUE(round.ok()) << cursor->Encode();
+        EXPECT_EQ(round->order, order);
+        cursor = *round;
+      }
+    } while (cursor);
+    EXPECT_EQ(seen.size(), 120u);
+    EXPECT_EQ(last.first, 0) << "the never-started come last";
+  }
+  cp::JobFilter by_start;
+  by_start.project = "astro";
+  by_start.order = cp::JobOrder::kStart;
+  auto first = store_->ListJobs(by_start, std::nullopt, 10);
+  ASSERT_TRUE(first.ok() && first->next);
+  cp::JobFilter by_submit;
+  by_submit.project = "astro";
+  auto mixed = store_->ListJobs(by_submit, first->next, 10);
+  EXPECT_FALSE(mixed.ok());
+  EXPECT_EQ(mixed.status().code(), StatusCode::kInvalidArgument);
+  EXPECT_FALSE(cp::JobCursor::Decode("x5.1000.1.dp1.c1").ok());
+  EXPECT_FALSE(cp::JobCursor::Decode("s.1000.1.dp1.c1").ok());
+}
+
 TEST_P(StoreTest, KeysetPagesCoverEveryRecordOnceWithFilters) {
   std::vector<cp::JobRecord> jobs;
   for (int i = 1; i <= 250; ++i) jobs.push_back(Job(i, 1000 + i / 3, i % 5 == 0 ? "bob" : "ann", i % 7 == 0 ? "FAILED" : "COMPLETED"));

@@ -165,7 +165,7 @@ const SLURM_STATES = ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", 
 function jobsPage() {
   if (!state.project) return noProject();
   const project = state.project;
-  const filters = { user: "", state: "", workspace: "", name: "", from: "", to: "" };
+  const filters = { user: "", state: "", workspace: "", name: "", from: "", to: "", sort: "" };
   const cursors = [null];  // cursor of each page shown so far; the last is the current page's
   let page = 0;
   let openJob = null;
@@ -174,6 +174,8 @@ function jobsPage() {
     el("input", { id: `f-${name}`, name, ...attrs }));
   const stateSelect = el("select", { id: "f-state", name: "state" }, el("option", { value: "" }, "any"),
     SLURM_STATES.map((s) => el("option", { value: s }, s)));
+  const sortSelect = el("select", { id: "f-sort", name: "sort" }, el("option", { value: "" }, "submitted"),
+    el("option", { value: "start" }, "started"), el("option", { value: "end" }, "ended"));
   const form = el("form", { class: "filters", role: "search", "aria-label": "Filter jobs", onsubmit: (ev) => {
     ev.preventDefault();
     const data = new FormData(form);
@@ -188,12 +190,13 @@ function jobsPage() {
   input("workspace", "Workspace", { pattern: "[a-z][a-z0-9\\-]*" }),
   input("from", "Submitted from", { type: "date" }),
   input("to", "to (exclusive)", { type: "date" }),
+  el("label", { for: "f-sort" }, "Newest first by", sortSelect),
   el("button", { type: "submit", class: "primary" }, "Apply"));
 
   const status = el("p", { class: "muted", id: "jobs-status", "aria-live": "polite" });
   const tbody = el("tbody", { id: "jobs-body" });
   const table = el("div", { class: "table-wrap" }, el("table", { id: "jobs-table" },
-    el("caption", { class: "visually-hidden" }, `HPC jobs of project ${project}, newest submission first`),
+    el("caption", { class: "visually-hidden", id: "jobs-caption" }, `HPC jobs of project ${project}, newest first`),
     el("thead", {}, el("tr", {}, ["Job", "Name", "User", "State", "Workspace", "Source", "Submitted",
       "Started", "Elapsed", "Nodes"].map((h, i) => el("th", { scope: "col", class: i >= 7 ? "hide-narrow" : null }, h)))),
     tbody));
