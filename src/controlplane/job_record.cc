@@ -15,7 +15,7 @@ json ToJson(const JobRecord& r) {
           {"exitCode", r.exit_code},     {"startTime", r.start_time}, {"endTime", r.end_time},
           {"elapsedSeconds", r.elapsed_seconds}, {"cpuSeconds", r.cpu_seconds}, {"maxRssKiB", r.max_rss_kib},
           {"nodes", r.nodes},            {"nodeList", r.node_list},  {"tres", r.tres},
-          {"source", r.source}};
+          {"source", r.source},          {"arrayJobId", r.array_job_id}, {"arrayTaskId", r.array_task}};
 }
 
 namespace {
@@ -71,11 +71,15 @@ Result<JobRecord> JobRecordFromJson(const json& j) {
     r.node_list = Field<S>(j, "nodeList", empty);
     r.tres = Field<S>(j, "tres", empty);
     r.source = Field<S>(j, "source", S("terminal"));
+    r.array_job_id = Field<int64_t>(j, "arrayJobId", zero);
+    r.array_task = Field<S>(j, "arrayTaskId", empty);
   } catch (const BadField& e) {
     return Status::InvalidArgument(e.field, e.why);
   }
   if (r.source != "terminal" && r.source != "api") return Status::InvalidArgument("source", "must be terminal or api");
   if (r.job_id <= 0) return Status::InvalidArgument("jobId", "must be positive");
+  if (r.array_job_id < 0) return Status::InvalidArgument("arrayJobId", "must not be negative");
+  if (r.array_task.size() > 64) return Status::InvalidArgument("arrayTaskId", "must be at most 64 characters");
   return r;
 }
 
@@ -100,7 +104,7 @@ std::string Quote(const std::string& s) {
 
 std::string CsvHeader() {
   return "data_plane,cluster,job_id,submit_time,name,user,project,partition,state,exit_code,start_time,end_time,"
-         "elapsed_seconds,cpu_seconds,max_rss_kib,nodes,node_list,tres,source\n";
+         "elapsed_seconds,cpu_seconds,max_rss_kib,nodes,node_list,tres,source,array_job_id,array_task\n";
 }
 
 std::string ToCsvLine(const JobRecord& r) {
@@ -111,6 +115,7 @@ std::string ToCsvLine(const JobRecord& r) {
   add(std::to_string(r.start_time)), add(std::to_string(r.end_time)), add(std::to_string(r.elapsed_seconds));
   add(std::to_string(r.cpu_seconds)), add(std::to_string(r.max_rss_kib)), add(std::to_string(r.nodes));
   add(Text(r.node_list)), add(Text(r.tres)), add(r.source);
+  add(std::to_string(r.array_job_id)), add(Text(r.array_task));
   return out + "\n";
 }
 

@@ -33,6 +33,10 @@ struct JobRecord {
   std::string node_list;
   std::string tres;  // AllocTRES, e.g. cpu=2,mem=1G,node=1
   std::string source = "terminal";  // terminal | api
+  // A task of a job array (sbatch --array): the array's job id and the task's index, as Slurm
+  // shows it (123_4 is task 4 of array 123); 0 and "" for a job that is not.
+  int64_t array_job_id = 0;
+  std::string array_task;
 };
 
 nlohmann::json ToJson(const JobRecord& r);

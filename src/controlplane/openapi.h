@@ -21,7 +21,9 @@ inline constexpr const char* kOpenApiDocument = R"json({
         "exitCode": {"type": "string"}, "startTime": {"type": "integer"}, "endTime": {"type": "integer"},
         "elapsedSeconds": {"type": "integer"}, "cpuSeconds": {"type": "integer"}, "maxRssKiB": {"type": "integer"},
         "nodes": {"type": "integer"}, "nodeList": {"type": "string"}, "tres": {"type": "string"},
-        "source": {"type": "string", "enum": ["terminal", "api"]}},
+        "source": {"type": "string", "enum": ["terminal", "api"]},
+        "arrayJobId": {"type": "integer", "description": "the job array this job is a task of (0: none)"},
+        "arrayTaskId": {"type": "string", "description": "its task index, as Slurm shows it after the underscore (e.g. 4, or [5-9] for tasks not started)"}},
         "required": ["cluster", "jobId", "submitTime", "user", "state"]},
       "DataPlane": {"type": "object", "properties": {
         "name": {"type": "string"}, "state": {"type": "string", "enum": ["Healthy", "Degraded", "Unreachable"]},

@@ -12,8 +12,8 @@ namespace {
 
 constexpr const char* kFields =
     "Cluster,JobIDRaw,JobName,User,Account,Partition,State,ExitCode,Submit,Start,End,ElapsedRaw,TotalCPU,MaxRSS,"
-    "NNodes,NodeList,AllocTRES";
-constexpr size_t kFieldCount = 17;
+    "NNodes,NodeList,AllocTRES,JobID";
+constexpr size_t kFieldCount = 18;
 
 std::vector<std::string> SplitPipe(const std::string& line) {
   std::vector<std::string> out;
@@ -142,6 +142,11 @@ Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::
     j.nodes = static_cast<int>(Num(f[14]));
     j.node_list = f[15] == "None assigned" ? "" : f[15];
     j.tres = f[16];
+    // JobID shows an array task as <array job id>_<task index> (JobIDRaw is the task's own id).
+    if (auto bar = f[17].find('_'); bar != std::string::npos && Num(f[17].substr(0, bar)) > 0) {
+      j.array_job_id = Num(f[17].substr(0, bar));
+      j.array_task = f[17].substr(bar + 1);
+    }
     latest[j.job_id] = jobs.size();
     jobs.push_back(std::move(j));
   }

@@ -71,13 +71,17 @@ const std::vector<std::string>& Migrations() {
            job_id DESC);
          CREATE INDEX jobs_by_end ON jobs (project, end_time DESC, submit_time DESC, data_plane DESC, cluster DESC,
            job_id DESC);)",
+      R"(ALTER TABLE jobs ADD COLUMN array_job_id BIGINT NOT NULL DEFAULT 0;
+         ALTER TABLE jobs ADD COLUMN array_task TEXT NOT NULL DEFAULT '';)",
   };
   return m;
 }
 
+constexpr int kJobColumnCount = 21;
 const char* kJobColumns =
     "data_plane, cluster, job_id, submit_time, name, user_name, project, partition_name, state, exit_code, "
-    "start_time, end_time, elapsed_seconds, cpu_seconds, max_rss_kib, nodes, node_list, tres, source";
+    "start_time, end_time, elapsed_seconds, cpu_seconds, max_rss_kib, nodes, node_list, tres, source, array_job_id, "
+    "array_task";
 
 int64_t I(const SqlValue& v) { return v ? std::atoll(v->c_str()) : 0; }
 SqlValue N(int64_t v) { return std::to_string(v); }
@@ -90,13 +94,14 @@ JobRecord JobFromRow(const SqlRow& r) {
   j.exit_code = S(r[9]), j.start_time = I(r[10]), j.end_time = I(r[11]), j.elapsed_seconds = I(r[12]);
   j.cpu_seconds = I(r[13]), j.max_rss_kib = I(r[14]), j.nodes = static_cast<int>(I(r[15]));
   j.node_list = S(r[16]), j.tres = S(r[17]), j.source = S(r[18]);
+  j.array_job_id = I(r[19]), j.array_task = S(r[20]);
   return j;
 }
 
 std::vector<SqlValue> JobParams(const JobRecord& j) {
   return {j.data_plane, j.cluster, N(j.job_id), N(j.submit_time), j.name, j.user, j.project, j.partition,
           j.state, j.exit_code, N(j.start_time), N(j.end_time), N(j.elapsed_seconds), N(j.cpu_seconds),
-          N(j.max_rss_kib), N(j.nodes), j.node_list, j.tres, j.source};
+          N(j.max_rss_kib), N(j.nodes), j.node_list, j.tres, j.source, N(j.array_job_id), j.array_task};
 }
 
 class SqlStore : public Store {
@@ -164,12 +169,13 @@ class SqlStore : public Store {
         "state = excluded.state, exit_code = excluded.exit_code, start_time = excluded.start_time, "
         "end_time = excluded.end_time, elapsed_seconds = excluded.elapsed_seconds, "
         "cpu_seconds = excluded.cpu_seconds, max_rss_kib = excluded.max_rss_kib, nodes = excluded.nodes, "
-        "node_list = excluded.node_list, tres = excluded.tres, "
+        "node_list = excluded.node_list, tres = excluded.tres, array_job_id = excluded.array_job_id, "
+        "array_task = excluded.array_task, "
         // A job submitted through the API stays marked so when the agent reports it again.
         "source = CASE WHEN jobs.source = 'api' THEN 'api' ELSE excluded.source END";
     auto placeholders = [](size_t first) {
       std::string v = "(";
-      for (int c = 0; c < 19; ++c) v += fmt::format("{}${}", c ? "," : "", first + c + 1);
+      for (int c = 0; c < kJobColumnCount; ++c) v += fmt::format("{}${}", c ? "," : "", first + c + 1);
       return v + ")";
     };
     if (std::string(db_->engine()) == "sqlite") {

@@ -138,6 +138,12 @@ def main():
         now = int(time.time())
         records = [job(i, "astro", "ann" if i % 3 else "bob", now) for i in range(10000)]
         records += [job(i, "bio", "eve", now) for i in range(100)]
+        # One job array of 4 tasks (sbatch --array=0-3), older than every other job.
+        for task in range(4):
+            r = job(task, "astro", "ann", now - 86400 * 2)
+            r.update({"jobId": 50000 + task, "name": "astro-sweep", "submitTime": now - 86400 * 6,
+                      "arrayJobId": 50000, "arrayTaskId": str(task), "state": ["COMPLETED", "FAILED"][task % 2]})
+            records.append(r)
         for k in range(0, len(records), 2000):
             code, body = agent.call("POST", "/api/v1/dataplanes/dp1/jobs", {"jobs": records[k:k + 2000]})
             assert code == 200, body
@@ -224,6 +230,26 @@ def main():
         check("of 1.0 GiB requested" in detail, "MaxRSS is shown against the requested memory")
         check("submitted" in detail and "started" in detail and "ended" in detail, "the detail has a timeline")
         shot("04-job-detail")
+
+        # A job array comes as one row with its tasks under it, closed until opened.
+        driver.find_element(By.ID, "f-name").clear()
+        driver.find_element(By.ID, "f-name").send_keys("sweep")
+        Select(driver.find_element(By.ID, "f-state")).select_by_value("")
+        driver.find_element(By.ID, "f-user").clear()
+        driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
+        wait_status("Page 1: 4 jobs")
+        group = driver.find_element(By.CSS_SELECTOR, "#jobs-body tr.array")
+        check("4 tasks here: 2 FAILED, 2 COMPLETED" in group.text or "4 tasks here: 2 COMPLETED, 2 FAILED" in group.text,
+              f"the array row sums up its tasks ({group.text})")
+        visible = lambda: [r.text.split(" ")[0] for r in driver.find_elements(By.CSS_SELECTOR, "#jobs-body tr.task")
+                           if r.is_displayed()]
+        check(visible() == [], "the tasks are hidden until the array is opened")
+        toggle = driver.find_element(By.CSS_SELECTOR, "#jobs-body tr.array .array-toggle")
+        toggle.click()
+        wait.until(lambda d: len(visible()) == 4)
+        check(visible() == ["50000_3", "50000_2", "50000_1", "50000_0"], f"the tasks show as array_task ({visible()})")
+        check(toggle.get_attribute("aria-expanded") == "true", "the toggle says it is open")
+        shot("04b-job-array")
 
         # The API refuses another project, to the page's session as to a token.
         status = driver.execute_script(

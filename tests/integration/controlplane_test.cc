@@ -4,6 +4,8 @@
 // agent, the server and slurmdbd during a 200-job run losing and duplicating nothing.
 #include <httplib.h>
 
+#include <set>
+
 #include <gtest/gtest.h>
 #include <fmt/format.h>
 
@@ -123,15 +125,27 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   env.Setup();
   int64_t ok = Submit(env.cluster, {"--wrap", "python3 -c 'x=bytearray(60*2**20); import time; t=time.time()\nwhile time.time()-t<7: pass'"});
   int64_t failed = Submit(env.cluster, {"--wrap", "exit 3"});
+  int64_t array = Submit(env.cluster, {"--array=0-1", "--wrap", "true"});
   ASSERT_GT(ok, 0);
   ASSERT_GT(failed, 0);
+  ASSERT_GT(array, 0);
+  // The array's tasks, each its own record naming the array and its index.
+  auto tasks = [&](const std::vector<json>& all) {
+    std::set<std::string> done;
+    for (const auto& j : all) {
+      if (j["arrayJobId"] == array && j["state"] == "COMPLETED") done.insert(j["arrayTaskId"].get<std::string>());
+    }
+    return done;
+  };
   std::vector<json> jobs;
   ASSERT_TRUE(WaitFor([&] {
     jobs = env.AllJobs();
     const json* a = Find(jobs, ok);
     const json* b = Find(jobs, failed);
-    return a && b && (*a)["state"] == "COMPLETED" && (*b)["state"] == "FAILED";
+    return a && b && (*a)["state"] == "COMPLETED" && (*b)["state"] == "FAILED" &&
+           tasks(jobs) == std::set<std::string>{"0", "1"};
   }, 120s)) << env.agent->Log();
+  EXPECT_EQ((*Find(jobs, ok))["arrayJobId"], 0) << "a plain job is in no array";
   const json& a = *Find(jobs, ok);
   EXPECT_EQ(a["dataPlane"], "dp1");
   EXPECT_EQ(a["cluster"], env.cluster.name());

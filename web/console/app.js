@@ -244,20 +244,57 @@ function jobsPage() {
     }
   }
 
-  // Array tasks (job ids shown by Slurm as 123_4) come grouped under their array: records of one
-  // array share a name and user and arrive together, newest first.
+  // Array tasks (shown by Slurm as 123_4) come grouped under a row for their array: the tasks of
+  // one array share a submit time, so a page lists them together. The group opens and closes;
+  // which are open survives the 15 s refresh.
+  const openArrays = new Set();
+  function jobRow(j, group) {
+    const key = `${j.dataPlane}/${j.cluster}/${j.jobId}/${j.submitTime}`;
+    const open = () => showDetail(j);
+    const id = j.arrayJobId ? `${j.arrayJobId}_${j.arrayTaskId}` : String(j.jobId);
+    return el("tr", { class: group ? "job task" : "job", tabindex: 0, "data-key": key, "data-group": group || null,
+      hidden: group && !openArrays.has(group) ? "" : null, "aria-label": `Job ${id} ${j.name}`,
+      onclick: open, onkeydown: (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } } },
+      el("td", {}, id), el("td", {}, j.name), el("td", {}, j.user), el("td", {}, stateCell(j.state)),
+      el("td", {}, j.partition), el("td", {}, j.source), el("td", {}, fmtTime(j.submitTime)),
+      el("td", { class: "hide-narrow" }, fmtTime(j.startTime)),
+      el("td", { class: "hide-narrow" }, fmtDuration(j.elapsedSeconds)),
+      el("td", { class: "hide-narrow" }, String(j.nodes || "")));
+  }
+  function arrayRow(tasks, group) {
+    const counts = {};
+    for (const t of tasks) counts[t.state] = (counts[t.state] || 0) + 1;
+    const summary = Object.entries(counts).map(([s, n]) => `${n} ${s}`).join(", ");
+    const first = tasks[0];
+    const toggle = el("button", { type: "button", class: "array-toggle", "aria-expanded": String(openArrays.has(group)),
+      onclick: (ev) => {
+        ev.stopPropagation();
+        if (openArrays.has(group)) openArrays.delete(group); else openArrays.add(group);
+        const opened = openArrays.has(group);
+        toggle.setAttribute("aria-expanded", String(opened));
+        for (const r of tbody.querySelectorAll(`tr[data-group="${group}"]`)) r.hidden = !opened;
+      } }, `Array ${first.arrayJobId}`);
+    return el("tr", { class: "array", "data-array": group },
+      el("td", {}, toggle), el("td", {}, first.name), el("td", {}, first.user),
+      el("td", { colspan: 7 }, `${tasks.length} task${tasks.length === 1 ? "" : "s"} here: ${summary}`));
+  }
   function renderRows(jobs) {
     const rows = [];
-    for (const j of jobs) {
-      const key = `${j.dataPlane}/${j.cluster}/${j.jobId}/${j.submitTime}`;
-      const open = () => showDetail(j);
-      rows.push(el("tr", { class: "job", tabindex: 0, "data-key": key, "aria-label": `Job ${j.jobId} ${j.name}`,
-        onclick: open, onkeydown: (ev) => { if (ev.key === "Enter" || ev.key === " ") { ev.preventDefault(); open(); } } },
-        el("td", {}, String(j.jobId)), el("td", {}, j.name), el("td", {}, j.user), el("td", {}, stateCell(j.state)),
-        el("td", {}, j.partition), el("td", {}, j.source), el("td", {}, fmtTime(j.submitTime)),
-        el("td", { class: "hide-narrow" }, fmtTime(j.startTime)),
-        el("td", { class: "hide-narrow" }, fmtDuration(j.elapsedSeconds)),
-        el("td", { class: "hide-narrow" }, String(j.nodes || ""))));
+    for (let i = 0; i < jobs.length;) {
+      const j = jobs[i];
+      let k = i + 1;
+      if (j.arrayJobId) {
+        while (k < jobs.length && jobs[k].arrayJobId === j.arrayJobId && jobs[k].cluster === j.cluster &&
+          jobs[k].dataPlane === j.dataPlane) k++;
+      }
+      if (k - i > 1) {
+        const group = `${j.dataPlane}/${j.cluster}/${j.arrayJobId}`;
+        const tasks = jobs.slice(i, k);
+        rows.push(arrayRow(tasks, group), ...tasks.map((t) => jobRow(t, group)));
+      } else {
+        rows.push(jobRow(j));
+      }
+      i = k;
     }
     if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: 10, class: "muted" }, "No jobs match.")));
     tbody.replaceChildren(...rows);
