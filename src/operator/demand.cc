@@ -88,7 +88,9 @@ Demand ComputeDemand(const std::vector<const slurm::SlurmJob*>& jobs, const Node
   needs.reserve(jobs.size());
   for (const auto* jp : jobs) {
     const auto& j = *jp;
-    if (!IsCapacityReason(j.reason)) {
+    // A held job, or one waiting on another job, is not waiting for capacity, whatever reason
+    // Slurm shows for it at the moment.
+    if (!IsCapacityReason(j.reason) || j.WaitsOnDependency() || j.Held()) {
       ++d.jobs_ignored;
       continue;
     }

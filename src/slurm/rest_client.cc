@@ -157,13 +157,13 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
 }
 
 Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
-  // A job carries some 150 fields and the operator reads 17: the others are dropped while
+  // A job carries some 150 fields and the operator reads 19: the others are dropped while
   // parsing, which keeps a 10,000-job listing from taking hundreds of MiB as a document.
   // The jobs' (and errors') objects are 3 containers deep.
   static const std::set<std::string> kKept = {
       "job_id", "user_name", "job_state", "state_reason", "partition", "nodes", "submit_time", "start_time",
       "node_count", "cpus", "minimum_cpus_per_node", "memory_per_node", "memory_per_cpu", "tres_per_node",
-      "shared", "array_task_string", "array_max_tasks", "restart_cnt", "error"};
+      "shared", "array_task_string", "array_max_tasks", "restart_cnt", "dependency", "priority", "error"};
   json j = ParseKeeping(body, 3, kKept);
   if (j.is_discarded() || !j.is_object()) return Status::Error("slurmrestd /jobs: answer is not JSON");
   RETURN_IF_ERROR(BodyErrors(j));
@@ -189,6 +189,8 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
       job.array_task_string = Str(x, "array_task_string");
       job.array_max_tasks = static_cast<int>(Int(x, "array_max_tasks"));
       job.restart_count = static_cast<int>(Int(x, "restart_cnt"));
+      job.dependency = Str(x, "dependency");
+      job.priority = x.contains("priority") && x["priority"].is_number_integer() ? x["priority"].get<int64_t>() : -1;
       out.push_back(std::move(job));
     }
   } catch (const json::exception& e) {

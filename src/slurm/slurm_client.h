@@ -70,6 +70,15 @@ struct SlurmJob {
   std::string array_task_string;  // pending tasks of an array, e.g. "1-5%2"
   int array_max_tasks = 0;
   int restart_count = 0;
+  // What the job waits on besides capacity: its dependencies as Slurm shows them (e.g.
+  // "afterok:12(unfulfilled)"), and its priority (0: held). Slurm's reason alone does not tell:
+  // a job waiting on a dependency in a partition without nodes is shown as PartitionConfig.
+  std::string dependency;
+  int64_t priority = -1;  // -1: not known
+  bool WaitsOnDependency() const {
+    return dependency.find("(unfulfilled)") != std::string::npos || dependency.find("(failed)") != std::string::npos;
+  }
+  bool Held() const { return priority == 0; }
 
   // Ended for good: what squeue still lists for MinJobAge is history, not work.
   bool Finished() const {

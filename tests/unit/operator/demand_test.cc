@@ -37,6 +37,24 @@ TEST(DemandTest, CapacityReasonsCountOthersDoNot) {
   }
 }
 
+// Slurm shows a job waiting on a dependency in a partition without nodes as PartitionConfig, a
+// capacity reason; the dependency (or a hold) decides, not the reason.
+TEST(DemandTest, DependenciesAndHoldsAreNotDemandWhateverTheReason) {
+  auto dep = Pending(1, "PartitionConfig");
+  dep.dependency = "afterok:12(unfulfilled)";
+  auto failed = Pending(2, "None");
+  failed.dependency = "afterok:13(failed)";
+  auto held = Pending(3, "None");
+  held.priority = 0;
+  auto d = ComputeDemand({dep, failed, held}, "cpu", kShape, 8, 8);
+  EXPECT_EQ(d.nodes_needed, 0);
+  EXPECT_EQ(d.jobs_ignored, 3);
+  // A satisfied dependency, and a job with a priority, are demand as usual.
+  dep.dependency = "";
+  held.priority = 4294901759;
+  EXPECT_EQ(ComputeDemand({dep, held}, "cpu", kShape, 8, 8).nodes_needed, 1);
+}
+
 // Small jobs share a node; a node's CPUs bound how many.
 TEST(DemandTest, PacksSmallJobsOntoShape) {
   std::vector<slurm::SlurmJob> jobs;
