@@ -41,7 +41,7 @@ Status WorkspaceReconciler::EnsureToken(const api::Workspace& w, api::WorkspaceS
     }
   }
   ASSIGN_OR_RETURN(auto key, rt_->GetSecret(kSecretJwt));
-  if (!key) return Status::Error("waiting for the cluster's JWT key");
+  if (!key) return Status::FailedPrecondition("waiting for the cluster's JWT key");
   int64_t expires = now + w.spec.token_lifetime_seconds;
   std::string token = jwt::Sign({w.spec.user.name, now, expires}, key->data.at("jwt_hs256.key"));
   RETURN_IF_ERROR(rt_->ApplySecret(

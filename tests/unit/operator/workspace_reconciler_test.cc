@@ -1,4 +1,5 @@
-// The workspace reconciler's stop sequence against fakes: jobs first, then workers, then the
+// The workspace reconciler against fakes: launching (key, token, login pod, accounting) and the
+// stop sequence: jobs first, then workers, then the
 // partition, and the record goes only once Slurm no longer lists the partition.
 #include "operator/workspace_reconciler.h"
 
@@ -90,6 +91,72 @@ TEST_F(WorkspaceStop, RunningJobsKeepEverythingUnlessCancelled) {
   EXPECT_FALSE(out.remove);
   ASSERT_EQ(slurm_.calls.size(), 1u);
   EXPECT_EQ(slurm_.calls[0], "cancel ann-astro");
+}
+
+}  // namespace
+}  // namespace hpc::op
+
+namespace hpc::op {
+namespace {
+
+// Launching: the token needs the cluster's JWT key, the login pod its token, Ready the pod and
+// the user's association; each wait says what it waits for, and nothing is made twice.
+class WorkspaceRun : public ::testing::Test {
+ protected:
+  WorkspaceRun() {
+    w_ = Stopping();
+    w_.spec.stopping = false;
+  }
+  WorkspaceOutcome Pass() { return rec_->Reconcile(cluster_, w_, view_); }
+  std::unique_ptr<WorkspaceReconciler> NewReconciler() {
+    return std::make_unique<WorkspaceReconciler>(&rt_, BuildInputs{}, &slurm_);
+  }
+  fakes::FakePodRuntime rt_;
+  fakes::FakeSlurm slurm_;
+  std::unique_ptr<WorkspaceReconciler> rec_ = NewReconciler();
+  api::SlurmCluster cluster_;
+  api::Workspace w_;
+  WorkspaceView view_;
+};
+
+TEST_F(WorkspaceRun, WaitsForTheKeyThenItsLoginPodThenAccounting) {
+  auto out = Pass();
+  EXPECT_EQ(out.status.phase, "Pending");
+  EXPECT_EQ(out.status.message, "waiting for the cluster's JWT key");
+  EXPECT_TRUE(rt_.pods.empty()) << "no login pod without its token";
+
+  rt_.secrets[kSecretJwt] = {kSecretJwt, {{"jwt_hs256.key", std::string(32, 'k')}}, 0, 0};
+  const std::string login = WorkspaceLoginPodName(w_);
+  rt_.not_ready.insert(login);
+  out = Pass();
+  EXPECT_EQ(out.status.message, "waiting for login pod " + login);
+  ASSERT_TRUE(rt_.pods.count(login));
+  EXPECT_EQ(rt_.pods.at(login).uid, 20000) << "the login pod runs as the user, never root";
+  const auto& token = rt_.secrets.at(WorkspaceTokenSecretName(w_));
+  EXPECT_EQ(token.owner_uid, 20000);
+  EXPECT_GT(out.status.token_expires, 0);
+
+  rt_.not_ready.clear();
+  view_.accounting_ready = false;
+  out = Pass();
+  EXPECT_EQ(out.status.message, "waiting for accounting to know user ann");
+  view_.accounting_ready = true;
+  out = Pass();
+  EXPECT_EQ(out.status.phase, "Ready");
+  EXPECT_EQ(rt_.created, std::vector<std::string>{login});
+}
+
+// A daemon restarted with the workspace running keeps its token (users' shells hold it) and its
+// login pod (users' sessions run in it).
+TEST_F(WorkspaceRun, AReconcilerAfterACrashKeepsTheTokenAndTheLoginPod) {
+  rt_.secrets[kSecretJwt] = {kSecretJwt, {{"jwt_hs256.key", std::string(32, 'k')}}, 0, 0};
+  ASSERT_EQ(Pass().status.phase, "Ready");
+  const auto token = rt_.secrets.at(WorkspaceTokenSecretName(w_)).data.at("token");
+  rec_ = NewReconciler();
+  EXPECT_EQ(Pass().status.phase, "Ready");
+  EXPECT_EQ(rt_.secrets.at(WorkspaceTokenSecretName(w_)).data.at("token"), token);
+  EXPECT_EQ(rt_.created.size(), 1u);
+  EXPECT_TRUE(rt_.deleted.empty());
 }
 
 }  // namespace
