@@ -1,6 +1,6 @@
 // The workspace reconciler against fakes: launching (key, token, login pod, accounting) and the
-// stop sequence: jobs first, then workers, then the
-// partition, and the record goes only once Slurm no longer lists the partition.
+// stop sequence: jobs first, then workers, then the partition, and the record goes only once
+// Slurm no longer lists the partition.
 #include "operator/workspace_reconciler.h"
 
 #include <gtest/gtest.h>
