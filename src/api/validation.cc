@@ -9,6 +9,8 @@
 namespace hpc::api {
 namespace {
 
+constexpr int kMaxReplicas = 240;
+
 // Control characters a refused value carried are shown escaped: the message stays one line.
 std::string OneLine(const std::string& text) {
   std::string out;
@@ -260,8 +262,10 @@ Status ValidateShape(const NodeSet& n) {
   if (!s.cluster.empty()) {
     if (Status st = ValidateResourceName(s.cluster); !st.ok()) return FieldError(subject, "spec.cluster", st.message());
   }
-  if (s.max_replicas < 0 || s.max_replicas > 128) {
-    return FieldError(subject, "spec.maxReplicas", fmt::format("must be 0-128 (got {})", s.max_replicas));
+  // A local cluster's pods share one /24: 240 workers leave room for its other pods.
+  if (s.max_replicas < 0 || s.max_replicas > kMaxReplicas) {
+    return FieldError(subject, "spec.maxReplicas",
+                      fmt::format("must be 0-{} (got {})", kMaxReplicas, s.max_replicas));
   }
   if (s.min_replicas && *s.min_replicas < 0) {
     return FieldError(subject, "spec.minReplicas", fmt::format("must be >= 0 (got {})", *s.min_replicas));
