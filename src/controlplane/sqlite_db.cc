@@ -4,8 +4,10 @@
 
 #include <cctype>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <map>
+#include <thread>
 
 #include "controlplane/db.h"
 
@@ -104,8 +106,19 @@ Result<std::unique_ptr<DbConnection>> OpenSqliteConnection(const std::string& pa
   // Writers queue behind each other for up to 10 s instead of failing with SQLITE_BUSY.
   sqlite3_busy_timeout(db, 10000);
   auto c = std::make_unique<SqliteConnection>(db);
-  // WAL: readers never block the writer; NORMAL sync is durable across process crashes.
-  RETURN_IF_ERROR(c->ExecScript("PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"));
+  // WAL: readers never block the writer. Switching a fresh database to it takes an exclusive
+  // lock, and SQLite answers "database is locked" at once, without its busy handler, when
+  // another connection is switching it at the same moment (two servers starting together on
+  // one new file): retried here within the same 10 s.
+  Status wal = c->ExecScript("PRAGMA journal_mode=WAL;");
+  for (auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+       !wal.ok() && wal.message().find("locked") != std::string::npos && std::chrono::steady_clock::now() < deadline;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    wal = c->ExecScript("PRAGMA journal_mode=WAL;");
+  }
+  RETURN_IF_ERROR(wal);
+  // NORMAL sync is durable across process crashes.
+  RETURN_IF_ERROR(c->ExecScript("PRAGMA synchronous=NORMAL; PRAGMA foreign_keys=ON;"));
   return std::unique_ptr<DbConnection>(std::move(c));
 }
 
