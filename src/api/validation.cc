@@ -207,9 +207,10 @@ Status Validate(const SlurmCluster& c) {
     return FieldError(subject, "spec.nodeSetDefaults.minReplicaCount",
                       fmt::format("must be 0-128 (got {})", s.min_replica_count));
   }
-  if (s.max_node_count < 1 || s.max_node_count > 200) {
+  // Slurm's MaxNodeCount: the dynamic nodes it may hold at once, over every nodeset.
+  if (s.max_node_count < 1 || s.max_node_count > 1000) {
     return FieldError(subject, "spec.scheduling.maxNodeCount",
-                      fmt::format("must be 1-200 (got {})", s.max_node_count));
+                      fmt::format("must be 1-1000 (got {})", s.max_node_count));
   }
   for (size_t i = 0; i < s.scheduler_parameters.size(); ++i) {
     if (!IsSafeConfigValue(s.scheduler_parameters[i])) {
