@@ -497,9 +497,26 @@ nlohmann::json ToJson(const NodeSet& n) {
   };
 }
 
+// Whether a multi-line string (a script, a config file) can be written as a `|` block and read
+// back unchanged: a block keeps exactly one final newline, takes its indentation from the first
+// line, and holds printable text only. Anything else stays a quoted string.
+static bool ReadsBackAsLiteralBlock(const std::string& v) {
+  if (v.size() < 2 || v.back() != '\n' || v[v.size() - 2] == '\n') return false;
+  if (v.front() == ' ' || v.front() == '\n' || v.front() == '\t') return false;
+  for (size_t i = 0; i < v.size(); ++i) {
+    const unsigned char ch = static_cast<unsigned char>(v[i]);
+    if (ch < 0x20 && ch != '\n' && ch != '\t') return false;
+    if (ch == 0x7f) return false;
+    // Trailing blanks before a line break are kept by a block but easily lost by editors; quote.
+    if (ch == '\n' && i > 0 && (v[i - 1] == ' ' || v[i - 1] == '\t')) return false;
+  }
+  return v.find('\n') != v.size() - 1;
+}
+
 static void EmitJson(YAML::Emitter& e, const nlohmann::json& j) {
   switch (j.type()) {
     case nlohmann::json::value_t::object:
+      if (j.empty()) e << YAML::Flow;  // `{}` on the key's line
       e << YAML::BeginMap;
       for (auto it = j.begin(); it != j.end(); ++it) {
         e << YAML::Key << it.key() << YAML::Value;
@@ -508,6 +525,7 @@ static void EmitJson(YAML::Emitter& e, const nlohmann::json& j) {
       e << YAML::EndMap;
       break;
     case nlohmann::json::value_t::array:
+      if (j.empty()) e << YAML::Flow;
       e << YAML::BeginSeq;
       for (const auto& v : j) EmitJson(e, v);
       e << YAML::EndSeq;
@@ -520,6 +538,7 @@ static void EmitJson(YAML::Emitter& e, const nlohmann::json& j) {
           R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|)$)");
       const std::string v = j.get<std::string>();
       if (std::regex_match(v, typed)) e << YAML::DoubleQuoted;
+      else if (ReadsBackAsLiteralBlock(v)) e << YAML::Literal;
       e << v;
       break;
     }

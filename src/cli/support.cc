@@ -1,10 +1,13 @@
 #include "cli/support.h"
 
 #include <iostream>
+#include <set>
 #include <vector>
 
+#include "api/validation.h"
 #include "app/runtime_factory.h"
 #include "common/files.h"
+#include "embedded_cluster.h"
 #include "operator/store.h"
 
 namespace hpc::cli {
@@ -64,6 +67,32 @@ Result<op::ClusterPaths> ResolveCluster(const Globals& g) {
 
 Result<std::unique_ptr<runtime::PodRuntime>> ClientRuntime(const Globals& g, const op::ClusterPaths& p) {
   return app::OpenClientRuntime(p, g.self_exe);
+}
+
+// Decodes a manifest and checks it as a whole: nodesets belong to the cluster given or stored.
+Result<api::Manifest> LoadManifest(const std::string& file, const std::optional<api::SlurmCluster>& stored) {
+  api::Manifest m;
+  if (file.empty()) {
+    ASSIGN_OR_RETURN(m, api::DecodeManifest(kEmbeddedClusterYaml, "embedded examples/cluster.yaml"));
+  } else {
+    ASSIGN_OR_RETURN(m, api::DecodeManifestFile(file));
+  }
+  if (m.clusters.size() > 1) return Status::Errorf("{}: one SlurmCluster per file", file);
+  const api::SlurmCluster* cluster = !m.clusters.empty() ? &m.clusters[0] : stored ? &*stored : nullptr;
+  std::set<std::string> seen;
+  for (auto& ns : m.nodesets) {
+    if (!cluster) return Status::Errorf("nodeset \"{}\": no SlurmCluster given or running", ns.metadata.name);
+    if (ns.spec.cluster.empty()) ns.spec.cluster = cluster->metadata.name;
+    if (ns.spec.cluster != cluster->metadata.name) {
+      return Status::Errorf("nodeset \"{}\": spec.cluster: must be \"{}\" (got \"{}\")", ns.metadata.name,
+                            cluster->metadata.name, ns.spec.cluster);
+    }
+    if (!seen.insert(ns.metadata.name).second) {
+      return Status::Errorf("nodeset \"{}\": defined twice", ns.metadata.name);
+    }
+    RETURN_IF_ERROR(api::ValidateAgainstCluster(ns, *cluster));
+  }
+  return m;
 }
 
 }  // namespace hpc::cli

@@ -3,9 +3,11 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "api/codec.h"
 #include "common/result.h"
 #include "operator/daemon.h"
 #include "runtime/pod_runtime.h"
@@ -39,5 +41,9 @@ std::vector<std::string> ListStoredClusters(const std::string& state_dir);
 Result<op::ClusterPaths> ResolveCluster(const Globals& g);
 // A runtime handle for commands (no supervision: the daemon owns that).
 Result<std::unique_ptr<runtime::PodRuntime>> ClientRuntime(const Globals& g, const op::ClusterPaths& p);
+
+// Decodes a manifest (the embedded example when `file` is empty) and checks it as a whole: one
+// SlurmCluster at most, each NodeSet belongs to it (or to `stored` when the file has none).
+Result<api::Manifest> LoadManifest(const std::string& file, const std::optional<api::SlurmCluster>& stored);
 
 }  // namespace hpc::cli

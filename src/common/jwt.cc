@@ -11,12 +11,17 @@
 
 namespace hpc::jwt {
 
-std::string Base64UrlEncode(const std::string& data) {
+std::string Base64Encode(const std::string& data) {
   std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
                           reinterpret_cast<const unsigned char*>(data.data()),
                           static_cast<int>(data.size()));
   out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+std::string Base64UrlEncode(const std::string& data) {
+  std::string out = Base64Encode(data);
   for (auto& c : out) {
     if (c == '+') c = '-';
     else if (c == '/') c = '_';

@@ -54,11 +54,50 @@ std::vector<Mount> UserMounts(std::vector<Mount> more = {}) {
   return m;
 }
 
+const std::string& MungeSocket() {
+  static const std::string socket = std::string(slurm::kMungeSocketDir) + "/munge.socket.2";
+  return socket;
+}
+
+std::vector<std::string> MungedCommand() {
+  return {"munged", "--foreground", "--key-file=/run/secrets/munge/munge.key", "--socket=" + MungeSocket(),
+          "--pid-file=/run/munge-state/munged.pid", "--seed-file=/run/munge-state/munged.seed",
+          "--log-file=/run/munge-state/munged.log", "--force"};
+}
+
+std::vector<std::string> MungeProbeCommand() {
+  return {"munge", "--no-input", "--socket=" + MungeSocket(), "--output=/dev/null"};
+}
+
+// Where a Slurm pod finds munged's socket: the munge pod's shared volume, or (sidecars) the
+// pod's own directory that its munged sidecar serves.
+Mount MungeSocketMount(const BuildInputs& in) {
+  if (in.munge_sidecars) return {MountSource::kEmptyDir, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false};
+  return {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false};
+}
+
+// The pod's own munged, when each pod runs one; the same daemon the munge pod runs.
+void AddMungeSidecar(const BuildInputs& in, PodSpec* p) {
+  if (!in.munge_sidecars) return;
+  runtime::Sidecar munged;
+  munged.name = "munged";
+  munged.command = MungedCommand();
+  munged.uid = in.munge.uid;
+  munged.gid = in.munge.gid;
+  munged.mounts = UserMounts({
+      {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
+      MungeSocketMount(in),
+      {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
+  });
+  munged.readiness.command = MungeProbeCommand();
+  p->sidecars.push_back(std::move(munged));
+}
+
 // What every Slurm pod mounts: users, config, and the munge socket.
-std::vector<Mount> CommonMounts() {
+std::vector<Mount> CommonMounts(const BuildInputs& in) {
   return UserMounts({
       {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
-      {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
+      MungeSocketMount(in),
   });
 }
 
@@ -142,16 +181,13 @@ PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.labels = Labels(c, "munge");
   p.uid = in.munge.uid;
   p.gid = in.munge.gid;
-  const std::string socket = std::string(slurm::kMungeSocketDir) + "/munge.socket.2";
-  p.command = {"munged", "--foreground", "--key-file=/run/secrets/munge/munge.key", "--socket=" + socket,
-               "--pid-file=/run/munge-state/munged.pid", "--seed-file=/run/munge-state/munged.seed",
-               "--log-file=/run/munge-state/munged.log", "--force"};
+  p.command = MungedCommand();
   p.mounts = UserMounts({
       {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
-      {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
+      MungeSocketMount(in),
       {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
   });
-  p.readiness.command = {"munge", "--no-input", "--socket=" + socket, "--output=/dev/null"};
+  p.readiness.command = MungeProbeCommand();
   p.liveness.command = p.readiness.command;
   p.liveness.period_seconds = 15;
   return p;
@@ -174,7 +210,8 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
                              "exec slurmctld -D",
                              slurm::kStateSaveDir, slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort)};
   }
-  p.mounts = CommonMounts();
+  p.mounts = CommonMounts(in);
+  AddMungeSidecar(in, &p);
   p.mounts.push_back({MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true});
   p.mounts.push_back({MountSource::kVolume, kVolumeControllerState, slurm::kStateSaveDir, "", false});
   p.readiness.tcp_port = slurm::kSlurmctldPort;
@@ -197,7 +234,8 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.env = {{"SLURM_JWT", "daemon"}, {"SLURMRESTD_DEBUG", "2"}};
   p.command = {"slurmrestd", "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38",
                "0.0.0.0:" + std::to_string(c.spec.rest_port)};
-  p.mounts = CommonMounts();
+  p.mounts = CommonMounts(in);
+  AddMungeSidecar(in, &p);
   p.readiness.tcp_port = c.spec.rest_port;
   // A stopped or hung slurmrestd still accepts connections; an HTTP request must be answered.
   p.liveness.http_port = c.spec.rest_port;
@@ -214,7 +252,8 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.uid = in.nobody.uid;
   p.gid = in.nobody.gid;
   p.command = {"sleep", "infinity"};
-  p.mounts = CommonMounts();
+  p.mounts = CommonMounts(in);
+  AddMungeSidecar(in, &p);
   AddDatasets(c.spec.datasets, &p);
   return p;
 }
@@ -226,7 +265,8 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   p.labels[kLabelNodeSet] = ns.metadata.name;
   // slurmd runs as root: it starts each job step as the job's user.
   p.command = {"slurmd", "-D", "-Z", "--conf", slurm::DynamicNodeConf(ns)};
-  p.mounts = CommonMounts();
+  p.mounts = CommonMounts(in);
+  AddMungeSidecar(in, &p);
   p.mounts.push_back({MountSource::kEmptyDir, "slurmd-spool", slurm::kSlurmdSpoolDir, "", false});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapScripts, slurm::kScriptsDir, "", true});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapHealth, slurm::kHealthConfigDir, "", true});
@@ -290,7 +330,7 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.env = {{"SLURM_CONF", std::string(slurm::kSlurmdbdConfigDir) + "/slurm.conf"}};
   p.command = {"slurmdbd", "-D"};
   p.mounts = UserMounts({
-      {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false},
+      MungeSocketMount(in),
       {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
       {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
       // For the liveness probe's sacctmgr only (slurmdbd itself reads the secret).
@@ -301,6 +341,7 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.liveness.command = {"env", std::string("SLURM_CONF=") + slurm::kConfigDir + "/slurm.conf", "sacctmgr", "-n", "-P",
                         "list", "cluster", "format=cluster"};
   p.liveness.period_seconds = 30;  // as MariaDB's: a hung slurmdbd delays history, not jobs
+  AddMungeSidecar(in, &p);
   return p;
 }
 
@@ -343,7 +384,8 @@ PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace&
   p.uid = w.spec.user.uid;
   p.gid = w.spec.user.gid;
   p.command = {"sleep", "infinity"};
-  p.mounts = CommonMounts();
+  p.mounts = CommonMounts(in);
+  AddMungeSidecar(in, &p);
   p.mounts.push_back({MountSource::kSecret, WorkspaceTokenSecretName(w), kTokenDir, "", true});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapWorkspaceTools, kWorkspaceToolsDir, "", true});
   AddDatasets(c.spec.datasets, &p);

@@ -22,6 +22,9 @@ struct BuildInputs {
   Account mysql;   // MariaDB's user; uid -1 when MariaDB is not installed
   std::string host_passwd;  // the host's /etc/passwd and /etc/group, extended with cluster users
   std::string host_group;
+  // Each Slurm pod runs its own munged as a sidecar (Kubernetes: pods on different machines
+  // cannot share munge's Unix socket) instead of every pod using one munge pod's (local).
+  bool munge_sidecars = false;
 };
 
 // Labels every object carries.

@@ -58,9 +58,10 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
 }
 
 Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
-  RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700));
-  RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755));
-  if (c.spec.accounting.enabled) RETURN_IF_ERROR(rt_->EnsureVolume(kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700));
+  RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700}));
+  // With sidecars each pod serves its own socket; there is nothing to share.
+  if (!in_.munge_sidecars) RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}));
+  if (c.spec.accounting.enabled) RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700}));
   for (const auto& d : c.spec.datasets) {
     // Shared by the cluster's users like /tmp: anyone may create, only owners may delete.
     RETURN_IF_ERROR(EnsureDatasetVolume(rt_, d));
@@ -144,7 +145,9 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
       // start side by side: slurmrestd and the login pod's clients only reach slurmctld when
       // asked something, so none waits for another to be ready (bring-up is the slowest pod,
       // not the sum of them); Ready still needs them all and Slurm answering.
-      {"munge", [&] { return EnsurePod(BuildMungePod(c, in_), "munge", &st); }, true},
+      {"munge",
+       [&] { return in_.munge_sidecars ? Status::Ok() : EnsurePod(BuildMungePod(c, in_), "munge", &st); },
+       true},
       // Accounting starts beside the controller and never holds it up.
       {"mariadb",
        [&] {

@@ -78,6 +78,23 @@ struct Resources {
   bool operator==(const Resources&) const = default;
 };
 
+// A helper process that runs beside the pod's main process for the pod's whole life (a
+// Kubernetes native sidecar): started before it, ready before it starts, restarted when it
+// dies. On Kubernetes every Slurm pod gets its own munged this way (munge's socket cannot
+// cross machines); the local runtime shares one munge pod instead and refuses sidecars.
+struct Sidecar {
+  std::string name;
+  std::vector<std::string> command;
+  int64_t uid = 0;
+  int64_t gid = 0;
+  std::vector<Mount> mounts;
+  Probe readiness;
+  bool operator==(const Sidecar&) const = default;
+};
+
+// A pod's /tmp (and /dev/shm) when its spec gives no size: a job's scratch cannot fill the disk.
+inline constexpr int64_t kDefaultPodTmpMiB = 1024;
+
 struct PodSpec {
   std::string name;  // also the pod's host name
   std::map<std::string, std::string> labels;
@@ -91,9 +108,10 @@ struct PodSpec {
   LivenessProbe liveness;
   RestartPolicy restart_policy = RestartPolicy::kAlways;
   Resources resources;
-  // Size of the pod's private /tmp (and /dev/shm), like an emptyDir's sizeLimit. 0: the
-  // runtime's default.
+  // Size of the pod's private /tmp (and /dev/shm), like an emptyDir's sizeLimit. 0:
+  // kDefaultPodTmpMiB.
   int64_t tmp_mib = 0;
+  std::vector<Sidecar> sidecars;
   bool operator==(const PodSpec&) const = default;
 };
 
@@ -129,6 +147,18 @@ struct Secret {
   int64_t owner_gid = 0;
 };
 
+// A persistent volume: its root directory's owner and mode are the caller's every time it is
+// ensured; the data inside is never touched.
+struct Volume {
+  std::string name;
+  int64_t owner_uid = 0;
+  int64_t owner_gid = 0;
+  uint32_t mode = 0700;
+  // Mounted by many pods at once (a dataset), not by one pod (a daemon's state). On Kubernetes
+  // the claim is ReadWriteMany instead of ReadWriteOnce.
+  bool shared = false;
+};
+
 struct ExecOptions {
   std::string user = "root";  // a user known inside the pod
   std::map<std::string, std::string> env;
@@ -154,8 +184,7 @@ class PodRuntime {
   virtual Status DeleteSecret(const std::string& name) = 0;
 
   /** Ensures a persistent volume exists; its data survives pod restarts and `down`. */
-  virtual Status EnsureVolume(const std::string& name, int64_t owner_uid, int64_t owner_gid,
-                              uint32_t mode) = 0;
+  virtual Status EnsureVolume(const Volume& volume) = 0;
 
   /**
    * Creates and starts a pod. Idempotent: an existing pod with the same spec is left alone;

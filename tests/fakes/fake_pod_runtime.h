@@ -56,8 +56,8 @@ class FakePodRuntime : public runtime::PodRuntime {
     secrets.erase(name);
     return Status::Ok();
   }
-  Status EnsureVolume(const std::string& name, int64_t, int64_t, uint32_t mode) override {
-    volumes[name] = mode;
+  Status EnsureVolume(const runtime::Volume& v) override {
+    volumes[v.name] = v.mode;
     return Status::Ok();
   }
   Status CreatePod(const runtime::PodSpec& spec) override {

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the validators (npm ci, from the lockfile; again only when it changed) into the build
-# dir and validates the Kubernetes manifests (validate.mjs).
+# dir and validates the Kubernetes manifests and `hpcplane render`'s output (validate.mjs), then
+# compares render's output with the golden files (UPDATE_GOLDEN=1 rewrites them).
 # Usage: bash tests/kubernetes/run.sh SOURCE_DIR BUILD_DIR
 set -euo pipefail
 src=$1
@@ -14,4 +15,18 @@ if ! cmp -s "$here/package-lock.json" "$work/package-lock.json" || [ ! -d "$work
   (cd "$work" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 cp "$here/validate.mjs" "$work/"
-node "$work/validate.mjs" "$src"
+node "$work/validate.mjs" "$src" "$2/hpcplane"
+# Golden files: a change to what the operator creates shows in review as a diff of these.
+golden=$here/golden
+for manifest in deploy/kubernetes/examples/cluster.yaml tests/kubernetes/samples/valid-full-cluster.yaml; do
+  name=$(basename "$(dirname "$manifest")")-$(basename "$manifest")
+  out=$work/$name
+  "$2/hpcplane" render -f "$src/$manifest" --image hpcplane-slurm:golden >"$out"
+  if [ "${UPDATE_GOLDEN:-0}" = 1 ]; then
+    cp "$out" "$golden/$name"
+  elif ! diff -u "$golden/$name" "$out"; then
+    echo "render $manifest differs from $golden/$name (UPDATE_GOLDEN=1 to accept the change)" >&2
+    exit 1
+  fi
+done
+echo "render: output matches the golden files"

@@ -32,9 +32,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Size of each pod's private /tmp (and /dev/shm): a job's scratch cannot fill the host's disk.
-constexpr int64_t kPodTmpMiB = 1024;
-
 bool IsValidName(const std::string& n) {
   if (n.empty() || n.size() > 63 || n[0] == '.') return false;
   for (char c : n) {
@@ -123,7 +120,11 @@ Result<std::optional<Secret>> LocalRuntime::GetSecret(const std::string& name) {
 
 Status LocalRuntime::DeleteSecret(const std::string& name) { return files::RemoveAll(opts_.dir + "/secrets/" + name); }
 
-Status LocalRuntime::EnsureVolume(const std::string& name, int64_t uid, int64_t gid, uint32_t mode) {
+Status LocalRuntime::EnsureVolume(const Volume& volume) {
+  const std::string& name = volume.name;
+  const int64_t uid = volume.owner_uid;
+  const int64_t gid = volume.owner_gid;
+  const uint32_t mode = volume.mode;
   if (!IsValidName(name)) return Status::Errorf("volume name \"{}\" is invalid", name);
   std::string dir = VolumePath(name);
   RETURN_IF_ERROR(files::MakeDirs(dir, mode));
@@ -206,6 +207,10 @@ Result<std::string> LocalRuntime::ResolveMountSource(const PodSpec& spec, const 
 Status LocalRuntime::CreatePod(const PodSpec& spec) {
   if (!IsValidName(spec.name)) return Status::Errorf("pod name \"{}\" is invalid", spec.name);
   if (spec.command.empty()) return Status::Errorf("pod {}: command is empty", spec.name);
+  if (!spec.sidecars.empty()) {
+    return Status::Errorf("pod {}: sidecars are not supported by the local runtime (its pods share one munge pod)",
+                          spec.name);
+  }
   ASSIGN_OR_RETURN(auto existing, GetPodSpec(spec.name));
   if (existing) {
     if (SpecJson(*existing) != SpecJson(spec)) {
@@ -240,7 +245,7 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   // The pod's root is assembled on this empty directory inside the pod's mount namespace only.
   plan.root_dir = PodDir(spec.name) + "/rootfs";
   RETURN_IF_ERROR(files::MakeDirs(plan.root_dir, 0700));
-  plan.tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kPodTmpMiB;
+  plan.tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kDefaultPodTmpMiB;
   plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
   for (const auto& m : spec.mounts) {
     auto src = ResolveMountSource(spec, m);

@@ -37,7 +37,7 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   Status ApplySecret(const Secret& secret) override;
   Result<std::optional<Secret>> GetSecret(const std::string& name) override;
   Status DeleteSecret(const std::string& name) override;
-  Status EnsureVolume(const std::string& name, int64_t owner_uid, int64_t owner_gid, uint32_t mode) override;
+  Status EnsureVolume(const Volume& volume) override;
   Status CreatePod(const PodSpec& spec) override;
   Status DeletePod(const std::string& name) override;
   Result<std::vector<PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override;

@@ -1,6 +1,8 @@
 #include "api/codec.h"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
 
 #include "api/validation.h"
 
@@ -334,6 +336,56 @@ TEST(StatusCodec, RoundTripsAndGetShowsEveryField) {
   // A status file from an older version, or none, reads as defaults.
   EXPECT_EQ(NodeSetStatusFromJson(nlohmann::json::object()).replicas, 0);
   EXPECT_EQ(ClusterStatusFromJson(nlohmann::json()).observed_generation, 0);
+}
+
+}  // namespace
+}  // namespace hpc::api
+
+namespace hpc::api {
+namespace {
+
+// JSON back from YAML, for strings, maps and lists (enough for the round trip below).
+nlohmann::json YamlToJson(const YAML::Node& n) {
+  if (n.IsMap()) {
+    nlohmann::json j = nlohmann::json::object();
+    for (const auto& kv : n) j[kv.first.as<std::string>()] = YamlToJson(kv.second);
+    return j;
+  }
+  if (n.IsSequence()) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const auto& v : n) j.push_back(YamlToJson(v));
+    return j;
+  }
+  return n.as<std::string>();
+}
+
+TEST(CodecTest, YamlOfMultiLineStringsReadsBackUnchanged) {
+  // Scripts and config files print as `|` blocks where that reads back exactly; anything a
+  // block would change stays quoted.
+  const std::vector<std::string> values = {
+      "ClusterName=a\nSlurmUser=slurm\n",  // a block
+      "no final newline\nsecond",          // quoted: a block adds a newline
+      "two final newlines\n\n",            // quoted: a block keeps one
+      "  indented first line\nx\n",        // quoted: a block takes its indentation from it
+      "trailing blank \nx\n",              // quoted
+      "tab\tinside\nx\n",                  // a block
+      "control \x01 char\nx\n",            // quoted
+      "#!/bin/sh\necho '$HOME' \"q\" \\ done\n",
+      "- looks: like yaml\n  nested: [1, 2]\n",
+      "",
+  };
+  nlohmann::json in = nlohmann::json::object();
+  for (size_t i = 0; i < values.size(); ++i) in["k" + std::to_string(i)] = values[i];
+  in["empty_map"] = nlohmann::json::object();
+  in["nested"] = {{"empty_list", nlohmann::json::array()}, {"script", values[0]}};
+  const std::string yaml = JsonToYaml(in);
+  EXPECT_NE(yaml.find("k0: |\n  ClusterName=a\n"), std::string::npos) << yaml;
+  EXPECT_NE(yaml.find("empty_map: {}"), std::string::npos) << yaml;
+  nlohmann::json back = YamlToJson(YAML::Load(yaml));
+  for (auto it = in.begin(); it != in.end(); ++it) {
+    if (it.value().is_string()) EXPECT_EQ(back.at(it.key()), it.value()) << it.key() << "\n" << yaml;
+  }
+  EXPECT_EQ(back.at("nested").at("script"), values[0]);
 }
 
 }  // namespace

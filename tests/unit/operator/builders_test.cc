@@ -52,6 +52,36 @@ TEST(BuildersTest, EveryDaemonHasALivenessProbeThatNeedsAnAnswer) {
 
 // A worker pod asks for the nodeset's shape (what slurmd advertises), so a runtime that places
 // pods (Kubernetes) puts it where that shape is free; GPUs are limits too.
+TEST(BuildersTest, MungeSidecarServesThePodsOwnSocketWithTheSharedKey) {
+  api::NodeSet ns;
+  ns.metadata.name = "cpu";
+  BuildInputs in = Inputs();
+  const runtime::PodSpec shared = BuildWorkerPod(Cluster(), ns, 0, in);
+  EXPECT_TRUE(shared.sidecars.empty());
+  const runtime::Mount* socket = FindMount(shared, slurm::kMungeSocketDir);
+  ASSERT_NE(socket, nullptr);
+  EXPECT_EQ(socket->source, runtime::MountSource::kVolume) << "locally every pod uses the munge pod's socket";
+
+  in.munge_sidecars = true;
+  for (const runtime::PodSpec& p : {BuildWorkerPod(Cluster(), ns, 0, in), BuildControllerPod(Cluster(), in),
+                                    BuildSlurmdbdPod(Cluster(), in), BuildLoginPod(Cluster(), in)}) {
+    socket = FindMount(p, slurm::kMungeSocketDir);
+    ASSERT_NE(socket, nullptr) << p.name;
+    EXPECT_EQ(socket->source, runtime::MountSource::kEmptyDir) << p.name;
+    ASSERT_EQ(p.sidecars.size(), 1u) << p.name;
+    const runtime::Sidecar& munged = p.sidecars[0];
+    EXPECT_EQ(munged.command, BuildMungePod(Cluster(), in).command) << "the same daemon as the munge pod";
+    EXPECT_EQ(munged.uid, in.munge.uid);
+    EXPECT_FALSE(munged.readiness.command.empty()) << "Slurm starts only once munged answers";
+    auto has = [&](const std::string& path, runtime::MountSource source) {
+      return std::any_of(munged.mounts.begin(), munged.mounts.end(),
+                         [&](const runtime::Mount& m) { return m.mount_path == path && m.source == source; });
+    };
+    EXPECT_TRUE(has(slurm::kMungeSocketDir, runtime::MountSource::kEmptyDir)) << "the same directory as the pod's";
+    EXPECT_TRUE(has("/run/secrets/munge", runtime::MountSource::kSecret));
+  }
+}
+
 TEST(BuildersTest, WorkerPodRequestsTheNodeSetsShape) {
   api::NodeSet ns;
   ns.metadata.name = "gpu";

@@ -94,6 +94,23 @@ TEST_F(ClusterReconcilerTest, MungeComesFirstThenTheRestSideBySide) {
   EXPECT_TRUE(rt_.deleted.empty());
 }
 
+TEST_F(ClusterReconcilerTest, WithMungeSidecarsThereIsNoMungePodAndNoSharedSocket) {
+  inputs_.munge_sidecars = true;
+  rec_ = NewReconciler();
+  auto st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
+  EXPECT_FALSE(HasPod(MungePodName(cluster_)));
+  EXPECT_FALSE(rt_.volumes.count(kVolumeMungeSocket)) << "a Unix socket cannot be shared across machines";
+  EXPECT_TRUE(rt_.secrets.count(kSecretMunge)) << "each sidecar reads the one key";
+  for (const auto& name : {ControllerPodName(cluster_), RestApiPodName(cluster_), LoginPodName(cluster_)}) {
+    ASSERT_TRUE(HasPod(name));
+    const auto& pod = rt_.pods.at(name);
+    ASSERT_EQ(pod.sidecars.size(), 1u) << name;
+    EXPECT_EQ(pod.sidecars[0].name, "munged");
+    EXPECT_FALSE(st.components.count("munge"));
+  }
+}
+
 TEST_F(ClusterReconcilerTest, SlurmNotAnsweringIsDegradedAndGivesNoReader) {
   Pass();
   slurm_.reachable = false;

@@ -1,0 +1,165 @@
+#include "app/kubernetes_render.h"
+
+#include <map>
+
+#include <fmt/format.h>
+
+#include "operator/cluster_reconciler.h"
+#include "operator/conditions.h"
+#include "operator/nodeset_reconciler.h"
+#include "runtime/kubernetes/image_accounts.h"
+#include "runtime/kubernetes/objects.h"
+
+namespace hpc::app {
+
+namespace k8s = runtime::kubernetes;
+using nlohmann::json;
+
+namespace {
+
+// Records what a reconciler applies and reports every pod running and ready at once, so a
+// single pass walks every step of bring-up.
+class RecordingRuntime : public runtime::PodRuntime {
+ public:
+  std::map<std::string, runtime::ConfigMap> config_maps;
+  std::map<std::string, runtime::Secret> secrets;
+  std::map<std::string, runtime::Volume> volumes;
+  std::map<std::string, runtime::PodSpec> pods;
+
+  Status ApplyConfigMap(const runtime::ConfigMap& cm) override {
+    config_maps[cm.name] = cm;
+    return Status::Ok();
+  }
+  Result<std::optional<runtime::ConfigMap>> GetConfigMap(const std::string& name) override {
+    auto it = config_maps.find(name);
+    return it == config_maps.end() ? std::nullopt : std::optional(it->second);
+  }
+  Status DeleteConfigMap(const std::string& name) override {
+    config_maps.erase(name);
+    return Status::Ok();
+  }
+  Status ApplySecret(const runtime::Secret& s) override {
+    secrets[s.name] = s;
+    return Status::Ok();
+  }
+  Result<std::optional<runtime::Secret>> GetSecret(const std::string& name) override {
+    auto it = secrets.find(name);
+    return it == secrets.end() ? std::nullopt : std::optional(it->second);
+  }
+  Status DeleteSecret(const std::string& name) override {
+    secrets.erase(name);
+    return Status::Ok();
+  }
+  Status EnsureVolume(const runtime::Volume& v) override {
+    volumes[v.name] = v;
+    return Status::Ok();
+  }
+  Status CreatePod(const runtime::PodSpec& spec) override {
+    pods[spec.name] = spec;
+    return Status::Ok();
+  }
+  Status DeletePod(const std::string& name) override {
+    pods.erase(name);
+    return Status::Ok();
+  }
+  Result<std::vector<runtime::PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override {
+    std::vector<runtime::PodStatus> out;
+    for (const auto& [name, spec] : pods) {
+      bool match = true;
+      for (const auto& [k, v] : selector) match = match && spec.labels.count(k) && spec.labels.at(k) == v;
+      if (!match) continue;
+      runtime::PodStatus st;
+      st.name = name;
+      st.labels = spec.labels;
+      st.phase = runtime::PodPhase::kRunning;
+      st.ready = true;
+      st.resources = spec.resources;
+      out.push_back(std::move(st));
+    }
+    return out;
+  }
+  Result<std::optional<runtime::PodSpec>> GetPodSpec(const std::string& name) override {
+    auto it = pods.find(name);
+    return it == pods.end() ? std::nullopt : std::optional(it->second);
+  }
+  Result<ProcessResult> Exec(const std::string& pod, const runtime::ExecOptions&) override {
+    return Status::Errorf("render: pod {} does not run", pod);
+  }
+  Result<int> ExecInteractive(const std::string& pod, const runtime::ExecOptions&) override {
+    return Status::Errorf("render: pod {} does not run", pod);
+  }
+  Result<std::string> Logs(const std::string& pod, size_t) override {
+    return Status::Errorf("render: pod {} does not run", pod);
+  }
+};
+
+std::string PasswdLine(const k8s::ImageAccount& a) {
+  return fmt::format("{}:x:{}:{}:{}:{}:/usr/sbin/nologin\n", a.name, a.uid, a.gid, a.name, a.home);
+}
+
+}  // namespace
+
+op::BuildInputs KubernetesBuildInputs() {
+  op::BuildInputs in;
+  in.slurm = {k8s::kImageSlurm.uid, k8s::kImageSlurm.gid};
+  in.munge = {k8s::kImageMunge.uid, k8s::kImageMunge.gid};
+  in.mysql = {k8s::kImageMysql.uid, k8s::kImageMysql.gid};
+  in.nobody = {k8s::kImageNobody.uid, k8s::kImageNobody.gid};
+  in.host_passwd = "root:x:0:0:root:/root:/bin/bash\n";
+  in.host_group = "root:x:0:\n";
+  for (const auto& a : {k8s::kImageSlurm, k8s::kImageMunge, k8s::kImageMysql}) {
+    in.host_passwd += PasswdLine(a);
+    in.host_group += fmt::format("{}:x:{}:\n", a.name, a.gid);
+  }
+  in.host_passwd += PasswdLine(k8s::kImageNobody);
+  in.host_group += fmt::format("nogroup:x:{}:\n", k8s::kImageNobody.gid);
+  in.munge_sidecars = true;
+  return in;
+}
+
+Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions& options) {
+  if (m.clusters.size() != 1) return Status::Error("render: the manifest must hold exactly one SlurmCluster");
+  const api::SlurmCluster& c = m.clusters.front();
+  const op::BuildInputs in = KubernetesBuildInputs();
+
+  RecordingRuntime rt;
+  op::ClusterReconciler cluster(&rt, in, [](const std::string&, int) { return nullptr; }, nullptr);
+  const api::SlurmClusterStatus status = cluster.Reconcile(c, m.nodesets);
+  if (cluster.last_errors() > 0) {
+    const api::Condition* ready = op::FindCondition(status.conditions, "Ready");
+    return Status::Errorf("render: cluster {}: {}", c.metadata.name, ready ? ready->message : "a step failed");
+  }
+  // The workers each nodeset starts with, before any demand: what its reconciler creates first.
+  for (const auto& ns : m.nodesets) {
+    for (int ord = 0; ord < op::DesiredFromSpec(c, ns); ++ord) {
+      RETURN_IF_ERROR(rt.CreatePod(op::BuildWorkerPod(c, ns, ord, in)));
+    }
+  }
+
+  k8s::ObjectContext ctx;
+  ctx.cluster = c.metadata.name;
+  ctx.namespace_name = !options.namespace_name.empty() ? options.namespace_name
+                       : !c.metadata.namespace_.empty() ? c.metadata.namespace_
+                                                        : "default";
+  ctx.image = options.image;
+  ctx.storage_class = options.storage_class;
+
+  k8s::MountedObjects mounted;
+  mounted.secrets = rt.secrets;
+  mounted.volumes = rt.volumes;
+  for (const auto& [name, cm] : rt.config_maps) mounted.config_map_modes[name] = cm.default_mode;
+
+  std::vector<json> objects = {k8s::HostsServiceObject(ctx)};
+  for (const auto& [name, cm] : rt.config_maps) objects.push_back(k8s::ConfigMapObject(cm, ctx));
+  for (const auto& [name, s] : rt.secrets) objects.push_back(k8s::SecretObject(s, ctx, /*include_data=*/false));
+  for (const auto& [name, v] : rt.volumes) objects.push_back(k8s::VolumeClaimObject(v, ctx));
+  for (const auto& [name, spec] : rt.pods) {
+    ASSIGN_OR_RETURN(json pod, k8s::PodObject(spec, mounted, ctx));
+    objects.push_back(std::move(pod));
+  }
+  std::string out;
+  for (const auto& o : objects) out += "---\n" + api::JsonToYaml(o);
+  return out;
+}
+
+}  // namespace hpc::app

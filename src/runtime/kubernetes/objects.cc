@@ -1,0 +1,340 @@
+#include "runtime/kubernetes/objects.h"
+
+#include <set>
+
+#include <fmt/format.h>
+
+#include "common/jwt.h"
+
+namespace hpc::runtime::kubernetes {
+
+using nlohmann::json;
+
+namespace {
+
+// Where the init container sees a secret's staged files, its owned copy, and a volume's root.
+constexpr const char* kSecretStagingDir = "/hpcplane/secret-staging";
+constexpr const char* kSecretCopyDir = "/hpcplane/secret";
+constexpr const char* kVolumeRootDir = "/hpcplane/volume";
+// Probes: ready within seconds of the daemon listening; a slow first start (slurmctld loading
+// state, MariaDB initialising) gets five minutes before liveness counts.
+constexpr int kReadyPeriodSeconds = 2;
+constexpr int kStartupFailureThreshold = 150;
+
+std::string Octal(uint32_t mode) { return fmt::format("{:04o}", mode); }
+
+// A shell word that is the string exactly, whatever it holds.
+std::string ShellQuote(const std::string& s) {
+  std::string out = "'";
+  for (char ch : s) out += ch == '\'' ? std::string("'\\''") : std::string(1, ch);
+  return out + "'";
+}
+
+json Metadata(const ObjectContext& ctx, const std::string& name, const std::map<std::string, std::string>& labels) {
+  json labels_json = json::object();
+  labels_json[kManagedByLabel] = kManagedBy;
+  labels_json["hpcplane.io/cluster"] = ctx.cluster;
+  for (const auto& [k, v] : labels) labels_json[k] = v;
+  json m = {{"name", ObjectName(ctx, name)}, {"namespace", ctx.namespace_name}, {"labels", labels_json}};
+  if (!ctx.owner_uid.empty()) {
+    m["ownerReferences"] = json::array({{{"apiVersion", "hpcplane.io/v1alpha1"},
+                                         {"kind", "SlurmCluster"},
+                                         {"name", ctx.cluster},
+                                         {"uid", ctx.owner_uid},
+                                         {"controller", true},
+                                         {"blockOwnerDeletion", true}}});
+  }
+  return m;
+}
+
+// Volume names are DNS labels: `<kind>-<object>`, shortened with a hash of the whole when long.
+std::string VolumeName(const std::string& kind, const std::string& object) {
+  std::string name = kind + "-" + object;
+  if (name.size() <= 63) return name;
+  return fmt::format("{}-{:016x}", name.substr(0, 46), std::hash<std::string>{}(name));
+}
+
+std::string VolumeNameFor(const Mount& m, size_t host_path_index) {
+  switch (m.source) {
+    case MountSource::kConfigMap: return VolumeName("config", m.name);
+    case MountSource::kSecret: return VolumeName("secret", m.name);
+    case MountSource::kVolume: return VolumeName("data", m.name);
+    case MountSource::kEmptyDir: return VolumeName("scratch", m.name);
+    case MountSource::kHostPath: return fmt::format("host-{}", host_path_index);
+  }
+  return "";
+}
+
+json Probe(const runtime::Probe& p) {
+  if (p.tcp_port > 0) return {{"tcpSocket", {{"port", p.tcp_port}}}};
+  return {{"exec", {{"command", p.command}}}};
+}
+
+bool ProbeSet(const runtime::Probe& p) { return p.tcp_port > 0 || !p.command.empty(); }
+
+json SecurityContext(int64_t uid, int64_t gid) {
+  json sc = {{"runAsUser", uid}, {"runAsGroup", gid}};
+  // Root is for daemons that start other users' processes (slurmd) or drop privileges themselves.
+  if (uid != 0) sc["allowPrivilegeEscalation"] = false;
+  return sc;
+}
+
+std::string Quantity(int64_t mib) { return fmt::format("{}Mi", mib); }
+
+json Resources(const runtime::Resources& r) {
+  json out = json::object();
+  auto list = [](const ResourceList& l, bool with_cpu) {
+    json j = json::object();
+    if (with_cpu && l.cpus > 0) j["cpu"] = std::to_string(l.cpus);
+    if (l.memory_mib > 0) j["memory"] = Quantity(l.memory_mib);
+    if (l.gpus > 0) j["nvidia.com/gpu"] = std::to_string(l.gpus);
+    return j;
+  };
+  // A CPU limit throttles (CFS quota) rather than bounding anything Slurm does not already
+  // bound with its own cgroups or task binding, so only requests carry CPUs.
+  json requests = list(r.requests, true);
+  json limits = list(r.limits, false);
+  if (!requests.empty()) out["requests"] = requests;
+  if (!limits.empty()) out["limits"] = limits;
+  return out;
+}
+
+// Collects the pod's volumes (one per source object) and each container's mounts of them.
+class VolumeSet {
+ public:
+  json MountsOf(const std::vector<Mount>& mounts) {
+    json out = json::array();
+    for (const auto& m : mounts) {
+      std::string name = Add(m);
+      json vm = {{"name", name}, {"mountPath", m.mount_path}};
+      if (!m.sub_path.empty()) vm["subPath"] = m.sub_path;
+      if (m.read_only) vm["readOnly"] = true;
+      out.push_back(vm);
+    }
+    return out;
+  }
+  const std::vector<Mount>& sources() const { return sources_; }
+  const std::vector<std::string>& names() const { return names_; }
+
+ private:
+  std::string Add(const Mount& m) {
+    for (size_t i = 0; i < sources_.size(); ++i) {
+      if (sources_[i].source == m.source && sources_[i].name == m.name) return names_[i];
+    }
+    size_t host_paths = 0;
+    for (const auto& s : sources_) host_paths += s.source == MountSource::kHostPath ? 1 : 0;
+    sources_.push_back(m);
+    names_.push_back(VolumeNameFor(m, host_paths));
+    return names_.back();
+  }
+  std::vector<Mount> sources_;
+  std::vector<std::string> names_;
+};
+
+}  // namespace
+
+std::string ObjectName(const ObjectContext& ctx, const std::string& name) {
+  if (name.rfind(ctx.cluster + "-", 0) == 0) return name;
+  return ctx.cluster + "-" + name;
+}
+
+std::string HostsServiceName(const ObjectContext& ctx) { return ctx.cluster + "-hosts"; }
+
+json ConfigMapObject(const ConfigMap& cm, const ObjectContext& ctx) {
+  json o = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", Metadata(ctx, cm.name, {})}};
+  o["metadata"]["annotations"] = {{kModeAnnotation, Octal(static_cast<uint32_t>(cm.default_mode))}};
+  o["data"] = cm.data;
+  return o;
+}
+
+json SecretObject(const Secret& secret, const ObjectContext& ctx, bool include_data) {
+  json o = {{"apiVersion", "v1"}, {"kind", "Secret"}, {"metadata", Metadata(ctx, secret.name, {})}, {"type", "Opaque"}};
+  json annotations = {{kOwnerAnnotation, fmt::format("{}:{}", secret.owner_uid, secret.owner_gid)}};
+  if (include_data) {
+    json data = json::object();
+    for (const auto& [k, v] : secret.data) data[k] = jwt::Base64Encode(v);
+    o["data"] = data;
+  } else {
+    std::string keys;
+    for (const auto& [k, v] : secret.data) keys += (keys.empty() ? "" : ",") + k;
+    annotations["hpcplane.io/generated-keys"] = keys;
+  }
+  o["metadata"]["annotations"] = annotations;
+  return o;
+}
+
+json VolumeClaimObject(const Volume& volume, const ObjectContext& ctx) {
+  json o = {{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", Metadata(ctx, volume.name, {})}};
+  o["metadata"]["annotations"] = {{kOwnerAnnotation, fmt::format("{}:{}", volume.owner_uid, volume.owner_gid)},
+                                  {kModeAnnotation, Octal(volume.mode)}};
+  json spec = {{"accessModes", {volume.shared ? "ReadWriteMany" : "ReadWriteOnce"}},
+               {"resources",
+                {{"requests", {{"storage", volume.shared ? ctx.shared_volume_size : ctx.state_volume_size}}}}}};
+  if (!ctx.storage_class.empty()) spec["storageClassName"] = ctx.storage_class;
+  o["spec"] = spec;
+  return o;
+}
+
+json HostsServiceObject(const ObjectContext& ctx) {
+  json o = {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", Metadata(ctx, HostsServiceName(ctx), {})}};
+  // Headless: one DNS record per pod (hostname.subdomain), published before a pod is ready so a
+  // starting slurmd reaches slurmctld and slurmctld reaches it.
+  o["spec"] = {{"clusterIP", "None"},
+               {"publishNotReadyAddresses", true},
+               {"selector", {{"hpcplane.io/cluster", ctx.cluster}}}};
+  return o;
+}
+
+Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const ObjectContext& ctx) {
+  if (spec.command.empty()) return Status::Errorf("pod {}: command is empty", spec.name);
+  VolumeSet volumes;
+  const std::string main_name = spec.labels.count("hpcplane.io/component") ? spec.labels.at("hpcplane.io/component")
+                                                                            : std::string("main");
+
+  // The main container.
+  json main = {{"name", main_name},
+               {"image", ctx.image},
+               {"imagePullPolicy", "IfNotPresent"},
+               {"command", spec.command},
+               {"workingDir", spec.working_dir},
+               {"securityContext", SecurityContext(spec.uid, spec.gid)}};
+  if (!spec.env.empty()) {
+    json env = json::array();
+    for (const auto& [k, v] : spec.env) env.push_back({{"name", k}, {"value", v}});
+    main["env"] = env;
+  }
+  std::vector<Mount> main_mounts = spec.mounts;
+  const int64_t tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kDefaultPodTmpMiB;
+  main_mounts.push_back({MountSource::kEmptyDir, "tmp", "/tmp", "", false});
+  main_mounts.push_back({MountSource::kEmptyDir, "shm", "/dev/shm", "", false});
+  main["volumeMounts"] = volumes.MountsOf(main_mounts);
+  if (ProbeSet(spec.readiness)) {
+    json ready = Probe(spec.readiness);
+    ready["periodSeconds"] = kReadyPeriodSeconds;
+    main["readinessProbe"] = ready;
+    // Liveness counts only once the pod has started, as the local runtime's does.
+    json startup = ready;
+    startup["failureThreshold"] = kStartupFailureThreshold;
+    main["startupProbe"] = startup;
+  }
+  if (spec.liveness.Set()) {
+    json live = spec.liveness.http_port > 0 ? json{{"httpGet", {{"path", "/"}, {"port", spec.liveness.http_port}}}}
+                                            : json{{"exec", {{"command", spec.liveness.command}}}};
+    live["periodSeconds"] = spec.liveness.period_seconds;
+    live["timeoutSeconds"] = spec.liveness.timeout_seconds;
+    live["failureThreshold"] = spec.liveness.failure_threshold;
+    main["livenessProbe"] = live;
+  }
+  json resources = Resources(spec.resources);
+  if (!resources.empty()) main["resources"] = resources;
+
+  // Sidecars: init containers that keep running (Kubernetes' native sidecars), started and
+  // started-up before the main container.
+  json init = json::array();
+  for (const auto& sc : spec.sidecars) {
+    json c = {{"name", sc.name},
+              {"image", ctx.image},
+              {"imagePullPolicy", "IfNotPresent"},
+              {"restartPolicy", "Always"},
+              {"command", sc.command},
+              {"securityContext", SecurityContext(sc.uid, sc.gid)},
+              {"volumeMounts", volumes.MountsOf(sc.mounts)}};
+    if (ProbeSet(sc.readiness)) {
+      json probe = Probe(sc.readiness);
+      probe["periodSeconds"] = 1;
+      c["readinessProbe"] = probe;
+      probe["failureThreshold"] = kStartupFailureThreshold;
+      c["startupProbe"] = probe;
+    }
+    init.push_back(c);
+  }
+
+  // Pod volumes, and what the prepare container must do before anything else runs: give each
+  // secret's files their owner and mode 0600, each volume's root its owner and mode.
+  json pod_volumes = json::array();
+  std::string script;
+  json prepare_mounts = json::array();
+  for (size_t i = 0; i < volumes.sources().size(); ++i) {
+    const Mount& m = volumes.sources()[i];
+    const std::string& name = volumes.names()[i];
+    switch (m.source) {
+      case MountSource::kConfigMap: {
+        auto mode = mounted.config_map_modes.find(m.name);
+        int default_mode = mode == mounted.config_map_modes.end() ? 0644 : mode->second;
+        pod_volumes.push_back({{"name", name},
+                               {"configMap", {{"name", ObjectName(ctx, m.name)}, {"defaultMode", default_mode}}}});
+        break;
+      }
+      case MountSource::kSecret: {
+        auto s = mounted.secrets.find(m.name);
+        if (s == mounted.secrets.end()) {
+          return Status::Errorf("pod {}: mounts secret \"{}\", which was not applied", spec.name, m.name);
+        }
+        const std::string staging = VolumeName("staged", m.name);
+        pod_volumes.push_back({{"name", staging},
+                               {"secret", {{"secretName", ObjectName(ctx, m.name)}, {"defaultMode", 0400}}}});
+        pod_volumes.push_back({{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "16Mi"}}}});
+        const std::string from = std::string(kSecretStagingDir) + "/" + m.name;
+        const std::string to = std::string(kSecretCopyDir) + "/" + m.name;
+        prepare_mounts.push_back({{"name", staging}, {"mountPath", from}, {"readOnly", true}});
+        prepare_mounts.push_back({{"name", name}, {"mountPath", to}});
+        const std::string owner = fmt::format("{}:{}", s->second.owner_uid, s->second.owner_gid);
+        script += fmt::format("chown {0} {1} && chmod 0755 {1}\n", owner, ShellQuote(to));
+        script += fmt::format("for f in {}/*; do install -o {} -g {} -m 0600 \"$f\" {}/; done\n",
+                              ShellQuote(from), s->second.owner_uid, s->second.owner_gid, ShellQuote(to));
+        break;
+      }
+      case MountSource::kVolume: {
+        auto v = mounted.volumes.find(m.name);
+        if (v == mounted.volumes.end()) {
+          return Status::Errorf("pod {}: mounts volume \"{}\", which was not ensured", spec.name, m.name);
+        }
+        pod_volumes.push_back({{"name", name}, {"persistentVolumeClaim", {{"claimName", ObjectName(ctx, m.name)}}}});
+        const std::string root = std::string(kVolumeRootDir) + "/" + m.name;
+        prepare_mounts.push_back({{"name", name}, {"mountPath", root}});
+        script += fmt::format("chown {0}:{1} {2} && chmod {3} {2}\n", v->second.owner_uid, v->second.owner_gid,
+                              ShellQuote(root), Octal(v->second.mode));
+        break;
+      }
+      case MountSource::kEmptyDir: {
+        json empty = json::object();
+        if (m.name == "tmp" || m.name == "shm") empty["sizeLimit"] = Quantity(tmp_mib);
+        if (m.name == "shm") empty["medium"] = "Memory";
+        pod_volumes.push_back({{"name", name}, {"emptyDir", empty}});
+        break;
+      }
+      case MountSource::kHostPath:
+        pod_volumes.push_back({{"name", name}, {"hostPath", {{"path", m.name}, {"type", "Directory"}}}});
+        break;
+    }
+  }
+  if (!script.empty()) {
+    json prepare = {{"name", "prepare"},
+                    {"image", ctx.image},
+                    {"imagePullPolicy", "IfNotPresent"},
+                    {"command", {"/bin/sh", "-ec", script}},
+                    {"securityContext", {{"runAsUser", 0}, {"runAsGroup", 0}}},
+                    {"volumeMounts", prepare_mounts}};
+    init.insert(init.begin(), prepare);
+  }
+
+  static const std::map<RestartPolicy, const char*> kRestart = {
+      {RestartPolicy::kAlways, "Always"}, {RestartPolicy::kOnFailure, "OnFailure"}, {RestartPolicy::kNever, "Never"}};
+  json pod_spec = {
+      {"hostname", spec.name},
+      {"subdomain", HostsServiceName(ctx)},
+      // Short names (`cpu-0`, `<cluster>-controller`) resolve as through /etc/hosts locally.
+      {"dnsConfig", {{"searches", {fmt::format("{}.{}.svc.cluster.local", HostsServiceName(ctx), ctx.namespace_name)}}}},
+      {"restartPolicy", kRestart.at(spec.restart_policy)},
+      // Slurm's pods have no business with the Kubernetes API or other services' variables.
+      {"automountServiceAccountToken", false},
+      {"enableServiceLinks", false},
+      {"containers", json::array({main})},
+      {"volumes", pod_volumes}};
+  if (!init.empty()) pod_spec["initContainers"] = init;
+  json metadata = Metadata(ctx, spec.name, spec.labels);
+  metadata["annotations"] = {{"kubectl.kubernetes.io/default-container", main_name}};
+  return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};
+}
+
+}  // namespace hpc::runtime::kubernetes

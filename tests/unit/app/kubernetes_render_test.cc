@@ -1,0 +1,138 @@
+// `hpcplane render`: the objects the operator's own reconciler asks for, translated for
+// Kubernetes, deterministic, with no secret value printed.
+#include "app/kubernetes_render.h"
+
+#include <gtest/gtest.h>
+#include <yaml-cpp/yaml.h>
+
+#include <map>
+#include <set>
+
+namespace hpc::app {
+namespace {
+
+const char* kManifest = R"(apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: research
+  namespace: slurm
+spec:
+  accounting:
+    enabled: true
+  datasets:
+    - name: shared
+      mountPath: /shared
+---
+apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata:
+  name: cpu
+spec:
+  cluster: research
+  replicas: 2
+  resources:
+    cpus: 4
+    memoryMiB: 8000
+---
+apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata:
+  name: gpu
+spec:
+  cluster: research
+  minReplicas: 0
+  maxReplicas: 8
+  resources:
+    cpus: 16
+    memoryMiB: 120000
+    gpus: 2
+)";
+
+std::map<std::string, YAML::Node> Render(const RenderOptions& options = {}) {
+  auto m = api::DecodeManifest(kManifest, "test");
+  EXPECT_TRUE(m.ok()) << m.status().message();
+  auto out = RenderKubernetes(*m, options);
+  EXPECT_TRUE(out.ok()) << out.status().message();
+  std::map<std::string, YAML::Node> objects;
+  for (const auto& doc : YAML::LoadAll(*out)) {
+    const std::string key = doc["kind"].as<std::string>() + "/" + doc["metadata"]["name"].as<std::string>();
+    EXPECT_FALSE(objects.count(key)) << key << " twice";
+    objects[key] = doc;
+  }
+  return objects;
+}
+
+TEST(KubernetesRenderTest, IsDeterministic) {
+  auto m = api::DecodeManifest(kManifest, "test");
+  ASSERT_TRUE(m.ok());
+  auto a = RenderKubernetes(*m, {});
+  auto b = RenderKubernetes(*m, {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(*a, *b) << "keys are generated each time, so equal output means none is printed";
+}
+
+TEST(KubernetesRenderTest, EveryObjectOfTheClusterAndNoSecretValue) {
+  auto objects = Render();
+  std::set<std::string> names;
+  for (const auto& [key, o] : objects) {
+    names.insert(key);
+    EXPECT_EQ(o["metadata"]["namespace"].as<std::string>(), "slurm") << key;
+    EXPECT_EQ(o["metadata"]["labels"]["app.kubernetes.io/managed-by"].as<std::string>(), "hpcplane") << key;
+    if (o["kind"].as<std::string>() == "Secret") EXPECT_FALSE(o["data"]) << key << " prints secret data";
+  }
+  for (const char* want : {"Service/research-hosts", "ConfigMap/research-slurm-config", "ConfigMap/research-slurm-users",
+                           "Secret/research-munge-key", "Secret/research-jwt-key", "Secret/research-slurmdbd-config",
+                           "PersistentVolumeClaim/research-controller-state",
+                           "PersistentVolumeClaim/research-accounting-db", "PersistentVolumeClaim/research-dataset-shared",
+                           "Pod/research-controller", "Pod/research-restapi", "Pod/research-mariadb",
+                           "Pod/research-slurmdbd", "Pod/research-cpu-0", "Pod/research-cpu-1"}) {
+    EXPECT_TRUE(names.count(want)) << want;
+  }
+  EXPECT_FALSE(names.count("Pod/research-munge")) << "munged runs beside each daemon instead";
+  EXPECT_FALSE(names.count("PersistentVolumeClaim/research-munge-socket"));
+  EXPECT_FALSE(names.count("Pod/research-cpu-2"));
+  EXPECT_FALSE(names.count("Pod/research-gpu-0")) << "an autoscaled nodeset starts at its minimum";
+}
+
+TEST(KubernetesRenderTest, SlurmPodsRunMungedAndWorkersRequestTheirShape) {
+  auto objects = Render();
+  for (const auto& [key, o] : objects) {
+    if (o["kind"].as<std::string>() != "Pod" || key == "Pod/research-mariadb") continue;
+    bool munged = false;
+    for (const auto& c : o["spec"]["initContainers"]) munged = munged || c["name"].as<std::string>() == "munged";
+    EXPECT_TRUE(munged) << key;
+  }
+  const YAML::Node worker = objects.at("Pod/research-cpu-1");
+  EXPECT_EQ(worker["spec"]["hostname"].as<std::string>(), "cpu-1") << "the Slurm node name";
+  EXPECT_EQ(worker["spec"]["containers"][0]["resources"]["requests"]["cpu"].as<std::string>(), "4");
+  EXPECT_EQ(worker["spec"]["containers"][0]["resources"]["requests"]["memory"].as<std::string>(), "8000Mi");
+  // slurm-users lists the image's accounts, so every uid resolves the same in every pod.
+  const std::string passwd = objects.at("ConfigMap/research-slurm-users")["data"]["passwd"].as<std::string>();
+  EXPECT_NE(passwd.find("slurm:x:64030:64030:"), std::string::npos) << passwd;
+  EXPECT_NE(passwd.find("munge:x:64031:64031:"), std::string::npos) << passwd;
+}
+
+TEST(KubernetesRenderTest, OptionsChooseNamespaceImageAndStorageClass) {
+  RenderOptions options;
+  options.namespace_name = "hpc";
+  options.image = "registry.example/slurm:1";
+  options.storage_class = "fast";
+  auto objects = Render(options);
+  EXPECT_EQ(objects.at("Pod/research-controller")["metadata"]["namespace"].as<std::string>(), "hpc");
+  EXPECT_EQ(objects.at("Pod/research-controller")["spec"]["containers"][0]["image"].as<std::string>(),
+            "registry.example/slurm:1");
+  EXPECT_EQ(objects.at("Pod/research-controller")["spec"]["dnsConfig"]["searches"][0].as<std::string>(),
+            "research-hosts.hpc.svc.cluster.local");
+  EXPECT_EQ(objects.at("PersistentVolumeClaim/research-controller-state")["spec"]["storageClassName"].as<std::string>(),
+            "fast");
+}
+
+TEST(KubernetesRenderTest, AManifestWithoutAClusterIsRefused) {
+  api::Manifest m;
+  auto out = RenderKubernetes(m, {});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("exactly one SlurmCluster"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace hpc::app

@@ -1,0 +1,244 @@
+// The translation of runtime objects into Kubernetes objects (docs/kubernetes-runtime.md): names,
+// resources, probes, users, secrets' owners through the prepare container, sidecars, and what
+// cannot be expressed refused.
+#include "runtime/kubernetes/objects.h"
+
+#include <gtest/gtest.h>
+
+#include "common/jwt.h"
+
+namespace hpc::runtime::kubernetes {
+namespace {
+
+using nlohmann::json;
+
+ObjectContext Context() {
+  ObjectContext ctx;
+  ctx.namespace_name = "slurm";
+  ctx.cluster = "research";
+  ctx.image = "hpcplane-slurm:test";
+  return ctx;
+}
+
+const json* Find(const json& list, const std::string& name) {
+  for (const auto& item : list) {
+    if (item.value("name", "") == name) return &item;
+  }
+  return nullptr;
+}
+
+TEST(KubernetesObjectsTest, NamesArePrefixedWithTheClusterOnce) {
+  EXPECT_EQ(ObjectName(Context(), "cpu-0"), "research-cpu-0");
+  EXPECT_EQ(ObjectName(Context(), "research-controller"), "research-controller");
+  EXPECT_EQ(HostsServiceName(Context()), "research-hosts");
+}
+
+TEST(KubernetesObjectsTest, PodCarriesHostNameResourcesProbesAndUser) {
+  PodSpec p;
+  p.name = "gpu-3";
+  p.labels = {{"hpcplane.io/component", "worker"}, {"hpcplane.io/nodeset", "gpu"}};
+  p.command = {"slurmd", "-D"};
+  p.env = {{"B", "2"}, {"A", "1"}};
+  p.uid = 0;
+  p.readiness.tcp_port = 6818;
+  p.liveness.http_port = 6820;
+  p.liveness.period_seconds = 15;
+  p.resources.requests = {16, 120000, 2};
+  p.resources.limits.gpus = 2;
+  p.resources.limits.memory_mib = 128000;
+  p.tmp_mib = 4096;
+  auto pod = PodObject(p, {}, Context());
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  const json& o = *pod;
+  EXPECT_EQ(o["metadata"]["name"], "research-gpu-3");
+  EXPECT_EQ(o["metadata"]["namespace"], "slurm");
+  EXPECT_EQ(o["metadata"]["labels"]["app.kubernetes.io/managed-by"], "hpcplane");
+  EXPECT_EQ(o["metadata"]["labels"]["hpcplane.io/nodeset"], "gpu");
+  EXPECT_FALSE(o["metadata"].contains("ownerReferences")) << "no owner uid given";
+  // Slurm knows the worker by its host name; the hosts Service resolves it.
+  EXPECT_EQ(o["spec"]["hostname"], "gpu-3");
+  EXPECT_EQ(o["spec"]["subdomain"], "research-hosts");
+  EXPECT_EQ(o["spec"]["dnsConfig"]["searches"][0], "research-hosts.slurm.svc.cluster.local");
+  EXPECT_EQ(o["spec"]["automountServiceAccountToken"], false);
+  const json& c = o["spec"]["containers"][0];
+  EXPECT_EQ(c["name"], "worker");
+  EXPECT_EQ(c["image"], "hpcplane-slurm:test");
+  EXPECT_EQ(c["env"], json::parse(R"([{"name":"A","value":"1"},{"name":"B","value":"2"}])"));
+  EXPECT_EQ(c["resources"]["requests"], json::parse(R"({"cpu":"16","memory":"120000Mi","nvidia.com/gpu":"2"})"));
+  EXPECT_EQ(c["resources"]["limits"], json::parse(R"({"memory":"128000Mi","nvidia.com/gpu":"2"})"));
+  EXPECT_EQ(c["readinessProbe"]["tcpSocket"]["port"], 6818);
+  EXPECT_EQ(c["startupProbe"]["tcpSocket"]["port"], 6818) << "liveness counts only after start";
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["port"], 6820);
+  EXPECT_EQ(c["livenessProbe"]["periodSeconds"], 15);
+  EXPECT_EQ(c["securityContext"]["runAsUser"], 0);
+  const json* tmp = Find(o["spec"]["volumes"], "scratch-tmp");
+  ASSERT_NE(tmp, nullptr);
+  EXPECT_EQ((*tmp)["emptyDir"]["sizeLimit"], "4096Mi");
+  const json* shm = Find(o["spec"]["volumes"], "scratch-shm");
+  ASSERT_NE(shm, nullptr);
+  EXPECT_EQ((*shm)["emptyDir"]["medium"], "Memory");
+  EXPECT_FALSE(o["spec"].contains("initContainers")) << "nothing to prepare";
+}
+
+TEST(KubernetesObjectsTest, AnUnprivilegedUserCannotEscalate) {
+  PodSpec p;
+  p.name = "research-restapi";
+  p.command = {"slurmrestd"};
+  p.uid = 65534;
+  p.gid = 65534;
+  auto pod = PodObject(p, {}, Context());
+  ASSERT_TRUE(pod.ok());
+  const json& sc = (*pod)["spec"]["containers"][0]["securityContext"];
+  EXPECT_EQ(sc["runAsUser"], 65534);
+  EXPECT_EQ(sc["runAsGroup"], 65534);
+  EXPECT_EQ(sc["allowPrivilegeEscalation"], false);
+  EXPECT_EQ((*pod)["metadata"]["name"], "research-restapi") << "not prefixed twice";
+}
+
+TEST(KubernetesObjectsTest, SecretsReachTheContainerOwnedAndPrivate) {
+  PodSpec p;
+  p.name = "research-controller";
+  p.command = {"slurmctld", "-D"};
+  p.mounts = {{MountSource::kSecret, "jwt-key", "/run/secrets/jwt", "", true},
+              {MountSource::kVolume, "controller-state", "/run/slurm/state", "", false},
+              {MountSource::kConfigMap, "slurm-scripts", "/run/slurm-scripts", "", true}};
+  MountedObjects mounted;
+  mounted.secrets["jwt-key"] = {"jwt-key", {}, 64030, 64030};
+  mounted.volumes["controller-state"] = {"controller-state", 64030, 64030, 0700, false};
+  mounted.config_map_modes["slurm-scripts"] = 0755;
+  ObjectContext ctx = Context();
+  ctx.owner_uid = "0d5c-uid";
+  auto pod = PodObject(p, mounted, ctx);
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  const json& spec = (*pod)["spec"];
+  // The Secret is staged read-only; the container sees a private copy owned by its owner.
+  const json* staged = Find(spec["volumes"], "staged-jwt-key");
+  ASSERT_NE(staged, nullptr);
+  EXPECT_EQ((*staged)["secret"]["secretName"], "research-jwt-key");
+  const json* copy = Find(spec["volumes"], "secret-jwt-key");
+  ASSERT_NE(copy, nullptr);
+  EXPECT_EQ((*copy)["emptyDir"]["medium"], "Memory") << "secrets never touch a disk";
+  const json* mount = Find(spec["containers"][0]["volumeMounts"], "secret-jwt-key");
+  ASSERT_NE(mount, nullptr);
+  EXPECT_EQ((*mount)["mountPath"], "/run/secrets/jwt");
+  EXPECT_EQ((*mount)["readOnly"], true);
+  EXPECT_EQ(Find(spec["containers"][0]["volumeMounts"], "staged-jwt-key"), nullptr) << "the raw Secret stays hidden";
+  ASSERT_TRUE(spec.contains("initContainers"));
+  const json& prepare = spec["initContainers"][0];
+  EXPECT_EQ(prepare["name"], "prepare");
+  EXPECT_EQ(prepare["securityContext"]["runAsUser"], 0);
+  const std::string script = prepare["command"][2];
+  EXPECT_NE(script.find("install -o 64030 -g 64030 -m 0600"), std::string::npos) << script;
+  EXPECT_NE(script.find("chown 64030:64030 '/hpcplane/volume/controller-state' && chmod 0700"), std::string::npos)
+      << script;
+  const json* scripts = Find(spec["volumes"], "config-slurm-scripts");
+  ASSERT_NE(scripts, nullptr);
+  EXPECT_EQ((*scripts)["configMap"]["defaultMode"], 0755);
+  const json* state = Find(spec["volumes"], "data-controller-state");
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ((*state)["persistentVolumeClaim"]["claimName"], "research-controller-state");
+  EXPECT_EQ((*pod)["metadata"]["ownerReferences"][0]["uid"], "0d5c-uid");
+  EXPECT_EQ((*pod)["metadata"]["ownerReferences"][0]["kind"], "SlurmCluster");
+}
+
+TEST(KubernetesObjectsTest, SidecarsStartBeforeTheMainContainerAndKeepRunning) {
+  PodSpec p;
+  p.name = "cpu-0";
+  p.command = {"slurmd"};
+  p.mounts = {{MountSource::kEmptyDir, "munge-socket", "/run/munge", "", false}};
+  Sidecar munged;
+  munged.name = "munged";
+  munged.command = {"munged", "--foreground"};
+  munged.uid = 64031;
+  munged.gid = 64031;
+  munged.mounts = {{MountSource::kSecret, "munge-key", "/run/secrets/munge", "", true},
+                   {MountSource::kEmptyDir, "munge-socket", "/run/munge", "", false}};
+  munged.readiness.command = {"munge", "--no-input"};
+  p.sidecars = {munged};
+  MountedObjects mounted;
+  mounted.secrets["munge-key"] = {"munge-key", {}, 64031, 64031};
+  auto pod = PodObject(p, mounted, Context());
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  const json& init = (*pod)["spec"]["initContainers"];
+  ASSERT_EQ(init.size(), 2u);
+  EXPECT_EQ(init[0]["name"], "prepare") << "keys are in place before munged reads them";
+  EXPECT_EQ(init[1]["name"], "munged");
+  EXPECT_EQ(init[1]["restartPolicy"], "Always");
+  EXPECT_EQ(init[1]["startupProbe"]["exec"]["command"][0], "munge");
+  EXPECT_EQ(init[1]["securityContext"]["runAsUser"], 64031);
+  // One socket directory, shared by the sidecar and the main container.
+  int socket_volumes = 0;
+  for (const auto& v : (*pod)["spec"]["volumes"]) socket_volumes += v["name"] == "scratch-munge-socket" ? 1 : 0;
+  EXPECT_EQ(socket_volumes, 1);
+}
+
+TEST(KubernetesObjectsTest, AMountOfSomethingNeverAppliedIsRefused) {
+  PodSpec p;
+  p.name = "cpu-0";
+  p.command = {"slurmd"};
+  p.mounts = {{MountSource::kSecret, "munge-key", "/run/secrets/munge", "", true}};
+  auto pod = PodObject(p, {}, Context());
+  ASSERT_FALSE(pod.ok());
+  EXPECT_NE(pod.status().message().find("secret \"munge-key\""), std::string::npos) << pod.status().message();
+  p.mounts = {{MountSource::kVolume, "state", "/state", "", false}};
+  EXPECT_FALSE(PodObject(p, {}, Context()).ok());
+  p.mounts.clear();
+  p.command.clear();
+  EXPECT_FALSE(PodObject(p, {}, Context()).ok());
+}
+
+TEST(KubernetesObjectsTest, VolumeNamesStayDnsLabelsAndPathsStayOneShellWord) {
+  PodSpec p;
+  p.name = "cpu-0";
+  p.command = {"slurmd"};
+  const std::string long_name = "dataset-" + std::string(70, 'a');
+  const std::string odd_name = "it's";
+  p.mounts = {{MountSource::kVolume, long_name, "/data", "", false},
+              {MountSource::kVolume, odd_name, "/odd", "", false}};
+  MountedObjects mounted;
+  mounted.volumes[long_name] = {long_name, 0, 0, 01777, true};
+  mounted.volumes[odd_name] = {odd_name, 0, 0, 0700, false};
+  auto pod = PodObject(p, mounted, Context());
+  ASSERT_TRUE(pod.ok());
+  for (const auto& v : (*pod)["spec"]["volumes"]) {
+    EXPECT_LE(v["name"].get<std::string>().size(), 63u) << v["name"];
+  }
+  const std::string script = (*pod)["spec"]["initContainers"][0]["command"][2];
+  EXPECT_NE(script.find("'/hpcplane/volume/it'\\''s'"), std::string::npos) << script;
+  EXPECT_NE(script.find("chmod 1777"), std::string::npos) << script;
+}
+
+TEST(KubernetesObjectsTest, SecretsConfigMapsAndClaims) {
+  Secret s{"munge-key", {{"munge.key", std::string("\x00\xff key", 6)}}, 64031, 64031};
+  json with = SecretObject(s, Context());
+  EXPECT_EQ(with["metadata"]["name"], "research-munge-key");
+  EXPECT_EQ(with["data"]["munge.key"], jwt::Base64Encode(s.data.at("munge.key")));
+  EXPECT_EQ(with["metadata"]["annotations"][kOwnerAnnotation], "64031:64031");
+  json without = SecretObject(s, Context(), /*include_data=*/false);
+  EXPECT_FALSE(without.contains("data"));
+  EXPECT_EQ(without["metadata"]["annotations"]["hpcplane.io/generated-keys"], "munge.key");
+
+  ConfigMap cm{"slurm-scripts", {{"task_prolog", "#!/bin/sh\n"}}, 0755};
+  json cmo = ConfigMapObject(cm, Context());
+  EXPECT_EQ(cmo["data"]["task_prolog"], "#!/bin/sh\n");
+  EXPECT_EQ(cmo["metadata"]["annotations"][kModeAnnotation], "0755");
+
+  json state = VolumeClaimObject({"controller-state", 64030, 64030, 0700, false}, Context());
+  EXPECT_EQ(state["spec"]["accessModes"][0], "ReadWriteOnce");
+  EXPECT_EQ(state["spec"]["resources"]["requests"]["storage"], "1Gi");
+  EXPECT_FALSE(state["spec"].contains("storageClassName"));
+  ObjectContext ctx = Context();
+  ctx.storage_class = "cephfs";
+  json shared = VolumeClaimObject({"dataset-shared", 0, 0, 01777, true}, ctx);
+  EXPECT_EQ(shared["spec"]["accessModes"][0], "ReadWriteMany") << "every worker mounts a dataset";
+  EXPECT_EQ(shared["spec"]["storageClassName"], "cephfs");
+  EXPECT_EQ(shared["metadata"]["annotations"][kModeAnnotation], "1777");
+
+  json svc = HostsServiceObject(Context());
+  EXPECT_EQ(svc["spec"]["clusterIP"], "None");
+  EXPECT_EQ(svc["spec"]["publishNotReadyAddresses"], true);
+  EXPECT_EQ(svc["spec"]["selector"]["hpcplane.io/cluster"], "research");
+}
+
+}  // namespace
+}  // namespace hpc::runtime::kubernetes
