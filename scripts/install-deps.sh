@@ -12,6 +12,7 @@ packages=(
   bc python3 openssl
   prometheus-cpp-dev prometheus
   chromium chromium-driver python3-selenium
+  python3-kubernetes python3-yaml
 )
 
 # `install-deps.sh fuzz`: also what `make fuzz` needs (clang with libFuzzer).
