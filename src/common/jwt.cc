@@ -48,6 +48,17 @@ Result<std::string> Base64UrlDecode(const std::string& data) {
   return out;
 }
 
+Result<std::string> Base64Decode(const std::string& data) {
+  std::string url = data;
+  while (!url.empty() && url.back() == '=') url.pop_back();
+  for (auto& c : url) {
+    if (c == '-' || c == '_') return Status::Error("invalid base64 data");
+    if (c == '+') c = '-';
+    else if (c == '/') c = '_';
+  }
+  return Base64UrlDecode(url);
+}
+
 static std::string HmacSha256(const std::string& key, const std::string& msg) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;

@@ -18,6 +18,7 @@ struct Claims {
 std::string Base64UrlEncode(const std::string& data);
 // Standard base64 with padding (RFC 4648 section 4), as Kubernetes Secrets' data holds it.
 std::string Base64Encode(const std::string& data);
+Result<std::string> Base64Decode(const std::string& data);
 Result<std::string> Base64UrlDecode(const std::string& data);
 
 std::string Sign(const Claims& claims, const std::string& key);

@@ -21,8 +21,9 @@ apiserver_test.py checks them with the official clients (kubectl and the Python 
   background, as Kubernetes' garbage collector does;
 - graceful pod deletion: a pod bound to a node gets a deletionTimestamp and is removed when its
   kubelet deletes it with gracePeriodSeconds=0;
-- fault injection for tests (POST /debug/throttle, /debug/fail, /debug/compact,
-  /debug/drop-watches): 429 with Retry-After, 5xx, history compaction, broken watches.
+- fault injection for tests (POST /debug/throttle, /debug/fail, /debug/conflict,
+  /debug/compact, /debug/drop-watches): 429 with Retry-After, 5xx, a concurrent writer's 409
+  on the next PUTs, history compaction, broken watches.
 
 Not modelled: admission, schema validation of custom resources, server-side apply, field
 managers, finalizers, quotas, RBAC (every authenticated client may do everything).
@@ -327,6 +328,14 @@ class Faults:
         self.retry_after = 1
         self.fail = 0
         self.fail_code = 500
+        self.conflicts = 0
+
+    def take_conflict(self):
+        with self.lock:
+            if self.conflicts > 0:
+                self.conflicts -= 1
+                return True
+            return False
 
     def take(self):
         with self.lock:
@@ -342,6 +351,7 @@ class Faults:
 
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
+    disable_nagle_algorithm = True  # headers and body go out as separate writes
     server_version = "hpcplane-test-apiserver"
 
     def log_message(self, fmt, *args):  # quiet: tests read failures from responses
@@ -359,11 +369,17 @@ class Handler(BaseHTTPRequestHandler):
         self.end_headers()
         self.wfile.write(data)
 
-    def read_body(self):
+    def consume_body(self):
+        """Reads the whole body first, whatever the answer: on a kept-alive connection, unread
+        bytes would be taken for the next request."""
         n = int(self.headers.get("Content-Length") or 0)
         if n > 3 * 1024 * 1024:
+            self.close_connection = True
             raise ApiError(413, "RequestEntityTooLarge", "request is too large")
-        raw = self.rfile.read(n) if n else b""
+        self.raw_body = self.rfile.read(n) if n else b""
+
+    def read_body(self):
+        raw = self.raw_body
         ctype = (self.headers.get("Content-Type") or "application/json").split(";")[0].strip()
         if ctype in ("application/vnd.kubernetes.protobuf", "application/cbor"):
             raise ApiError(415, "UnsupportedMediaType", f"{ctype} is not supported by this test server: send JSON")
@@ -378,6 +394,7 @@ class Handler(BaseHTTPRequestHandler):
         url = urlparse(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
         try:
+            self.consume_body()
             if self.headers.get("Authorization") != f"Bearer {self.server.token}":
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if url.path.startswith("/debug/"):
@@ -420,6 +437,9 @@ class Handler(BaseHTTPRequestHandler):
             with faults.lock:
                 faults.fail = int(query.get("count", "1"))
                 faults.fail_code = int(query.get("code", "500"))
+        elif path == "/debug/conflict":
+            with faults.lock:
+                faults.conflicts = int(query.get("count", "1"))
         elif path == "/debug/compact":
             store.compact()
         elif path == "/debug/drop-watches":
@@ -744,6 +764,9 @@ class Handler(BaseHTTPRequestHandler):
             if not isinstance(new, dict):
                 raise ApiError(400, "BadRequest", "the request body must be an object")
             want_rv = (new.get("metadata") or {}).get("resourceVersion")
+            if method == "PUT" and self.server.faults.take_conflict():
+                # As if another writer had updated the object between the client's read and write.
+                want_rv = "0"
             if want_rv and want_rv != current["metadata"]["resourceVersion"]:
                 raise ApiError(409, "Conflict",
                                f'Operation cannot be fulfilled on {res.plural}{"." + res.group if res.group else ""} '
@@ -796,7 +819,7 @@ class Handler(BaseHTTPRequestHandler):
     def delete(self, res, namespace, name, query):
         store = self.server.store
         grace = query.get("gracePeriodSeconds")
-        if grace is None and self.headers.get("Content-Length"):
+        if grace is None and self.raw_body:
             _, body = self.read_body()
             if isinstance(body, dict) and body.get("gracePeriodSeconds") is not None:
                 grace = str(body["gracePeriodSeconds"])

@@ -3,6 +3,11 @@
 
     with TestApiServer() as api:
         api.kubectl("get", "ns")
+
+As a command, runs another command against a fresh server and stops it after, passing
+KUBECONFIG, HPCPLANE_TEST_APISERVER (its URL) and HPCPLANE_TEST_APISERVER_TOKEN_FILE:
+
+    python3 testcluster.py run [--crds] -- COMMAND [ARG...]
 """
 import os
 import shutil
@@ -19,9 +24,10 @@ SOURCE = os.path.dirname(os.path.dirname(HERE))
 
 
 class TestApiServer:
-    def __init__(self, bookmark_interval=0.5, history=1000):
+    def __init__(self, bookmark_interval=0.5, history=1000, crds=False):
         self.dir = tempfile.mkdtemp(prefix="hpcplane-apiserver.")
         self.bookmark_interval, self.history = bookmark_interval, history
+        self.crds = crds
         self.proc = None
         self.port = 0
         self.token = os.urandom(24).hex()
@@ -59,6 +65,8 @@ class TestApiServer:
         cmd = [sys.executable, os.path.join(HERE, "apiserver.py"), "--port", str(self.port), "--token-file",
                self.token_file, "--tls-cert", self.cert, "--tls-key", self.key, "--state", self.state,
                "--history", str(self.history), "--bookmark-interval", str(self.bookmark_interval)]
+        if self.crds:
+            cmd += ["--crds", os.path.join(SOURCE, "deploy/kubernetes/base/crds.yaml")]
         self.proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
         line = self.proc.stdout.readline()
         if "listening on" not in line:
@@ -115,3 +123,17 @@ current-context: test
     def __exit__(self, *exc):
         self.stop()
         shutil.rmtree(self.dir, ignore_errors=True)
+
+
+def main(argv):
+    if len(argv) < 3 or argv[0] != "run" or "--" not in argv:
+        sys.exit("usage: testcluster.py run [--crds] -- COMMAND [ARG...]")
+    sep = argv.index("--")
+    with TestApiServer(crds="--crds" in argv[1:sep]) as api:
+        env = dict(os.environ, KUBECONFIG=api.kubeconfig, HPCPLANE_TEST_APISERVER=api.url,
+                   HPCPLANE_TEST_APISERVER_TOKEN_FILE=api.token_file)
+        return subprocess.run(argv[sep + 1:], env=env).returncode
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

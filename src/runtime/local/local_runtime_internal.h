@@ -1,6 +1,6 @@
 // The local runtime's parts share this (not part of its interface): a pod's saved state, the
 // JSON of its spec, and probes. local_runtime.cc: config maps, secrets, volumes, pods' creation
-// and removal; pod_spec_json.cc: the stored spec; probes.cc: readiness and liveness;
+// and removal; not_enforced.cc: what it cannot enforce of resources; probes.cc: readiness and liveness;
 // supervisor.cc: the supervision loop and teardown; exec.cc: commands inside pods.
 #pragma once
 
@@ -15,6 +15,7 @@
 
 #include "common/subprocess.h"
 #include "runtime/local/local_runtime.h"
+#include "runtime/pod_spec_json.h"
 
 namespace hpc::runtime::local {
 
@@ -43,8 +44,8 @@ inline int64_t UnixNow() {
 }
 
 // The stored form of a pod's spec (pods/<name>/spec.json).
-nlohmann::json SpecJson(const PodSpec& s);
-Result<PodSpec> SpecFromJson(const nlohmann::json& j);
+using runtime::SpecFromJson;
+using runtime::SpecJson;
 // What this runtime does not enforce of a pod's resources. Memory limits are enforced by the
 // supervisor (resident memory checked every second; the pod is killed and restarted); nothing
 // here confines CPU time or devices, and every pod runs on this one machine, so requests

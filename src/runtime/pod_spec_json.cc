@@ -1,7 +1,6 @@
-#include "runtime/local/local_runtime_internal.h"
+#include "runtime/pod_spec_json.h"
 
-
-namespace hpc::runtime::local {
+namespace hpc::runtime {
 
 using nlohmann::json;
 
@@ -16,32 +15,21 @@ json ResourceListJson(const ResourceList& r) {
   return {{"cpus", r.cpus}, {"memoryMiB", r.memory_mib}, {"gpus", r.gpus}};
 }
 
+Mount MountFromJson(const json& m) {
+  return {static_cast<MountSource>(m.at("source").get<int>()), m.at("name"), m.at("mountPath"), m.at("subPath"),
+          m.at("readOnly")};
+}
+
 ResourceList ResourceListFromJson(const json& j) {
   return {j.at("cpus").get<int>(), j.at("memoryMiB").get<int64_t>(), j.at("gpus").get<int>()};
 }
 
 }  // namespace
 
-// What this runtime does not enforce of a pod's resources. Memory limits are enforced by the
-// supervisor (resident memory checked every second; the pod is killed and restarted); nothing
-// here confines CPU time or devices, and every pod runs on this one machine, so requests
-// reserve nothing either (Slurm's node definitions are what divides the machine).
-std::vector<std::string> NotEnforced(const Resources& r) {
-  std::vector<std::string> out;
-  if (r.limits.cpus > 0) out.push_back("limits.cpus: not enforced: the local runtime does not confine CPU time");
-  if (r.limits.gpus > 0 || r.requests.gpus > 0) {
-    out.push_back("gpus: not isolated: the local runtime does not confine devices; Slurm's GRES divides them");
-  }
-  if (r.requests.cpus > 0 || r.requests.memory_mib > 0) {
-    out.push_back("requests: not reserved: every local pod runs on this machine");
-  }
-  return out;
-}
-
 json SpecJson(const PodSpec& s) {
   json mounts = json::array();
   for (const auto& m : s.mounts) mounts.push_back(MountJson(m));
-  return {{"name", s.name},           {"labels", s.labels},
+  json out = {{"name", s.name},           {"labels", s.labels},
           {"command", s.command},     {"env", s.env},
           {"uid", s.uid},             {"gid", s.gid},
           {"workingDir", s.working_dir}, {"mounts", mounts},
@@ -55,6 +43,21 @@ json SpecJson(const PodSpec& s) {
           {"restartPolicy", static_cast<int>(s.restart_policy)},
           {"resources", {{"requests", ResourceListJson(s.resources.requests)}, {"limits", ResourceListJson(s.resources.limits)}}},
           {"tmpMiB", s.tmp_mib}};
+  if (!s.sidecars.empty()) {
+    json sidecars = json::array();
+    for (const auto& c : s.sidecars) {
+      json m = json::array();
+      for (const auto& mount : c.mounts) m.push_back(MountJson(mount));
+      sidecars.push_back({{"name", c.name},
+                          {"command", c.command},
+                          {"uid", c.uid},
+                          {"gid", c.gid},
+                          {"mounts", m},
+                          {"readiness", {{"tcpPort", c.readiness.tcp_port}, {"command", c.readiness.command}}}});
+    }
+    out["sidecars"] = sidecars;
+  }
+  return out;
 }
 
 Result<PodSpec> SpecFromJson(const json& j) {
@@ -67,10 +70,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.uid = j.at("uid");
     s.gid = j.at("gid");
     s.working_dir = j.at("workingDir");
-    for (const auto& m : j.at("mounts")) {
-      s.mounts.push_back({static_cast<MountSource>(m.at("source").get<int>()), m.at("name"), m.at("mountPath"),
-                          m.at("subPath"), m.at("readOnly")});
-    }
+    for (const auto& m : j.at("mounts")) s.mounts.push_back(MountFromJson(m));
     s.readiness.tcp_port = j.at("readiness").at("tcpPort");
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
@@ -89,10 +89,21 @@ Result<PodSpec> SpecFromJson(const json& j) {
       s.liveness.timeout_seconds = l.at("timeoutSeconds");
       s.liveness.failure_threshold = l.at("failureThreshold");
     }
+    for (const auto& c : j.value("sidecars", json::array())) {
+      Sidecar sc;
+      sc.name = c.at("name");
+      sc.command = c.at("command").get<std::vector<std::string>>();
+      sc.uid = c.at("uid");
+      sc.gid = c.at("gid");
+      for (const auto& m : c.at("mounts")) sc.mounts.push_back(MountFromJson(m));
+      sc.readiness.tcp_port = c.at("readiness").at("tcpPort");
+      sc.readiness.command = c.at("readiness").at("command").get<std::vector<std::string>>();
+      s.sidecars.push_back(std::move(sc));
+    }
     return s;
   } catch (const json::exception& e) {
     return Status::Errorf("pod spec: {}", e.what());
   }
 }
 
-}  // namespace hpc::runtime::local
+}  // namespace hpc::runtime

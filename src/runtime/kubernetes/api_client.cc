@@ -1,0 +1,330 @@
+#include "runtime/kubernetes/api_client.h"
+
+#include <httplib.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <random>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "common/files.h"
+#include "common/jwt.h"
+
+namespace hpc::runtime::kubernetes {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr size_t kMaxTokenBytes = 64 * 1024;
+constexpr size_t kMaxCaBytes = 1 << 20;
+constexpr const char* kServiceAccountDir = "/var/run/secrets/kubernetes.io/serviceaccount";
+
+// A CA bundle from memory, for the TLS client (which takes ownership).
+X509_STORE* StoreFromPem(const std::string& pem) {
+  BIO* bio = BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size()));
+  if (!bio) return nullptr;
+  X509_STORE* store = X509_STORE_new();
+  int added = 0;
+  while (X509* cert = PEM_read_bio_X509(bio, nullptr, nullptr, nullptr)) {
+    added += X509_STORE_add_cert(store, cert) == 1 ? 1 : 0;
+    X509_free(cert);
+  }
+  BIO_free(bio);
+  if (added == 0) {
+    X509_STORE_free(store);
+    return nullptr;
+  }
+  return store;
+}
+
+// The API's own explanation of an error (a Status object), else the body's start.
+std::string ErrorMessage(const std::string& body) {
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_object() && j.contains("message") && j["message"].is_string()) return j["message"];
+  return body.substr(0, 200);
+}
+
+Status StatusForHttp(int code, const std::string& what, const std::string& body) {
+  const std::string message = fmt::format("{}: {} {}", what, code, ErrorMessage(body));
+  auto j = json::parse(body, nullptr, false);
+  const std::string reason = j.is_object() ? j.value("reason", "") : "";
+  switch (code) {
+    case 400:
+    case 422: return Status::InvalidArgument("", message);
+    case 401: return Status::Unauthenticated(message);
+    case 403: return Status::PermissionDenied(message);
+    case 404: return Status::NotFound(message);
+    case 409: return reason == "AlreadyExists" ? Status::AlreadyExists(message) : Status::Conflict(message);
+    case 410: return Status::FailedPrecondition(message);
+    default: return code == 429 || code >= 500 ? Status::Unavailable(message) : Status::Error(message);
+  }
+}
+
+bool Retryable(int code) { return code == 429 || code == 500 || code == 502 || code == 503 || code == 504; }
+
+std::string RelativeTo(const std::string& base_file, const std::string& path) {
+  if (path.empty() || path[0] == '/') return path;
+  return (std::filesystem::path(base_file).parent_path() / path).string();
+}
+
+}  // namespace
+
+std::string QueryEscape(const std::string& value) {
+  std::string out;
+  for (unsigned char ch : value) {
+    if (isalnum(ch) || ch == '-' || ch == '_' || ch == '.' || ch == '~') {
+      out += static_cast<char>(ch);
+    } else {
+      out += fmt::format("%{:02X}", ch);
+    }
+  }
+  return out;
+}
+
+Result<Connection> LoadKubeconfig(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string text, files::ReadAtMost(path, kMaxCaBytes));
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("", fmt::format("kubeconfig {}: {}", path, e.what()));
+  }
+  try {
+    const std::string current = root["current-context"] ? root["current-context"].as<std::string>() : "";
+    if (current.empty()) return Status::InvalidArgument("", fmt::format("kubeconfig {}: no current-context", path));
+    auto named = [&](const char* list, const std::string& name) -> YAML::Node {
+      for (const auto& item : root[list]) {
+        if (item["name"] && item["name"].as<std::string>() == name) return item;
+      }
+      return YAML::Node();
+    };
+    YAML::Node context = named("contexts", current)["context"];
+    if (!context) return Status::InvalidArgument("", fmt::format("kubeconfig {}: no context \"{}\"", path, current));
+    YAML::Node cluster = named("clusters", context["cluster"].as<std::string>(""))["cluster"];
+    YAML::Node user = named("users", context["user"].as<std::string>(""))["user"];
+    if (!cluster) return Status::InvalidArgument("", fmt::format("kubeconfig {}: context \"{}\" has no cluster", path, current));
+    Connection c;
+    c.server = cluster["server"].as<std::string>("");
+    if (c.server.rfind("https://", 0) != 0) {
+      return Status::InvalidArgument("", fmt::format("kubeconfig {}: server \"{}\": only https:// is supported "
+                                                     "(a bearer token is never sent in the clear)", path, c.server));
+    }
+    if (cluster["insecure-skip-tls-verify"] && cluster["insecure-skip-tls-verify"].as<bool>(false)) {
+      return Status::InvalidArgument("", fmt::format("kubeconfig {}: insecure-skip-tls-verify is refused", path));
+    }
+    if (cluster["certificate-authority-data"]) {
+      ASSIGN_OR_RETURN(c.ca_pem, jwt::Base64Decode(cluster["certificate-authority-data"].as<std::string>()));
+    } else if (cluster["certificate-authority"]) {
+      ASSIGN_OR_RETURN(c.ca_pem, files::ReadAtMost(RelativeTo(path, cluster["certificate-authority"].as<std::string>()),
+                                                   kMaxCaBytes));
+    }
+    if (user && user["tokenFile"]) {
+      c.token_file = RelativeTo(path, user["tokenFile"].as<std::string>());
+    } else if (user && user["token"]) {
+      c.token = user["token"].as<std::string>();
+    } else {
+      return Status::InvalidArgument("", fmt::format("kubeconfig {}: user of context \"{}\" has no token or tokenFile "
+                                                     "(client certificates and exec plugins are not supported)",
+                                                     path, current));
+    }
+    if (context["namespace"]) c.namespace_name = context["namespace"].as<std::string>();
+    return c;
+  } catch (const YAML::Exception& e) {
+    return Status::InvalidArgument("", fmt::format("kubeconfig {}: {}", path, e.what()));
+  }
+}
+
+Result<Connection> InClusterConnection() {
+  const char* host = std::getenv("KUBERNETES_SERVICE_HOST");
+  const char* port = std::getenv("KUBERNETES_SERVICE_PORT");
+  if (!host || !port) {
+    return Status::FailedPrecondition(
+        "not in a Kubernetes pod (KUBERNETES_SERVICE_HOST is not set): give --kubeconfig FILE");
+  }
+  Connection c;
+  const std::string h = host;
+  c.server = fmt::format("https://{}:{}", h.find(':') != std::string::npos ? "[" + h + "]" : h, port);
+  c.token_file = std::string(kServiceAccountDir) + "/token";
+  ASSIGN_OR_RETURN(c.ca_pem, files::ReadAtMost(std::string(kServiceAccountDir) + "/ca.crt", kMaxCaBytes));
+  auto ns = files::ReadAtMost(std::string(kServiceAccountDir) + "/namespace", 256);
+  if (ns.ok() && !ns->empty()) c.namespace_name = *ns;
+  return c;
+}
+
+ApiClient::ApiClient(Connection connection, RetryPolicy retry)
+    : conn_(std::move(connection)), retry_(retry), http_(NewHttpClient()) {}
+
+ApiClient::~ApiClient() = default;
+
+std::unique_ptr<httplib::Client> ApiClient::NewHttpClient() const {
+  auto c = std::make_unique<httplib::Client>(conn_.server);
+  if (!conn_.ca_pem.empty()) {
+    if (X509_STORE* store = StoreFromPem(conn_.ca_pem)) c->set_ca_cert_store(store);
+  }
+  c->enable_server_certificate_verification(true);
+  c->set_connection_timeout(5);
+  c->set_read_timeout(60);
+  c->set_write_timeout(30);
+  c->set_keep_alive(true);
+  c->set_tcp_nodelay(true);
+  return c;
+}
+
+Result<std::string> ApiClient::BearerToken() const {
+  if (conn_.token_file.empty()) return conn_.token;
+  ASSIGN_OR_RETURN(std::string token, files::ReadAtMost(conn_.token_file, kMaxTokenBytes));
+  while (!token.empty() && isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
+  return token;
+}
+
+Result<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path,
+                                            const std::string& body, const std::string& content_type) {
+  ASSIGN_OR_RETURN(std::string token, BearerToken());
+  httplib::Headers headers = {{"Authorization", "Bearer " + token}, {"Accept", "application/json"}};
+  std::lock_guard<std::mutex> lock(mu_);
+  auto send = [&]() -> httplib::Result {
+    if (method == "POST") return http_->Post(path.c_str(), headers, body, content_type.c_str());
+    if (method == "PUT") return http_->Put(path.c_str(), headers, body, content_type.c_str());
+    if (method == "PATCH") return http_->Patch(path.c_str(), headers, body, content_type.c_str());
+    if (method == "DELETE") return http_->Delete(path.c_str(), headers);
+    return http_->Get(path.c_str(), headers);
+  };
+  httplib::Result r = send();
+  if (!r) {
+    // A broken keep-alive connection: the next request opens a new one.
+    http_ = NewHttpClient();
+    return Status::Unavailable(fmt::format("{} {}: {}", method, path, httplib::to_string(r.error())));
+  }
+  return Response{r->status, r->body, r->get_header_value("Retry-After")};
+}
+
+Result<std::string> ApiClient::Call(const std::string& method, const std::string& path, const std::string& body,
+                                    const std::string& content_type) {
+  static thread_local std::mt19937 jitter(std::random_device{}());
+  std::chrono::milliseconds backoff = retry_.first_backoff;
+  Status last = Status::Ok();
+  for (int attempt = 1; attempt <= retry_.attempts; ++attempt) {
+    auto r = Send(method, path, body, content_type);
+    std::chrono::milliseconds wait = backoff;
+    if (r.ok()) {
+      if (r->status >= 200 && r->status < 300) return r->body;
+      last = StatusForHttp(r->status, method + " " + path, r->body);
+      if (!Retryable(r->status)) return last;
+      if (r->status == 429 && !r->retry_after.empty()) {
+        // The server says when: wait that long (bounded), not our own guess.
+        const long seconds = std::strtol(r->retry_after.c_str(), nullptr, 10);
+        wait = std::chrono::seconds(std::clamp<long>(seconds, 0, retry_.max_retry_after.count()));
+      }
+    } else {
+      last = r.status();
+    }
+    if (attempt == retry_.attempts) break;
+    std::uniform_int_distribution<int> spread(0, static_cast<int>(wait.count() / 5));
+    std::this_thread::sleep_for(wait + std::chrono::milliseconds(spread(jitter)));
+    backoff = std::min(backoff * 2, retry_.max_backoff);
+  }
+  return Status::Unavailable(fmt::format("{} (after {} attempts)", last.message(), retry_.attempts));
+}
+
+Result<json> ApiClient::Get(const std::string& path) {
+  ASSIGN_OR_RETURN(std::string body, Call("GET", path));
+  auto j = json::parse(body, nullptr, false);
+  if (j.is_discarded()) return Status::Unavailable(fmt::format("GET {}: the answer is not JSON", path));
+  return j;
+}
+
+Result<std::string> ApiClient::GetText(const std::string& path) { return Call("GET", path); }
+
+Result<json> ApiClient::Post(const std::string& path, const json& body) {
+  ASSIGN_OR_RETURN(std::string out, Call("POST", path, body.dump()));
+  return json::parse(out, nullptr, false);
+}
+
+Result<json> ApiClient::Put(const std::string& path, const json& body) {
+  ASSIGN_OR_RETURN(std::string out, Call("PUT", path, body.dump()));
+  return json::parse(out, nullptr, false);
+}
+
+Result<json> ApiClient::MergePatch(const std::string& path, const json& patch) {
+  ASSIGN_OR_RETURN(std::string out, Call("PATCH", path, patch.dump(), "application/merge-patch+json"));
+  return json::parse(out, nullptr, false);
+}
+
+Status ApiClient::Delete(const std::string& path) { return Call("DELETE", path).status(); }
+
+Result<WatchEnd> ApiClient::Watch(const std::string& path, const std::string& resource_version, int timeout_seconds,
+                                  const std::function<bool(const WatchEvent&)>& on_event) {
+  ASSIGN_OR_RETURN(std::string token, BearerToken());
+  const char sep = path.find('?') == std::string::npos ? '?' : '&';
+  const std::string url = fmt::format("{}{}watch=true&allowWatchBookmarks=true&timeoutSeconds={}&resourceVersion={}",
+                                      path, sep, timeout_seconds, QueryEscape(resource_version));
+  // Its own connection: a watch holds it for minutes.
+  auto http = NewHttpClient();
+  http->set_read_timeout(timeout_seconds + 30);
+  WatchEnd end;
+  end.resource_version = resource_version;
+  std::string pending;
+  bool stopped = false;
+  Status failed = Status::Ok();
+  int code = 0;
+  std::string error_body;
+  auto r = http->Get(
+      url.c_str(), httplib::Headers{{"Authorization", "Bearer " + token}, {"Accept", "application/json"}},
+      [&](const httplib::Response& response) {
+        code = response.status;
+        return true;
+      },
+      [&](const char* data, size_t n) {
+        if (code != 200) {
+          error_body.append(data, std::min(n, size_t{4096}));
+          return true;
+        }
+        pending.append(data, n);
+        size_t nl;
+        while ((nl = pending.find('\n')) != std::string::npos) {
+          std::string line = pending.substr(0, nl);
+          pending.erase(0, nl + 1);
+          if (line.empty()) continue;
+          auto j = json::parse(line, nullptr, false);
+          if (!j.is_object() || !j.contains("type") || !j.contains("object")) {
+            failed = Status::Unavailable(fmt::format("watch {}: a line that is not an event", path));
+            return false;
+          }
+          WatchEvent e{j["type"].get<std::string>(), j["object"]};
+          if (e.type == "ERROR") {
+            if (e.object.value("code", 0) == 410) {
+              end.expired = true;
+            } else {
+              failed = Status::Unavailable(fmt::format("watch {}: {}", path, e.object.value("message", "error")));
+            }
+            return false;
+          }
+          const std::string rv = e.object["metadata"].value("resourceVersion", "");
+          if (!rv.empty()) end.resource_version = rv;
+          if (!on_event(e)) {
+            stopped = true;
+            return false;
+          }
+        }
+        return true;
+      });
+  if (!failed.ok()) return failed;
+  if (code == 410) {
+    end.expired = true;
+    return end;
+  }
+  if (code != 0 && code != 200) return StatusForHttp(code, "watch " + path, error_body);
+  if (!r && !stopped && !end.expired) {
+    // The stream broke (server gone, timeout): resume from the last version seen.
+    if (code == 0) return Status::Unavailable(fmt::format("watch {}: {}", path, httplib::to_string(r.error())));
+  }
+  return end;
+}
+
+}  // namespace hpc::runtime::kubernetes

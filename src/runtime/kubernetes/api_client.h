@@ -1,0 +1,102 @@
+// A client of the Kubernetes API for the operator: JSON over HTTPS with a bearer token, retries
+// where the API says to (429 after Retry-After, 5xx and broken connections with exponential
+// backoff), and watches streamed event by event. Errors keep the API's meaning: 404 NotFound,
+// 409 AlreadyExists or Conflict, 401/403, 400/422 InvalidArgument, and Unavailable once retries
+// are spent.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace httplib {
+class Client;
+}
+
+namespace hpc::runtime::kubernetes {
+
+// Where the API is and who the operator is to it.
+struct Connection {
+  std::string server;        // https://HOST:PORT
+  std::string ca_pem;        // the CA that signed the server's certificate; empty: the system's CAs
+  std::string token_file;    // read at every request: service account tokens are rotated
+  std::string token;         // used when there is no token file (a kubeconfig's `token:`)
+  std::string namespace_name = "default";
+};
+
+// The current context of a kubeconfig: server, certificate-authority(-data), token or
+// tokenFile, namespace. Client certificates and exec plugins are refused with a clear error.
+Result<Connection> LoadKubeconfig(const std::string& path);
+// The pod's service account (/var/run/secrets/kubernetes.io/serviceaccount) and
+// KUBERNETES_SERVICE_HOST/PORT, as every in-cluster client finds the API.
+Result<Connection> InClusterConnection();
+
+struct RetryPolicy {
+  int attempts = 6;
+  std::chrono::milliseconds first_backoff{100};
+  std::chrono::milliseconds max_backoff{5000};
+  std::chrono::seconds max_retry_after{30};
+};
+
+struct WatchEvent {
+  std::string type;  // ADDED, MODIFIED, DELETED, BOOKMARK
+  nlohmann::json object;
+};
+
+// How a watch ended: the server closed it (resume from `resource_version`), or the version
+// was too old (410 Gone: list again, then watch from the list's version).
+struct WatchEnd {
+  bool expired = false;
+  std::string resource_version;
+};
+
+class ApiClient {
+ public:
+  explicit ApiClient(Connection connection, RetryPolicy retry = {});
+  ~ApiClient();
+
+  const Connection& connection() const { return conn_; }
+
+  Result<nlohmann::json> Get(const std::string& path);
+  Result<std::string> GetText(const std::string& path);
+  Result<nlohmann::json> Post(const std::string& path, const nlohmann::json& body);
+  Result<nlohmann::json> Put(const std::string& path, const nlohmann::json& body);
+  Result<nlohmann::json> MergePatch(const std::string& path, const nlohmann::json& patch);
+  // NotFound when there was nothing to delete.
+  Status Delete(const std::string& path);
+
+  // Watches `path` (a collection, with its query) from `resource_version`, with bookmarks;
+  // `on_event` returns false to stop. Returns when the server ends the stream, after
+  // `timeout_seconds`, or when stopped.
+  Result<WatchEnd> Watch(const std::string& path, const std::string& resource_version, int timeout_seconds,
+                         const std::function<bool(const WatchEvent&)>& on_event);
+
+ private:
+  struct Response {
+    int status = 0;
+    std::string body;
+    std::string retry_after;
+  };
+  Result<Response> Send(const std::string& method, const std::string& path, const std::string& body,
+                        const std::string& content_type);
+  Result<std::string> Call(const std::string& method, const std::string& path, const std::string& body = "",
+                           const std::string& content_type = "application/json");
+  Result<std::string> BearerToken() const;
+  std::unique_ptr<httplib::Client> NewHttpClient() const;
+
+  Connection conn_;
+  RetryPolicy retry_;
+  std::mutex mu_;  // one request at a time on the shared connection
+  std::unique_ptr<httplib::Client> http_;
+};
+
+// Percent-encodes a query parameter's value (label selectors hold '=' and ',').
+std::string QueryEscape(const std::string& value);
+
+}  // namespace hpc::runtime::kubernetes

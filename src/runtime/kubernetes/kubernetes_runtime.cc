@@ -1,0 +1,318 @@
+#include "runtime/kubernetes/kubernetes_runtime.h"
+
+#include <ctime>
+
+#include <fmt/format.h>
+
+#include "common/jwt.h"
+#include "runtime/pod_spec_json.h"
+
+namespace hpc::runtime::kubernetes {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int kConflictRetries = 5;
+const char* const kLabelCluster = "hpcplane.io/cluster";
+
+// "UID:GID" of an owner annotation; false when absent or malformed.
+bool ParseOwner(const json& meta, int64_t* uid, int64_t* gid) {
+  const std::string v = meta.value("annotations", json::object()).value(kOwnerAnnotation, "");
+  return std::sscanf(v.c_str(), "%ld:%ld", uid, gid) == 2;  // NOLINT(runtime/printf)
+}
+
+uint32_t ParseMode(const json& meta, uint32_t fallback) {
+  const std::string v = meta.value("annotations", json::object()).value(kModeAnnotation, "");
+  if (v.empty()) return fallback;
+  return static_cast<uint32_t>(std::strtoul(v.c_str(), nullptr, 8));
+}
+
+int64_t ParseTime(const std::string& rfc3339) {
+  std::tm tm{};
+  if (!strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%SZ", &tm)) return 0;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+}  // namespace
+
+KubernetesRuntime::KubernetesRuntime(std::shared_ptr<ApiClient> api, ObjectContext ctx)
+    : api_(std::move(api)), ctx_(std::move(ctx)) {}
+
+std::string KubernetesRuntime::Path(const std::string& plural, const std::string& name) const {
+  std::string p = fmt::format("/api/v1/namespaces/{}/{}", ctx_.namespace_name, plural);
+  if (!name.empty()) p += "/" + ObjectName(ctx_, name);
+  return p;
+}
+
+Result<std::optional<json>> KubernetesRuntime::GetObject(const std::string& plural, const std::string& name) {
+  auto r = api_->Get(Path(plural, name));
+  if (!r.ok() && r.status().code() == StatusCode::kNotFound) return std::optional<json>();
+  if (!r.ok()) return r.status();
+  return std::optional<json>(std::move(*r));
+}
+
+Status KubernetesRuntime::DeleteObject(const std::string& plural, const std::string& name) {
+  Status s = api_->Delete(Path(plural, name));
+  return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
+}
+
+Status KubernetesRuntime::Upsert(const std::string& plural, const json& object) {
+  const std::string name = object["metadata"]["name"];
+  const std::string path = fmt::format("/api/v1/namespaces/{}/{}", ctx_.namespace_name, plural);
+  Status last = Status::Ok();
+  for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
+    auto current = api_->Get(path + "/" + name);
+    if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
+    if (!current.ok()) {
+      auto created = api_->Post(path, object);
+      if (created.ok()) return Status::Ok();
+      last = created.status();
+      if (last.code() != StatusCode::kAlreadyExists) return last;
+      continue;  // created meanwhile by someone else: read it and replace it
+    }
+    json wanted = object;
+    wanted["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
+    json have = *current;
+    for (const char* k : {"resourceVersion", "uid", "creationTimestamp", "generation", "managedFields"}) {
+      have["metadata"].erase(k);
+    }
+    json compare = wanted;
+    compare["metadata"].erase("resourceVersion");
+    if (have == compare) return Status::Ok();  // nothing to write
+    auto replaced = api_->Put(path + "/" + name, wanted);
+    if (replaced.ok()) return Status::Ok();
+    last = replaced.status();
+    if (last.code() != StatusCode::kConflict) return last;
+  }
+  return Status::Conflict(fmt::format("{} {}: still conflicting after {} tries: {}", plural, name, kConflictRetries,
+                                      last.message()));
+}
+
+Status KubernetesRuntime::ApplyConfigMap(const ConfigMap& cm) {
+  RETURN_IF_ERROR(Upsert("configmaps", ConfigMapObject(cm, ctx_)));
+  std::lock_guard<std::mutex> lock(mu_);
+  known_.config_map_modes[cm.name] = cm.default_mode;
+  return Status::Ok();
+}
+
+Result<std::optional<ConfigMap>> KubernetesRuntime::GetConfigMap(const std::string& name) {
+  ASSIGN_OR_RETURN(auto o, GetObject("configmaps", name));
+  if (!o) return std::optional<ConfigMap>();
+  ConfigMap cm;
+  cm.name = name;
+  cm.data = o->value("data", json::object()).get<std::map<std::string, std::string>>();
+  cm.default_mode = static_cast<int>(ParseMode((*o)["metadata"], 0644));
+  std::lock_guard<std::mutex> lock(mu_);
+  known_.config_map_modes[name] = cm.default_mode;
+  return std::optional<ConfigMap>(cm);
+}
+
+Status KubernetesRuntime::DeleteConfigMap(const std::string& name) { return DeleteObject("configmaps", name); }
+
+Status KubernetesRuntime::ApplySecret(const Secret& secret) {
+  RETURN_IF_ERROR(Upsert("secrets", SecretObject(secret, ctx_)));
+  std::lock_guard<std::mutex> lock(mu_);
+  known_.secrets[secret.name] = {secret.name, {}, secret.owner_uid, secret.owner_gid};
+  return Status::Ok();
+}
+
+Result<std::optional<Secret>> KubernetesRuntime::GetSecret(const std::string& name) {
+  ASSIGN_OR_RETURN(auto o, GetObject("secrets", name));
+  if (!o) return std::optional<Secret>();
+  Secret s;
+  s.name = name;
+  const json data = o->value("data", json::object());
+  for (const auto& [k, v] : data.items()) {
+    auto decoded = jwt::Base64Decode(v.get<std::string>());
+    if (!decoded.ok()) return Status::Internal(fmt::format("secret {}: key {} is not base64", name, k));
+    s.data[k] = *decoded;
+  }
+  ParseOwner((*o)["metadata"], &s.owner_uid, &s.owner_gid);
+  std::lock_guard<std::mutex> lock(mu_);
+  known_.secrets[name] = {name, {}, s.owner_uid, s.owner_gid};
+  return std::optional<Secret>(s);
+}
+
+Status KubernetesRuntime::DeleteSecret(const std::string& name) { return DeleteObject("secrets", name); }
+
+Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
+  json wanted = VolumeClaimObject(volume, ctx_);
+  ASSIGN_OR_RETURN(auto have, GetObject("persistentvolumeclaims", volume.name));
+  if (!have) {
+    auto created = api_->Post(fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims", ctx_.namespace_name), wanted);
+    if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
+  } else if ((*have)["metadata"].value("annotations", json::object()) != wanted["metadata"]["annotations"]) {
+    // A claim's spec is immutable; its owner and mode (applied by each pod's prepare step) are not.
+    RETURN_IF_ERROR(api_->MergePatch(Path("persistentvolumeclaims", volume.name),
+                                     {{"metadata", {{"annotations", wanted["metadata"]["annotations"]}}}})
+                        .status());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  known_.volumes[volume.name] = volume;
+  return Status::Ok();
+}
+
+Result<MountedObjects> KubernetesRuntime::MountedFor(const PodSpec& spec) {
+  std::vector<Mount> mounts = spec.mounts;
+  for (const auto& sc : spec.sidecars) mounts.insert(mounts.end(), sc.mounts.begin(), sc.mounts.end());
+  for (const auto& m : mounts) {
+    bool known;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      known = (m.source == MountSource::kSecret && known_.secrets.count(m.name)) ||
+              (m.source == MountSource::kVolume && known_.volumes.count(m.name)) ||
+              (m.source == MountSource::kConfigMap && known_.config_map_modes.count(m.name)) ||
+              m.source == MountSource::kEmptyDir || m.source == MountSource::kHostPath;
+    }
+    if (known) continue;
+    if (m.source == MountSource::kSecret) {
+      ASSIGN_OR_RETURN(auto s, GetSecret(m.name));
+      if (!s) return Status::FailedPrecondition(fmt::format("pod {}: secret {} does not exist yet", spec.name, m.name));
+    } else if (m.source == MountSource::kConfigMap) {
+      ASSIGN_OR_RETURN(auto cm, GetConfigMap(m.name));
+      if (!cm) return Status::FailedPrecondition(fmt::format("pod {}: config map {} does not exist yet", spec.name, m.name));
+    } else if (m.source == MountSource::kVolume) {
+      ASSIGN_OR_RETURN(auto pvc, GetObject("persistentvolumeclaims", m.name));
+      if (!pvc) return Status::FailedPrecondition(fmt::format("pod {}: volume {} does not exist yet", spec.name, m.name));
+      Volume v;
+      v.name = m.name;
+      ParseOwner((*pvc)["metadata"], &v.owner_uid, &v.owner_gid);
+      v.mode = ParseMode((*pvc)["metadata"], 0700);
+      std::lock_guard<std::mutex> lock(mu_);
+      known_.volumes[m.name] = v;
+    }
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  return known_;
+}
+
+Status KubernetesRuntime::CreatePod(const PodSpec& spec) {
+  ASSIGN_OR_RETURN(auto existing, GetObject("pods", spec.name));
+  const std::string wanted_spec = SpecJson(spec).dump();
+  if (existing) {
+    const json& meta = (*existing)["metadata"];
+    if (meta.contains("deletionTimestamp")) {
+      return Status::FailedPrecondition(fmt::format("pod {} is still terminating", spec.name));
+    }
+    if (meta.value("annotations", json::object()).value(kPodSpecAnnotation, "") == wanted_spec) return Status::Ok();
+    return Status::Errorf("pod {} exists with a different spec; delete it first", spec.name);
+  }
+  ASSIGN_OR_RETURN(MountedObjects mounted, MountedFor(spec));
+  ASSIGN_OR_RETURN(json pod, PodObject(spec, mounted, ctx_));
+  pod["metadata"]["annotations"][kPodSpecAnnotation] = wanted_spec;
+  auto created = api_->Post(fmt::format("/api/v1/namespaces/{}/pods", ctx_.namespace_name), pod);
+  if (created.ok()) return Status::Ok();
+  if (created.status().code() != StatusCode::kAlreadyExists) return created.status();
+  // Created by an earlier attempt whose answer was lost: the same spec is success.
+  ASSIGN_OR_RETURN(auto now, GetPodSpec(spec.name));
+  if (now && *now == spec) return Status::Ok();
+  return Status::Errorf("pod {} exists with a different spec; delete it first", spec.name);
+}
+
+Status KubernetesRuntime::DeletePod(const std::string& name) { return DeleteObject("pods", name); }
+
+PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
+  PodStatus st;
+  const json& meta = pod["metadata"];
+  const json status = pod.value("status", json::object());
+  st.name = pod.value("spec", json::object()).value("hostname", "");
+  st.labels = meta.value("labels", json::object()).get<std::map<std::string, std::string>>();
+  st.labels.erase(kManagedByLabel);
+  const std::string phase = status.value("phase", "Pending");
+  st.phase = phase == "Running"     ? PodPhase::kRunning
+             : phase == "Succeeded" ? PodPhase::kSucceeded
+             : phase == "Failed"    ? PodPhase::kFailed
+                                    : PodPhase::kPending;
+  for (const auto& c : status.value("conditions", json::array())) {
+    if (c.value("type", "") == "Ready") st.ready = c.value("status", "") == "True";
+  }
+  st.ip = status.value("podIP", "");
+  for (const auto& c : status.value("containerStatuses", json::array())) {
+    st.restarts += c.value("restartCount", 0);
+    if (st.message.empty() && c.contains("state") && c["state"].contains("waiting")) {
+      const json& w = c["state"]["waiting"];
+      st.message = w.value("reason", "") + (w.contains("message") ? ": " + w.value("message", "") : "");
+    }
+  }
+  if (status.contains("message")) st.message = status.value("message", "");
+  if (meta.contains("deletionTimestamp")) st.message = "terminating";
+  st.started_at = ParseTime(status.value("startTime", ""));
+  const std::string spec_json = meta.value("annotations", json::object()).value(kPodSpecAnnotation, "");
+  auto spec = SpecFromJson(json::parse(spec_json, nullptr, false));
+  if (spec.ok()) {
+    st.resources = spec->resources;
+    if (st.name.empty()) st.name = spec->name;
+  }
+  return st;  // the kubelet enforces requests and limits: not_enforced stays empty
+}
+
+Result<std::vector<PodStatus>> KubernetesRuntime::ListPods(const std::map<std::string, std::string>& selector) {
+  std::string labels = fmt::format("{}={}", kLabelCluster, ctx_.cluster);
+  for (const auto& [k, v] : selector) labels += fmt::format(",{}={}", k, v);
+  ASSIGN_OR_RETURN(json list, api_->Get(fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}",
+                                                    ctx_.namespace_name, QueryEscape(labels))));
+  std::vector<PodStatus> out;
+  for (const auto& pod : list.value("items", json::array())) out.push_back(StatusOf(pod));
+  return out;
+}
+
+Result<std::optional<PodSpec>> KubernetesRuntime::GetPodSpec(const std::string& name) {
+  ASSIGN_OR_RETURN(auto pod, GetObject("pods", name));
+  if (!pod) return std::optional<PodSpec>();
+  const std::string spec_json = (*pod)["metadata"].value("annotations", json::object()).value(kPodSpecAnnotation, "");
+  auto j = json::parse(spec_json, nullptr, false);
+  if (j.is_discarded()) return Status::Internal(fmt::format("pod {}: no readable {} annotation", name, kPodSpecAnnotation));
+  ASSIGN_OR_RETURN(PodSpec spec, SpecFromJson(j));
+  return std::optional<PodSpec>(std::move(spec));
+}
+
+Result<ProcessResult> KubernetesRuntime::Exec(const std::string& pod, const ExecOptions&) {
+  return Status::FailedPrecondition(fmt::format(
+      "pod {}: exec on Kubernetes (pods/exec over WebSocket) is not implemented yet; use kubectl exec", pod));
+}
+
+Result<int> KubernetesRuntime::ExecInteractive(const std::string& pod, const ExecOptions& opts) {
+  return Exec(pod, opts).status();
+}
+
+Result<std::string> KubernetesRuntime::Logs(const std::string& pod, size_t tail_lines) {
+  ASSIGN_OR_RETURN(auto spec, GetPodSpec(pod));
+  if (!spec) return Status::NotFound(fmt::format("pod {} not found", pod));
+  std::string path = Path("pods", pod) + "/log";
+  auto component = spec->labels.find("hpcplane.io/component");
+  path += "?container=" + QueryEscape(component == spec->labels.end() ? "main" : component->second);
+  if (tail_lines > 0) path += fmt::format("&tailLines={}", tail_lines);
+  return api_->GetText(path);
+}
+
+SupervisionResult KubernetesRuntime::Supervise() {
+  SupervisionResult r;
+  auto pods = ListPods({});
+  if (!pods.ok()) {
+    r.settled = false;  // cannot see: claim nothing
+    return r;
+  }
+  std::map<std::string, std::string> seen;
+  for (const auto& p : *pods) {
+    seen[p.name] = fmt::format("{}/{}/{}", PodPhaseName(p.phase), p.ready, p.restarts);
+    const bool done = p.phase == PodPhase::kSucceeded || p.phase == PodPhase::kFailed;
+    if (!(p.phase == PodPhase::kRunning && p.ready) && !done) r.settled = false;
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  r.changed = seen != last_seen_;
+  last_seen_ = std::move(seen);
+  return r;
+}
+
+Status KubernetesRuntime::Teardown() {
+  ASSIGN_OR_RETURN(auto pods, ListPods({}));
+  Status first = Status::Ok();
+  for (const auto& p : pods) {
+    Status s = DeletePod(p.name);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
+}  // namespace hpc::runtime::kubernetes

@@ -1,0 +1,66 @@
+// The runtime interface over the Kubernetes API: config maps, secrets, volumes and pods of one
+// SlurmCluster become ConfigMaps, Secrets, PersistentVolumeClaims and Pods in its namespace
+// (objects.h says how), owned by the SlurmCluster so that deleting it removes them all.
+// The kubelet runs the pods: Supervise only reports what changed, Teardown deletes the pods.
+//
+// Writes are idempotent and safe against a concurrent writer: an update carries the
+// resourceVersion it read and is retried on 409 Conflict with a fresh read. The spec each pod
+// was created from is kept in an annotation, so a restarted operator compares specs exactly
+// and never replaces a pod that already runs what it wants.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "runtime/kubernetes/api_client.h"
+#include "runtime/kubernetes/objects.h"
+#include "runtime/pod_runtime.h"
+
+namespace hpc::runtime::kubernetes {
+
+inline constexpr const char* kPodSpecAnnotation = "hpcplane.io/pod-spec";
+
+class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
+ public:
+  KubernetesRuntime(std::shared_ptr<ApiClient> api, ObjectContext ctx);
+
+  Status ApplyConfigMap(const ConfigMap& cm) override;
+  Result<std::optional<ConfigMap>> GetConfigMap(const std::string& name) override;
+  Status DeleteConfigMap(const std::string& name) override;
+  Status ApplySecret(const Secret& secret) override;
+  Result<std::optional<Secret>> GetSecret(const std::string& name) override;
+  Status DeleteSecret(const std::string& name) override;
+  Status EnsureVolume(const Volume& volume) override;
+  Status CreatePod(const PodSpec& spec) override;
+  Status DeletePod(const std::string& name) override;
+  Result<std::vector<PodStatus>> ListPods(const std::map<std::string, std::string>& selector = {}) override;
+  Result<std::optional<PodSpec>> GetPodSpec(const std::string& name) override;
+  Result<ProcessResult> Exec(const std::string& pod, const ExecOptions& opts) override;
+  Result<int> ExecInteractive(const std::string& pod, const ExecOptions& opts) override;
+  Result<std::string> Logs(const std::string& pod, size_t tail_lines) override;
+
+  SupervisionResult Supervise() override;
+  Status Teardown() override;
+
+  const ObjectContext& context() const { return ctx_; }
+
+ private:
+  std::string Path(const std::string& plural, const std::string& name = "") const;
+  // Creates the object, or replaces it keeping its resourceVersion; retried on conflicts.
+  Status Upsert(const std::string& plural, const nlohmann::json& object);
+  Result<std::optional<nlohmann::json>> GetObject(const std::string& plural, const std::string& name);
+  Status DeleteObject(const std::string& plural, const std::string& name);
+  // The secrets, volumes and config map modes a pod's mounts refer to, read once and kept.
+  Result<MountedObjects> MountedFor(const PodSpec& spec);
+  PodStatus StatusOf(const nlohmann::json& pod) const;
+
+  std::shared_ptr<ApiClient> api_;
+  ObjectContext ctx_;
+  std::mutex mu_;
+  MountedObjects known_;
+  std::map<std::string, std::string> last_seen_;  // pod -> what Supervise saw of it
+};
+
+}  // namespace hpc::runtime::kubernetes

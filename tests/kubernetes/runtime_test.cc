@@ -1,0 +1,312 @@
+// The Kubernetes runtime against the test API server (tests/kubernetes/apiserver.py, whose
+// fidelity apiserver_test.py checks with kubectl and the official Python client). Run through
+// `testcluster.py run --crds -- kubernetes_runtime_tests`, which starts a fresh server and
+// passes KUBECONFIG, HPCPLANE_TEST_APISERVER and HPCPLANE_TEST_APISERVER_TOKEN_FILE.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
+
+#include "common/files.h"
+#include "runtime/kubernetes/api_client.h"
+#include "runtime/kubernetes/kubernetes_runtime.h"
+
+namespace hpc::runtime::kubernetes {
+namespace {
+
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v ? v : "";
+}
+
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+  const auto deadline = Clock::now() + timeout;
+  while (Clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  return done();
+}
+
+class KubernetesRuntimeTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    ASSERT_FALSE(Env("KUBECONFIG").empty()) << "run through tests/kubernetes/testcluster.py run --crds -- ...";
+  }
+
+  void SetUp() override {
+    auto conn = LoadKubeconfig(Env("KUBECONFIG"));
+    ASSERT_TRUE(conn.ok()) << conn.status().message();
+    // Each test in its own namespace, as tests side by side must not collide.
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    namespace_ = "t-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000007);
+    conn->namespace_name = namespace_;
+    api_ = std::make_shared<ApiClient>(*conn, RetryPolicy{4, std::chrono::milliseconds(50)});
+    auto ns = api_->Post("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"},
+                                                {"metadata", {{"name", namespace_}}}});
+    ASSERT_TRUE(ns.ok() || ns.status().code() == StatusCode::kAlreadyExists) << ns.status().message();
+    ctx_.namespace_name = namespace_;
+    ctx_.cluster = "research";
+    ctx_.image = "hpcplane-slurm:test";
+    rt_ = std::make_unique<KubernetesRuntime>(api_, ctx_);
+  }
+
+  Status Debug(const std::string& what) {
+    Status s = api_->Post("/debug/" + what, json::object()).status();
+    EXPECT_TRUE(s.ok()) << s.message();
+    return s;
+  }
+
+  PodSpec Worker(const std::string& name) {
+    PodSpec p;
+    p.name = name;
+    p.labels = {{"hpcplane.io/cluster", "research"}, {"hpcplane.io/component", "worker"}};
+    p.command = {"slurmd", "-D"};
+    p.mounts = {{MountSource::kConfigMap, "slurm-config", "/etc/slurm", "", true},
+                {MountSource::kSecret, "munge-key", "/run/secrets/munge", "", true},
+                {MountSource::kVolume, "dataset-shared", "/shared", "", false}};
+    p.readiness.tcp_port = 6818;
+    p.resources.requests = {4, 8000, 0};
+    return p;
+  }
+
+  Status ApplyWorkerInputs() {
+    RETURN_IF_ERROR(rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "ClusterName=research\n"}}}));
+    RETURN_IF_ERROR(rt_->ApplySecret({"munge-key", {{"munge.key", "k"}}, 64031, 64031}));
+    return rt_->EnsureVolume({"dataset-shared", 0, 0, 01777, true});
+  }
+
+  std::string namespace_;
+  std::shared_ptr<ApiClient> api_;
+  ObjectContext ctx_;
+  std::unique_ptr<KubernetesRuntime> rt_;
+};
+
+TEST_F(KubernetesRuntimeTest, KubeconfigIsReadAndPlainHttpOrSkippedVerificationRefused) {
+  auto conn = LoadKubeconfig(Env("KUBECONFIG"));
+  ASSERT_TRUE(conn.ok());
+  EXPECT_EQ(conn->server, Env("HPCPLANE_TEST_APISERVER"));
+  EXPECT_EQ(conn->token_file, Env("HPCPLANE_TEST_APISERVER_TOKEN_FILE"));
+  EXPECT_NE(conn->ca_pem.find("BEGIN CERTIFICATE"), std::string::npos);
+  auto dir = files::MakeTempDir("hpcplane-kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  auto write = [&](const std::string& server, const std::string& extra) {
+    std::ofstream(*dir + "/config") << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                                    << "clusters: [{name: k, cluster: {server: \"" << server << "\"" << extra << "}}]\n"
+                                    << "users: [{name: u, user: {token: abcdefabcdefabcdef}}]\n"
+                                    << "contexts: [{name: c, context: {cluster: k, user: u}}]\n";
+    return LoadKubeconfig(*dir + "/config");
+  };
+  auto http = write("http://127.0.0.1:1", "");
+  ASSERT_FALSE(http.ok());
+  EXPECT_NE(http.status().message().find("only https://"), std::string::npos) << http.status().message();
+  auto skip = write("https://127.0.0.1:1", ", insecure-skip-tls-verify: true");
+  ASSERT_FALSE(skip.ok());
+  EXPECT_NE(skip.status().message().find("insecure-skip-tls-verify"), std::string::npos);
+  EXPECT_TRUE(write("https://127.0.0.1:1", "").ok());
+  ASSERT_TRUE(files::RemoveAll(*dir).ok());
+}
+
+TEST_F(KubernetesRuntimeTest, AWrongTokenIsUnauthenticated) {
+  Connection c = api_->connection();
+  c.token_file.clear();
+  c.token = "not-the-token-not-the-token";
+  ApiClient wrong(c, RetryPolicy{1});
+  auto r = wrong.Get("/api/v1/namespaces");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnauthenticated) << r.status().message();
+}
+
+TEST_F(KubernetesRuntimeTest, ConfigMapsAndSecretsRoundTripWithModesAndOwners) {
+  ASSERT_TRUE(rt_->ApplyConfigMap({"slurm-scripts", {{"task_prolog", "#!/bin/sh\n"}}, 0755}).ok());
+  auto cm = rt_->GetConfigMap("slurm-scripts");
+  ASSERT_TRUE(cm.ok() && *cm);
+  EXPECT_EQ((*cm)->data.at("task_prolog"), "#!/bin/sh\n");
+  EXPECT_EQ((*cm)->default_mode, 0755);
+  const std::string binary("\x00\x01\xfe\xff munge key", 14);
+  ASSERT_TRUE(rt_->ApplySecret({"munge-key", {{"munge.key", binary}}, 64031, 64031}).ok());
+  auto s = rt_->GetSecret("munge-key");
+  ASSERT_TRUE(s.ok() && *s);
+  EXPECT_EQ((*s)->data.at("munge.key"), binary);
+  EXPECT_EQ((*s)->owner_uid, 64031);
+  EXPECT_EQ((*s)->owner_gid, 64031);
+  // The objects are the cluster's, by name and label.
+  auto raw = api_->Get("/api/v1/namespaces/" + namespace_ + "/secrets/research-munge-key");
+  ASSERT_TRUE(raw.ok());
+  EXPECT_EQ((*raw)["metadata"]["labels"]["hpcplane.io/cluster"], "research");
+  // An unchanged apply writes nothing; a changed one replaces.
+  const std::string rv = (*raw)["metadata"]["resourceVersion"];
+  ASSERT_TRUE(rt_->ApplySecret({"munge-key", {{"munge.key", binary}}, 64031, 64031}).ok());
+  EXPECT_EQ((*api_->Get("/api/v1/namespaces/" + namespace_ + "/secrets/research-munge-key"))["metadata"]["resourceVersion"],
+            rv);
+  ASSERT_TRUE(rt_->ApplyConfigMap({"slurm-scripts", {{"task_prolog", "#!/bin/sh\nexit 0\n"}}, 0755}).ok());
+  EXPECT_EQ((*rt_->GetConfigMap("slurm-scripts"))->data.at("task_prolog"), "#!/bin/sh\nexit 0\n");
+  EXPECT_FALSE(*rt_->GetConfigMap("absent"));
+  ASSERT_TRUE(rt_->DeleteConfigMap("slurm-scripts").ok());
+  ASSERT_TRUE(rt_->DeleteConfigMap("slurm-scripts").ok()) << "deleting what is gone is done";
+  EXPECT_FALSE(*rt_->GetConfigMap("slurm-scripts"));
+}
+
+TEST_F(KubernetesRuntimeTest, AConcurrentWriterIsRetriedNotOverwritten) {
+  ASSERT_TRUE(rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "a\n"}}}).ok());
+  // The next two PUTs meet a resourceVersion another writer has moved on.
+  ASSERT_TRUE(Debug("conflict?count=2").ok());
+  Status applied = rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "b\n"}}});
+  ASSERT_TRUE(applied.ok()) << applied.message();
+  EXPECT_EQ((*rt_->GetConfigMap("slurm-config"))->data.at("slurm.conf"), "b\n");
+  ASSERT_TRUE(Debug("conflict?count=9").ok());
+  Status s = rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "c\n"}}});
+  EXPECT_EQ(s.code(), StatusCode::kConflict) << s.message();
+  ASSERT_TRUE(Debug("conflict?count=0").ok());
+}
+
+TEST_F(KubernetesRuntimeTest, ThrottlingAndServerErrorsAreRetriedWithBackoff) {
+  ASSERT_TRUE(Debug("throttle?count=2&retryAfter=1").ok());
+  const auto start = Clock::now();
+  ASSERT_TRUE(rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "x\n"}}}).ok());
+  EXPECT_GE(Clock::now() - start, std::chrono::milliseconds(1900)) << "Retry-After: 1, twice";
+  ASSERT_TRUE(Debug("fail?count=3&code=503").ok());
+  EXPECT_TRUE(rt_->GetConfigMap("slurm-config").ok());
+  ASSERT_TRUE(Debug("fail?count=20&code=500").ok());
+  auto r = rt_->GetConfigMap("slurm-config");
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), StatusCode::kUnavailable) << r.status().message();
+  EXPECT_NE(r.status().message().find("after 4 attempts"), std::string::npos) << r.status().message();
+  ASSERT_TRUE(Debug("fail?count=0").ok());
+}
+
+TEST_F(KubernetesRuntimeTest, PodsAreCreatedOnceComparedBySpecAndReportedByStatus) {
+  ASSERT_TRUE(ApplyWorkerInputs().ok());
+  const PodSpec spec = Worker("cpu-0");
+  ASSERT_TRUE(rt_->CreatePod(spec).ok());
+  const std::string path = "/api/v1/namespaces/" + namespace_ + "/pods/research-cpu-0";
+  auto pod = api_->Get(path);
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ((*pod)["spec"]["hostname"], "cpu-0");
+  EXPECT_EQ((*pod)["spec"]["containers"][0]["resources"]["requests"]["cpu"], "4");
+  const std::string rv = (*pod)["metadata"]["resourceVersion"];
+  ASSERT_TRUE(rt_->CreatePod(spec).ok()) << "the same spec again is done";
+  EXPECT_EQ((*api_->Get(path))["metadata"]["resourceVersion"], rv);
+  PodSpec other = spec;
+  other.command = {"slurmd", "-D", "-vvv"};
+  Status s = rt_->CreatePod(other);
+  ASSERT_FALSE(s.ok());
+  EXPECT_NE(s.message().find("different spec"), std::string::npos) << s.message();
+  auto back = rt_->GetPodSpec("cpu-0");
+  ASSERT_TRUE(back.ok() && *back);
+  EXPECT_EQ(**back, spec);
+
+  auto listed = rt_->ListPods({{"hpcplane.io/component", "worker"}});
+  ASSERT_TRUE(listed.ok());
+  ASSERT_EQ(listed->size(), 1u);
+  EXPECT_EQ((*listed)[0].name, "cpu-0");
+  EXPECT_EQ((*listed)[0].phase, PodPhase::kPending);
+  EXPECT_FALSE((*listed)[0].ready);
+  EXPECT_TRUE(rt_->ListPods({{"hpcplane.io/component", "controller"}})->empty());
+  EXPECT_FALSE(rt_->Supervise().settled);
+
+  // What a kubelet reports once the pod runs.
+  ASSERT_TRUE(api_->MergePatch(path + "/status",
+                               {{"status",
+                                 {{"phase", "Running"},
+                                  {"podIP", "10.1.2.3"},
+                                  {"startTime", "2026-12-01T00:00:00Z"},
+                                  {"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
+                                  {"containerStatuses", {{{"name", "worker"}, {"restartCount", 2}}}}}}})
+                  .ok());
+  listed = rt_->ListPods({});
+  ASSERT_TRUE(listed.ok() && listed->size() == 1u);
+  const PodStatus& st = (*listed)[0];
+  EXPECT_EQ(st.phase, PodPhase::kRunning);
+  EXPECT_TRUE(st.ready);
+  EXPECT_EQ(st.ip, "10.1.2.3");
+  EXPECT_EQ(st.restarts, 2);
+  EXPECT_EQ(st.started_at, 1796083200);
+  EXPECT_EQ(st.resources.requests.cpus, 4);
+  EXPECT_TRUE(st.not_enforced.empty()) << "the kubelet enforces requests and limits";
+  EXPECT_TRUE(rt_->Supervise().changed);
+  SupervisionResult again = rt_->Supervise();
+  EXPECT_FALSE(again.changed);
+  EXPECT_TRUE(again.settled);
+
+  ASSERT_TRUE(rt_->DeletePod("cpu-0").ok());
+  EXPECT_FALSE(*rt_->GetPodSpec("cpu-0"));
+  EXPECT_TRUE(rt_->DeletePod("cpu-0").ok());
+}
+
+TEST_F(KubernetesRuntimeTest, APodWhoseSecretIsMissingWaitsForIt) {
+  Status s = rt_->CreatePod(Worker("cpu-1"));
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.message();
+  EXPECT_FALSE(*rt_->GetPodSpec("cpu-1")) << "nothing half-made";
+}
+
+TEST_F(KubernetesRuntimeTest, VolumesAreClaimedOnceAndKeepTheirOwner) {
+  ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0700, false}).ok());
+  ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0700, false}).ok());
+  auto pvc = api_->Get("/api/v1/namespaces/" + namespace_ + "/persistentvolumeclaims/research-controller-state");
+  ASSERT_TRUE(pvc.ok());
+  EXPECT_EQ((*pvc)["spec"]["accessModes"][0], "ReadWriteOnce");
+  EXPECT_EQ((*pvc)["metadata"]["annotations"][kOwnerAnnotation], "64030:64030");
+  ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0750, false}).ok());
+  pvc = api_->Get("/api/v1/namespaces/" + namespace_ + "/persistentvolumeclaims/research-controller-state");
+  EXPECT_EQ((*pvc)["metadata"]["annotations"][kModeAnnotation], "0750");
+}
+
+TEST_F(KubernetesRuntimeTest, DeletingTheSlurmClusterRemovesEveryObjectItOwns) {
+  auto cluster = api_->Post("/apis/hpcplane.io/v1alpha1/namespaces/" + namespace_ + "/slurmclusters",
+                            {{"apiVersion", "hpcplane.io/v1alpha1"},
+                             {"kind", "SlurmCluster"},
+                             {"metadata", {{"name", "research"}}},
+                             {"spec", json::object()}});
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  ctx_.owner_uid = (*cluster)["metadata"]["uid"];
+  rt_ = std::make_unique<KubernetesRuntime>(api_, ctx_);
+  ASSERT_TRUE(ApplyWorkerInputs().ok());
+  ASSERT_TRUE(rt_->CreatePod(Worker("cpu-0")).ok());
+  ASSERT_TRUE(api_->Delete("/apis/hpcplane.io/v1alpha1/namespaces/" + namespace_ + "/slurmclusters/research").ok());
+  const std::string base = "/api/v1/namespaces/" + namespace_ + "/";
+  EXPECT_TRUE(WaitFor([&] {
+    for (const char* plural : {"pods", "configmaps", "secrets", "persistentvolumeclaims"}) {
+      auto list = api_->Get(base + plural);
+      if (!list.ok() || !(*list)["items"].empty()) return false;
+    }
+    return true;
+  })) << "the garbage collector follows the ownerReferences";
+}
+
+TEST_F(KubernetesRuntimeTest, WatchDeliversEventsAndBookmarksAndReportsExpiry) {
+  const std::string collection = "/api/v1/namespaces/" + namespace_ + "/configmaps";
+  auto list = api_->Get(collection);
+  ASSERT_TRUE(list.ok());
+  const std::string rv = (*list)["metadata"]["resourceVersion"];
+  std::thread writer([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    (void)rt_->ApplyConfigMap({"watched", {{"k", "v"}}});
+  });
+  bool added = false, bookmark = false;
+  auto end = api_->Watch(collection, rv, 10, [&](const WatchEvent& e) {
+    added = added || (e.type == "ADDED" && e.object["metadata"]["name"] == "research-watched");
+    bookmark = bookmark || e.type == "BOOKMARK";
+    return !(added && bookmark);
+  });
+  writer.join();
+  ASSERT_TRUE(end.ok()) << end.status().message();
+  EXPECT_TRUE(added);
+  EXPECT_TRUE(bookmark);
+  EXPECT_FALSE(end->expired);
+  EXPECT_GT(std::stoll(end->resource_version), std::stoll(rv)) << "resume from what was seen";
+
+  ASSERT_TRUE(Debug("compact").ok());
+  auto expired = api_->Watch(collection, rv, 5, [](const WatchEvent&) { return true; });
+  ASSERT_TRUE(expired.ok()) << expired.status().message();
+  EXPECT_TRUE(expired->expired) << "410 Gone: list again";
+}
+
+}  // namespace
+}  // namespace hpc::runtime::kubernetes
