@@ -14,6 +14,7 @@
 
 #include "app/local_data_plane.h"
 #include "app/runtime_factory.h"
+#include "app/slurm_token_source.h"
 #include "common/change_watch.h"
 #include "common/files.h"
 #include "common/jwt.h"
@@ -43,29 +44,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void OnStop(int) { g_stop = true; }
-
-// A JWT for SlurmUser, renewed well before it expires.
-class TokenSource {
- public:
-  explicit TokenSource(runtime::PodRuntime* rt) : rt_(rt) {}
-  std::string Get() {
-    int64_t now = jwt::UnixNow();
-    if (token_.empty() || expires_ - now < 600) {
-      auto secret = rt_->GetSecret(kSecretJwt);
-      if (!secret.ok() || !*secret) return "";
-      const std::string& key = (*secret)->data.at("jwt_hs256.key");
-      expires_ = now + 3600;
-      token_ = jwt::Sign({"slurm", now, expires_}, key);
-    }
-    return token_;
-  }
-
- private:
-  runtime::PodRuntime* rt_;
-  std::string token_;
-  int64_t expires_ = 0;
-};
-
 
 // Opens the control plane's store under the state dir, makes sure an admin token and this
 // data plane's agent token exist (files, 0600), and starts the API and the agent on threads.

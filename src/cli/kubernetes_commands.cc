@@ -3,6 +3,7 @@
 #include <iostream>
 
 #include "api/crd.h"
+#include "app/kubernetes_operator.h"
 #include "app/kubernetes_render.h"
 #include "cli/support.h"
 
@@ -21,7 +22,29 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   render->add_option("--image", options.image, "the Slurm image every container runs")->capture_default_str();
   render->add_option("--storage-class", options.storage_class,
                      "storageClassName of the PersistentVolumeClaims (default: the cluster's default class)");
-  return [crds, render]() -> int {
+  auto* operator_cmd = app.add_subcommand(
+      "operator", "Run the operator against a Kubernetes API: SlurmClusters and NodeSets of one namespace");
+  static app::OperatorOptions op_options;
+  static int lease_seconds = 15;
+  operator_cmd->add_option("--kubeconfig", op_options.kubeconfig,
+                           "kubeconfig file (default: the pod's service account, in-cluster)");
+  operator_cmd->add_option("--namespace", op_options.namespace_name,
+                           "namespace to watch (default: the kubeconfig context's or the pod's)");
+  operator_cmd->add_option("--identity", op_options.identity, "this replica's name in the leader Lease");
+  operator_cmd->add_option("--image", op_options.objects.image, "the Slurm image of the pods it creates")
+      ->capture_default_str();
+  operator_cmd->add_option("--storage-class", op_options.objects.storage_class,
+                           "storageClassName of the PersistentVolumeClaims it creates");
+  operator_cmd->add_option("--state-dir", op_options.state_dir, "where it records what it owns in Slurm")
+      ->capture_default_str();
+  operator_cmd->add_option("--lease-seconds", lease_seconds, "leader Lease duration")
+      ->check(CLI::Range(3, 300))
+      ->capture_default_str();
+  return [crds, render, operator_cmd]() -> int {
+    if (operator_cmd->parsed()) {
+      op_options.lease_duration = std::chrono::seconds(lease_seconds);
+      return app::RunOperator(op_options);
+    }
     if (crds->parsed()) {
       std::cout << api::CustomResourceDefinitionsYaml();
       return 0;

@@ -12,6 +12,13 @@ void InitConsole(bool verbose) {
   spdlog::set_default_logger(logger);
 }
 
+void UseServiceFormat() {
+  auto logger = spdlog::default_logger();
+  logger->set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [%l] %v");
+  if (logger->level() > spdlog::level::info) logger->set_level(spdlog::level::info);
+  logger->flush_on(spdlog::level::info);
+}
+
 void InitFile(const std::string& path, bool verbose) {
   auto logger = spdlog::basic_logger_mt("hpcplane", path);
   logger->set_pattern("[%Y-%m-%dT%H:%M:%S.%e] [%l] %v");

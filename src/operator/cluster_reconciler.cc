@@ -204,6 +204,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   auto pods = rt_->ListPods({{kLabelCluster, c.metadata.name}});
   if (pods.ok()) {
     for (const auto& p : *pods) {
+      if (p.ip.empty()) continue;  // not placed yet: no endpoint to show
       std::string comp = p.labels.count(kLabelComponent) ? p.labels.at(kLabelComponent) : "";
       if (comp == "controller") st.endpoints["slurmctld"] = fmt::format("{}:{}", p.ip, slurm::kSlurmctldPort);
       if (comp == "restapi") {

@@ -39,7 +39,7 @@ std::string ChangeStamp(const std::vector<std::string>& paths) {
   return out;
 }
 
-PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
+PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
                    NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
                    OwnershipLedger* ledger, JobListing* listing, DaemonMetrics* metrics) {
   PassOutcome outcome;

@@ -14,6 +14,7 @@
 #include "operator/nodeset_reconciler.h"
 #include "operator/ownership.h"
 #include "operator/pass_schedule.h"
+#include "operator/reconcile_store.h"
 #include "operator/store.h"
 #include "operator/workspace_reconciler.h"
 #include "platform/catalog.h"
@@ -24,7 +25,7 @@ namespace hpc::op {
 // One pass over the cluster, its workspaces and nodesets: whether everything converged, whether
 // the cluster is idle, and when the next time-based duty (a token's renewal, a health check
 // interval) falls due. `metrics` may be null.
-PassOutcome ReconcileOnce(const Store& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
+PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
                           NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
                           OwnershipLedger* ledger, JobListing* listing, DaemonMetrics* metrics);
 

@@ -8,18 +8,19 @@
 
 #include "api/types.h"
 #include "common/result.h"
+#include "operator/reconcile_store.h"
 
 namespace hpc::op {
 
-class Store {
+class Store : public ReconcileStore {
  public:
   explicit Store(std::string cluster_dir) : dir_(std::move(cluster_dir)) {}
 
   const std::string& dir() const { return dir_; }
   bool HasCluster() const;
   // Spec and the last written status.
-  Result<api::SlurmCluster> LoadCluster() const;
-  Result<std::vector<api::NodeSet>> LoadNodeSets() const;
+  Result<api::SlurmCluster> LoadCluster() const override;
+  Result<std::vector<api::NodeSet>> LoadNodeSets() const override;
   Result<api::NodeSet> LoadNodeSet(const std::string& name) const;
 
   // Writes the spec; bumps metadata.generation when the spec differs from the stored one.
@@ -28,19 +29,19 @@ class Store {
   Status DeleteNodeSet(const std::string& name) const;
 
   // Workspaces: spec written by the CLI (launch, stop), status by the operator.
-  Result<std::vector<api::Workspace>> LoadWorkspaces() const;
+  Result<std::vector<api::Workspace>> LoadWorkspaces() const override;
   Result<api::Workspace> LoadWorkspace(const std::string& name) const;
   bool HasWorkspace(const std::string& name) const;
   Status SaveWorkspace(const api::Workspace& w) const;
-  Status SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const;
-  Status DeleteWorkspace(const std::string& name) const;
+  Status SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const override;
+  Status DeleteWorkspace(const std::string& name) const override;
   // A nodeset's last written status (empty when none).
-  api::NodeSetStatus LoadNodeSetStatus(const std::string& name) const;
+  api::NodeSetStatus LoadNodeSetStatus(const std::string& name) const override;
   // Stored nodesets plus those workspaces own (with their last status).
   Result<std::vector<api::NodeSet>> LoadAllNodeSets() const;
 
-  Status SaveClusterStatus(const api::SlurmClusterStatus& s) const;
-  Status SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const;
+  Status SaveClusterStatus(const api::SlurmClusterStatus& s) const override;
+  Status SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const override;
 
  private:
   std::string dir_;

@@ -198,6 +198,11 @@ Status KubernetesRuntime::CreatePod(const PodSpec& spec) {
     if (meta.value("annotations", json::object()).value(kPodSpecAnnotation, "") == wanted_spec) return Status::Ok();
     return Status::Errorf("pod {} exists with a different spec; delete it first", spec.name);
   }
+  // The pods' stable names (hostname.subdomain) need the hosts Service; made with the first pod.
+  if (!hosts_service_ready_) {
+    RETURN_IF_ERROR(Upsert("services", HostsServiceObject(ctx_)));
+    hosts_service_ready_ = true;
+  }
   ASSIGN_OR_RETURN(MountedObjects mounted, MountedFor(spec));
   ASSIGN_OR_RETURN(json pod, PodObject(spec, mounted, ctx_));
   pod["metadata"]["annotations"][kPodSpecAnnotation] = wanted_spec;

@@ -9,6 +9,7 @@
 // and never replaces a pod that already runs what it wants.
 #pragma once
 
+#include <atomic>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -61,6 +62,7 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   std::mutex mu_;
   MountedObjects known_;
   std::map<std::string, std::string> last_seen_;  // pod -> what Supervise saw of it
+  std::atomic<bool> hosts_service_ready_{false};
 };
 
 }  // namespace hpc::runtime::kubernetes

@@ -1,0 +1,28 @@
+// `hpcplane operator`: the reconcilers of a data plane over the Kubernetes API. It watches the
+// SlurmCluster and NodeSet custom resources and the pods it made in one namespace, and runs the
+// same reconcile pass as the single-machine daemon (operator/reconcile_pass.h) for each
+// SlurmCluster, with the KubernetesRuntime in place of the local one. Replicas elect a leader
+// with a Lease; only the leader acts.
+#pragma once
+
+#include <chrono>
+#include <string>
+
+#include "app/kubernetes_render.h"
+
+namespace hpc::app {
+
+struct OperatorOptions {
+  std::string kubeconfig;      // empty: the pod's service account (in-cluster)
+  std::string namespace_name;  // empty: the kubeconfig context's, or the pod's, namespace
+  std::string identity;        // this replica's name in the Lease; empty: hostname and pid
+  RenderOptions objects;       // image and storage class of what it creates
+  std::string state_dir = "/var/lib/hpcplane-operator";  // what it owns in Slurm (ownership ledger)
+  std::chrono::seconds lease_duration{15};
+  std::chrono::milliseconds resync{2000};  // a pass at least this often while leading
+};
+
+// Runs until SIGTERM or SIGINT; returns the process's exit code.
+int RunOperator(const OperatorOptions& options);
+
+}  // namespace hpc::app

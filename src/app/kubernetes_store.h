@@ -1,0 +1,58 @@
+// The operator's resources on Kubernetes: one SlurmCluster custom resource and the NodeSets that
+// name it, in one namespace, read through the API; status written to their status
+// subresources (only when it changed, so the operator's own writes do not wake it forever).
+// Specs are decoded and validated by the same decoder as `hpcplane up -f`: a resource the CRD
+// schema admits but validation refuses is reported, with its field path, instead of acted on.
+#pragma once
+
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "api/codec.h"
+#include "operator/reconcile_store.h"
+#include "runtime/kubernetes/api_client.h"
+
+namespace hpc::app {
+
+inline constexpr const char* kCustomResourcePath = "/apis/hpcplane.io/v1alpha1";
+
+// A custom resource's spec through the manifest decoder: kind, name, labels, generation and
+// spec only (the API's own metadata is not the user's input).
+Result<api::Manifest> DecodeCustomResource(const nlohmann::json& resource);
+
+class KubernetesStore : public op::ReconcileStore {
+ public:
+  KubernetesStore(std::shared_ptr<runtime::kubernetes::ApiClient> api, std::string namespace_name,
+                  std::string cluster);
+
+  Result<api::SlurmCluster> LoadCluster() const override;
+  Result<std::vector<api::NodeSet>> LoadNodeSets() const override;
+  // Workspaces are not reconciled on Kubernetes yet: none.
+  Result<std::vector<api::Workspace>> LoadWorkspaces() const override;
+  api::NodeSetStatus LoadNodeSetStatus(const std::string& name) const override;
+  Status SaveClusterStatus(const api::SlurmClusterStatus& s) const override;
+  Status SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const override;
+  Status SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const override;
+  Status DeleteWorkspace(const std::string& name) const override;
+
+  // The uid of the SlurmCluster last loaded (its objects' owner).
+  std::string cluster_uid() const;
+  // Writes `status` to a resource's status subresource when it differs from what it holds.
+  Status WriteStatus(const std::string& plural, const std::string& name, const nlohmann::json& status) const;
+
+ private:
+  std::string Path(const std::string& plural, const std::string& name = "") const;
+
+  std::shared_ptr<runtime::kubernetes::ApiClient> api_;
+  std::string namespace_;
+  std::string cluster_;
+  mutable std::mutex mu_;
+  mutable std::string cluster_uid_;
+  mutable std::map<std::string, nlohmann::json> last_status_;  // "plural/name" -> status held
+};
+
+}  // namespace hpc::app

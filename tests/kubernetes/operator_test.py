@@ -1,0 +1,191 @@
+#!/usr/bin/env python3
+"""`hpcplane operator` against the test API server (tests/kubernetes/apiserver.py), driven and
+observed with kubectl: what it creates is what `hpcplane render` prints, status and conditions
+say what it waits for, a resource that validation refuses is marked Invalid and gets nothing,
+two replicas elect one leader and a killed leader's successor resumes without duplicating or
+deleting anything, an API server restart loses nothing, deleting the SlurmCluster removes
+everything.
+
+No kubelet runs here: pods stay Pending unless a test reports them running (as a kubelet would,
+through pods/status), so Slurm never starts; that part is tested on one machine (local runtime).
+
+Run: /usr/bin/python3 tests/kubernetes/operator_test.py BUILD_DIR
+"""
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from testcluster import SOURCE, TestApiServer  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(SOURCE, "build"))
+HPCPLANE = os.path.join(BUILD, "hpcplane")
+EXAMPLE = os.path.join(SOURCE, "deploy/kubernetes/examples/cluster.yaml")
+NS = "slurm"
+KINDS = "pods,configmaps,secrets,persistentvolumeclaims,services"
+
+
+def wait_for(what, predicate, timeout=20.0):
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
+class OperatorTest(unittest.TestCase):
+    def setUp(self):
+        self.api = TestApiServer(bookmark_interval=0.5, crds=True).start()
+        self.state = tempfile.mkdtemp(prefix="hpcplane-operator-test.")
+        self.operators = []
+        self.kubectl("create", "--validate=false", "-f", "-", input=f"apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {NS}\n")
+
+    def tearDown(self):
+        for p, log in self.operators:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(timeout=15)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
+            log.close()
+        self.api.__exit__(None, None, None)
+        shutil.rmtree(self.state, ignore_errors=True)
+
+    def kubectl(self, *args, **kw):
+        return self.api.kubectl(*args, **kw)
+
+    def start_operator(self, identity):
+        log = open(os.path.join(self.state, f"{identity}.log"), "w")
+        p = subprocess.Popen([HPCPLANE, "operator", "--kubeconfig", self.api.kubeconfig, "--namespace", NS,
+                              "--identity", identity, "--state-dir", os.path.join(self.state, identity),
+                              "--lease-seconds", "4", "--image", "hpcplane-slurm:golden"],
+                             stdout=log, stderr=subprocess.STDOUT)
+        self.operators.append((p, log))
+        return p
+
+    def log(self, identity):
+        with open(os.path.join(self.state, f"{identity}.log")) as f:
+            return f.read()
+
+    def objects(self):
+        out = json.loads(self.kubectl("-n", NS, "get", KINDS, "-l", "app.kubernetes.io/managed-by=hpcplane",
+                                      "-o", "json").stdout)
+        return {f"{o['kind']}/{o['metadata']['name']}": o for o in out["items"]}
+
+    def rendered(self):
+        out = subprocess.run([HPCPLANE, "render", "-f", EXAMPLE, "--image", "hpcplane-slurm:golden"],
+                             capture_output=True, text=True, check=True).stdout
+        import yaml
+        return {f"{o['kind']}/{o['metadata']['name']}": o for o in yaml.safe_load_all(out) if o}
+
+    def report_running(self, pod):
+        """What a kubelet reports once a pod's containers run and are ready."""
+        self.kubectl("-n", NS, "patch", "pod", pod, "--subresource=status", "--type=merge", "-p", json.dumps(
+            {"status": {"phase": "Running", "podIP": "10.0.0.9", "startTime": "2026-12-01T00:00:00Z",
+                        "conditions": [{"type": "Ready", "status": "True"}]}}))
+
+    def cluster_status(self):
+        return json.loads(self.kubectl("-n", NS, "get", "slurmcluster", "research", "-o", "json").stdout).get("status", {})
+
+    def test_objects_are_what_render_prints_and_status_says_what_it_waits_for(self):
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", EXAMPLE)
+        self.start_operator("a")
+        rendered = self.rendered()
+        wait_for("the controller pod", lambda: "Pod/research-controller" in self.objects())
+        objects = wait_for("the first objects", lambda: self.objects() if "Service/research-hosts" in self.objects() else None)
+        uid = json.loads(self.kubectl("-n", NS, "get", "slurmcluster", "research", "-o", "json").stdout)["metadata"]["uid"]
+        for key, o in objects.items():
+            self.assertIn(key, rendered, f"{key} is created but render does not print it")
+            want = rendered[key]
+            self.assertEqual(o["metadata"]["ownerReferences"][0]["uid"], uid, key)
+            if o["kind"] == "Pod":
+                self.assertEqual(o["spec"], want["spec"], f"{key}: spec differs from render's")
+            elif o["kind"] == "ConfigMap":
+                self.assertEqual(o["data"], want["data"], key)
+            elif o["kind"] == "Secret":
+                self.assertEqual(sorted(o["data"]), want["metadata"]["annotations"]["hpcplane.io/generated-keys"].split(","), key)
+            else:
+                self.assertEqual(o["spec"], want["spec"], key)
+        # slurmdbd waits for MariaDB; workers wait for slurmctld. Nothing else is missing.
+        self.assertEqual(set(rendered) - set(objects),
+                         {"Pod/research-slurmdbd", "Pod/research-cpu-0", "Pod/research-cpu-1"})
+        st = wait_for("a status", lambda: self.cluster_status().get("conditions"))
+        conditions = {c["type"]: c for c in st}
+        self.assertEqual(conditions["Ready"]["status"], "False")
+        self.assertEqual(conditions["Progressing"]["status"], "True")
+        self.assertIn("waiting for", conditions["Progressing"]["message"])
+        # A kubelet reports MariaDB running: slurmdbd follows, as render says it would.
+        self.report_running("research-mariadb")
+        slurmdbd = wait_for("the slurmdbd pod", lambda: self.objects().get("Pod/research-slurmdbd"))
+        self.assertEqual(slurmdbd["spec"], rendered["Pod/research-slurmdbd"]["spec"])
+        self.assertEqual(self.cluster_status()["components"]["mariadb"], "Ready")
+
+    def test_a_resource_validation_refuses_is_marked_invalid_and_gets_nothing(self):
+        bad = {"apiVersion": "hpcplane.io/v1alpha1", "kind": "SlurmCluster", "metadata": {"name": "bad"},
+               "spec": {"users": [{"name": "root", "uid": 0}],
+                        "scheduling": {"extraConfig": ["SlurmUser=root\nAuthType=auth/none"]}}}
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", "-", input=json.dumps(bad))
+        self.start_operator("a")
+        st = wait_for("the Invalid condition", lambda: {c["type"]: c for c in json.loads(self.kubectl(
+            "-n", NS, "get", "slurmcluster", "bad", "-o", "json").stdout).get("status", {}).get("conditions", [])}.get("Invalid"))
+        self.assertEqual(st["status"], "True")
+        self.assertIn("spec.", st["message"], "the message names the field")
+        time.sleep(1.0)  # noqa: a further pass must not create anything either
+        self.assertEqual(self.objects(), {})
+        self.assertNotIn("auth/none", self.kubectl("-n", NS, "get", "configmaps", "-o", "yaml").stdout)
+
+    def test_two_replicas_one_leader_and_a_killed_leader_is_succeeded_without_churn(self):
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", EXAMPLE)
+        a = self.start_operator("a")
+        wait_for("a to lead", lambda: self.lease_holder() == "a")
+        self.start_operator("b")
+        wait_for("the controller pod", lambda: "Pod/research-controller" in self.objects())
+        time.sleep(1.5)  # noqa: b runs passes' worth of time without the lease
+        self.assertEqual(self.lease_holder(), "a")
+        self.assertNotIn("reconciling", self.log("b"), "a replica without the lease does nothing")
+        before = {k: (o["metadata"]["uid"], o["metadata"]["resourceVersion"]) for k, o in self.objects().items()}
+        a.send_signal(signal.SIGKILL)
+        a.wait()
+        wait_for("b to take over after the lease expires", lambda: self.lease_holder() == "b", timeout=20)
+        wait_for("b to reconcile", lambda: "reconciling" in self.log("b"))
+        time.sleep(1.5)  # noqa: b's passes over everything a made
+        after = {k: (o["metadata"]["uid"], o["metadata"]["resourceVersion"]) for k, o in self.objects().items()}
+        self.assertEqual(set(after), set(before), "nothing created twice, nothing deleted")
+        for key in before:
+            self.assertEqual(after[key][0], before[key][0], f"{key} was replaced")
+            if key.startswith("Pod/"):
+                self.assertEqual(after[key][1], before[key][1], f"{key} was rewritten")
+
+    def lease_holder(self):
+        r = self.kubectl("-n", NS, "get", "--raw", f"/apis/coordination.k8s.io/v1/namespaces/{NS}/leases/hpcplane-operator",
+                         check=False)
+        return json.loads(r.stdout)["spec"].get("holderIdentity") if r.returncode == 0 else None
+
+    def test_an_api_server_restart_loses_nothing_and_deleting_the_cluster_removes_everything(self):
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", EXAMPLE)
+        self.start_operator("a")
+        wait_for("the controller pod", lambda: "Pod/research-controller" in self.objects())
+        self.api.restart()  # every watch breaks; their resourceVersions are expired
+        # A change after the restart is seen through the new watches: a deleted ConfigMap returns.
+        self.kubectl("-n", NS, "delete", "configmap", "research-slurm-scripts")
+        wait_for("the ConfigMap to be recreated", lambda: "ConfigMap/research-slurm-scripts" in self.objects())
+        self.assertIn("listing again", self.log("a"))
+        self.kubectl("-n", NS, "delete", "slurmcluster", "research")
+        wait_for("every object to be gone", lambda: self.objects() == {})
+        time.sleep(1.0)  # noqa: the operator's next passes must not bring anything back
+        self.assertEqual(self.objects(), {})
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
