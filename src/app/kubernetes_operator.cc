@@ -96,6 +96,11 @@ void WatchLoop(k8s::ApiClient* api, std::string path, Wakeup* wakeup) {
   }
 }
 
+// A collection in one namespace, or in all of them when `ns` is empty.
+std::string CollectionPath(const std::string& api, const std::string& ns, const std::string& plural) {
+  return ns.empty() ? fmt::format("{}/{}", api, plural) : fmt::format("{}/namespaces/{}/{}", api, ns, plural);
+}
+
 // Everything one SlurmCluster's passes keep between them.
 struct ClusterState {
   std::string uid;
@@ -117,26 +122,27 @@ class Operator {
       : api_(std::move(api)), options_(std::move(options)), inputs_(KubernetesBuildInputs()) {}
 
   void ReconcileAll() {
-    const std::string ns = options_.namespace_name;
-    auto list = api_->Get(fmt::format("{}/namespaces/{}/slurmclusters", kCustomResourcePath, ns));
+    auto list = api_->Get(CollectionPath(kCustomResourcePath, options_.namespace_name, "slurmclusters"));
     if (!list.ok()) {
       spdlog::warn("slurmclusters: {}", list.status().message());
       return;
     }
-    std::map<std::string, std::string> present;  // name -> uid
+    std::map<std::string, std::string> present;  // namespace/name -> uid
     for (const auto& cr : (*list)["items"]) {
+      const std::string ns = cr["metadata"].value("namespace", "");
       const std::string name = cr["metadata"].value("name", "");
+      const std::string key = ns + "/" + name;
       const std::string uid = cr["metadata"].value("uid", "");
       auto decoded = DecodeCustomResource(cr);
       if (!decoded.ok()) {
         // Admitted by the schema, refused by validation: said on the resource, nothing made.
-        MarkInvalid(name, cr, decoded.status().message());
-        clusters_.erase(name);
+        MarkInvalid(ns, name, cr, decoded.status().message());
+        clusters_.erase(key);
         continue;
       }
-      present[name] = uid;
-      auto& state = clusters_[name];
-      if (!state || state->uid != uid) state = NewClusterState(name, uid);
+      present[key] = uid;
+      auto& state = clusters_[key];
+      if (!state || state->uid != uid) state = NewClusterState(ns, name, uid);
       if (!state) continue;
       op::ReconcileOnce(*state->store, *state->rt, *state->cluster_rec, *state->nodeset_rec, *state->workspace_rec,
                         *state->accounting, state->ledger.get(), &state->listing, nullptr);
@@ -153,25 +159,26 @@ class Operator {
   }
 
  private:
-  void MarkInvalid(const std::string& name, const json& cr, const std::string& why) {
+  void MarkInvalid(const std::string& ns, const std::string& name, const json& cr, const std::string& why) {
     api::SlurmClusterStatus st = api::ClusterStatusFromJson(cr.value("status", json::object()));
     op::SetCondition(&st.conditions, "Invalid", true, "InvalidSpec", why);
     op::SetCondition(&st.conditions, "Ready", false, "InvalidSpec", why);
     st.observed_generation = cr["metadata"].value("generation", int64_t{1});
-    KubernetesStore store(api_, options_.namespace_name, name);
+    KubernetesStore store(api_, ns, name);
     if (cr.value("status", json::object()) == api::StatusToJson(st)) return;
-    spdlog::warn("slurmcluster {}: {}", name, why);
+    spdlog::warn("slurmcluster {}/{}: {}", ns, name, why);
     if (Status s = store.WriteStatus("slurmclusters", name, api::StatusToJson(st)); !s.ok()) {
       spdlog::warn("slurmcluster {}: status: {}", name, s.message());
     }
   }
 
-  std::unique_ptr<ClusterState> NewClusterState(const std::string& name, const std::string& uid) {
+  std::unique_ptr<ClusterState> NewClusterState(const std::string& ns, const std::string& name,
+                                                const std::string& uid) {
     auto s = std::make_unique<ClusterState>();
     s->uid = uid;
-    s->store = std::make_unique<KubernetesStore>(api_, options_.namespace_name, name);
+    s->store = std::make_unique<KubernetesStore>(api_, ns, name);
     k8s::ObjectContext ctx;
-    ctx.namespace_name = options_.namespace_name;
+    ctx.namespace_name = ns;
     ctx.cluster = name;
     ctx.image = options_.objects.image;
     ctx.storage_class = options_.objects.storage_class;
@@ -192,13 +199,13 @@ class Operator {
     s->workspace_rec = std::make_unique<op::WorkspaceReconciler>(s->rt.get(), inputs_, s->control.get());
     s->accounting = std::make_unique<op::AccountingSync>(s->rt.get(), op::ControllerPodName(named));
     auto ledger = op::OwnershipLedger::Open(
-        fmt::format("{}/{}-{}-owned.json", options_.state_dir, options_.namespace_name, name));
+        fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
     if (!ledger.ok()) {
       spdlog::error("slurmcluster {}: {}", name, ledger.status().message());
       return nullptr;
     }
     s->ledger = std::make_unique<op::OwnershipLedger>(std::move(*ledger));
-    spdlog::info("slurmcluster {}/{} (uid {}): reconciling", options_.namespace_name, name, uid);
+    spdlog::info("slurmcluster {}/{} (uid {}): reconciling", ns, name, uid);
     return s;
   }
 
@@ -224,7 +231,7 @@ int RunOperator(const OperatorOptions& given) {
     spdlog::error("{}", conn.status().message());
     return 1;
   }
-  if (options.namespace_name.empty()) options.namespace_name = conn->namespace_name;
+  if (options.lease_namespace.empty()) options.lease_namespace = conn->namespace_name;
   if (options.identity.empty()) options.identity = DefaultIdentity();
   if (Status s = files::MakeDirs(options.state_dir, 0700); !s.ok()) {
     spdlog::error("state dir: {}", s.message());
@@ -236,7 +243,8 @@ int RunOperator(const OperatorOptions& given) {
   ::sigaction(SIGTERM, &sa, nullptr);
   ::sigaction(SIGINT, &sa, nullptr);
   ::signal(SIGPIPE, SIG_IGN);
-  spdlog::info("operator {} for namespace {} on {}", options.identity, options.namespace_name, conn->server);
+  spdlog::info("operator {} for {} on {}", options.identity,
+               options.namespace_name.empty() ? "every namespace" : "namespace " + options.namespace_name, conn->server);
 
   Wakeup wakeup;
   // Each watch on its own connection (ApiClient serialises requests on one).
@@ -244,15 +252,14 @@ int RunOperator(const OperatorOptions& given) {
   std::vector<std::thread> watchers;
   const std::string ns = options.namespace_name;
   for (const std::string& path :
-       {fmt::format("{}/namespaces/{}/slurmclusters", kCustomResourcePath, ns),
-        fmt::format("{}/namespaces/{}/nodesets", kCustomResourcePath, ns),
-        fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}", ns,
-                    k8s::QueryEscape(std::string(k8s::kManagedByLabel) + "=" + k8s::kManagedBy))}) {
+       {CollectionPath(kCustomResourcePath, ns, "slurmclusters"), CollectionPath(kCustomResourcePath, ns, "nodesets"),
+        CollectionPath("/api/v1", ns, "pods") + "?labelSelector=" +
+            k8s::QueryEscape(std::string(k8s::kManagedByLabel) + "=" + k8s::kManagedBy)}) {
     watch_clients.push_back(std::make_shared<k8s::ApiClient>(*conn));
     watchers.emplace_back(WatchLoop, watch_clients.back().get(), path, &wakeup);
   }
 
-  LeaderElector elector(api, ns, "hpcplane-operator", options.identity, options.lease_duration);
+  LeaderElector elector(api, options.lease_namespace, "hpcplane-operator", options.identity, options.lease_duration);
   Operator op(api, options);
   const auto renew_every = std::chrono::duration_cast<std::chrono::milliseconds>(options.lease_duration) / 3;
   auto next_renew = std::chrono::steady_clock::now();

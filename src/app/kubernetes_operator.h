@@ -1,5 +1,6 @@
 // `hpcplane operator`: the reconcilers of a data plane over the Kubernetes API. It watches the
-// SlurmCluster and NodeSet custom resources and the pods it made in one namespace, and runs the
+// SlurmCluster and NodeSet custom resources and the pods it made (in every namespace, or in
+// one), and runs the
 // same reconcile pass as the single-machine daemon (operator/reconcile_pass.h) for each
 // SlurmCluster, with the KubernetesRuntime in place of the local one. Replicas elect a leader
 // with a Lease; only the leader acts.
@@ -14,7 +15,8 @@ namespace hpc::app {
 
 struct OperatorOptions {
   std::string kubeconfig;      // empty: the pod's service account (in-cluster)
-  std::string namespace_name;  // empty: the kubeconfig context's, or the pod's, namespace
+  std::string namespace_name;   // the namespace whose resources it reconciles; empty: every namespace
+  std::string lease_namespace;  // where replicas elect their leader; empty: the context's or the pod's
   std::string identity;        // this replica's name in the Lease; empty: hostname and pid
   RenderOptions objects;       // image and storage class of what it creates
   std::string state_dir = "/var/lib/hpcplane-operator";  // what it owns in Slurm (ownership ledger)

@@ -118,7 +118,10 @@ Status KubernetesStore::SaveClusterStatus(const api::SlurmClusterStatus& s) cons
 }
 
 Status KubernetesStore::SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const {
-  return WriteStatus("nodesets", name, api::StatusToJson(s));
+  json status = api::StatusToJson(s);
+  // The scale subresource's labelSelectorPath: the HorizontalPodAutoscaler finds the workers by it.
+  status["selector"] = fmt::format("hpcplane.io/cluster={},hpcplane.io/nodeset={}", cluster_, name);
+  return WriteStatus("nodesets", name, status);
 }
 
 Status KubernetesStore::SaveWorkspaceStatus(const std::string&, const api::WorkspaceStatus&) const {

@@ -29,7 +29,9 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   operator_cmd->add_option("--kubeconfig", op_options.kubeconfig,
                            "kubeconfig file (default: the pod's service account, in-cluster)");
   operator_cmd->add_option("--namespace", op_options.namespace_name,
-                           "namespace to watch (default: the kubeconfig context's or the pod's)");
+                           "reconcile the SlurmClusters of this namespace only (default: every namespace)");
+  operator_cmd->add_option("--lease-namespace", op_options.lease_namespace,
+                           "namespace of the leader Lease (default: the kubeconfig context's or the pod's)");
   operator_cmd->add_option("--identity", op_options.identity, "this replica's name in the leader Lease");
   operator_cmd->add_option("--image", op_options.objects.image, "the Slurm image of the pods it creates")
       ->capture_default_str();

@@ -65,10 +65,12 @@ class OperatorTest(unittest.TestCase):
     def kubectl(self, *args, **kw):
         return self.api.kubectl(*args, **kw)
 
-    def start_operator(self, identity):
+    def start_operator(self, identity, every_namespace=False):
         log = open(os.path.join(self.state, f"{identity}.log"), "w")
-        p = subprocess.Popen([HPCPLANE, "operator", "--kubeconfig", self.api.kubeconfig, "--namespace", NS,
-                              "--identity", identity, "--state-dir", os.path.join(self.state, identity),
+        scope = [] if every_namespace else ["--namespace", NS]
+        p = subprocess.Popen([HPCPLANE, "operator", "--kubeconfig", self.api.kubeconfig, *scope,
+                              "--lease-namespace", NS, "--identity", identity,
+                              "--state-dir", os.path.join(self.state, identity),
                               "--lease-seconds", "4", "--image", "hpcplane-slurm:golden"],
                              stdout=log, stderr=subprocess.STDOUT)
         self.operators.append((p, log))
@@ -100,7 +102,7 @@ class OperatorTest(unittest.TestCase):
 
     def test_objects_are_what_render_prints_and_status_says_what_it_waits_for(self):
         self.kubectl("-n", NS, "create", "--validate=false", "-f", EXAMPLE)
-        self.start_operator("a")
+        self.start_operator("a", every_namespace=True)
         rendered = self.rendered()
         wait_for("the controller pod", lambda: "Pod/research-controller" in self.objects())
         objects = wait_for("the first objects", lambda: self.objects() if "Service/research-hosts" in self.objects() else None)
@@ -130,6 +132,23 @@ class OperatorTest(unittest.TestCase):
         slurmdbd = wait_for("the slurmdbd pod", lambda: self.objects().get("Pod/research-slurmdbd"))
         self.assertEqual(slurmdbd["spec"], rendered["Pod/research-slurmdbd"]["spec"])
         self.assertEqual(self.cluster_status()["components"]["mariadb"], "Ready")
+        # slurmctld reported running: the static nodeset's workers follow, as render prints them.
+        self.report_running("research-controller")
+        for worker in ("Pod/research-cpu-0", "Pod/research-cpu-1"):
+            pod = wait_for(worker, lambda: self.objects().get(worker))
+            self.assertEqual(pod["spec"], rendered[worker]["spec"], worker)
+        self.assertNotIn("Pod/research-gpu-0", self.objects(), "an autoscaled nodeset starts at its minimum")
+        # kubectl scale pins the nodeset through the scale subresource; the HPA's selector is there.
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=3")
+        wait_for("a third worker", lambda: "Pod/research-cpu-2" in self.objects())
+        scale = json.loads(self.kubectl("get", "--raw", f"/apis/hpcplane.io/v1alpha1/namespaces/{NS}/nodesets/cpu/scale").stdout)
+        self.assertEqual(scale["status"]["selector"], "hpcplane.io/cluster=research,hpcplane.io/nodeset=cpu")
+        # Scaling down needs Slurm to drain the workers first. Slurm cannot be seen here (no
+        # kubelet runs slurmrestd): nothing is deleted.
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=1")
+        time.sleep(2.0)  # noqa: passes' worth of time in which a deletion would show
+        self.assertTrue({"Pod/research-cpu-0", "Pod/research-cpu-1", "Pod/research-cpu-2"} <= set(self.objects()),
+                        "fail closed: no worker is deleted while Slurm's state is unknown")
 
     def test_a_resource_validation_refuses_is_marked_invalid_and_gets_nothing(self):
         bad = {"apiVersion": "hpcplane.io/v1alpha1", "kind": "SlurmCluster", "metadata": {"name": "bad"},
