@@ -3,6 +3,8 @@
 // when unset), so a test scripts what a command inside a pod prints.
 #pragma once
 
+#include <fmt/format.h>
+
 #include <functional>
 #include <map>
 #include <set>
@@ -88,6 +90,8 @@ class FakePodRuntime : public runtime::PodRuntime {
       st.ready = !not_ready.count(name);
       st.restarts = restarts.count(name) ? restarts.at(name) : 0;
       st.started_at = started_at.count(name) ? started_at.at(name) : 0;
+      // A running pod has an address; a stable one per name, as the local runtime's are.
+      st.ip = fmt::format("10.99.{}.{}", std::hash<std::string>{}(name) % 250, std::hash<std::string>{}(name) / 250 % 250 + 1);
       out.push_back(st);
     }
     return out;
