@@ -1,5 +1,7 @@
 #include "app/kubernetes_store.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -61,6 +63,7 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
     {
       std::lock_guard<std::mutex> lock(mu_);
       last_status_["nodesets/" + name] = item.value("status", json::object());
+      nodeset_uids_[name] = item["metadata"].value("uid", "");
     }
     auto m = DecodeCustomResource(item);
     Status valid = m.ok() ? api::ValidateAgainstCluster(m->nodesets.at(0), cm.clusters.at(0)) : m.status();
@@ -121,7 +124,44 @@ Status KubernetesStore::SaveNodeSetStatus(const std::string& name, const api::No
   json status = api::StatusToJson(s);
   // The scale subresource's labelSelectorPath: the HorizontalPodAutoscaler finds the workers by it.
   status["selector"] = fmt::format("hpcplane.io/cluster={},hpcplane.io/nodeset={}", cluster_, name);
+  RecordEvents(name, s);
   return WriteStatus("nodesets", name, status);
+}
+
+void KubernetesStore::RecordEvents(const std::string& nodeset, const api::NodeSetStatus& s) const {
+  std::string uid;
+  json before;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto it = last_status_.find("nodesets/" + nodeset);
+    before = it == last_status_.end() ? json::array() : it->second.value("events", json::array());
+    uid = nodeset_uids_.count(nodeset) ? nodeset_uids_.at(nodeset) : "";
+  }
+  for (const auto& e : s.events) {
+    const json seen = {{"time", e.time}, {"type", e.type}, {"reason", e.reason}, {"message", e.message}};
+    if (std::find(before.begin(), before.end(), seen) != before.end()) continue;
+    // One Event per decision, named as Kubernetes names them: the object, then a unique suffix.
+    json event = {{"apiVersion", "v1"},
+                  {"kind", "Event"},
+                  {"metadata", {{"generateName", nodeset + "."}, {"namespace", namespace_}}},
+                  {"involvedObject",
+                   {{"apiVersion", "hpcplane.io/v1alpha1"},
+                    {"kind", "NodeSet"},
+                    {"name", nodeset},
+                    {"namespace", namespace_},
+                    {"uid", uid}}},
+                  {"type", e.type},
+                  {"reason", e.reason},
+                  {"message", e.message},
+                  {"firstTimestamp", e.time},
+                  {"lastTimestamp", e.time},
+                  {"count", 1},
+                  {"source", {{"component", "hpcplane-operator"}}},
+                  {"reportingComponent", "hpcplane.io/operator"}};
+    auto r = api_->Post(fmt::format("/api/v1/namespaces/{}/events", namespace_), event);
+    // Events are best effort, as in every controller: the status holds the same record.
+    if (!r.ok()) spdlog::warn("nodeset {}: event: {}", nodeset, r.status().message());
+  }
 }
 
 Status KubernetesStore::SaveWorkspaceStatus(const std::string&, const api::WorkspaceStatus&) const {

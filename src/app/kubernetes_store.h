@@ -41,6 +41,9 @@ class KubernetesStore : public op::ReconcileStore {
 
   // The uid of the SlurmCluster last loaded (its objects' owner).
   std::string cluster_uid() const;
+  // Posts a NodeSet's status events that are new since its last status as Kubernetes Events, so
+  // `kubectl describe nodeset` and `kubectl get events` show the autoscaler's decisions.
+  void RecordEvents(const std::string& nodeset, const api::NodeSetStatus& s) const;
   // Writes `status` to a resource's status subresource when it differs from what it holds.
   Status WriteStatus(const std::string& plural, const std::string& name, const nlohmann::json& status) const;
 
@@ -53,6 +56,7 @@ class KubernetesStore : public op::ReconcileStore {
   mutable std::mutex mu_;
   mutable std::string cluster_uid_;
   mutable std::map<std::string, nlohmann::json> last_status_;  // "plural/name" -> status held
+  mutable std::map<std::string, std::string> nodeset_uids_;   // name -> uid, for their Events
 };
 
 }  // namespace hpc::app

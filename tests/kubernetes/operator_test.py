@@ -138,6 +138,12 @@ class OperatorTest(unittest.TestCase):
             pod = wait_for(worker, lambda: self.objects().get(worker))
             self.assertEqual(pod["spec"], rendered[worker]["spec"], worker)
         self.assertNotIn("Pod/research-gpu-0", self.objects(), "an autoscaled nodeset starts at its minimum")
+        # The decision is one Event of the NodeSet, as `kubectl describe nodeset cpu` shows it.
+        time.sleep(1.0)  # noqa: later passes must not post it again
+        events = json.loads(self.kubectl("-n", NS, "get", "events", "-o", "json").stdout)["items"]
+        ups = [e for e in events if e["involvedObject"]["kind"] == "NodeSet" and e["involvedObject"]["name"] == "cpu"
+               and e["message"].startswith("scale up 0")]
+        self.assertEqual(len(ups), 1, events)
         # kubectl scale pins the nodeset through the scale subresource; the HPA's selector is there.
         self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=3")
         wait_for("a third worker", lambda: "Pod/research-cpu-2" in self.objects())
