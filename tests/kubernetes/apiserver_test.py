@@ -20,7 +20,7 @@ import unittest
 import warnings
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testcluster import SOURCE, TestApiServer  # noqa: E402
+from testcluster import SOURCE, TestApiServer, wait_for  # noqa: E402
 
 import kubernetes  # noqa: E402
 from kubernetes.client.rest import ApiException  # noqa: E402
@@ -29,14 +29,6 @@ NAMESPACE = "slurm"
 GROUP, VERSION = "hpcplane.io", "v1alpha1"
 
 
-def wait_for(what, predicate, timeout=10.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
 class ApiServerFidelity(unittest.TestCase):

@@ -22,7 +22,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testcluster import SOURCE, TestApiServer  # noqa: E402
+from testcluster import SOURCE, TestApiServer, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(SOURCE, "build"))
 HPCPLANE = os.path.join(BUILD, "hpcplane")
@@ -31,15 +31,6 @@ NS = "slurm"
 KINDS = "pods,configmaps,secrets,persistentvolumeclaims,services"
 
 
-def wait_for(what, predicate, timeout=20.0):
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 class OperatorTest(unittest.TestCase):

@@ -23,6 +23,18 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 
 
+def wait_for(what, predicate, timeout=20.0):
+    """Polls `predicate` until it returns something true (returned), or fails naming `what`."""
+    deadline = time.monotonic() + timeout
+    last = None
+    while time.monotonic() < deadline:
+        last = predicate()
+        if last:
+            return last
+        time.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
+
+
 class TestApiServer:
     def __init__(self, bookmark_interval=0.5, history=1000, crds=False):
         self.dir = tempfile.mkdtemp(prefix="hpcplane-apiserver.")
