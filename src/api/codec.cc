@@ -486,6 +486,18 @@ nlohmann::json ToJson(const NodeSet& n) {
       {"scaling", {{"scaleUpPerMinute", s.scale_up_per_minute}, {"scaleDownPerMinute", s.scale_down_per_minute}}},
   };
   if (!s.health_check_scripts.empty()) spec["healthChecks"] = {{"scripts", s.health_check_scripts}};
+  if (!s.pod.empty()) {
+    nlohmann::json tolerations = nlohmann::json::array();
+    for (const auto& t : s.pod.tolerations) {
+      nlohmann::json j = {{"key", t.key}, {"operator", t.op}, {"value", t.value}, {"effect", t.effect}};
+      if (t.seconds) j["tolerationSeconds"] = *t.seconds;
+      tolerations.push_back(j);
+    }
+    spec["pod"] = {{"nodeSelector", s.pod.node_selector},
+                   {"tolerations", tolerations},
+                   {"priorityClassName", s.pod.priority_class_name},
+                   {"imagePullSecrets", s.pod.image_pull_secrets}};
+  }
   if (s.replicas) spec["replicas"] = *s.replicas;
   if (s.min_replicas) spec["minReplicas"] = *s.min_replicas;
   return {

@@ -83,6 +83,18 @@ void WalkNodeSetSpec(R& r, NodeSetSpec* s) {
     res.Integer("tmpMiB", &s->resources.tmp_mib);
   });
   r.Object("healthChecks", [&](R& hc) { hc.StringMap("scripts", &s->health_check_scripts); });
+  r.Object("pod", [&](R& pod) {
+    pod.StringMap("nodeSelector", &s->pod.node_selector);
+    pod.ObjectList("tolerations", &s->pod.tolerations, [](R& t, Toleration* tol) {
+      t.String("key", &tol->key);
+      t.String("operator", &tol->op);
+      t.String("value", &tol->value);
+      t.String("effect", &tol->effect);
+      t.OptionalInt("tolerationSeconds", &tol->seconds);
+    });
+    pod.String("priorityClassName", &s->pod.priority_class_name);
+    pod.StringList("imagePullSecrets", &s->pod.image_pull_secrets);
+  });
   r.Object("partition", [&](R& p) {
     p.String("name", &s->partition.name);
     p.Bool("default", &s->partition.is_default);

@@ -115,6 +115,28 @@ struct WorkerResources {
   int64_t tmp_mib = 1024;  // size of the worker's private /tmp (and /dev/shm)
 };
 
+// A Kubernetes toleration of a node taint, for a nodeset's workers (e.g. GPU nodes' taints).
+struct Toleration {
+  std::string key;
+  std::string op;      // "Exists" or "Equal" (empty: Equal)
+  std::string value;
+  std::string effect;  // empty (every effect), NoSchedule, PreferNoSchedule or NoExecute
+  std::optional<int> seconds;  // how long a NoExecute taint is tolerated; unset: forever
+  bool operator==(const Toleration&) const = default;
+};
+
+// Where a nodeset's workers may run on Kubernetes: a Pod's nodeSelector, tolerations,
+// priorityClassName and imagePullSecrets. One machine (the local runtime) ignores it.
+struct PodPlacementSpec {
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+  std::string priority_class_name;
+  std::vector<std::string> image_pull_secrets;
+  bool empty() const {
+    return node_selector.empty() && tolerations.empty() && priority_class_name.empty() && image_pull_secrets.empty();
+  }
+};
+
 struct PartitionSpec {
   std::string name;  // empty: the nodeset's name
   bool is_default = false;
@@ -141,6 +163,7 @@ struct NodeSetSpec {
   // The admin's own health checks for this nodeset's workers (name -> script starting with
   // "#!"), run with the built-in ones; a non-zero exit fails the check.
   std::map<std::string, std::string> health_check_scripts;
+  PodPlacementSpec pod;
 };
 
 // A scaling decision or problem worth showing in `describe` (Kubernetes events, kept short).

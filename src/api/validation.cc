@@ -76,7 +76,8 @@ Status ValidateResourceName(const std::string& name) {
 // Labels as Kubernetes has them: keys an optional DNS-subdomain prefix and '/' and a name of
 // at most 63 alphanumerics, '-', '_' or '.' (alphanumeric at both ends); values the same
 // characters, at most 63, or empty.
-Status ValidateLabels(const std::string& subject, const std::map<std::string, std::string>& labels) {
+Status ValidateLabels(const std::string& subject, const std::map<std::string, std::string>& labels,
+                      const std::string& field = "metadata.labels") {
   static const std::regex name("^[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?$");
   static const std::regex prefix("^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$");
   for (const auto& [k, v] : labels) {
@@ -87,15 +88,59 @@ Status ValidateLabels(const std::string& subject, const std::map<std::string, st
     // The key as the error shows it: only what was valid UTF-8 text is quoted back.
     std::string shown = key_ok || std::regex_match(k, std::regex("^[ -~]{0,80}$")) ? k : "(unprintable)";
     if (!key_ok) {
-      return FieldError(subject, "metadata.labels",
+      return FieldError(subject, field,
                         fmt::format("key \"{}\" must be [prefix/]name, name at most 63 letters, digits, '-', '_' "
                                     "or '.', starting and ending with a letter or digit",
                                     shown));
     }
     if (!v.empty() && !std::regex_match(v, name)) {
-      return FieldError(subject, "metadata.labels." + k,
+      return FieldError(subject, field + "." + k,
                         "must be at most 63 letters, digits, '-', '_' or '.', starting and ending with a letter or "
                         "digit");
+    }
+  }
+  return Status::Ok();
+}
+
+// A Kubernetes object name (a DNS subdomain), as priority classes and secrets are named.
+bool IsDnsSubdomain(const std::string& name) {
+  static const std::regex re("^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$");
+  return name.size() <= 253 && std::regex_match(name, re);
+}
+
+Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& pod) {
+  RETURN_IF_ERROR(ValidateLabels(subject, pod.node_selector, "spec.pod.nodeSelector"));
+  for (size_t i = 0; i < pod.tolerations.size(); ++i) {
+    const Toleration& t = pod.tolerations[i];
+    const std::string at = fmt::format("spec.pod.tolerations[{}]", i);
+    if (!t.key.empty()) {
+      if (Status s = ValidateLabels(subject, {{t.key, ""}}, at + ".key"); !s.ok()) return s;
+    }
+    if (t.op != "" && t.op != "Equal" && t.op != "Exists") {
+      return FieldError(subject, at + ".operator", fmt::format("must be Equal or Exists (got \"{}\")", OneLine(t.op)));
+    }
+    if (t.op == "Exists" && !t.value.empty()) return FieldError(subject, at + ".value", "must be empty with Exists");
+    if (t.key.empty() && t.op != "Exists") return FieldError(subject, at + ".operator", "must be Exists when key is empty");
+    if (!t.value.empty()) {
+      if (Status s = ValidateLabels(subject, {{"v", t.value}}, at); !s.ok()) {
+        return FieldError(subject, at + ".value", "must be a label value: at most 63 letters, digits, '-', '_' or '.'");
+      }
+    }
+    if (t.effect != "" && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute") {
+      return FieldError(subject, at + ".effect",
+                        fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute (got \"{}\")", OneLine(t.effect)));
+    }
+    if (t.seconds && (t.effect != "NoExecute" || *t.seconds < 0)) {
+      return FieldError(subject, at + ".tolerationSeconds", "is for NoExecute only, and >= 0");
+    }
+  }
+  if (!pod.priority_class_name.empty() && !IsDnsSubdomain(pod.priority_class_name)) {
+    return FieldError(subject, "spec.pod.priorityClassName", "must be a Kubernetes object name (lowercase DNS subdomain)");
+  }
+  for (size_t i = 0; i < pod.image_pull_secrets.size(); ++i) {
+    if (!IsDnsSubdomain(pod.image_pull_secrets[i])) {
+      return FieldError(subject, fmt::format("spec.pod.imagePullSecrets[{}]", i),
+                        "must be a Secret's name (lowercase DNS subdomain)");
     }
   }
   return Status::Ok();
@@ -310,6 +355,7 @@ Status ValidateShape(const NodeSet& n) {
                       fmt::format("must be 16-1048576 (1 TiB) (got {})", s.resources.tmp_mib));
   }
   RETURN_IF_ERROR(ValidateHealthCheckScripts(subject, s.health_check_scripts));
+  RETURN_IF_ERROR(ValidatePodPlacement(subject, s.pod));
   if (!s.partition.name.empty()) {
     if (Status st = ValidateResourceName(s.partition.name); !st.ok()) {
       return FieldError(subject, "spec.partition.name", st.message());

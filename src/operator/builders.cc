@@ -278,6 +278,13 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   // with. Devices cannot be overcommitted, so GPUs are a limit too (as Kubernetes requires).
   p.resources.requests = {ns.spec.resources.cpus, ns.spec.resources.memory_mib, ns.spec.resources.gpus};
   p.resources.limits.gpus = ns.spec.resources.gpus;
+  // Where the workers may run (Kubernetes): the nodes of the hardware tier, their taints.
+  p.placement.node_selector = ns.spec.pod.node_selector;
+  for (const auto& t : ns.spec.pod.tolerations) {
+    p.placement.tolerations.push_back({t.key, t.op, t.value, t.effect, t.seconds ? *t.seconds : -1});
+  }
+  p.placement.priority_class = ns.spec.pod.priority_class_name;
+  p.placement.image_pull_secrets = ns.spec.pod.image_pull_secrets;
   return p;
 }
 

@@ -92,6 +92,28 @@ struct Sidecar {
   bool operator==(const Sidecar&) const = default;
 };
 
+// Where a pod may be placed, for runtimes that place pods on machines (Kubernetes: nodeSelector,
+// tolerations, priorityClassName, imagePullSecrets). The local runtime has one machine and
+// ignores it.
+struct Toleration {
+  std::string key;
+  std::string op;
+  std::string value;
+  std::string effect;
+  int64_t seconds = -1;  // tolerationSeconds; -1: unset
+  bool operator==(const Toleration&) const = default;
+};
+struct Placement {
+  std::map<std::string, std::string> node_selector;
+  std::vector<Toleration> tolerations;
+  std::string priority_class;
+  std::vector<std::string> image_pull_secrets;
+  bool empty() const {
+    return node_selector.empty() && tolerations.empty() && priority_class.empty() && image_pull_secrets.empty();
+  }
+  bool operator==(const Placement&) const = default;
+};
+
 // A pod's /tmp (and /dev/shm) when its spec gives no size: a job's scratch cannot fill the disk.
 inline constexpr int64_t kDefaultPodTmpMiB = 1024;
 
@@ -112,6 +134,7 @@ struct PodSpec {
   // kDefaultPodTmpMiB.
   int64_t tmp_mib = 0;
   std::vector<Sidecar> sidecars;
+  Placement placement;
   bool operator==(const PodSpec&) const = default;
 };
 

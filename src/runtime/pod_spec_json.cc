@@ -43,6 +43,17 @@ json SpecJson(const PodSpec& s) {
           {"restartPolicy", static_cast<int>(s.restart_policy)},
           {"resources", {{"requests", ResourceListJson(s.resources.requests)}, {"limits", ResourceListJson(s.resources.limits)}}},
           {"tmpMiB", s.tmp_mib}};
+  if (!s.placement.empty()) {
+    json tolerations = json::array();
+    for (const auto& t : s.placement.tolerations) {
+      tolerations.push_back({{"key", t.key}, {"operator", t.op}, {"value", t.value}, {"effect", t.effect},
+                             {"seconds", t.seconds}});
+    }
+    out["placement"] = {{"nodeSelector", s.placement.node_selector},
+                        {"tolerations", tolerations},
+                        {"priorityClass", s.placement.priority_class},
+                        {"imagePullSecrets", s.placement.image_pull_secrets}};
+  }
   if (!s.sidecars.empty()) {
     json sidecars = json::array();
     for (const auto& c : s.sidecars) {
@@ -88,6 +99,15 @@ Result<PodSpec> SpecFromJson(const json& j) {
       s.liveness.period_seconds = l.at("periodSeconds");
       s.liveness.timeout_seconds = l.at("timeoutSeconds");
       s.liveness.failure_threshold = l.at("failureThreshold");
+    }
+    if (j.contains("placement")) {
+      const json& p = j.at("placement");
+      s.placement.node_selector = p.at("nodeSelector").get<std::map<std::string, std::string>>();
+      for (const auto& t : p.at("tolerations")) {
+        s.placement.tolerations.push_back({t.at("key"), t.at("operator"), t.at("value"), t.at("effect"), t.at("seconds")});
+      }
+      s.placement.priority_class = p.at("priorityClass");
+      s.placement.image_pull_secrets = p.at("imagePullSecrets").get<std::vector<std::string>>();
     }
     for (const auto& c : j.value("sidecars", json::array())) {
       Sidecar sc;

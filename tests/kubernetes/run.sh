@@ -18,7 +18,8 @@ cp "$here/validate.mjs" "$work/"
 node "$work/validate.mjs" "$src" "$2/hpcplane"
 # Golden files: a change to what the operator creates shows in review as a diff of these.
 golden=$here/golden
-for manifest in deploy/kubernetes/examples/cluster.yaml tests/kubernetes/samples/valid-full-cluster.yaml; do
+for manifest in deploy/kubernetes/examples/cluster.yaml tests/kubernetes/samples/valid-full-cluster.yaml \
+  tests/kubernetes/render/gpu-tier.yaml; do
   name=$(basename "$(dirname "$manifest")")-$(basename "$manifest")
   out=$work/$name
   "$2/hpcplane" render -f "$src/$manifest" --image hpcplane-slurm:golden >"$out"

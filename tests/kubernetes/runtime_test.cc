@@ -72,6 +72,8 @@ class KubernetesRuntimeTest : public ::testing::Test {
                 {MountSource::kVolume, "dataset-shared", "/shared", "", false}};
     p.readiness.tcp_port = 6818;
     p.resources.requests = {4, 8000, 0};
+    p.placement.node_selector = {{"node.kubernetes.io/instance-type", "c6i.2xlarge"}};
+    p.placement.tolerations = {{"dedicated", "Equal", "hpc", "NoSchedule", -1}};
     return p;
   }
 

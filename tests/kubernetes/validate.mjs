@@ -213,7 +213,8 @@ function checkPod(pod, rendered, where) {
   }
 }
 if (hpcplane) {
-  const inputs = ["deploy/kubernetes/examples/cluster.yaml", "examples/cluster.yaml", "tests/kubernetes/samples/valid-full-cluster.yaml"];
+  const inputs = ["deploy/kubernetes/examples/cluster.yaml", "examples/cluster.yaml",
+    "tests/kubernetes/samples/valid-full-cluster.yaml", "tests/kubernetes/render/gpu-tier.yaml"];
   for (const input of inputs) {
     const out = execFileSync(hpcplane, ["render", "-f", join(source, input)], { encoding: "utf8" });
     const again = execFileSync(hpcplane, ["render", "-f", join(source, input)], { encoding: "utf8" });

@@ -332,6 +332,27 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
       {"containers", json::array({main})},
       {"volumes", pod_volumes}};
   if (!init.empty()) pod_spec["initContainers"] = init;
+  const Placement& place = spec.placement;
+  if (!place.node_selector.empty()) pod_spec["nodeSelector"] = place.node_selector;
+  if (!place.tolerations.empty()) {
+    json tolerations = json::array();
+    for (const auto& t : place.tolerations) {
+      json j = json::object();
+      if (!t.key.empty()) j["key"] = t.key;
+      if (!t.op.empty()) j["operator"] = t.op;
+      if (!t.value.empty()) j["value"] = t.value;
+      if (!t.effect.empty()) j["effect"] = t.effect;
+      if (t.seconds >= 0) j["tolerationSeconds"] = t.seconds;
+      tolerations.push_back(j);
+    }
+    pod_spec["tolerations"] = tolerations;
+  }
+  if (!place.priority_class.empty()) pod_spec["priorityClassName"] = place.priority_class;
+  if (!place.image_pull_secrets.empty()) {
+    json secrets = json::array();
+    for (const auto& name : place.image_pull_secrets) secrets.push_back({{"name", name}});
+    pod_spec["imagePullSecrets"] = secrets;
+  }
   json metadata = Metadata(ctx, spec.name, spec.labels);
   metadata["annotations"] = {{"kubectl.kubernetes.io/default-container", main_name}};
   return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};

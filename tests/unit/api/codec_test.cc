@@ -232,6 +232,47 @@ INSTANTIATE_TEST_SUITE_P(
       return name;
     });
 
+TEST(CodecTest, NodeSetPodPlacementDecodesRoundTripsAndIsValidated) {
+  const std::string placement =
+      "  pod:\n"
+      "    nodeSelector: {nvidia.com/gpu.product: A100}\n"
+      "    tolerations:\n"
+      "      - {key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}\n"
+      "      - {key: node.kubernetes.io/unreachable, operator: Exists, effect: NoExecute, tolerationSeconds: 300}\n"
+      "    priorityClassName: hpc-batch\n"
+      "    imagePullSecrets: [registry-credentials]\n";
+  auto m = DecodeManifest(WithNodeSet(placement), "test");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  const PodPlacementSpec& pod = m->nodesets[0].spec.pod;
+  EXPECT_EQ(pod.node_selector.at("nvidia.com/gpu.product"), "A100");
+  ASSERT_EQ(pod.tolerations.size(), 2u);
+  EXPECT_EQ(pod.tolerations[0], (Toleration{"nvidia.com/gpu", "Exists", "", "NoSchedule", std::nullopt}));
+  EXPECT_EQ(pod.tolerations[1].seconds, 300);
+  EXPECT_EQ(pod.priority_class_name, "hpc-batch");
+  EXPECT_EQ(pod.image_pull_secrets, std::vector<std::string>{"registry-credentials"});
+  // What `get -o yaml` writes reads back the same.
+  auto again = DecodeManifest(JsonToYaml(ToJson(m->nodesets[0])), "round trip");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->nodesets[0].spec.pod.tolerations, pod.tolerations);
+  EXPECT_EQ(again->nodesets[0].spec.pod.node_selector, pod.node_selector);
+
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"    tolerations: [{key: a, operator: Maybe}]\n", "spec.pod.tolerations[0].operator: must be Equal or Exists"},
+      {"    tolerations: [{key: a, operator: Exists, value: b}]\n", "spec.pod.tolerations[0].value: must be empty"},
+      {"    tolerations: [{operator: Equal, value: b}]\n", "spec.pod.tolerations[0].operator: must be Exists when key"},
+      {"    tolerations: [{key: a, effect: NoSchedule, tolerationSeconds: 5}]\n",
+       "spec.pod.tolerations[0].tolerationSeconds: is for NoExecute only"},
+      {"    nodeSelector: {\"bad key!\": x}\n", "spec.pod.nodeSelector: key \"bad key!\""},
+      {"    priorityClassName: Not_A_Name\n", "spec.pod.priorityClassName: must be a Kubernetes object name"},
+      {"    imagePullSecrets: [\"a;rm -rf\"]\n", "spec.pod.imagePullSecrets[0]: must be a Secret's name"},
+  };
+  for (const auto& [yaml, want] : bad) {
+    auto r = DecodeManifest(WithNodeSet("  pod:\n" + yaml), "test");
+    ASSERT_FALSE(r.ok()) << yaml;
+    EXPECT_NE(r.status().message().find(want), std::string::npos) << r.status().message();
+  }
+}
+
 TEST(CodecTest, ValidateAgainstClusterUsesClusterMinimum) {
   auto m = DecodeManifest(WithNodeSet("  maxReplicas: 1\n"), "t.yaml");
   ASSERT_TRUE(m.ok());

@@ -82,6 +82,24 @@ TEST(BuildersTest, MungeSidecarServesThePodsOwnSocketWithTheSharedKey) {
   }
 }
 
+TEST(BuildersTest, WorkerPodCarriesTheNodeSetsPlacement) {
+  api::NodeSet ns;
+  ns.metadata.name = "a100";
+  ns.spec.pod.node_selector = {{"nvidia.com/gpu.product", "A100"}};
+  ns.spec.pod.tolerations = {{"nvidia.com/gpu", "Exists", "", "NoSchedule", std::nullopt},
+                             {"node.kubernetes.io/unreachable", "Exists", "", "NoExecute", 300}};
+  ns.spec.pod.priority_class_name = "hpc-batch";
+  ns.spec.pod.image_pull_secrets = {"registry-credentials"};
+  const runtime::PodSpec p = BuildWorkerPod(Cluster(), ns, 0, Inputs());
+  EXPECT_EQ(p.placement.node_selector, ns.spec.pod.node_selector);
+  ASSERT_EQ(p.placement.tolerations.size(), 2u);
+  EXPECT_EQ(p.placement.tolerations[0].seconds, -1) << "unset stays unset";
+  EXPECT_EQ(p.placement.tolerations[1].seconds, 300);
+  EXPECT_EQ(p.placement.priority_class, "hpc-batch");
+  EXPECT_EQ(p.placement.image_pull_secrets, ns.spec.pod.image_pull_secrets);
+  EXPECT_TRUE(BuildControllerPod(Cluster(), Inputs()).placement.empty()) << "only workers belong to a tier";
+}
+
 TEST(BuildersTest, WorkerPodRequestsTheNodeSetsShape) {
   api::NodeSet ns;
   ns.metadata.name = "gpu";

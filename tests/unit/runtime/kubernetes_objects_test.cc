@@ -80,6 +80,30 @@ TEST(KubernetesObjectsTest, PodCarriesHostNameResourcesProbesAndUser) {
   EXPECT_FALSE(o["spec"].contains("initContainers")) << "nothing to prepare";
 }
 
+TEST(KubernetesObjectsTest, PlacementGoesToNodeSelectorTolerationsPriorityAndPullSecrets) {
+  PodSpec p;
+  p.name = "a100-0";
+  p.command = {"slurmd"};
+  p.placement.node_selector = {{"nvidia.com/gpu.product", "A100"}};
+  p.placement.tolerations = {{"nvidia.com/gpu", "Exists", "", "NoSchedule", -1},
+                             {"node.kubernetes.io/unreachable", "Exists", "", "NoExecute", 300}};
+  p.placement.priority_class = "hpc-batch";
+  p.placement.image_pull_secrets = {"registry-credentials"};
+  auto pod = PodObject(p, {}, Context());
+  ASSERT_TRUE(pod.ok());
+  const json& s = (*pod)["spec"];
+  EXPECT_EQ(s["nodeSelector"]["nvidia.com/gpu.product"], "A100");
+  EXPECT_EQ(s["tolerations"][0], json::parse(R"({"key":"nvidia.com/gpu","operator":"Exists","effect":"NoSchedule"})"));
+  EXPECT_EQ(s["tolerations"][1]["tolerationSeconds"], 300);
+  EXPECT_EQ(s["priorityClassName"], "hpc-batch");
+  EXPECT_EQ(s["imagePullSecrets"][0]["name"], "registry-credentials");
+  p.placement = {};
+  auto plain = PodObject(p, {}, Context());
+  for (const char* k : {"nodeSelector", "tolerations", "priorityClassName", "imagePullSecrets"}) {
+    EXPECT_FALSE((*plain)["spec"].contains(k)) << k;
+  }
+}
+
 TEST(KubernetesObjectsTest, AnUnprivilegedUserCannotEscalate) {
   PodSpec p;
   p.name = "research-restapi";
