@@ -219,6 +219,15 @@ for fault in $FAULTS; do
   back=$(python3 -c "print('%.1f' % ($(date +%s.%N) - $t0))")
   printf '%-12s %-44s %s\n' "$fault" "$what" "$back" >>"$STATE/table"
   log "$fault: back after ${back}s"
+  # A slow recovery says why: what each component reported, and the daemon's last words.
+  if python3 -c "import sys; sys.exit(0 if $back > 10 else 1)"; then
+    "$H" get clusters -o json 2>/dev/null | python3 -c "
+import json, sys
+for c in json.load(sys.stdin):
+    print('components:', c['status'].get('components'))
+    print('conditions:', [(x['type'], x['status'], x['message']) for x in c['status']['conditions']])" >&2 || true
+    tail -n 25 "$CD/daemon.log" >&2 || true
+  fi
   sleep "$SETTLE"
 done
 
@@ -238,8 +247,21 @@ release_held() {
       "$H" workspace exec "$ws" -- scontrol release "$id" >/dev/null 2>&1 && echo "$id" >>"$STATE/released"
     done
 }
+# A job Slurm requeued after a failed launch (its node or munged was down at that moment) may
+# wait out a BeginTime Slurm set minutes ahead; the cluster's admin starts it now, and it is
+# counted. The stream's jobs never ask for a later start themselves.
+release_begin_time() {
+  local id reason
+  "$H" exec "$NAME-controller" --user slurm -- squeue -h -u ann,ben -t PD -o "%i %r" 2>/dev/null |
+    while read -r id reason; do
+      [ "$reason" = BeginTime ] || continue
+      "$H" exec "$NAME-controller" --user slurm -- scontrol update JobId="$id" StartTime=now >/dev/null 2>&1 &&
+        echo "$id" >>"$STATE/begin-released"
+    done
+}
 queue_empty() {
   release_held
+  release_begin_time
   [ -z "$("$H" exec "$NAME-controller" --user slurm -- squeue -h -u ann,ben -o %i 2>/dev/null)" ]
 }
 # Up to 3 minutes of this are Slurm's own: a job slurmctld's old state shows running, whose end
@@ -271,6 +293,7 @@ d = sys.argv[1]
 submitted = {f"fc-{l.split()[0]}": int(l.split()[2]) for l in open(f"{d}/submitted") if l.split()[2].isdigit()}
 refused = sum(1 for _ in open(f"{d}/refused")) if os.path.exists(f"{d}/refused") else 0
 released = sorted({int(l) for l in open(f"{d}/released")}) if os.path.exists(f"{d}/released") else []
+begin_released = sorted({int(l) for l in open(f"{d}/begin-released")}) if os.path.exists(f"{d}/begin-released") else []
 records = collections.defaultdict(list)  # (job id, comment) -> the state of each attempt, in order
 per_id = collections.defaultdict(set)    # job id -> comments seen under it
 for line in open(f"{d}/sacct"):
@@ -305,7 +328,8 @@ states = collections.Counter(v[-1] for v in records.values())
 print(f"jobs submitted and acknowledged: {len(submitted)}; refused while a component was down: {refused}")
 print(f"sacct: {sum(want.values())} records of {len(records)} jobs, last states {dict(sorted(states.items()))}; "
       f"requeued by Slurm: {requeued}; held by Slurm after a failed launch and released by their user: "
-      f"{len(released)} {released}")
+      f"{len(released)} {released}; requeued to a later BeginTime and started by the admin: "
+      f"{len(begin_released)} {begin_released}")
 print(f"acknowledged but not in sacct: {len(not_in_sacct)}; not in a final state: {len(not_final)}; "
       f"lost by slurmctld's kill -9 (accepted within its 5 s state-save window, id handed out again): "
       f"{len(lost_by_slurmctld)} {lost_by_slurmctld}")
