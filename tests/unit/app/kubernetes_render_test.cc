@@ -78,7 +78,9 @@ TEST(KubernetesRenderTest, EveryObjectOfTheClusterAndNoSecretValue) {
     names.insert(key);
     EXPECT_EQ(o["metadata"]["namespace"].as<std::string>(), "slurm") << key;
     EXPECT_EQ(o["metadata"]["labels"]["app.kubernetes.io/managed-by"].as<std::string>(), "hpcplane") << key;
-    if (o["kind"].as<std::string>() == "Secret") EXPECT_FALSE(o["data"]) << key << " prints secret data";
+    if (o["kind"].as<std::string>() == "Secret") {
+      EXPECT_FALSE(o["data"]) << key << " prints secret data";
+    }
   }
   for (const char* want : {"Service/research-hosts", "ConfigMap/research-slurm-config", "ConfigMap/research-slurm-users",
                            "Secret/research-munge-key", "Secret/research-jwt-key", "Secret/research-slurmdbd-config",
