@@ -47,11 +47,12 @@ json Metadata(const ObjectContext& ctx, const std::string& name, const std::map<
   return m;
 }
 
-// Volume names are DNS labels: `<kind>-<object>`, shortened with a hash of the whole when long.
+// Volume names are DNS labels: `<kind>-<object>`, shortened with a digest of the whole when long
+// (SHA-256: the same name from every build, as render's output must be).
 std::string VolumeName(const std::string& kind, const std::string& object) {
   std::string name = kind + "-" + object;
   if (name.size() <= 63) return name;
-  return fmt::format("{}-{:016x}", name.substr(0, 46), std::hash<std::string>{}(name));
+  return name.substr(0, 46) + "-" + jwt::Sha256Hex(name).substr(0, 16);
 }
 
 std::string VolumeNameFor(const Mount& m, size_t host_path_index) {
