@@ -241,6 +241,39 @@ TEST_F(KubernetesRuntimeTest, PodsAreCreatedOnceComparedBySpecAndReportedByStatu
   EXPECT_TRUE(rt_->DeletePod("cpu-0").ok());
 }
 
+TEST_F(KubernetesRuntimeTest, ObjectsHpcplaneDidNotMakeAreNeverReplacedOrDeleted) {
+  const std::string base = "/api/v1/namespaces/" + namespace_ + "/";
+  // An admin's ConfigMap, PVC and pod under the names the cluster would use.
+  ASSERT_TRUE(api_->Post(base + "configmaps", {{"metadata", {{"name", "research-slurm-config"}}},
+                                               {"data", {{"slurm.conf", "admin's\n"}}}})
+                  .ok());
+  ASSERT_TRUE(api_->Post(base + "persistentvolumeclaims",
+                         {{"metadata", {{"name", "research-dataset-shared"}}},
+                          {"spec", {{"accessModes", {"ReadWriteOnce"}}}}})
+                  .ok());
+  ASSERT_TRUE(api_->Post(base + "pods", {{"metadata", {{"name", "research-login"},
+                                                       {"labels", {{"hpcplane.io/cluster", "research"}}}}},
+                                         {"spec", {{"containers", {{{"name", "m"}, {"image", "x"}}}}}}})
+                  .ok());
+  Status s = rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "ours\n"}}});
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.message();
+  EXPECT_NE(s.message().find("not hpcplane's"), std::string::npos) << s.message();
+  EXPECT_EQ((*api_->Get(base + "configmaps/research-slurm-config"))["data"]["slurm.conf"], "admin's\n");
+  EXPECT_FALSE(rt_->DeleteConfigMap("slurm-config").ok());
+  EXPECT_FALSE(rt_->EnsureVolume({"dataset-shared", 0, 0, 01777, true}).ok());
+  EXPECT_FALSE(rt_->DeletePod("research-login").ok());
+  EXPECT_TRUE(rt_->Teardown().ok()) << "teardown sees only the cluster's own pods";
+  EXPECT_TRUE(rt_->ListPods({})->empty()) << "a pod without hpcplane's label is not the cluster's";
+  for (const char* path : {"configmaps/research-slurm-config", "persistentvolumeclaims/research-dataset-shared",
+                           "pods/research-login"}) {
+    EXPECT_TRUE(api_->Get(base + path).ok()) << path << " was deleted";
+  }
+  EXPECT_EQ((*api_->Get(base + "persistentvolumeclaims/research-dataset-shared"))["metadata"].value(
+                "annotations", json::object()),
+            json::object())
+      << "nothing written to it either";
+}
+
 TEST_F(KubernetesRuntimeTest, APodWhoseSecretIsMissingWaitsForIt) {
   Status s = rt_->CreatePod(Worker("cpu-1"));
   ASSERT_FALSE(s.ok());

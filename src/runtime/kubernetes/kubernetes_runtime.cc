@@ -52,7 +52,21 @@ Result<std::optional<json>> KubernetesRuntime::GetObject(const std::string& plur
   return std::optional<json>(std::move(*r));
 }
 
+bool KubernetesRuntime::Owned(const json& object) const {
+  const json labels = object["metadata"].value("labels", json::object());
+  return labels.value(kManagedByLabel, "") == kManagedBy && labels.value(kLabelCluster, "") == ctx_.cluster;
+}
+
+Status KubernetesRuntime::NotOwned(const std::string& plural, const std::string& object_name) const {
+  return Status::FailedPrecondition(fmt::format(
+      "{} {}/{} exists and is not hpcplane's (no labels {}={}, {}={}): left as it is; rename or remove it",
+      plural, ctx_.namespace_name, object_name, kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster));
+}
+
 Status KubernetesRuntime::DeleteObject(const std::string& plural, const std::string& name) {
+  ASSIGN_OR_RETURN(auto current, GetObject(plural, name));
+  if (!current) return Status::Ok();
+  if (!Owned(*current)) return NotOwned(plural, ObjectName(ctx_, name));
   Status s = api_->Delete(Path(plural, name));
   return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
@@ -69,8 +83,9 @@ Status KubernetesRuntime::Upsert(const std::string& plural, const json& object) 
       if (created.ok()) return Status::Ok();
       last = created.status();
       if (last.code() != StatusCode::kAlreadyExists) return last;
-      continue;  // created meanwhile by someone else: read it and replace it
+      continue;  // created meanwhile by someone else: read it, and replace it if it is ours
     }
+    if (!Owned(*current)) return NotOwned(plural, name);
     json wanted = object;
     wanted["metadata"]["resourceVersion"] = (*current)["metadata"].value("resourceVersion", "");
     json have = *current;
@@ -139,6 +154,7 @@ Status KubernetesRuntime::DeleteSecret(const std::string& name) { return DeleteO
 Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
   json wanted = VolumeClaimObject(volume, ctx_);
   ASSIGN_OR_RETURN(auto have, GetObject("persistentvolumeclaims", volume.name));
+  if (have && !Owned(*have)) return NotOwned("persistentvolumeclaims", ObjectName(ctx_, volume.name));
   if (!have) {
     auto created = api_->Post(fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims", ctx_.namespace_name), wanted);
     if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
@@ -191,6 +207,7 @@ Status KubernetesRuntime::CreatePod(const PodSpec& spec) {
   ASSIGN_OR_RETURN(auto existing, GetObject("pods", spec.name));
   const std::string wanted_spec = SpecJson(spec).dump();
   if (existing) {
+    if (!Owned(*existing)) return NotOwned("pods", ObjectName(ctx_, spec.name));
     const json& meta = (*existing)["metadata"];
     if (meta.contains("deletionTimestamp")) {
       return Status::FailedPrecondition(fmt::format("pod {} is still terminating", spec.name));
@@ -253,7 +270,7 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
 }
 
 Result<std::vector<PodStatus>> KubernetesRuntime::ListPods(const std::map<std::string, std::string>& selector) {
-  std::string labels = fmt::format("{}={}", kLabelCluster, ctx_.cluster);
+  std::string labels = fmt::format("{}={},{}={}", kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster);
   for (const auto& [k, v] : selector) labels += fmt::format(",{}={}", k, v);
   ASSIGN_OR_RETURN(json list, api_->Get(fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}",
                                                     ctx_.namespace_name, QueryEscape(labels))));
@@ -265,6 +282,7 @@ Result<std::vector<PodStatus>> KubernetesRuntime::ListPods(const std::map<std::s
 Result<std::optional<PodSpec>> KubernetesRuntime::GetPodSpec(const std::string& name) {
   ASSIGN_OR_RETURN(auto pod, GetObject("pods", name));
   if (!pod) return std::optional<PodSpec>();
+  if (!Owned(*pod)) return NotOwned("pods", ObjectName(ctx_, name));
   const std::string spec_json = (*pod)["metadata"].value("annotations", json::object()).value(kPodSpecAnnotation, "");
   auto j = json::parse(spec_json, nullptr, false);
   if (j.is_discarded()) return Status::Internal(fmt::format("pod {}: no readable {} annotation", name, kPodSpecAnnotation));

@@ -3,6 +3,9 @@
 // (objects.h says how), owned by the SlurmCluster so that deleting it removes them all.
 // The kubelet runs the pods: Supervise only reports what changed, Teardown deletes the pods.
 //
+// An object of the same name that hpcplane did not make (no managed-by and cluster labels) is
+// never replaced or deleted: the call fails and says so.
+//
 // Writes are idempotent and safe against a concurrent writer: an update carries the
 // resourceVersion it read and is retried on 409 Conflict with a fresh read. The spec each pod
 // was created from is kept in an annotation, so a restarted operator compares specs exactly
@@ -52,7 +55,11 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   // Creates the object, or replaces it keeping its resourceVersion; retried on conflicts.
   Status Upsert(const std::string& plural, const nlohmann::json& object);
   Result<std::optional<nlohmann::json>> GetObject(const std::string& plural, const std::string& name);
+  // Deletes only what hpcplane made for this cluster; absent is done.
   Status DeleteObject(const std::string& plural, const std::string& name);
+  // hpcplane's and this cluster's (by its labels): the only objects it replaces or deletes.
+  bool Owned(const nlohmann::json& object) const;
+  Status NotOwned(const std::string& plural, const std::string& object_name) const;
   // The secrets, volumes and config map modes a pod's mounts refer to, read once and kept.
   Result<MountedObjects> MountedFor(const PodSpec& spec);
   PodStatus StatusOf(const nlohmann::json& pod) const;
