@@ -48,13 +48,23 @@ Result<api::SlurmCluster> KubernetesStore::LoadCluster() const {
   api::SlurmCluster c = m.clusters.at(0);
   c.metadata.namespace_ = namespace_;
   c.status = api::ClusterStatusFromJson(cr.value("status", json::object()));
+  std::lock_guard<std::mutex> lock(mu_);
+  last_cluster_ = c;
   return c;
 }
 
 Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
   ASSIGN_OR_RETURN(json list, api_->Get(Path("nodesets")));
-  ASSIGN_OR_RETURN(json cluster_cr, api_->Get(Path("slurmclusters", cluster_)));
-  ASSIGN_OR_RETURN(api::Manifest cm, DecodeCustomResource(cluster_cr));
+  // The cluster the pass just loaded; read it only when this is called first.
+  std::optional<api::SlurmCluster> cluster;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    cluster = last_cluster_;
+  }
+  if (!cluster) {
+    ASSIGN_OR_RETURN(api::SlurmCluster c, LoadCluster());
+    cluster = std::move(c);
+  }
   std::vector<api::NodeSet> out;
   for (const auto& item : list.value("items", json::array())) {
     const json spec = item.value("spec", json::object());
@@ -66,7 +76,7 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
       nodeset_uids_[name] = item["metadata"].value("uid", "");
     }
     auto m = DecodeCustomResource(item);
-    Status valid = m.ok() ? api::ValidateAgainstCluster(m->nodesets.at(0), cm.clusters.at(0)) : m.status();
+    Status valid = m.ok() ? api::ValidateAgainstCluster(m->nodesets.at(0), *cluster) : m.status();
     if (!valid.ok()) {
       // Refused as a whole, and said where: the other nodesets go on.
       spdlog::warn("nodeset {}: {}", name, valid.message());

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -55,6 +56,7 @@ class KubernetesStore : public op::ReconcileStore {
   std::string cluster_;
   mutable std::mutex mu_;
   mutable std::string cluster_uid_;
+  mutable std::optional<api::SlurmCluster> last_cluster_;  // decoded by the last LoadCluster
   mutable std::map<std::string, nlohmann::json> last_status_;  // "plural/name" -> status held
   mutable std::map<std::string, std::string> nodeset_uids_;   // name -> uid, for their Events
 };

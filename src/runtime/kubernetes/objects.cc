@@ -66,7 +66,7 @@ std::string VolumeNameFor(const Mount& m, size_t host_path_index) {
   return "";
 }
 
-json Probe(const runtime::Probe& p) {
+json ProbeJson(const runtime::Probe& p) {
   if (p.tcp_port > 0) return {{"tcpSocket", {{"port", p.tcp_port}}}};
   return {{"exec", {{"command", p.command}}}};
 }
@@ -210,7 +210,7 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
   main_mounts.push_back({MountSource::kEmptyDir, "shm", "/dev/shm", "", false});
   main["volumeMounts"] = volumes.MountsOf(main_mounts);
   if (ProbeSet(spec.readiness)) {
-    json ready = Probe(spec.readiness);
+    json ready = ProbeJson(spec.readiness);
     ready["periodSeconds"] = kReadyPeriodSeconds;
     main["readinessProbe"] = ready;
     // Liveness counts only once the pod has started, as the local runtime's does.
@@ -241,7 +241,7 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
               {"securityContext", SecurityContext(sc.uid, sc.gid)},
               {"volumeMounts", volumes.MountsOf(sc.mounts)}};
     if (ProbeSet(sc.readiness)) {
-      json probe = Probe(sc.readiness);
+      json probe = ProbeJson(sc.readiness);
       probe["periodSeconds"] = 1;
       c["readinessProbe"] = probe;
       probe["failureThreshold"] = kStartupFailureThreshold;
