@@ -157,3 +157,33 @@ for _ in $(seq "$REPEATS"); do
 done
 stats "hpcplane API one page of 100" "$T.page"
 echo
+
+# With CLONE_TO (e.g. 1000000): slurmdbd's job table is grown to that many records by copying
+# the real ones (new job ids, the same times, states and statistics) straight in MariaDB, and
+# `sacct -a -X -P` is timed over all of them, CLONE_REPEATS (3) times: the peer of the
+# console's first HPC-tab page with a million jobs stored (bench/console_render.py). The
+# copies have no steps; sacct -X lists allocations only, as above.
+CLONE_TO=${CLONE_TO:-0}
+if [ "$CLONE_TO" -gt "$JOBS" ]; then
+  SQL() { "$H" exec "$NAME-mariadb" --user mysql -- mariadb -u mysql --socket=/tmp/mysqld.sock -N -B slurm_acct_db -e "$1"; }
+  TABLE=${NAME}_job_table
+  COLS=$(SQL "SELECT GROUP_CONCAT(column_name ORDER BY ordinal_position) FROM information_schema.columns
+              WHERE table_schema = 'slurm_acct_db' AND table_name = '$TABLE' AND column_name NOT IN ('job_db_inx', 'id_job')")
+  COPIES=$(( (CLONE_TO + JOBS - 1) / JOBS - 1 ))
+  C0=$(date +%s.%N)
+  SQL "INSERT INTO $TABLE (id_job, $COLS) SELECT t.id_job + s.seq * 1000000, $COLS FROM $TABLE t
+       JOIN seq_1_to_$COPIES s WHERE t.id_job < 1000000"
+  TOTAL=$(SQL "SELECT COUNT(*) FROM $TABLE")
+  python3 -c "print('copied the job table to $TOTAL records in %.0f s' % ($(date +%s.%N) - $C0))"
+  : > "$T.big"; : > "$T.bigrss"
+  for _ in $(seq "${CLONE_REPEATS:-3}"); do
+    "$H" exec "$NAME-controller" --user slurm -- python3 -c "
+import resource, subprocess, time
+t = time.time()
+out = subprocess.run(['sacct', '-a', '-P', '-X', '-S', '$SINCE', '-E', 'now', '-s', '$STATES', '-o', 'JobIDRaw,User,Account,Partition,State,ExitCode,Submit,Start,End,Elapsed,TotalCPU,MaxRSS,NNodes,NodeList,AllocTRES'], stdout=subprocess.PIPE).stdout
+print(time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, out.count(b'\n'))" > "$T.one"
+    awk '{print $1}' "$T.one" >> "$T.big"; awk '{print $2}' "$T.one" >> "$T.bigrss"
+  done
+  stats "sacct -a -P ($(awk '{print $3}' "$T.one") lines)" "$T.big"
+  echo "  peak RSS: sacct $(sort -n "$T.bigrss" | tail -1) KiB, slurmdbd $(hwm "$DBD") KiB"
+fi

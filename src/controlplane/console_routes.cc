@@ -55,6 +55,8 @@ void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
 
   s.Get("/", [](const Request&, Response& res) { Serve("index.html", res); });
   s.Get(R"(/console/([a-z]+\.(?:js|css|html)))", [](const Request& req, Response& res) { Serve(req.matches[1], res); });
+  // Browsers ask for an icon on their own; the console has none, and says so without an error.
+  s.Get("/favicon.ico", [](const Request&, Response& res) { res.status = 204; });
 
   // Sign in: an API token in, a session cookie out. Failures count against the address like a
   // bad bearer token (429 past the limit) and are audited.

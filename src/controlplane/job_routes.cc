@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 
-#include <regex>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
+#include "controlplane/job_template.h"
 #include "controlplane/route_table.h"
 #include "controlplane/submission_json.h"
 #include "controlplane/server.h"
@@ -23,30 +23,6 @@ using http::Ok;
 using http::ValidName;
 using http::kMaxUnixSeconds;
 
-namespace {
-
-// The sbatch options the API accepts, each value one safe token.
-Result<std::vector<std::string>> SbatchArgs(const json& options) {
-  static const std::map<std::string, std::string> allowed = {
-      {"jobName", "--job-name"}, {"nodes", "--nodes"},   {"ntasks", "--ntasks"}, {"cpusPerTask", "--cpus-per-task"},
-      {"mem", "--mem"},          {"time", "--time"},     {"array", "--array"},   {"output", "--output"},
-      {"error", "--error"}};
-  static const std::regex value("^[A-Za-z0-9_.:/%=,+@-]{1,200}$");
-  if (!options.is_object()) return Status::InvalidArgument("options", "must be an object");
-  std::vector<std::string> out;
-  for (auto it = options.begin(); it != options.end(); ++it) {
-    auto a = allowed.find(it.key());
-    if (a == allowed.end()) return Status::InvalidArgument("options." + it.key(), "unknown option");
-    std::string v = it.value().is_string() ? it.value().get<std::string>()
-                    : it.value().is_number_integer() ? std::to_string(it.value().get<int64_t>()) : "";
-    if (!std::regex_match(v, value)) {
-      return Status::InvalidArgument("options." + it.key(), "must be one token of letters, digits and _.:/%=,+@-");
-    }
-    out.push_back(a->second + "=" + v);
-  }
-  return out;
-}
-}  // namespace
 
 void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
   using httplib::Request;
@@ -166,18 +142,34 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
     }
     auto body = Body(req, res);
     if (!body) return;
-    for (const char* field : {"workspace", "script"}) {
-      if (!body->contains(field) || !(*body)[field].is_string() || (*body)[field].get<std::string>().empty()) {
-        return Error(res, 400, std::string(field) + " is required (a non-empty string)", field);
+    for (const char* field : {"dataPlane", "template", "script"}) {
+      if (body->contains(field) && !(*body)[field].is_string()) {
+        return Error(res, 400, std::string(field) + " must be a string", field);
       }
     }
-    if (body->contains("dataPlane") && !(*body)["dataPlane"].is_string()) {
-      return Error(res, 400, "dataPlane must be a string", "dataPlane");
+    if (!body->contains("workspace") || !(*body)["workspace"].is_string() || (*body)["workspace"].get<std::string>().empty()) {
+      return Error(res, 400, "workspace is required (a non-empty string)", "workspace");
     }
+    // A template gives the script and options the body leaves out; the body's options win.
+    json options = body->value("options", json::object());
+    std::string script = body->value("script", "");
+    const std::string template_name = body->value("template", "");
+    if (!template_name.empty()) {
+      if (!ValidName(template_name)) return Error(res, 400, "template must be a template name", "template");
+      auto t = store->GetTemplate(project, template_name);
+      if (!t.ok()) return Error(res, 503, t.status().message());
+      if (!*t) return Error(res, 400, fmt::format("no template {} in project {}", template_name, project), "template");
+      if (script.empty()) script = (*t)->script;
+      if (!options.is_object()) return Error(res, 400, "options must be an object", "options");
+      json merged = (*t)->options;
+      merged.update(options);
+      options = merged;
+    }
+    if (script.empty()) return Error(res, 400, "script is required (a non-empty string) unless a template gives it", "script");
     Submission sub;
     sub.data_plane = body->value("dataPlane", "");
     sub.workspace = (*body)["workspace"];
-    sub.script = (*body)["script"];
+    sub.script = script;
     sub.project = project;
     sub.user = p->subject;
     if (!ValidName(sub.workspace)) return Error(res, 400, "workspace must be a workspace id", "workspace");
@@ -199,10 +191,8 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
     if (sub.data_plane.empty()) {
       return Error(res, 400, "dataPlane is required for a workspace the control plane did not launch", "dataPlane");
     }
-    if (sub.script.rfind("#!", 0) != 0 || sub.script.size() > (1 << 20)) {
-      return Error(res, 400, "script must start with #! and be at most 1 MiB", "script");
-    }
-    auto args = SbatchArgs(body->value("options", json::object()));
+    if (Status st = ValidateScript(sub.script); !st.ok()) return Error(res, st);
+    auto args = SbatchArgs(options);
     if (!args.ok()) return http::Error(res, args.status());
     sub.sbatch_args = *args;
     // Only data planes that are Healthy and report Slurm are offered Slurm work.
@@ -213,7 +203,8 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
     sub.created_at = jwt::UnixNow();
     if (Status st = store->PutSubmission(sub); !st.ok()) return Error(res, 503, st.message());
     authn->Audit(p->subject, req, "submission.create", project + "/" + sub.id,
-                 fmt::format("workspace {} on data plane {}", sub.workspace, sub.data_plane));
+                 fmt::format("workspace {} on data plane {}{}", sub.workspace, sub.data_plane,
+                             template_name.empty() ? "" : " from template " + template_name));
     Ok(res, SubmissionJson(sub), 202);
   });
 

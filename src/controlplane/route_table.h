@@ -34,6 +34,14 @@ class RouteTable {
     return t;
   }
 
+  // Every route as (method, template), in the order registered: what the API serves, for the
+  // check that the OpenAPI document describes each.
+  std::vector<std::pair<std::string, std::string>> Routes() const {
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& [re, method, tmpl] : routes_) out.emplace_back(method, tmpl);
+    return out;
+  }
+
   // The methods `path` is served with, comma separated ("" when no route has it).
   std::string Allow(const std::string& path) const {
     std::vector<std::string> methods;

@@ -17,6 +17,7 @@
 #include "controlplane/dataplane_routes.h"
 #include "controlplane/job_routes.h"
 #include "controlplane/openapi.h"
+#include "controlplane/template_routes.h"
 #include "controlplane/workspace_routes.h"
 
 namespace hpc::cp {
@@ -127,14 +128,19 @@ void Server::Routes() {
     res.set_content(kOpenApiDocument, "application/json");
   });
 
+  AddApiRoutes(s, authn, metrics, unreachable_after, !opts_.tls_cert.empty());
+  ServerLimits();
+}
+
+void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, int unreachable_after,
+                  bool secure_cookies) {
   AddDataPlaneRoutes(s, authn, metrics, unreachable_after);
   AddJobRoutes(s, authn, unreachable_after);
   AddAdminRoutes(s, authn);
   AddWorkspaceRoutes(s, authn, unreachable_after);
-  AddConsoleRoutes(s, authn, !opts_.tls_cert.empty());
+  AddConsoleRoutes(s, authn, secure_cookies);
   AddCancelRoutes(s, authn, unreachable_after);
-
-  ServerLimits();
+  AddTemplateRoutes(s, authn);
 }
 
 void Server::ServerLimits() {

@@ -36,6 +36,17 @@ struct ServerOptions {
 // "HOST:PORT" with a port 0-65535 (0: any free port); anything else is an error naming it.
 Result<ServerOptions> ParseListenAddress(const std::string& host_port);
 
+class RouteTable;
+namespace http {
+class Auth;
+}
+class ServerMetrics;
+
+// Every /api/v1 route but the OpenAPI document itself, and the console's files: what
+// Server::Routes registers beside /metrics. Apart so a test can list what the API serves.
+void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, int unreachable_after_seconds,
+                  bool secure_cookies);
+
 class Server {
  public:
   Server(Store* store, ServerOptions opts);

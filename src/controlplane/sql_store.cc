@@ -73,6 +73,10 @@ const std::vector<std::string>& Migrations() {
            job_id DESC);)",
       R"(ALTER TABLE jobs ADD COLUMN array_job_id BIGINT NOT NULL DEFAULT 0;
          ALTER TABLE jobs ADD COLUMN array_task TEXT NOT NULL DEFAULT '';)",
+      R"(CREATE TABLE job_templates (
+           project TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL, script TEXT NOT NULL,
+           options TEXT NOT NULL, updated_at BIGINT NOT NULL, updated_by TEXT NOT NULL,
+           PRIMARY KEY (project, name));)",
   };
   return m;
 }
@@ -102,6 +106,19 @@ std::vector<SqlValue> JobParams(const JobRecord& j) {
   return {j.data_plane, j.cluster, N(j.job_id), N(j.submit_time), j.name, j.user, j.project, j.partition,
           j.state, j.exit_code, N(j.start_time), N(j.end_time), N(j.elapsed_seconds), N(j.cpu_seconds),
           N(j.max_rss_kib), N(j.nodes), j.node_list, j.tres, j.source, N(j.array_job_id), j.array_task};
+}
+
+const char* kTemplateSelect =
+    "SELECT project, name, description, script, options, updated_at, updated_by FROM job_templates";
+
+JobTemplate TemplateFromRow(const SqlRow& r) {
+  JobTemplate t;
+  t.project = S(r[0]), t.name = S(r[1]), t.description = S(r[2]), t.script = S(r[3]);
+  // Written by PutTemplate from validated options; anything else reads as none.
+  t.options = json::parse(S(r[4]), nullptr, false);
+  if (!t.options.is_object()) t.options = json::object();
+  t.updated_at = I(r[5]), t.updated_by = S(r[6]);
+  return t;
 }
 
 class SqlStore : public Store {
@@ -414,6 +431,45 @@ class SqlStore : public Store {
         "INSERT INTO projects (name, config, updated_at) VALUES ($1, $2, $3) "
         "ON CONFLICT (name) DO UPDATE SET config = excluded.config, updated_at = excluded.updated_at",
         {p.name, ToJson(p).dump(), std::to_string(p.updated_at)});
+  }
+
+  Status PutTemplate(const JobTemplate& t) override {
+    return db_->Query(
+        "INSERT INTO job_templates (project, name, description, script, options, updated_at, updated_by) "
+        "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (project, name) DO UPDATE SET "
+        "description = excluded.description, script = excluded.script, options = excluded.options, "
+        "updated_at = excluded.updated_at, updated_by = excluded.updated_by",
+        {t.project, t.name, t.description, t.script, t.options.dump(), N(t.updated_at), t.updated_by});
+  }
+
+  Result<std::optional<JobTemplate>> GetTemplate(const std::string& project, const std::string& name) override {
+    std::optional<JobTemplate> out;
+    RETURN_IF_ERROR(db_->Query(std::string(kTemplateSelect) + " WHERE project = $1 AND name = $2", {project, name},
+                               [&](const SqlRow& r) {
+                                 out = TemplateFromRow(r);
+                                 return false;
+                               }));
+    return out;
+  }
+
+  Result<std::vector<JobTemplate>> ProjectTemplates(const std::string& project) override {
+    std::vector<JobTemplate> out;
+    RETURN_IF_ERROR(db_->Query(std::string(kTemplateSelect) + " WHERE project = $1 ORDER BY name", {project},
+                               [&](const SqlRow& r) {
+                                 out.push_back(TemplateFromRow(r));
+                                 return true;
+                               }));
+    return out;
+  }
+
+  Result<bool> DeleteTemplate(const std::string& project, const std::string& name) override {
+    bool found = false;
+    RETURN_IF_ERROR(db_->Query("DELETE FROM job_templates WHERE project = $1 AND name = $2 RETURNING name",
+                               {project, name}, [&](const SqlRow&) {
+                                 found = true;
+                                 return true;
+                               }));
+    return found;
   }
 
   Result<std::optional<ProjectConfig>> GetProject(const std::string& name) override {

@@ -12,6 +12,7 @@
 
 #include "common/result.h"
 #include "controlplane/job_record.h"
+#include "controlplane/job_template.h"
 #include "controlplane/workspace_record.h"
 
 namespace hpc::cp {
@@ -184,6 +185,14 @@ class Store {
   virtual Result<std::optional<ProjectConfig>> GetProject(const std::string& name) = 0;
   // Every configured project's name, sorted.
   virtual Result<std::vector<std::string>> ProjectNames() = 0;
+
+  // A project's batch job templates, by name: admins write them, members start from them.
+  virtual Status PutTemplate(const JobTemplate& t) = 0;  // insert or replace
+  virtual Result<std::optional<JobTemplate>> GetTemplate(const std::string& project, const std::string& name) = 0;
+  // Sorted by name.
+  virtual Result<std::vector<JobTemplate>> ProjectTemplates(const std::string& project) = 0;
+  // False when the project has no template of that name.
+  virtual Result<bool> DeleteTemplate(const std::string& project, const std::string& name) = 0;
 
   // The platform user's uid, the same on every data plane: handed out once, from 20000 up.
   virtual Result<int64_t> AssignUid(const std::string& user) = 0;

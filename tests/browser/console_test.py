@@ -307,6 +307,51 @@ def main():
         flag.click()
         wait.until(lambda d: admin.call("GET", "/api/v1/flags")[1]["flags"]["EnableHPCJobs"] is True)
         check(True, "the admin turned EnableHPCJobs on from the console (PUT with the CSRF token)")
+        # Project configuration: a refused value shows next to its field; a good one is stored.
+        wait.until(EC.presence_of_element_located((By.ID, "prj-form")))
+        workers = driver.find_element(By.ID, "prj-maxWorkers")
+        workers.clear()
+        workers.send_keys("500")
+        driver.find_element(By.ID, "prj-save").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "prj-err-maxWorkers"), "1-128"))
+        check(admin.call("GET", "/api/v1/projects/astro")[1]["maxWorkers"] == 2, "a refused configuration changes nothing")
+        workers.clear()
+        workers.send_keys("3")
+        driver.find_element(By.ID, "prj-save").click()
+        wait.until(lambda d: admin.call("GET", "/api/v1/projects/astro")[1]["maxWorkers"] == 3)
+        check(True, "the admin configured project astro from the console (maxWorkers 3)")
+        # A token made in the console is shown once and works.
+        driver.find_element(By.ID, "tok-subject").send_keys("zed")
+        driver.find_element(By.ID, "tok-projects").send_keys("astro")
+        driver.find_element(By.ID, "tok-ttl").send_keys("1h")
+        driver.find_element(By.ID, "tok-create").click()
+        wait.until(lambda d: d.find_element(By.ID, "new-token").text.strip())
+        zed = Api(base, driver.find_element(By.ID, "new-token").text.strip())
+        code, body = zed.call("GET", "/api/v1/session")
+        check(code == 200 and body["subject"] == "zed" and body["projects"] == ["astro"],
+              f"the token created in the console signs zed in for astro ({code} {body})")
+        # A job template for project astro, written in the console: a refused option shows its
+        # message next to the field and stores nothing; a good one is listed.
+        wait.until(EC.presence_of_element_located((By.ID, "tpl-form")))
+        driver.find_element(By.ID, "tpl-name").send_keys("two-node-hello")
+        driver.find_element(By.ID, "tpl-description").send_keys("hostname on two nodes")
+        tpl_script = driver.find_element(By.ID, "tpl-script")
+        tpl_script.clear()
+        tpl_script.send_keys("#!/bin/bash\n#SBATCH --comment=from-template\nsrun hostname\n")
+        driver.find_element(By.ID, "tpl-opt-nodes").send_keys("2")
+        driver.find_element(By.ID, "tpl-opt-time").send_keys("10 minutes")
+        driver.find_element(By.ID, "tpl-save").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "tpl-err-opt-time"), "must be one token"))
+        code, body = admin.call("GET", "/api/v1/projects/astro/templates")
+        check(code == 200 and body["templates"] == [], f"a refused template is not stored ({code} {body})")
+        t = driver.find_element(By.ID, "tpl-opt-time")
+        t.clear()
+        t.send_keys("00:10:00")
+        driver.find_element(By.ID, "tpl-save").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "templates-table"), "two-node-hello"))
+        code, body = admin.call("GET", "/api/v1/projects/astro/templates/two-node-hello")
+        check(code == 200 and body["options"] == {"nodes": "2", "time": "00:10:00"} and "--comment=from-template" in body["script"],
+              f"the template is stored as written ({code} {body})")
         shot("08-admin")
         driver.find_element(By.ID, "sign-out").click()
         wait.until(EC.visibility_of_element_located((By.ID, "token")))
@@ -318,6 +363,11 @@ def main():
         check("Pending" in driver.find_element(By.ID, "workspaces-table").text, "the launched workspace is listed, Pending")
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=jobs]").click()
         wait.until(EC.element_to_be_clickable((By.ID, "run-button"))).click()
+        # The admin's template fills the form.
+        Select(wait.until(EC.element_to_be_clickable((By.ID, "run-template")))).select_by_value("two-node-hello")
+        check("--comment=from-template" in driver.find_element(By.ID, "run-script").get_property("value") and
+              driver.find_element(By.ID, "run-opt-nodes").get_property("value") == "2",
+              "choosing a template fills the script and its options")
         driver.find_element(By.ID, "run-opt-mem").send_keys("4 G")
         driver.find_element(By.ID, "run-opt-jobName").send_keys("from-console")
         driver.find_element(By.ID, "run-submit").click()
@@ -334,7 +384,9 @@ def main():
         code, body = agent.call("GET", "/api/v1/dataplanes/dp1/submissions")
         subs = body["submissions"] if code == 200 else []
         check(len(subs) == 1 and "--job-name=from-console" in subs[0]["sbatchArgs"] and
-              "--mem=1G" in subs[0]["sbatchArgs"], f"the submission carries the form's options ({subs})")
+              "--mem=1G" in subs[0]["sbatchArgs"] and "--nodes=2" in subs[0]["sbatchArgs"] and
+              "--comment=from-template" in subs[0]["script"],
+              f"the submission carries the template's and the form's options ({subs})")
         if subs:
             agent.call("POST", f"/api/v1/dataplanes/dp1/submissions/{subs[0]['id']}",
                        {"state": "Submitted", "jobId": 99999, "submitTime": int(time.time()), "cluster": "c1"})

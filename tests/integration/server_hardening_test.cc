@@ -315,6 +315,92 @@ TEST_F(ServerHardening, TokensExpireCanBeListedAndRevokedAndEveryChangeIsAudited
   EXPECT_EQ(user.Get("/api/v1/audit")->status, 403);
 }
 
+// Templates: only admins write them, only members read them, every refusal names its field,
+// and a submission from a template is checked as if its script and options were sent.
+TEST_F(ServerHardening, JobTemplatesAreAdminsToWriteMembersToReadAndCheckedLikeSubmissions) {
+  auto admin = Admin();
+  auto token_of = [&](const std::string& subject, const std::string& project) {
+    auto r = admin.Post("/api/v1/tokens",
+                        json{{"subject", subject}, {"role", "user"}, {"projects", {project}}}.dump(), "application/json");
+    EXPECT_EQ(r->status, 201) << r->body;
+    return json::parse(r->body)["token"].get<std::string>();
+  };
+  httplib::Client ann(Url()), eve(Url());
+  ann.set_bearer_token_auth(token_of("ann", "astro"));
+  eve.set_bearer_token_auth(token_of("eve", "bio"));
+  const std::string good = R"({"description":"two nodes","script":"#!/bin/sh\nsrun hostname","options":{"nodes":2}})";
+  // Not configured yet: the template has no project to belong to.
+  auto early = admin.Put("/api/v1/projects/astro/templates/sweep", good, "application/json");
+  EXPECT_EQ(early->status, 404) << early->body;
+  ASSERT_EQ(admin.Put("/api/v1/projects/astro", R"({"dataPlane":"dp1"})", "application/json")->status, 200);
+  auto made = admin.Put("/api/v1/projects/astro/templates/sweep", good, "application/json");
+  ASSERT_EQ(made->status, 201) << made->body;
+  EXPECT_EQ(json::parse(made->body)["updatedBy"], "admin");
+  EXPECT_EQ(admin.Put("/api/v1/projects/astro/templates/sweep", good, "application/json")->status, 200);
+  // A member writes nothing; another project's user reads nothing.
+  EXPECT_EQ(ann.Put("/api/v1/projects/astro/templates/mine", good, "application/json")->status, 403);
+  EXPECT_EQ(ann.Delete("/api/v1/projects/astro/templates/sweep")->status, 403);
+  auto listed = ann.Get("/api/v1/projects/astro/templates");
+  ASSERT_EQ(listed->status, 200);
+  auto templates = json::parse(listed->body)["templates"];
+  ASSERT_EQ(templates.size(), 1u);
+  EXPECT_EQ(templates[0]["options"]["nodes"], 2);
+  EXPECT_EQ(eve.Get("/api/v1/projects/astro/templates")->status, 403);
+  EXPECT_EQ(eve.Get("/api/v1/projects/astro/templates/sweep")->status, 403);
+  EXPECT_EQ(httplib::Client(Url()).Get("/api/v1/projects/astro/templates")->status, 401);
+  // Refusals: each a 400 naming the field, nothing stored.
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {"sweep", R"({"script":"echo no shebang"})"},
+      {"sweep", R"({"script":"#!/bin/sh","options":{"uid":"0"}})"},
+      {"sweep", R"({"script":"#!/bin/sh","options":{"mem":"1G; rm -rf /"}})"},
+      {"sweep", R"({"script":"#!/bin/sh","description":7})"},
+      {"sweep", R"({"script":"#!/bin/sh","extra":true})"},
+      {"Bad_Name", R"({"script":"#!/bin/sh"})"},
+      {"x%2e%2e", R"({"script":"#!/bin/sh"})"},
+  };
+  for (const auto& [name, body] : bad) {
+    auto r = admin.Put("/api/v1/projects/astro/templates/" + name, body, "application/json");
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 400) << name << " " << body << ": " << r->body;
+    EXPECT_FALSE(ErrorOf(r->body)["field"].get<std::string>().empty()) << r->body;
+  }
+  EXPECT_EQ(json::parse(ann.Get("/api/v1/projects/astro/templates/sweep")->body)["script"], "#!/bin/sh\nsrun hostname");
+  // Submitting from a template: the flag on, an unknown template and a bad override refused.
+  ASSERT_EQ(admin.Put("/api/v1/flags/EnableHPCJobs", R"({"value":true})", "application/json")->status, 200);
+  auto unknown = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro","template":"nope"})",
+                          "application/json");
+  EXPECT_EQ(unknown->status, 400);
+  EXPECT_EQ(ErrorOf(unknown->body)["field"], "template") << unknown->body;
+  auto override_bad = ann.Post("/api/v1/projects/astro/jobs",
+                               R"({"dataPlane":"dp1","workspace":"ann-astro","template":"sweep","options":{"chdir":"/"}})",
+                               "application/json");
+  EXPECT_EQ(override_bad->status, 400);
+  EXPECT_EQ(ErrorOf(override_bad->body)["field"], "options.chdir") << override_bad->body;
+  auto no_script = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro"})",
+                            "application/json");
+  EXPECT_EQ(ErrorOf(no_script->body)["field"], "script") << no_script->body;
+  // From a good template, the request passes every check of its own and stops only where no
+  // data plane dp1 has reported Slurm.
+  auto from = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro","template":"sweep"})",
+                       "application/json");
+  EXPECT_EQ(from->status, 409) << from->body;
+  EXPECT_NE(from->body.find("dp1"), std::string::npos) << from->body;
+  // Deleted once; the second time there is nothing to delete.
+  EXPECT_EQ(admin.Delete("/api/v1/projects/astro/templates/sweep")->status, 200);
+  EXPECT_EQ(admin.Delete("/api/v1/projects/astro/templates/sweep")->status, 404);
+  // A project holds 50 at most: the 51st is refused, replacing one of the 50 is not.
+  for (int i = 0; i < 50; ++i) {
+    ASSERT_EQ(admin.Put("/api/v1/projects/astro/templates/t" + std::to_string(i), good, "application/json")->status, 201);
+  }
+  EXPECT_EQ(admin.Put("/api/v1/projects/astro/templates/t50", good, "application/json")->status, 409);
+  EXPECT_EQ(admin.Put("/api/v1/projects/astro/templates/t7", good, "application/json")->status, 200);
+  auto audit = json::parse(admin.Get("/api/v1/audit")->body).dump();
+  for (const char* action : {"template.create", "template.update", "template.delete"}) {
+    EXPECT_NE(audit.find(action), std::string::npos) << action;
+  }
+  EXPECT_TRUE(Alive());
+}
+
 TEST_F(ServerHardening, RepeatedFailedSignInsFromOneAddressAreRateLimited) {
   httplib::Client guesser(Url());
   int unauthorized = 0, limited = 0;

@@ -66,7 +66,7 @@ TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   auto v = (*again)->Migrate();
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 8);  // the last: job arrays (7: indexes for the start and end orders)
+  EXPECT_EQ(*v, 9);  // the last: job templates (8: job arrays)
   store_ = std::move(*again);
 }
 
@@ -365,6 +365,36 @@ TEST_P(StoreTest, ProjectsUidsAndWorkspaces) {
   EXPECT_EQ((*pending)[0].id, "carol-ws");
   EXPECT_EQ(store_->ProjectWorkspaces("astro")->size(), 2u);
   EXPECT_TRUE(store_->DataPlaneWorkspaces("dp2")->empty());
+}
+
+// Templates are a project's own, listed by name, replaced in place and deleted once.
+TEST_P(StoreTest, JobTemplatesArePerProjectReplacedInPlaceAndDeletedOnce) {
+  auto make = [](const std::string& project, const std::string& name, const std::string& script) {
+    auto t = cp::JobTemplateFromJson(project, name, {{"script", script}, {"options", {{"nodes", 2}}}});
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    t->updated_at = 7;
+    t->updated_by = "admin";
+    return *t;
+  };
+  ASSERT_TRUE(store_->PutTemplate(make("astro", "sweep", "#!/bin/sh\necho 1")).ok());
+  ASSERT_TRUE(store_->PutTemplate(make("astro", "array", "#!/bin/sh\necho a")).ok());
+  ASSERT_TRUE(store_->PutTemplate(make("bio", "sweep", "#!/bin/sh\necho bio")).ok());
+  auto astro = store_->ProjectTemplates("astro");
+  ASSERT_TRUE(astro.ok()) << astro.status().message();
+  ASSERT_EQ(astro->size(), 2u);
+  EXPECT_EQ((*astro)[0].name, "array");
+  EXPECT_EQ((*astro)[1].options["nodes"], 2);
+  EXPECT_EQ((*astro)[1].updated_by, "admin");
+  ASSERT_TRUE(store_->PutTemplate(make("astro", "sweep", "#!/bin/sh\necho 2")).ok());
+  auto sweep = store_->GetTemplate("astro", "sweep");
+  ASSERT_TRUE(sweep.ok() && *sweep);
+  EXPECT_EQ((*sweep)->script, "#!/bin/sh\necho 2");
+  EXPECT_EQ(store_->ProjectTemplates("astro")->size(), 2u);
+  EXPECT_EQ((*store_->GetTemplate("bio", "sweep"))->script, "#!/bin/sh\necho bio");
+  EXPECT_TRUE(*store_->DeleteTemplate("astro", "sweep"));
+  EXPECT_FALSE(*store_->DeleteTemplate("astro", "sweep"));
+  EXPECT_FALSE(*store_->GetTemplate("astro", "sweep"));
+  EXPECT_TRUE(*store_->GetTemplate("bio", "sweep"));
 }
 
 TEST_P(StoreTest, TokensExpireAreListedWithoutSecretsAndRevokedOnce) {

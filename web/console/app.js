@@ -386,11 +386,12 @@ async function watchCancellation(project, id, note) {
 // Offered only when the flag EnableHPCJobs is on and the project's data plane is Healthy and
 // reports Slurm (the API decides both again on submit).
 async function runButton(project, into, onSubmitted) {
-  let flags, config, planes, workspaces;
+  let flags, config, planes, workspaces, templates;
   try {
-    [flags, config, planes, workspaces] = await Promise.all([
+    [flags, config, planes, workspaces, { templates }] = await Promise.all([
       api("GET", "/api/v1/flags"), api("GET", `/api/v1/projects/${project}`),
-      api("GET", "/api/v1/dataplanes"), api("GET", `/api/v1/projects/${project}/workspaces`)]);
+      api("GET", "/api/v1/dataplanes"), api("GET", `/api/v1/projects/${project}/workspaces`),
+      api("GET", `/api/v1/projects/${project}/templates`)]);
   } catch (e) {
     return;  // an unconfigured project has no data plane to run on: no button
   }
@@ -401,7 +402,7 @@ async function runButton(project, into, onSubmitted) {
   into.replaceChildren(open);
   open.addEventListener("click", () => {
     open.setAttribute("aria-expanded", "true");
-    into.replaceChildren(runForm(project, mine, () => {
+    into.replaceChildren(runForm(project, mine, templates, () => {
       into.replaceChildren(open);
       open.setAttribute("aria-expanded", "false");
       onSubmitted();
@@ -411,44 +412,73 @@ async function runButton(project, into, onSubmitted) {
 }
 
 const RUN_OPTIONS = [["jobName", "Job name"], ["nodes", "Nodes"], ["ntasks", "Tasks"], ["cpusPerTask", "CPUs per task"],
-  ["mem", "Memory (e.g. 4G)"], ["time", "Time limit (e.g. 01:00:00)"], ["array", "Array (e.g. 0-9)"]];
+  ["mem", "Memory (e.g. 4G)"], ["time", "Time limit (e.g. 01:00:00)"], ["array", "Array (e.g. 0-9)"],
+  ["output", "Output file"], ["error", "Error file"]];
 
-function runForm(project, workspaces, done) {
-  const errors = {};
-  const field = (id, label, control) => {
-    errors[id] = el("span", { class: "error", id: `err-${id}`, role: "alert" });
-    control.setAttribute("aria-describedby", `err-${id}`);
+// Labelled controls whose error line the API's refusal of their field fills: `errors` maps a
+// field key (script, opt-nodes, ...) to that line.
+function fieldMaker(prefix, errors) {
+  return (id, label, control) => {
+    errors[id] = el("span", { class: "error", id: `${prefix}err-${id}`, role: "alert" });
+    control.setAttribute("aria-describedby", `${prefix}err-${id}`);
     return el("label", { for: control.id }, label, control, errors[id]);
   };
+}
+// The option inputs `${idPrefix}opt-<key>`, and reading them back as the API's options object.
+const optionInputs = (idPrefix, field) => RUN_OPTIONS.map(([k, label]) =>
+  field(`opt-${k}`, label, el("input", { id: `${idPrefix}opt-${k}`, name: k, size: 12 })));
+function readOptions(idPrefix) {
+  const options = {};
+  for (const [k] of RUN_OPTIONS) {
+    const v = $(`#${idPrefix}opt-${k}`).value.trim();
+    if (v) options[k] = v;
+  }
+  return options;
+}
+function fillOptions(idPrefix, options) {
+  for (const [k] of RUN_OPTIONS) $(`#${idPrefix}opt-${k}`).value = options && options[k] !== undefined ? options[k] : "";
+}
+// Shows an ApiError next to the field it names, else in `result`.
+function showFieldError(e, errors, result) {
+  const key = e.field && e.field.startsWith("options.") ? `opt-${e.field.slice(8)}` : e.field;
+  if (key && errors[key]) errors[key].textContent = e.message;
+  else result.textContent = e.message;
+  result.className = "error";
+}
+
+function runForm(project, workspaces, templates, done) {
+  const errors = {};
+  const field = fieldMaker("", errors);
   const ws = el("select", { id: "run-workspace", required: true },
     workspaces.map((w) => el("option", { value: w.id }, `${w.id} (${w.phase})`)));
   const script = el("textarea", { id: "run-script", rows: 8, cols: 70, required: true, spellcheck: "false" });
   script.value = "#!/bin/bash\nsrun hostname\n";
-  const opts = RUN_OPTIONS.map(([k, label]) => field(`opt-${k}`, label, el("input", { id: `run-opt-${k}`, name: k, size: 12 })));
+  // A template fills the script and options; what is submitted is what the form then shows.
+  const template = el("select", { id: "run-template", onchange: () => {
+    const t = templates.find((x) => x.name === template.value);
+    if (!t) return;
+    script.value = t.script;
+    fillOptions("run-", t.options);
+  } }, el("option", { value: "" }, "(none)"),
+  templates.map((t) => el("option", { value: t.name }, t.description ? `${t.name}: ${t.description}` : t.name)));
+  const opts = optionInputs("run-", field);
   const result = el("p", { id: "run-result", role: "status" });
   const form = el("form", { class: "filters", id: "run-form", onsubmit: async (ev) => {
     ev.preventDefault();
     for (const e of Object.values(errors)) e.textContent = "";
     result.textContent = "";
-    const options = {};
-    for (const [k] of RUN_OPTIONS) {
-      const v = $(`#run-opt-${k}`).value.trim();
-      if (v) options[k] = v;
-    }
+    const options = readOptions("run-");
     try {
       const sub = await api("POST", `/api/v1/projects/${project}/jobs`, { workspace: ws.value, script: script.value, options });
       toast(`Submitted (${sub.id}); the job appears with source api once its data plane runs sbatch.`);
       done();
     } catch (e) {
-      // The API names the field it refuses: the message goes next to it.
-      const key = e.field && e.field.startsWith("options.") ? `opt-${e.field.slice(8)}` : e.field;
-      if (key && errors[key]) errors[key].textContent = e.message;
-      else result.textContent = e.message;
-      result.className = "error";
+      showFieldError(e, errors, result);  // the API names the field it refuses
     }
   } },
   workspaces.length ? field("workspace", "Workspace", ws)
     : el("p", { class: "error" }, "You have no running workspace in this project: launch one first (Workspaces)."),
+  templates.length ? field("template", "Template", template) : null,
   field("script", "Batch script", script), ...opts,
   el("button", { type: "submit", class: "primary", id: "run-submit", disabled: !workspaces.length }, "Submit"),
   el("button", { type: "button", onclick: done }, "Cancel"), result);
@@ -526,28 +556,41 @@ async function workspacesPage() {
   if (!state.project) return noProject();
   const project = state.project;
   main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), el("p", { class: "muted" }, "Loading…"));
-  try {
+  const body = el("tbody", {});
+  // While a workspace is on its way (Pending, Stopping), its row follows it every 3 s; the
+  // launch form above is left as the user is filling it.
+  const load = async () => {
     const { workspaces } = await api("GET", `/api/v1/projects/${project}/workspaces`);
     const rows = workspaces.map((w) => {
       const mine = w.user === state.me.subject || state.me.role === "admin";
       const stop = mine && w.desired === "Running"
-        ? el("button", { type: "button", onclick: async () => {
+        ? el("button", { type: "button", id: `stop-${w.id}`, onclick: async () => {
+          if (!confirm(`Stop workspace ${w.id}? Its login pod and idle workers go; running jobs finish first.`)) return;
           try {
             await api("DELETE", `/api/v1/projects/${project}/workspaces/${w.id}`);
             toast(`Workspace ${w.id} is stopping.`);
-            workspacesPage();
+            load().catch((e) => toast(e.message));
           } catch (e) { toast(e.message); }
         } }, "Stop")
         : "";
-      return el("tr", {}, el("td", {}, w.id), el("td", {}, w.user), el("td", {}, w.tier), el("td", {}, w.dataPlane),
-        el("td", {}, w.phase), el("td", {}, w.message || ""), el("td", {}, String(w.maxWorkers)),
+      return el("tr", { "data-workspace": w.id }, el("td", {}, w.id), el("td", {}, w.user), el("td", {}, w.tier),
+        el("td", {}, w.dataPlane), el("td", { class: "phase" }, w.phase), el("td", {}, w.message || ""),
+        el("td", {}, String(w.maxWorkers)),
         el("td", {}, el("code", {}, `hpcplane workspace exec ${w.id} -- bash`)), el("td", {}, stop));
     });
-    main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), await launchForm(project),
+    body.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: 9, class: "muted" }, "No workspaces."))]));
+    clearInterval(state.refreshTimer);
+    const moving = workspaces.some((w) => w.phase === "Pending" || w.phase === "Stopping" ||
+      (w.desired === "Stopped" && w.phase !== "Stopped" && w.phase !== "Failed"));
+    if (moving) state.refreshTimer = setInterval(() => load().catch(() => clearInterval(state.refreshTimer)), 3000);
+  };
+  try {
+    const form = await launchForm(project);
+    await load();
+    main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), form,
       el("div", { class: "table-wrap" }, el("table", { id: "workspaces-table" },
         el("thead", {}, el("tr", {}, ["Id", "User", "Tier", "Data plane", "Phase", "Message", "Max workers", "Open a shell", ""]
-          .map((h) => el("th", { scope: "col" }, h)))),
-        el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 9, class: "muted" }, "No workspaces."))))));
+          .map((h) => el("th", { scope: "col" }, h)))), body)));
   } catch (e) {
     main.replaceChildren(el("h1", {}, `Workspaces — ${project}`), el("p", { class: "error", role: "alert" }, e.message));
   }
@@ -606,15 +649,154 @@ async function adminPage() {
         if (!confirm(`Revoke token ${t.id} of ${t.subject}?`)) return;
         try { await api("DELETE", `/api/v1/tokens/${t.id}`); adminPage(); } catch (e) { toast(e.message); }
       } }, "Revoke"))));
+    const templates = el("section", { id: "templates-admin", "aria-labelledby": "templates-heading" });
+    const project = el("section", { id: "project-admin", "aria-labelledby": "project-heading" });
     main.replaceChildren(el("h1", {}, "Admin"), el("h2", {}, "Feature flags"), el("ul", { id: "flags" }, flagRows),
-      el("h2", {}, "API tokens"),
-      el("p", { class: "muted" }, "New tokens: hpcplane tokens create (the secret is shown once, to the terminal or a 0600 file)."),
+      project, templates, el("h2", {}, "API tokens"), tokenForm(),
       el("div", { class: "table-wrap" }, el("table", { id: "tokens-table" },
         el("thead", {}, el("tr", {}, ["Id", "Subject", "Role", "Projects", "Created", "Expires", "Last used", ""]
           .map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, tokenRows))));
+    projectAdmin(project, state.project);
+    templatesAdmin(templates, state.project);
   } catch (e) {
     main.replaceChildren(el("h1", {}, "Admin"), el("p", { class: "error", role: "alert" }, e.message));
   }
+}
+
+const listText = (v) => (v || []).join(", ");
+const listOf = (text) => text.split(",").map((x) => x.trim()).filter(Boolean);
+
+// A new API token: its secret is shown here once (the server keeps only its digest).
+function tokenForm() {
+  const errors = {};
+  const field = fieldMaker("tok-", errors);
+  const subject = el("input", { id: "tok-subject", required: true, size: 16 });
+  const role = el("select", { id: "tok-role" }, ["user", "admin", "agent", "metrics"].map((r) => el("option", { value: r }, r)));
+  const projects = el("input", { id: "tok-projects", size: 24, placeholder: "astro, bio" });
+  const ttl = el("input", { id: "tok-ttl", size: 8, placeholder: "30d" });
+  const result = el("p", { id: "tok-result", role: "status" });
+  const shown = el("output", { id: "new-token", class: "secret" });
+  return el("form", { class: "filters", id: "tok-form", "aria-label": "Create an API token", onsubmit: async (ev) => {
+    ev.preventDefault();
+    for (const e of Object.values(errors)) e.textContent = "";
+    result.textContent = "";
+    shown.textContent = "";
+    const body = { subject: subject.value.trim(), role: role.value, projects: listOf(projects.value) };
+    if (ttl.value.trim()) body.ttl = ttl.value.trim();
+    try {
+      const t = await api("POST", "/api/v1/tokens", body);
+      shown.textContent = t.token;
+      result.className = "";
+      result.textContent = `Token ${t.id} for ${t.subject}: copy it now, it is not shown again.`;
+    } catch (e) {
+      showFieldError(e, errors, result);
+    }
+  } }, field("subject", "Subject", subject), field("role", "Role", role), field("projects", "Projects", projects),
+  field("ttl", "Expires after", ttl), el("button", { type: "submit", class: "primary", id: "tok-create" }, "Create token"),
+  result, shown);
+}
+
+// The selected project's configuration (PUT /projects/{p}): where its workspaces run and what
+// they may be. An admin configures a new project by typing its name.
+async function projectAdmin(into, selected) {
+  let planes = [];
+  try { ({ dataPlanes: planes } = await api("GET", "/api/v1/dataplanes")); } catch (e) { /* listed by name only */ }
+  let config = null;
+  if (selected) {
+    try { config = await api("GET", `/api/v1/projects/${selected}`); } catch (e) { config = null; }
+  }
+  const errors = {};
+  const field = fieldMaker("prj-", errors);
+  const input = (id, value, attrs = {}) => el("input", { id: `prj-${id}`, value: value ?? "", size: 14, ...attrs });
+  const name = input("name", selected, { required: true, pattern: "[a-z][a-z0-9\\-]{0,62}" });
+  const plane = el("select", { id: "prj-dataPlane" }, planes.map((d) =>
+    el("option", { value: d.name, selected: config && config.dataPlane === d.name }, `${d.name} (${d.state})`)));
+  const tiers = input("tiers", config ? listText(config.tiers) : "small");
+  const defaultTier = input("defaultTier", config ? config.defaultTier : "small");
+  const maxWorkers = input("maxWorkers", config ? config.maxWorkers : 2, { type: "number", min: 1 });
+  const idle = input("idleTimeout", config ? `${config.idleTimeoutSeconds}s` : "5m");
+  const lifetime = input("tokenLifetime", config ? `${config.tokenLifetimeSeconds}s` : "8h");
+  const datasets = input("datasets", config ? listText(config.datasets) : "", { size: 20 });
+  const admins = input("sysAdmins", config ? listText(config.sysAdmins) : "", { size: 20 });
+  const result = el("p", { id: "prj-result", role: "status" });
+  const form = el("form", { class: "filters", id: "prj-form", "aria-label": "Project configuration", onsubmit: async (ev) => {
+    ev.preventDefault();
+    for (const e of Object.values(errors)) e.textContent = "";
+    result.textContent = "";
+    const body = { dataPlane: plane.value, tiers: listOf(tiers.value), defaultTier: defaultTier.value.trim(),
+      maxWorkers: Number(maxWorkers.value), idleTimeout: idle.value.trim(), tokenLifetime: lifetime.value.trim(),
+      sysAdmins: listOf(admins.value) };
+    if (listOf(datasets.value).length) body.datasets = listOf(datasets.value);
+    try {
+      const p = await api("PUT", `/api/v1/projects/${encodeURIComponent(name.value.trim())}`, body);
+      toast(`Project ${p.name} saved.`);
+    } catch (e) {
+      showFieldError(e, errors, result);
+    }
+  } }, field("name", "Project", name), field("dataPlane", "Data plane", plane), field("tiers", "Tiers", tiers),
+  field("defaultTier", "Default tier", defaultTier), field("maxWorkers", "Max workers", maxWorkers),
+  field("idleTimeout", "Idle timeout", idle), field("tokenLifetime", "Token lifetime", lifetime),
+  field("datasets", "Datasets", datasets), field("sysAdmins", "Slurm admins", admins),
+  el("button", { type: "submit", class: "primary", id: "prj-save" }, "Save project"), result);
+  into.replaceChildren(el("h2", { id: "project-heading" }, "Project configuration"),
+    planes.length ? form : el("p", { class: "muted" }, "No data plane has reported yet: a project needs one to run on."));
+}
+
+// The selected project's job templates: listed with Edit and Delete, and a form that creates or
+// replaces one (PUT /projects/{p}/templates/{name}); members pick them in the Run form.
+async function templatesAdmin(into, project) {
+  const heading = el("h2", { id: "templates-heading" }, `Job templates of ${project || "—"}`);
+  if (!project) return into.replaceChildren(heading, el("p", { class: "muted" }, "No project is configured."));
+  let templates;
+  try {
+    ({ templates } = await api("GET", `/api/v1/projects/${project}/templates`));
+  } catch (e) {
+    return into.replaceChildren(heading, el("p", { class: "error", role: "alert" }, e.message));
+  }
+  const errors = {};
+  const field = fieldMaker("tpl-", errors);
+  const name = el("input", { id: "tpl-name", required: true, size: 20, pattern: "[a-z][a-z0-9\\-]{0,62}" });
+  const description = el("input", { id: "tpl-description", size: 40, maxlength: 500 });
+  const script = el("textarea", { id: "tpl-script", rows: 6, cols: 70, required: true, spellcheck: "false" });
+  script.value = "#!/bin/bash\nsrun hostname\n";
+  const result = el("p", { id: "tpl-result", role: "status" });
+  const edit = (t) => {
+    name.value = t.name;
+    description.value = t.description;
+    script.value = t.script;
+    fillOptions("tpl-", t.options);
+    name.focus();
+  };
+  const rows = templates.map((t) => el("tr", {}, el("td", {}, t.name), el("td", {}, t.description),
+    el("td", {}, Object.entries(t.options).map(([k, v]) => `${k}=${v}`).join(" ")),
+    el("td", {}, t.updatedBy), el("td", {}, fmtTime(t.updatedAt)),
+    el("td", {}, el("button", { type: "button", onclick: () => edit(t) }, "Edit"), " ",
+      el("button", { type: "button", "aria-label": `Delete template ${t.name}`, onclick: async () => {
+        if (!confirm(`Delete template ${t.name} of ${project}?`)) return;
+        try { await api("DELETE", `/api/v1/projects/${project}/templates/${t.name}`); templatesAdmin(into, project); }
+        catch (e) { toast(e.message); }
+      } }, "Delete"))));
+  const form = el("form", { class: "filters", id: "tpl-form", onsubmit: async (ev) => {
+    ev.preventDefault();
+    for (const e of Object.values(errors)) e.textContent = "";
+    result.textContent = "";
+    try {
+      await api("PUT", `/api/v1/projects/${project}/templates/${encodeURIComponent(name.value.trim())}`,
+        { description: description.value, script: script.value, options: readOptions("tpl-") });
+      toast(`Template ${name.value.trim()} saved.`);
+      templatesAdmin(into, project);
+    } catch (e) {
+      showFieldError(e, errors, result);
+    }
+  } }, field("name", "Name", name), field("description", "Description", description),
+  field("script", "Batch script", script), ...optionInputs("tpl-", field),
+  el("button", { type: "submit", class: "primary", id: "tpl-save" }, "Save template"), result);
+  into.replaceChildren(heading,
+    el("div", { class: "table-wrap" }, el("table", { id: "templates-table" },
+      el("thead", {}, el("tr", {}, ["Name", "Description", "Options", "By", "Updated", ""]
+        .map((h) => el("th", { scope: "col" }, h)))),
+      el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: 6, class: "muted" }, "No templates yet."))))),
+    form);
 }
 
 // --- data planes (admins) ------------------------------------------------------------------------

@@ -1,5 +1,8 @@
 // What every REST route shares: failed sign-in limits, 405 answers, CSV that spreadsheets
 // cannot run, and the agent's match of an API submission to its job.
+#include <map>
+#include <regex>
+
 #include <gtest/gtest.h>
 
 #include "controlplane/agent.h"
@@ -11,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controlplane/openapi.h"
+#include "controlplane/server.h"
 
 namespace hpc::cp {
 namespace {
@@ -121,6 +125,33 @@ TEST(OpenApi, DocumentsTheConsoleRoutes) {
     EXPECT_TRUE(doc["paths"].contains(path)) << path;
   }
   EXPECT_TRUE(doc["components"]["securitySchemes"].contains("session"));
+}
+
+// Every route the API serves is in the OpenAPI document with its method: a route added without
+// its description fails here.
+TEST(OpenApi, DescribesEveryRouteTheServerServes) {
+  auto doc = nlohmann::json::parse(kOpenApiDocument, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  // The document's paths with their parameters as the route table writes groups: {}.
+  std::map<std::string, nlohmann::json> documented;
+  for (auto it = doc["paths"].begin(); it != doc["paths"].end(); ++it) {
+    documented["/api/v1" + std::regex_replace(it.key(), std::regex(R"(\{[A-Za-z]+\})"), "{}")] = it.value();
+  }
+  httplib::Server server;
+  RouteTable routes(server);
+  http::SignInLimiter limiter;
+  http::Auth auth(nullptr, &limiter);
+  AddApiRoutes(routes, &auth, nullptr, 30, false);
+  int checked = 0;
+  for (const auto& [method, tmpl] : routes.Routes()) {
+    if (tmpl.rfind("/api/v1/", 0) != 0) continue;  // the console's files
+    std::string lower = method;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(c));
+    auto d = documented.find(tmpl);
+    EXPECT_TRUE(d != documented.end() && d->second.contains(lower)) << method << " " << tmpl << " is not documented";
+    ++checked;
+  }
+  EXPECT_GT(checked, 30);
 }
 
 }  // namespace

@@ -1,0 +1,185 @@
+#!/usr/bin/env python3
+"""The console's Run against a real data plane, in a real browser. `hpcplane up --control-plane`
+brings up real Slurm (munged, slurmctld, slurmdbd with MariaDB, slurmrestd) whose daemon also
+serves the control plane and runs this data plane's agent. In headless chromium, ann launches a
+workspace, picks the admin's job template in Run and submits it; the agent runs sbatch as her in
+her login pod, the job runs on two workers scaled up from zero, and sacct's record reaches the
+HPC tab with `source: api`, COMPLETED, with its statistics and script; she then stops the
+workspace. Screenshots go to <build>/console-artifacts (run-*.png).
+
+Usage: console_run_test.py BUILD_DIR
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from console_test import ARTIFACTS, BUILD, FAILURES, Api, check, chromium, free_port  # noqa: E402
+
+from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.by import By  # noqa: E402
+from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
+from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
+
+HPCPLANE = os.path.join(BUILD, "hpcplane")
+
+
+def poll(what, predicate, timeout, interval=0.5):
+    """predicate() until it returns something true, or fail naming `what` after `timeout` s."""
+    deadline = time.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
+def main():
+    state = tempfile.mkdtemp(prefix="hpcplane-console-run.")
+    os.makedirs(ARTIFACTS, exist_ok=True)
+    name = f"crun{os.getpid() % 100000}"
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    env = dict(os.environ, HPCPLANE_STATE_DIR=state, HPCPLANE_CLUSTER=name)
+    manifest = os.path.join(state, "cluster.yaml")
+    with open(manifest, "w") as f:
+        f.write(f"""apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: {name}
+spec:
+  network:
+    subnet: 10.238.{random.Random(os.getpid()).randrange(250)}.0/24
+""")
+    hp = lambda *args, timeout=240: subprocess.run([HPCPLANE, *args], env=env, capture_output=True, text=True,
+                                                   timeout=timeout)
+    driver = None
+    try:
+        up = hp("up", "-f", manifest, "--detach", "--control-plane", f"127.0.0.1:{port}")
+        if up.returncode != 0:
+            raise SystemExit(f"hpcplane up failed ({up.returncode}): {up.stdout}{up.stderr}")
+        admin = Api(base, open(os.path.join(state, "controlplane", "admin.token")).read().strip())
+        code, body = admin.call("POST", "/api/v1/tokens", {"subject": "ann", "role": "user", "projects": ["astro"]})
+        assert code == 201, body
+        ann = Api(base, body["token"])
+        # The project runs on this data plane (it reports under the cluster's name); an admin's
+        # template for it; the flag on (turning it on in the console is console_test.py's).
+        code, body = admin.call("PUT", "/api/v1/projects/astro", {"dataPlane": name, "maxWorkers": 2, "idleTimeout": "20s"})
+        assert code == 200, body
+        code, body = admin.call("PUT", "/api/v1/projects/astro/templates/two-node-hello", {
+            "description": "hostname on two nodes",
+            "script": "#!/bin/bash\n#SBATCH --comment=from-template\nsrun hostname\nsleep 1\n",
+            "options": {"nodes": 2, "time": "00:05:00"}})
+        assert code == 201, body
+        assert admin.call("PUT", "/api/v1/flags/EnableHPCJobs", {"value": True})[0] == 200
+
+        def slurm_offered():
+            code, body = admin.call("GET", "/api/v1/dataplanes")
+            return code == 200 and any(d["name"] == name and d["slurm"]["offered"] for d in body["dataPlanes"])
+        poll("the data plane to report Slurm", slurm_offered, 60)
+
+        driver = chromium(state)
+        wait = WebDriverWait(driver, 30, ignored_exceptions=[StaleElementReferenceException])
+        shot = lambda n: driver.save_screenshot(os.path.join(ARTIFACTS, f"run-{n}.png"))
+        driver.get(base + "/")
+        wait.until(EC.element_to_be_clickable((By.ID, "token"))).send_keys(ann.token)
+        driver.find_element(By.ID, "sign-in").click()
+        wait.until(EC.visibility_of_element_located((By.ID, "who-name")))
+
+        # Launch: the row follows the workspace from Pending to Ready without a reload.
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
+        wait.until(EC.element_to_be_clickable((By.ID, "launch-submit"))).click()
+        phase = lambda: driver.execute_script(
+            "const c = document.querySelector('#workspaces-table tr[data-workspace=ann-astro] td.phase');"
+            "return c ? c.textContent : ''")
+        WebDriverWait(driver, 180, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: phase() in ("Ready", "Failed"))
+        check(phase() == "Ready", f"the workspace launched from the console turns Ready on the page ({phase()})")
+        shot("01-workspace-ready")
+
+        # Run from the template; the form shows what is submitted.
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=jobs]").click()
+        wait.until(EC.element_to_be_clickable((By.ID, "run-button"))).click()
+        Select(wait.until(EC.element_to_be_clickable((By.ID, "run-template")))).select_by_value("two-node-hello")
+        check(driver.find_element(By.ID, "run-opt-nodes").get_property("value") == "2",
+              "the template fills the form (2 nodes)")
+        driver.find_element(By.ID, "run-opt-jobName").send_keys("console-run")
+        shot("02-run-form")
+        driver.find_element(By.ID, "run-submit").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "toast"), "Submitted"))
+
+        # The agent runs sbatch in ann's login pod; workers come from zero; sacct's record comes
+        # back through the agent.
+        def completed():
+            code, body = ann.call("GET", "/api/v1/projects/astro/jobs?limit=10")
+            jobs = [j for j in body.get("jobs", []) if j["name"] == "console-run"] if code == 200 else []
+            return jobs[0] if jobs and jobs[0]["state"] in ("COMPLETED", "FAILED", "CANCELLED", "TIMEOUT") else None
+        record = poll("the console's job to end in the history", completed, 240, interval=1)
+        check(record["state"] == "COMPLETED", f"the job ran to completion ({record['state']})")
+        check(record["source"] == "api" and record["user"] == "ann" and record["partition"] == "ann-astro",
+              f"it ran as ann on her partition, source api ({record})")
+        check(record["nodes"] == 2, f"on the template's 2 nodes ({record['nodes']})")
+        check(record["elapsedSeconds"] >= 1, f"with its elapsed time ({record['elapsedSeconds']} s)")
+
+        # The HPC tab shows it; its detail has the statistics and the script.
+        driver.refresh()
+        rows = lambda: driver.execute_script(
+            "return [...document.querySelectorAll('#jobs-body tr.job')].map(r => [...r.cells].map(c => c.textContent))")
+        WebDriverWait(driver, 30).until(lambda d: rows() and rows()[0][1] == "console-run")
+        first = rows()[0]
+        check(first[0] == str(record["jobId"]) and first[3] == "COMPLETED" and first[5] == "api",
+              f"the HPC tab lists the job first, COMPLETED, source api ({first})")
+        shot("03-hpc-tab")
+        driver.execute_script("document.querySelector('#jobs-body tr.job').click()")
+        wait.until(EC.text_to_be_present_in_element((By.ID, "job-script"), "--comment=from-template"))
+        detail = driver.find_element(By.ID, "job-detail").text
+        check(f"Job {record['jobId']}: console-run" in detail and "CPU efficiency" in detail and "ann-astro" in detail,
+              "the detail names the job, its statistics and its workspace")
+        check("--nodes=2" in driver.find_element(By.ID, "job-script").text, "the detail shows the options it ran with")
+        check(not driver.find_elements(By.ID, "cancel-job"), "an ended job offers no Cancel")
+        shot("04-job-detail")
+
+        # Stop from the console: the row follows it to Stopped.
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
+        wait.until(EC.element_to_be_clickable((By.ID, "stop-ann-astro"))).click()
+        driver.switch_to.alert.accept()
+        WebDriverWait(driver, 180, ignored_exceptions=[StaleElementReferenceException]).until(
+            lambda d: phase() in ("Stopped", "Failed"))
+        check(phase() == "Stopped", f"the workspace stopped from the console is Stopped ({phase()})")
+        shot("05-workspace-stopped")
+        code, body = ann.call("GET", "/api/v1/projects/astro/jobs?limit=10")
+        check(code == 200 and any(j["jobId"] == record["jobId"] for j in body["jobs"]),
+              "the job's record outlives the workspace")
+
+        # The one 401 expected: the page asking for a session before anyone signed in.
+        logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
+                and not ("/api/v1/session" in e["message"] and "status of 401" in e["message"])]
+        check(not logs, f"no errors in the browser console ({logs[:3]})")
+    except Exception:
+        log = os.path.join(state, "clusters", name, "daemon.log")
+        if os.path.exists(log):
+            print("--- daemon log (last 60 lines)")
+            print("".join(open(log, errors="replace").readlines()[-60:]))
+        raise
+    finally:
+        if driver:
+            driver.quit()
+        down = hp("down", "--purge", timeout=180)
+        if down.returncode != 0:
+            print(f"hpcplane down failed: {down.stdout}{down.stderr}")
+        shutil.rmtree(state, ignore_errors=True)
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed")
+        sys.exit(1)
+    print("all checks passed")
+
+
+if __name__ == "__main__":
+    main()
