@@ -165,9 +165,9 @@ echo
 # copies have no steps; sacct -X lists allocations only, as above.
 CLONE_TO=${CLONE_TO:-0}
 if [ "$CLONE_TO" -gt "$JOBS" ]; then
-  SQL() { "$H" exec "$NAME-mariadb" --user mysql -- mariadb -u mysql --socket=/tmp/mysqld.sock -N -B slurm_acct_db -e "$1"; }
+  SQL() { "$H" exec "$NAME-mariadb" -- mariadb -u root --socket=/tmp/mysqld.sock -N -B slurm_acct_db -e "$1"; }
   TABLE=${NAME}_job_table
-  COLS=$(SQL "SELECT GROUP_CONCAT(column_name ORDER BY ordinal_position) FROM information_schema.columns
+  COLS=$(SQL "SELECT GROUP_CONCAT(CONCAT(CHAR(96), column_name, CHAR(96)) ORDER BY ordinal_position) FROM information_schema.columns
               WHERE table_schema = 'slurm_acct_db' AND table_name = '$TABLE' AND column_name NOT IN ('job_db_inx', 'id_job')")
   COPIES=$(( (CLONE_TO + JOBS - 1) / JOBS - 1 ))
   C0=$(date +%s.%N)

@@ -10,6 +10,7 @@
 #include <nlohmann/json.hpp>
 
 #include "controlplane/db.h"
+#include "controlplane/job_rollup.h"
 #include "controlplane/store.h"
 #include "platform/catalog.h"
 
@@ -77,6 +78,18 @@ const std::vector<std::string>& Migrations() {
            project TEXT NOT NULL, name TEXT NOT NULL, description TEXT NOT NULL, script TEXT NOT NULL,
            options TEXT NOT NULL, updated_at BIGINT NOT NULL, updated_by TEXT NOT NULL,
            PRIMARY KEY (project, name));)",
+      // The statistics' hourly rollup (job_rollup.h), filled from the records already kept. Its
+      // wait ranges are those of this migration: changing WaitRanges() needs a new migration
+      // that rebuilds it.
+      fmt::format(R"(CREATE TABLE job_rollup (
+           project TEXT NOT NULL, hour BIGINT NOT NULL, user_name TEXT NOT NULL, partition_name TEXT NOT NULL,
+           state TEXT NOT NULL, wait_range INTEGER NOT NULL, jobs BIGINT NOT NULL, node_seconds BIGINT NOT NULL,
+           PRIMARY KEY (project, hour, user_name, partition_name, state, wait_range));
+         INSERT INTO job_rollup (project, hour, user_name, partition_name, state, wait_range, jobs, node_seconds)
+           SELECT project, (submit_time / {0}) * {0}, user_name, partition_name, state, {1}, COUNT(*),
+                  SUM(CAST(nodes AS BIGINT) * elapsed_seconds)
+           FROM jobs GROUP BY project, (submit_time / {0}) * {0}, user_name, partition_name, state, {1};)",
+                  kRollupSeconds, WaitRangeSql()),
   };
   return m;
 }
@@ -180,6 +193,70 @@ class SqlStore : public Store {
     for (const auto& j : jobs) unique[{j.data_plane, j.cluster, j.job_id, j.submit_time}] = &j;
     std::vector<const JobRecord*> rows;
     for (const auto& [key, j] : unique) rows.push_back(j);
+    const bool sqlite = std::string(db_->engine()) == "sqlite";
+    // The records and the rollup change together, or neither does.
+    return db_->Transaction([&](DbConnection& c) -> Status {
+      // Batches one at a time (SQLite's write transaction already is): each reads the records
+      // it replaces, so two at once could both count a new record.
+      if (!sqlite) RETURN_IF_ERROR(c.ExecScript("SELECT pg_advisory_xact_lock(7215004)"));
+      RollupDeltas deltas;
+      RETURN_IF_ERROR(ReplacedRecords(c, rows, sqlite, [&](const JobRecord& old) { deltas.Add(old, -1); }));
+      RETURN_IF_ERROR(InsertJobs(c, rows, sqlite));
+      for (const auto* j : rows) deltas.Add(*j, +1);
+      for (const auto& [k, d] : deltas.Changed()) {
+        RETURN_IF_ERROR(c.Query(
+            "INSERT INTO job_rollup (project, hour, user_name, partition_name, state, wait_range, jobs, node_seconds) "
+            "VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (project, hour, user_name, partition_name, state, "
+            "wait_range) DO UPDATE SET jobs = job_rollup.jobs + excluded.jobs, "
+            "node_seconds = job_rollup.node_seconds + excluded.node_seconds",
+            {k.project, N(k.hour), k.user, k.partition, k.state, N(k.wait_range), N(d.jobs), N(d.node_seconds)},
+            nullptr));
+      }
+      return Status::Ok();
+    });
+  }
+
+  // The stored versions of `rows` that exist, with what the rollup counted of them.
+  static Status ReplacedRecords(DbConnection& c, const std::vector<const JobRecord*>& rows, bool sqlite,
+                                const std::function<void(const JobRecord&)>& sink) {
+    const char* columns = "project, submit_time, user_name, partition_name, state, start_time, nodes, elapsed_seconds";
+    auto emit = [&](const SqlRow& r) {
+      JobRecord old;
+      old.project = S(r[0]), old.submit_time = I(r[1]), old.user = S(r[2]), old.partition = S(r[3]);
+      old.state = S(r[4]), old.start_time = I(r[5]), old.nodes = static_cast<int>(I(r[6]));
+      old.elapsed_seconds = I(r[7]);
+      sink(old);
+      return true;
+    };
+    if (sqlite) {  // in-process: a primary-key lookup per record costs microseconds
+      for (const auto* j : rows) {
+        RETURN_IF_ERROR(c.Query(fmt::format("SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND "
+                                            "job_id = CAST($3 AS BIGINT) AND submit_time = CAST($4 AS BIGINT)",
+                                            columns),
+                                {j->data_plane, j->cluster, N(j->job_id), N(j->submit_time)}, emit));
+      }
+      return Status::Ok();
+    }
+    constexpr size_t kChunk = 500;  // one round trip for up to 500 keys
+    for (size_t start = 0; start < rows.size(); start += kChunk) {
+      const size_t end = std::min(rows.size(), start + kChunk);
+      std::string keys;
+      std::vector<SqlValue> params;
+      for (size_t i = start; i < end; ++i) {
+        const size_t n = params.size();
+        keys += fmt::format("{}(${}, ${}, CAST(${} AS BIGINT), CAST(${} AS BIGINT))", i == start ? "" : ",", n + 1,
+                            n + 2, n + 3, n + 4);
+        params.insert(params.end(), {rows[i]->data_plane, rows[i]->cluster, N(rows[i]->job_id), N(rows[i]->submit_time)});
+      }
+      RETURN_IF_ERROR(c.Query(fmt::format("SELECT {} FROM jobs WHERE (data_plane, cluster, job_id, submit_time) IN "
+                                          "(VALUES {})",
+                                          columns, keys),
+                              params, emit));
+    }
+    return Status::Ok();
+  }
+
+  static Status InsertJobs(DbConnection& c, const std::vector<const JobRecord*>& rows, bool sqlite) {
     const std::string conflict =
         " ON CONFLICT (data_plane, cluster, job_id, submit_time) DO UPDATE SET name = excluded.name, "
         "user_name = excluded.user_name, project = excluded.project, partition_name = excluded.partition_name, "
@@ -192,15 +269,13 @@ class SqlStore : public Store {
         "source = CASE WHEN jobs.source = 'api' THEN 'api' ELSE excluded.source END";
     auto placeholders = [](size_t first) {
       std::string v = "(";
-      for (int c = 0; c < kJobColumnCount; ++c) v += fmt::format("{}${}", c ? "," : "", first + c + 1);
+      for (int col = 0; col < kJobColumnCount; ++col) v += fmt::format("{}${}", col ? "," : "", first + col + 1);
       return v + ")";
     };
-    if (std::string(db_->engine()) == "sqlite") {
-      // SQLite: one prepared statement bound per row, all rows in one transaction.
-      std::vector<std::vector<SqlValue>> params;
-      for (const auto* j : rows) params.push_back(JobParams(*j));
-      return db_->ExecBatch(fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, placeholders(0), conflict),
-                            params);
+    if (sqlite) {  // one statement bound per row
+      const std::string sql = fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, placeholders(0), conflict);
+      for (const auto* j : rows) RETURN_IF_ERROR(c.Query(sql, JobParams(*j), nullptr));
+      return Status::Ok();
     }
     // PostgreSQL: multi-row statements of up to 500 records, one round trip each.
     constexpr size_t kChunk = 500;
@@ -213,7 +288,8 @@ class SqlStore : public Store {
         auto p = JobParams(*rows[i]);
         params.insert(params.end(), p.begin(), p.end());
       }
-      RETURN_IF_ERROR(db_->Query(fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, values, conflict), params));
+      RETURN_IF_ERROR(c.Query(fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, values, conflict), params,
+                              nullptr));
     }
     return Status::Ok();
   }
@@ -244,41 +320,40 @@ class SqlStore : public Store {
   }
 
   Result<JobStats> JobStatistics(const JobFilter& f, int64_t bucket) override {
-    JobStats out;
-    std::vector<SqlValue> p;
-    const std::string where = Where(f, &p);
-    RETURN_IF_ERROR(db_->Query(
-        fmt::format("SELECT (submit_time / {0}) * {0} AS b, state, COUNT(*) FROM jobs{1} GROUP BY b, state ORDER BY b",
-                    bucket, where),
-        p, [&](const SqlRow& r) {
-          if (out.buckets.empty() || out.buckets.back().start != I(r[0])) out.buckets.push_back({I(r[0]), {}});
-          out.buckets.back().states[S(r[1])] = I(r[2]);
-          return true;
-        }));
-    std::string ranges = "CASE";
-    int i = 0;
-    for (const auto& [label, upper] : WaitRanges()) {
-      if (upper) ranges += fmt::format(" WHEN start_time - submit_time < {} THEN {}", upper, i);
-      else ranges += fmt::format(" ELSE {} END", i);
-      ++i;
+    const StatsPlan plan = PlanStatistics(f, bucket);
+    StatsFold fold(bucket);
+    auto add = [&](const SqlRow& r) {
+      fold.Add(I(r[0]), S(r[1]), S(r[2]), static_cast<int>(I(r[3])), I(r[4]), I(r[5]));
+      return true;
+    };
+    for (const auto& [from, to] : plan.scans) {
+      JobFilter part = f;
+      part.from = from, part.to = to;
+      std::vector<SqlValue> p;
+      RETURN_IF_ERROR(db_->Query(
+          fmt::format("SELECT (submit_time / {0}) * {0} AS t, user_name, state, {1} AS w, COUNT(*), "
+                      "SUM(CAST(nodes AS BIGINT) * elapsed_seconds) FROM jobs{2} GROUP BY t, user_name, state, w",
+                      plan.grain, WaitRangeSql(), Where(part, &p)),
+          p, add));
     }
-    std::vector<int64_t> counts(WaitRanges().size(), 0);
-    RETURN_IF_ERROR(db_->Query(
-        fmt::format("SELECT {} AS r, COUNT(*) FROM jobs{} AND start_time > 0 GROUP BY r", ranges, where), p,
-        [&](const SqlRow& r) {
-          counts.at(I(r[0])) = I(r[1]);
-          return true;
-        }));
-    for (size_t k = 0; k < counts.size(); ++k) out.wait.emplace_back(WaitRanges()[k].first, counts[k]);
-    RETURN_IF_ERROR(db_->Query(
-        fmt::format("SELECT user_name, (submit_time / 86400) * 86400 AS d, SUM(nodes * elapsed_seconds) FROM jobs{} "
-                    "GROUP BY user_name, d ORDER BY d, user_name",
-                    where),
-        p, [&](const SqlRow& r) {
-          out.usage.push_back({S(r[0]), I(r[1]), static_cast<double>(I(r[2])) / 3600.0});
-          return true;
-        }));
-    return out;
+    if (plan.use_rollup) {
+      std::vector<SqlValue> p = {f.project, N(plan.rollup_from)};
+      std::string sql = "SELECT hour, user_name, state, wait_range, SUM(jobs), SUM(node_seconds) FROM job_rollup "
+                        "WHERE project = $1 AND hour >= CAST($2 AS BIGINT)";
+      auto add_condition = [&](const std::string& column, const std::string& value) {
+        p.push_back(value);
+        sql += fmt::format(" AND {} = ${}", column, p.size());
+      };
+      if (plan.rollup_to) {
+        p.push_back(N(plan.rollup_to));
+        sql += fmt::format(" AND hour < CAST(${} AS BIGINT)", p.size());
+      }
+      if (!f.user.empty()) add_condition("user_name", f.user);
+      if (!f.state.empty()) add_condition("state", f.state);
+      if (!f.workspace.empty()) add_condition("partition_name", f.workspace);
+      RETURN_IF_ERROR(db_->Query(sql + " GROUP BY hour, user_name, state, wait_range", p, add));
+    }
+    return fold.Finish();
   }
 
   Result<std::vector<std::string>> ProjectNames() override {

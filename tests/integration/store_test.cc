@@ -2,6 +2,7 @@
 #include <atomic>
 #include <map>
 #include <mutex>
+#include <random>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -66,7 +67,7 @@ TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   auto v = (*again)->Migrate();
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 9);  // the last: job templates (8: job arrays)
+  EXPECT_EQ(*v, 10);  // the last: the statistics' rollup (9: job templates)
   store_ = std::move(*again);
 }
 
@@ -240,6 +241,115 @@ TEST_P(StoreTest, NameSearchAndJobStatistics) {
   EXPECT_DOUBLE_EQ(bob, 10 * 2.0);
   range.project = "other";
   EXPECT_TRUE(store_->JobStatistics(range, 3600)->buckets.empty());
+}
+
+// The charts' aggregates computed from `jobs` directly, as the store's statistics define them.
+cp::JobStats ReferenceStatistics(const std::vector<cp::JobRecord>& jobs, const cp::JobFilter& f, int64_t bucket) {
+  std::map<int64_t, std::map<std::string, int64_t>> states;
+  std::vector<int64_t> wait(cp::WaitRanges().size(), 0);
+  std::map<std::pair<int64_t, std::string>, int64_t> usage;
+  for (const auto& j : jobs) {
+    if (j.project != f.project || (!f.user.empty() && j.user != f.user) || (!f.state.empty() && j.state != f.state) ||
+        (!f.workspace.empty() && j.partition != f.workspace) || (f.from && j.submit_time < f.from) ||
+        (f.to && j.submit_time >= f.to) ||
+        (!f.name_contains.empty() && j.name.find(f.name_contains) == std::string::npos)) {
+      continue;
+    }
+    states[j.submit_time / bucket * bucket][j.state]++;
+    if (j.start_time > 0) {
+      const int64_t w = j.start_time - j.submit_time;
+      size_t r = 0;
+      while (r + 1 < wait.size() && w >= cp::WaitRanges()[r].second) ++r;
+      wait[r]++;
+    }
+    usage[{j.submit_time / 86400 * 86400, j.user}] += static_cast<int64_t>(j.nodes) * j.elapsed_seconds;
+  }
+  cp::JobStats out;
+  for (const auto& [start, s] : states) out.buckets.push_back({start, s});
+  for (size_t r = 0; r < wait.size(); ++r) out.wait.emplace_back(cp::WaitRanges()[r].first, wait[r]);
+  for (const auto& [k, ns] : usage) out.usage.push_back({k.second, k.first, static_cast<double>(ns) / 3600.0});
+  return out;
+}
+
+std::string Describe(const cp::JobStats& s) {
+  std::string out;
+  for (const auto& b : s.buckets) {
+    out += std::to_string(b.start) + "{";
+    for (const auto& [st, n] : b.states) out += st + "=" + std::to_string(n) + " ";
+    out += "} ";
+  }
+  out += "| wait";
+  for (const auto& [label, n] : s.wait) out += " " + label + "=" + std::to_string(n);
+  out += " | usage";
+  for (const auto& u : s.usage) out += " " + u.user + "@" + std::to_string(u.day) + "=" + std::to_string(u.node_hours);
+  return out;
+}
+
+// The statistics kept as hourly rollups equal those of the records themselves, after records
+// came again with other states, starts, users, workspaces and projects (and some twice in one
+// batch), over ranges on and off the hour, buckets finer and coarser than an hour, and filters.
+TEST_P(StoreTest, StatisticsFromTheRollupEqualThoseOfTheRecords) {
+  std::mt19937 rng(17);
+  auto pick = [&](int n) { return static_cast<int>(rng() % static_cast<unsigned>(n)); };
+  const int64_t t0 = 1700006400;  // a day's start
+  const std::vector<std::string> users = {"ann", "bob", "cy"}, states = {"PENDING", "RUNNING", "COMPLETED", "FAILED"};
+  auto vary = [&](cp::JobRecord j) {
+    j.project = pick(5) == 0 ? "bio" : "astro";
+    j.user = users[pick(3)];
+    j.partition = j.user + "-" + j.project;
+    j.state = states[pick(4)];
+    j.start_time = pick(4) == 0 ? 0 : j.submit_time + std::vector<int64_t>{3, 30, 300, 3000, 30000, 200000}[pick(6)];
+    j.nodes = 1 + pick(3);
+    j.elapsed_seconds = pick(5000);
+    return j;
+  };
+  std::vector<cp::JobRecord> latest;
+  for (int i = 0; i < 600; ++i) {
+    auto j = Job(i + 1, t0 + pick(3 * 86400));
+    j.name = "sim-" + std::to_string(i);
+    latest.push_back(vary(j));
+  }
+  for (size_t k = 0; k < latest.size(); k += 100) {
+    ASSERT_TRUE(store_->UpsertJobs({latest.begin() + k, latest.begin() + k + 100}).ok());
+  }
+  for (int round = 0; round < 3; ++round) {
+    std::vector<cp::JobRecord> batch;
+    for (int n = 0; n < 150; ++n) {
+      const int i = pick(600);
+      if (pick(3)) latest[i] = vary(latest[i]);  // else reported again unchanged
+      batch.push_back(latest[i]);
+    }
+    batch.push_back(latest[batch.front().job_id - 1]);  // a key twice in one batch: the last wins
+    ASSERT_TRUE(store_->UpsertJobs(batch).ok());
+  }
+  struct Case {
+    int64_t from, to, bucket;
+    std::string user, state, workspace, name;
+  };
+  const std::vector<Case> cases = {
+      {t0, t0 + 3 * 86400, 3600, "", "", "", ""},
+      {t0 + 1234, t0 + 2 * 86400 + 777, 21600, "", "", "", ""},
+      {t0 + 1234, t0 + 2 * 86400 + 777, 60, "", "", "", ""},
+      {t0 - 5000, t0 + 4 * 86400, 7 * 86400, "", "", "", ""},
+      {t0 + 100, t0 + 3000, 3600, "", "", "", ""},
+      {0, 0, 86400, "", "", "", ""},
+      {t0 + 999, 0, 3600, "bob", "", "", ""},
+      {t0, t0 + 3 * 86400, 3600, "", "COMPLETED", "", ""},
+      {t0 + 5, t0 + 3 * 86400 - 5, 3600, "", "", "ann-astro", ""},
+      {t0, t0 + 3 * 86400, 3600, "", "", "", "sim-1"},
+  };
+  for (const std::string project : {"astro", "bio"}) {
+    for (const auto& c : cases) {
+      cp::JobFilter f;
+      f.project = project, f.from = c.from, f.to = c.to, f.user = c.user, f.state = c.state;
+      f.workspace = c.workspace, f.name_contains = c.name;
+      auto got = store_->JobStatistics(f, c.bucket);
+      ASSERT_TRUE(got.ok()) << got.status().message();
+      EXPECT_EQ(Describe(*got), Describe(ReferenceStatistics(latest, f, c.bucket)))
+          << project << " [" << c.from << ", " << c.to << ") bucket " << c.bucket << " " << c.user << c.state
+          << c.workspace << c.name;
+    }
+  }
 }
 
 TEST_P(StoreTest, CancellationsArePendingUntilTheAgentSettlesThem) {
