@@ -6,6 +6,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "common/files.h"
 #include "controlplane/store.h"
@@ -350,6 +351,35 @@ TEST_P(StoreTest, StatisticsFromTheRollupEqualThoseOfTheRecords) {
           << c.workspace << c.name;
     }
   }
+}
+
+// A database whose records came before the rollup gets it filled from them by the migration:
+// the statistics read the same before and after (SQLite: the test rewinds the file's schema).
+TEST_P(StoreTest, TheRollupMigrationFillsItFromTheRecordsKept) {
+  if (GetParam() != "sqlite") GTEST_SKIP() << "rewinding a schema is done on the SQLite file";
+  std::vector<cp::JobRecord> jobs;
+  for (int i = 0; i < 300; ++i) {
+    auto j = Job(i + 1, 1700006400 + i * 997, i % 4 ? "ann" : "bob", i % 3 ? "COMPLETED" : "FAILED");
+    j.start_time = i % 5 ? j.submit_time + i * 13 : 0;
+    j.nodes = 1 + i % 3;
+    jobs.push_back(j);
+  }
+  ASSERT_TRUE(store_->UpsertJobs(jobs).ok());
+  cp::JobFilter f;
+  f.project = "astro", f.from = 1700006400 + 1000, f.to = 1700006400 + 250000;
+  const std::string before = Describe(*store_->JobStatistics(f, 3600));
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open((dir_ + "/cp.db").c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE job_rollup; DELETE FROM schema_migrations WHERE version = 10", nullptr, nullptr,
+                         nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  sqlite3_close(db);
+  auto reopened = cp::OpenStore(url_);
+  ASSERT_TRUE(reopened.ok()) << reopened.status().message();
+  store_ = std::move(*reopened);
+  EXPECT_EQ(Describe(*store_->JobStatistics(f, 3600)), before);
+  EXPECT_EQ(Describe(*store_->JobStatistics(f, 3600)), Describe(ReferenceStatistics(jobs, f, 3600)));
 }
 
 TEST_P(StoreTest, CancellationsArePendingUntilTheAgentSettlesThem) {
