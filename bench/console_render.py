@@ -5,13 +5,17 @@ is on screen, p50/p95. Beside it, in the same run: the API request that page mak
 floor the console stands on: render/API is what the browser adds), and the statistics query the
 charts make (7 days of the project's jobs in 6-hour buckets, aggregated by the store).
 
-The records are shipped through the agent API into a real `hpcplane server` on SQLite. Listing
-the same history with `sacct` needs slurmdbd holding it: bench/history_query.sh measures that
-peer (sacct -a -P against the API export) on real jobs.
+The records are shipped through the agent API into a real `hpcplane server` on SQLite. The peer,
+run after it in the same invocation (SACCT_PEER=1, the default): listing the same number of jobs
+with `sacct -a -P` on a real data plane, through bench/history_query.sh: SEED_JOBS (2000) real
+jobs run, then slurmdbd's job table copied up to JOBS records in MariaDB, then sacct timed
+PEER_REPEATS (3) times. It prints the ratios sacct/render and sacct/statistics.
 
-Usage: /usr/bin/python3 bench/console_render.py [build-dir]   (env JOBS, REPEATS)
+Usage: /usr/bin/python3 bench/console_render.py [build-dir]
+       (env JOBS, REPEATS, SACCT_PEER, SEED_JOBS, PEER_REPEATS)
 """
 import os
+import re
 import statistics
 import subprocess
 import sys
@@ -29,6 +33,25 @@ from selenium.webdriver.support.ui import WebDriverWait  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 JOBS = int(os.environ.get("JOBS", "1000000"))
 REPEATS = int(os.environ.get("REPEATS", "20"))
+SACCT_PEER = os.environ.get("SACCT_PEER", "1") == "1"
+SEED_JOBS = int(os.environ.get("SEED_JOBS", "2000"))
+PEER_REPEATS = os.environ.get("PEER_REPEATS", "3")
+
+
+def sacct_peer():
+    """history_query.sh with its job table copied up to JOBS; (jobs listed, p50 ms, p95 ms)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, JOBS=str(min(SEED_JOBS, JOBS)), REPEATS="2", CLONE_TO=str(JOBS), CLONE_REPEATS=PEER_REPEATS)
+    run = subprocess.run(["bash", os.path.join(here, "history_query.sh"), BUILD], env=env, capture_output=True,
+                         text=True, timeout=7200)
+    print("--- peer (bench/history_query.sh):\n" + run.stdout + run.stderr, flush=True)
+    if run.returncode != 0:
+        raise SystemExit(f"the sacct peer failed ({run.returncode})")
+    found = re.findall(r"sacct -a -P \((\d+) lines\)\s+p50\s+(\d+) ms\s+p95\s+(\d+) ms", run.stdout)
+    if not found:
+        raise SystemExit("the sacct peer printed no timing")
+    lines, p50, p95 = (int(x) for x in found[-1])
+    return lines - 1, p50, p95  # less sacct's header line
 
 
 def pct(values, p):
@@ -108,9 +131,14 @@ def main():
         print(f"its API request alone (GET /projects/astro/jobs?limit=50): p50 {pct(api, 50):.1f} ms, p95 {pct(api, 95):.1f} ms")
         print(f"charts' statistics query (7 days, 6 h buckets): p50 {pct(stats, 50):.0f} ms, p95 {pct(stats, 95):.0f} ms")
         print(f"server peak RSS: {rss_kib / 1024:.0f} MiB")
-        print(f"ratio render/API p50: {statistics.median(render) / max(0.001, statistics.median(api)):.1f}")
+        print(f"ratio render/API p50: {statistics.median(render) / max(0.001, statistics.median(api)):.1f}", flush=True)
     finally:
         shut_down(driver, server, state)
+    if SACCT_PEER:  # after the server is gone: the two never share the machine's cores
+        jobs, p50, p95 = sacct_peer()
+        print(f"peer: sacct -a -P over {jobs} jobs on the data plane: p50 {p50} ms, p95 {p95} ms")
+        print(f"ratio sacct/console render p50: {p50 / max(1.0, pct(render, 50)):.1f}; "
+              f"sacct/statistics query p50: {p50 / max(1.0, pct(stats, 50)):.1f}")
 
 
 if __name__ == "__main__":

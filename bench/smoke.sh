@@ -38,8 +38,8 @@ run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=
 run throughput "ratio hpcplane/peer" env JOBS=20 ROUNDS=1 bash "$here/throughput.sh" "$build"
 run scale "cost vs scale: done" env SIZES="1 2" PENDING="0 10" NODESETS="1 2" WINDOW=2 bash "$here/scale.sh" "$build"
 run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build"
-run history_query "hpcplane API export" env JOBS=20 REPEATS=2 bash "$here/history_query.sh" "$build"
-run console_render "ratio render/API" env JOBS=2000 REPEATS=2 /usr/bin/python3 "$here/console_render.py" "$build"
+# console_render runs history_query.sh as its sacct peer (20 real jobs, the job table copied to 2000).
+run console_render "ratio sacct/console render" env JOBS=2000 REPEATS=2 SEED_JOBS=20 PEER_REPEATS=1 /usr/bin/python3 "$here/console_render.py" "$build"
 
 # bench/faults.sh runs whole as the ctest `fault_campaign` (in `make test`; alone: `make faults`).
 

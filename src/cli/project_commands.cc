@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/api_client.h"
+#include "common/files.h"
 
 namespace hpc::cli {
 namespace {
@@ -101,6 +102,47 @@ int CmdStop(const ApiArgs& api, const std::string& project, const std::string& i
   return wait_s > 0 ? WaitForPhase(api, project, id, "Stopped", wait_s) : 0;
 }
 
+struct TemplateArgs {
+  std::string name, description, script_file;
+  std::vector<std::string> options;  // key=value
+};
+
+// PUT /projects/{p}/templates/{name} from a script file and key=value options.
+int CmdTemplateSet(const ApiArgs& api, const std::string& project, const TemplateArgs& a) {
+  auto script = files::Read(a.script_file);
+  if (!script.ok()) return Fail(Status::InvalidArgument("--script", script.status().message()));
+  json options = json::object();
+  for (const auto& kv : a.options) {
+    auto eq = kv.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Fail(Status::InvalidArgument("--option", fmt::format("must be KEY=VALUE (got \"{}\")", kv)));
+    }
+    options[kv.substr(0, eq)] = kv.substr(eq + 1);
+  }
+  json body = {{"script", *script}, {"options", options}};
+  if (!a.description.empty()) body["description"] = a.description;
+  auto r = Call(api, "PUT", "/api/v1/projects/" + project + "/templates/" + a.name, body);
+  if (!r.ok()) return Fail(Status::Errorf("projects templates set {} {}: {}", project, a.name, r.status().message()));
+  std::cout << fmt::format("template {} of project {} saved ({} options)\n", a.name, project, options.size());
+  return 0;
+}
+
+int CmdTemplateList(const ApiArgs& api, const std::string& project) {
+  auto r = Call(api, "GET", "/api/v1/projects/" + project + "/templates");
+  if (!r.ok()) return Fail(r.status());
+  std::cout << fmt::format("{:<24} {:<40} {}\n", "NAME", "DESCRIPTION", "OPTIONS");
+  for (const auto& t : (*r)["templates"]) {
+    std::string opts;
+    for (auto it = t["options"].begin(); it != t["options"].end(); ++it) {
+      opts += fmt::format("{}{}={}", opts.empty() ? "" : " ", it.key(),
+                          it.value().is_string() ? it.value().get<std::string>() : it.value().dump());
+    }
+    std::cout << fmt::format("{:<24} {:<40} {}\n", t["name"].get<std::string>(), t["description"].get<std::string>(),
+                             opts);
+  }
+  return 0;
+}
+
 }  // namespace
 
 std::function<int()> AddProjectCommands(CLI::App& app) {
@@ -148,7 +190,33 @@ std::function<int()> AddProjectCommands(CLI::App& app) {
   stop->add_flag("--cancel-jobs", *cancel, "Cancel its queued and running jobs instead of waiting");
   stop->add_option("--wait", *stop_wait, "Seconds to wait for it to be Stopped (0: do not wait)");
 
+  auto ta = std::make_shared<TemplateArgs>();
+  auto* templates = projects->add_subcommand("templates", "A project's batch job templates (Run starts from them)");
+  templates->require_subcommand(1);
+  auto* tlist = templates->add_subcommand("list", "The project's templates");
+  AddApiOptions(tlist, api.get());
+  tlist->add_option("project", *project, "Project")->required();
+  auto* tset = templates->add_subcommand("set", "Create or replace a template (admin)");
+  AddApiOptions(tset, api.get());
+  tset->add_option("project", *project, "Project")->required();
+  tset->add_option("name", ta->name, "Template name")->required();
+  tset->add_option("--script", ta->script_file, "Batch script file (starts with #!)")->required();
+  tset->add_option("--description", ta->description, "One line shown in the Run form");
+  tset->add_option("--option", ta->options, "A whitelisted sbatch option, e.g. nodes=2 or time=00:10:00 (repeatable)");
+  auto* tdelete = templates->add_subcommand("delete", "Delete a template (admin)");
+  AddApiOptions(tdelete, api.get());
+  tdelete->add_option("project", *project, "Project")->required();
+  tdelete->add_option("name", ta->name, "Template name")->required();
+
   return [=]() -> int {
+    if (tlist->parsed()) return CmdTemplateList(*api, *project);
+    if (tset->parsed()) return CmdTemplateSet(*api, *project, *ta);
+    if (tdelete->parsed()) {
+      auto r = Call(*api, "DELETE", "/api/v1/projects/" + *project + "/templates/" + ta->name);
+      if (!r.ok()) return Fail(Status::Errorf("projects templates delete {} {}: {}", *project, ta->name, r.status().message()));
+      std::cout << fmt::format("template {} of project {} deleted\n", ta->name, *project);
+      return 0;
+    }
     if (set->parsed()) return CmdSet(*api, *project, *pa);
     if (launch->parsed()) return CmdLaunch(*api, *project, *la);
     if (stop->parsed()) return CmdStop(*api, *project, *id, *cancel, *stop_wait);

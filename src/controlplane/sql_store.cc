@@ -229,11 +229,11 @@ class SqlStore : public Store {
       return true;
     };
     if (sqlite) {  // in-process: a primary-key lookup per record costs microseconds
+      const std::string sql = fmt::format("SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND "
+                                          "job_id = CAST($3 AS BIGINT) AND submit_time = CAST($4 AS BIGINT)",
+                                          columns);
       for (const auto* j : rows) {
-        RETURN_IF_ERROR(c.Query(fmt::format("SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND "
-                                            "job_id = CAST($3 AS BIGINT) AND submit_time = CAST($4 AS BIGINT)",
-                                            columns),
-                                {j->data_plane, j->cluster, N(j->job_id), N(j->submit_time)}, emit));
+        RETURN_IF_ERROR(c.Query(sql, {j->data_plane, j->cluster, N(j->job_id), N(j->submit_time)}, emit));
       }
       return Status::Ok();
     }

@@ -345,6 +345,26 @@ TEST_F(ServerHardening, JobTemplatesAreAdminsToWriteMembersToReadAndCheckedLikeS
   auto templates = json::parse(listed->body)["templates"];
   ASSERT_EQ(templates.size(), 1u);
   EXPECT_EQ(templates[0]["options"]["nodes"], 2);
+  // The CLI over the same routes: set from a script file, list, a refused option, delete.
+  ASSERT_TRUE(files::WriteAtomic(dir_ + "/t.sh", "#!/bin/bash\nsrun hostname\n").ok());
+  auto cli = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv = {HPCPLANE_BIN, "projects", "templates"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    argv.insert(argv.end(), {"--server", Url(), "--token-file", dir_ + "/controlplane/admin.token"});
+    auto r = RunProcess(argv);
+    EXPECT_TRUE(r.ok());
+    return r.ok() ? *r : ProcessResult{};
+  };
+  auto set = cli({"set", "astro", "cli-t", "--script", dir_ + "/t.sh", "--option", "nodes=2", "--description", "from the CLI"});
+  EXPECT_EQ(set.exit_code, 0) << set.err;
+  auto list = cli({"list", "astro"});
+  EXPECT_NE(list.out.find("cli-t"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("nodes=2"), std::string::npos) << list.out;
+  auto refused = cli({"set", "astro", "cli-t", "--script", dir_ + "/t.sh", "--option", "chdir=/"});
+  EXPECT_EQ(refused.exit_code, 1);
+  EXPECT_NE(refused.err.find("options.chdir"), std::string::npos) << refused.err;
+  EXPECT_EQ(cli({"delete", "astro", "cli-t"}).exit_code, 0);
+  EXPECT_EQ(cli({"delete", "astro", "cli-t"}).exit_code, 1);
   EXPECT_EQ(eve.Get("/api/v1/projects/astro/templates")->status, 403);
   EXPECT_EQ(eve.Get("/api/v1/projects/astro/templates/sweep")->status, 403);
   EXPECT_EQ(httplib::Client(Url()).Get("/api/v1/projects/astro/templates")->status, 401);
