@@ -117,20 +117,23 @@ print(f"{sys.argv[1]:<34} p50 {p(0.5)*1000:8.0f} ms  p95 {p(0.95)*1000:8.0f} ms"
 EOF
 }
 
-T=$STATE/t
-: > "$T.sacct"; : > "$T.rss"
-DBD0=$(hwm "$DBD")
-for _ in $(seq "$REPEATS"); do
+# One timed `sacct -a -P -X` in the controller pod, appended to FILE.seconds and FILE.rss; its
+# line count goes to $T.lines.
+time_sacct() {
   "$H" exec "$NAME-controller" --user slurm -- python3 -c "
 import resource, subprocess, time
 t = time.time()
 out = subprocess.run(['sacct', '-a', '-P', '-X', '-S', '$SINCE', '-E', 'now', '-s', '$STATES', '-o', 'JobIDRaw,User,Account,Partition,State,ExitCode,Submit,Start,End,Elapsed,TotalCPU,MaxRSS,NNodes,NodeList,AllocTRES'], stdout=subprocess.PIPE).stdout
 print(time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, out.count(b'\n'))" > "$T.one"
-  awk '{print $1}' "$T.one" >> "$T.sacct"; awk '{print $2}' "$T.one" >> "$T.rss"
-done
-ROWS=$(awk '{print $3}' "$T.one")
-stats "sacct -a -P ($ROWS lines)" "$T.sacct"
-echo "  peak RSS: sacct $(sort -n "$T.rss" | tail -1) KiB, slurmdbd $DBD0 -> $(hwm "$DBD") KiB"
+  awk '{print $1}' "$T.one" >> "$1.seconds"; awk '{print $2}' "$T.one" >> "$1.rss"; awk '{print $3}' "$T.one" > "$T.lines"
+}
+
+T=$STATE/t
+: > "$T.sacct.seconds"; : > "$T.sacct.rss"
+DBD0=$(hwm "$DBD")
+for _ in $(seq "$REPEATS"); do time_sacct "$T.sacct"; done
+stats "sacct -a -P ($(cat "$T.lines") lines)" "$T.sacct.seconds"
+echo "  peak RSS: sacct $(sort -n "$T.sacct.rss" | tail -1) KiB, slurmdbd $DBD0 -> $(hwm "$DBD") KiB"
 
 : > "$T.rest"
 R0=$(hwm "$RESTD")
@@ -175,15 +178,8 @@ if [ "$CLONE_TO" -gt "$JOBS" ]; then
        JOIN seq_1_to_$COPIES s WHERE t.id_job < 1000000"
   TOTAL=$(SQL "SELECT COUNT(*) FROM $TABLE")
   python3 -c "print('copied the job table to $TOTAL records in %.0f s' % ($(date +%s.%N) - $C0))"
-  : > "$T.big"; : > "$T.bigrss"
-  for _ in $(seq "${CLONE_REPEATS:-3}"); do
-    "$H" exec "$NAME-controller" --user slurm -- python3 -c "
-import resource, subprocess, time
-t = time.time()
-out = subprocess.run(['sacct', '-a', '-P', '-X', '-S', '$SINCE', '-E', 'now', '-s', '$STATES', '-o', 'JobIDRaw,User,Account,Partition,State,ExitCode,Submit,Start,End,Elapsed,TotalCPU,MaxRSS,NNodes,NodeList,AllocTRES'], stdout=subprocess.PIPE).stdout
-print(time.time() - t, resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, out.count(b'\n'))" > "$T.one"
-    awk '{print $1}' "$T.one" >> "$T.big"; awk '{print $2}' "$T.one" >> "$T.bigrss"
-  done
-  stats "sacct -a -P ($(awk '{print $3}' "$T.one") lines)" "$T.big"
-  echo "  peak RSS: sacct $(sort -n "$T.bigrss" | tail -1) KiB, slurmdbd $(hwm "$DBD") KiB"
+  : > "$T.big.seconds"; : > "$T.big.rss"
+  for _ in $(seq "${CLONE_REPEATS:-3}"); do time_sacct "$T.big"; done
+  stats "sacct -a -P ($(cat "$T.lines") lines)" "$T.big.seconds"
+  echo "  peak RSS: sacct $(sort -n "$T.big.rss" | tail -1) KiB, slurmdbd $(hwm "$DBD") KiB"
 fi

@@ -34,11 +34,16 @@ echo "== its output (/shared/hello-$job.out, a volume every worker and the login
 
 echo
 "$bin" get nodesets
+# A sign-in token for the console that expires in 12 hours (revoke it sooner on the Admin page or
+# with `hpcplane tokens revoke ID`); the bootstrap admin token itself is never printed.
+signin="sign in with this token (admin, expires in 12 h): $("$bin" tokens create --subject demo-admin --role admin \
+  --ttl 12h --server "http://$console" --token-file "$HPCPLANE_STATE_DIR/controlplane/admin.token" 2>/dev/null ||
+  echo "(none: no control plane answers on $console)")"
 cat <<EOT
 
 Web console: http://$console/ (when the control plane runs there)
-  sign in with the admin token in $HPCPLANE_STATE_DIR/controlplane/admin.token (mode 0600: cat it
-  yourself; it is not printed here), or a user's:
+  $signin
+  The bootstrap admin token is in $HPCPLANE_STATE_DIR/controlplane/admin.token (mode 0600); a user's:
   $bin tokens create --subject alice --role user --project P --out alice.token \\
     --server http://$console --token-file $HPCPLANE_STATE_DIR/controlplane/admin.token
 
