@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
@@ -22,7 +21,6 @@ using http::Error;
 using http::Ok;
 using http::ValidName;
 using http::kMaxUnixSeconds;
-
 
 void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
   using httplib::Request;

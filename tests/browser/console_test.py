@@ -327,6 +327,9 @@ def main():
         driver.find_element(By.ID, "tok-create").click()
         wait.until(lambda d: d.find_element(By.ID, "new-token").text.strip())
         zed = Api(base, driver.find_element(By.ID, "new-token").text.strip())
+        wait.until(EC.text_to_be_present_in_element((By.ID, "tokens-table"), "zed"))
+        check(driver.find_element(By.ID, "new-token").text.strip() == zed.token,
+              "the new token is listed while its secret stays shown once")
         code, body = zed.call("GET", "/api/v1/session")
         check(code == 200 and body["subject"] == "zed" and body["projects"] == ["astro"],
               f"the token created in the console signs zed in for astro ({code} {body})")

@@ -642,20 +642,25 @@ async function adminPage() {
       } });
       return el("li", {}, el("label", { for: `flag-${name}` }, box, ` ${name}`));
     });
-    const tokenRows = tokens.map((t) => el("tr", {}, el("td", {}, t.id), el("td", {}, t.subject), el("td", {}, t.role),
+    const tokenBody = el("tbody", {});
+    // The table is redrawn in place after a change, so a secret just shown above stays there.
+    const showTokens = (list) => tokenBody.replaceChildren(...list.map((t) => el("tr", {}, el("td", {}, t.id),
+      el("td", {}, t.subject), el("td", {}, t.role),
       el("td", {}, (t.projects || []).join(", ")), el("td", {}, fmtTime(t.createdAt)),
       el("td", {}, t.expiresAt ? fmtTime(t.expiresAt) : "never"), el("td", {}, t.lastUsed ? fmtTime(t.lastUsed) : "—"),
       el("td", {}, t.revokedAt ? `revoked ${fmtTime(t.revokedAt)}` : el("button", { type: "button", onclick: async () => {
         if (!confirm(`Revoke token ${t.id} of ${t.subject}?`)) return;
-        try { await api("DELETE", `/api/v1/tokens/${t.id}`); adminPage(); } catch (e) { toast(e.message); }
-      } }, "Revoke"))));
+        try { await api("DELETE", `/api/v1/tokens/${t.id}`); await reloadTokens(); } catch (e) { toast(e.message); }
+      } }, "Revoke")))));
+    const reloadTokens = async () => showTokens((await api("GET", "/api/v1/tokens")).tokens);
+    showTokens(tokens);
     const templates = el("section", { id: "templates-admin", "aria-labelledby": "templates-heading" });
     const project = el("section", { id: "project-admin", "aria-labelledby": "project-heading" });
     main.replaceChildren(el("h1", {}, "Admin"), el("h2", {}, "Feature flags"), el("ul", { id: "flags" }, flagRows),
-      project, templates, el("h2", {}, "API tokens"), tokenForm(),
+      project, templates, el("h2", {}, "API tokens"), tokenForm(() => reloadTokens().catch((e) => toast(e.message))),
       el("div", { class: "table-wrap" }, el("table", { id: "tokens-table" },
         el("thead", {}, el("tr", {}, ["Id", "Subject", "Role", "Projects", "Created", "Expires", "Last used", ""]
-          .map((h) => el("th", { scope: "col" }, h)))), el("tbody", {}, tokenRows))));
+          .map((h) => el("th", { scope: "col" }, h)))), tokenBody)));
     projectAdmin(project, state.project);
     templatesAdmin(templates, state.project);
   } catch (e) {
@@ -667,7 +672,7 @@ const listText = (v) => (v || []).join(", ");
 const listOf = (text) => text.split(",").map((x) => x.trim()).filter(Boolean);
 
 // A new API token: its secret is shown here once (the server keeps only its digest).
-function tokenForm() {
+function tokenForm(onCreated) {
   const errors = {};
   const field = fieldMaker("tok-", errors);
   const subject = el("input", { id: "tok-subject", required: true, size: 16 });
@@ -688,6 +693,7 @@ function tokenForm() {
       shown.textContent = t.token;
       result.className = "";
       result.textContent = `Token ${t.id} for ${t.subject}: copy it now, it is not shown again.`;
+      onCreated();
     } catch (e) {
       showFieldError(e, errors, result);
     }
