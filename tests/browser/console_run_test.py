@@ -9,7 +9,6 @@ workspace. Screenshots go to <build>/console-artifacts (run-*.png).
 
 Usage: console_run_test.py BUILD_DIR
 """
-import json
 import os
 import random
 import shutil
