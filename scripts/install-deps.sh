@@ -6,7 +6,7 @@ set -euo pipefail
 packages=(
   build-essential cmake pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libpq-dev postgresql
-  libspdlog-dev libfmt-dev libcli11-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libspdlog-dev libfmt-dev libcli11-dev libboost1.74-dev libgtest-dev libgmock-dev libbenchmark-dev
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
   iproute2 util-linux procps curl
   bc python3 openssl

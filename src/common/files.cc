@@ -1,5 +1,7 @@
 #include "common/files.h"
 
+#include <atomic>
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -69,7 +71,10 @@ static Status WriteAll(int fd, const std::string& content, const std::string& pa
 
 Status WriteAtomic(const std::string& path, const std::string& content, mode_t mode, uid_t uid,
                    gid_t gid) {
-  std::string tmp = path + ".tmp." + std::to_string(::getpid());
+  // Unique per writer, threads of one process included: two writers of the same file must not
+  // share a temp file (one would rename the other's away).
+  static std::atomic<uint64_t> counter{0};
+  std::string tmp = path + ".tmp." + std::to_string(::getpid()) + "." + std::to_string(counter.fetch_add(1));
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
   if (fd < 0) return Status::Errorf("{}: cannot create: {}", tmp, std::strerror(errno));
   Status st = WriteAll(fd, content, tmp);

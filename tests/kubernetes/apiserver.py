@@ -35,8 +35,11 @@ Usage: apiserver.py --port PORT --token-file FILE --tls-cert FILE --tls-key FILE
 Prints "listening on 127.0.0.1:PORT" once it serves (PORT 0: a free port, printed).
 """
 import argparse
+import base64
 import copy
 import datetime
+import hashlib
+import http.client
 import json
 import os
 import random
@@ -85,6 +88,7 @@ class Resource:
 BUILTIN = [
     Resource("", "v1", "namespaces", "Namespace", False, status=True, short_names=["ns"]),
     Resource("", "v1", "pods", "Pod", True, status=True, short_names=["po"]),
+    Resource("", "v1", "nodes", "Node", False, status=True, short_names=["no"]),
     Resource("", "v1", "configmaps", "ConfigMap", True, short_names=["cm"]),
     Resource("", "v1", "secrets", "Secret", True),
     Resource("", "v1", "services", "Service", True, status=True, short_names=["svc"]),
@@ -349,6 +353,42 @@ class Faults:
                                "injected fault")
 
 
+WEBSOCKET_GUID = "258EAFA5-E914-47DA-95CA-C5AB0DC85B11"
+
+
+def ws_read_frame(stream):
+    """One WebSocket frame from a client (masked, RFC 6455): (opcode, payload), or (None, b"")
+    when the connection ends. Fragments are not reassembled: clients send small whole frames."""
+    head = stream.read(2)
+    if len(head) < 2:
+        return None, b""
+    opcode, masked, length = head[0] & 0x0F, head[1] & 0x80, head[1] & 0x7F
+    if length == 126:
+        length = int.from_bytes(stream.read(2), "big")
+    elif length == 127:
+        length = int.from_bytes(stream.read(8), "big")
+    if length > 16 * 1024 * 1024:
+        return None, b""
+    mask = stream.read(4) if masked else b"\0\0\0\0"
+    data = bytearray(stream.read(length))
+    for i in range(len(data)):
+        data[i] ^= mask[i % 4]
+    return opcode, bytes(data)
+
+
+def ws_write_frame(stream, opcode, payload):
+    """One unmasked, final WebSocket frame from the server."""
+    head = bytes([0x80 | opcode])
+    n = len(payload)
+    if n < 126:
+        head += bytes([n])
+    elif n < 65536:
+        head += bytes([126]) + n.to_bytes(2, "big")
+    else:
+        head += bytes([127]) + n.to_bytes(8, "big")
+    stream.write(head + payload)
+
+
 class Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     disable_nagle_algorithm = True  # headers and body go out as separate writes
@@ -490,6 +530,10 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(404, "NotFound", f"the server could not find the requested resource ({path})")
         if namespace is not None and not res.namespaced:
             raise ApiError(404, "NotFound", f"{plural} is not namespaced")
+        if plural == "pods" and sub == "exec" and name and method in ("GET", "POST"):
+            return self.exec(namespace, name)
+        if plural == "pods" and sub == "binding" and name and method == "POST":
+            return self.bind(namespace, name)
         if sub and not ((sub == "status" and res.status) or (sub == "scale" and res.scale)):
             raise ApiError(404, "NotFound", f"{plural} has no subresource {sub}")
         if name is None:
@@ -509,6 +553,110 @@ class Handler(BaseHTTPRequestHandler):
         if method == "DELETE":
             return self.delete(res, namespace, name, query)
         raise ApiError(405, "MethodNotAllowed", f"{method} is not supported")
+
+    # --- pods/binding and pods/exec ------------------------------------------------------------
+    def bind(self, namespace, name):
+        """The scheduler's write: spec.nodeName is set once, from a Binding."""
+        _, body = self.read_body()
+        target = (body or {}).get("target") or {}
+        if target.get("kind") != "Node" or not target.get("name"):
+            raise ApiError(400, "BadRequest", "a Binding's target must name a Node")
+        store = self.server.store
+        with store.cond:
+            key = ("", "pods", namespace, name)
+            pod = store.objects.get(key)
+            if pod is None:
+                raise ApiError(404, "NotFound", f'pods "{name}" not found')
+            if (pod.get("spec") or {}).get("nodeName"):
+                raise ApiError(409, "Conflict", f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"')
+            pod.setdefault("spec", {})["nodeName"] = target["name"]
+            store.record("MODIFIED", key, pod)
+        self.send_json(201, {"kind": "Status", "apiVersion": "v1", "status": "Success", "code": 201})
+
+    def exec(self, namespace, name):
+        """pods/exec over WebSocket (v5.channel.k8s.io, or v4 without stdin), proxied to the
+        kubelet of the pod's node: the API server's part of `kubectl exec`. SPDY is not served."""
+        lists = parse_qs(urlparse(self.path).query)
+        command = lists.get("command", [])
+        container = (lists.get("container") or [""])[-1]
+        want_stdin = parse_bool((lists.get("stdin") or ["false"])[-1])
+        if (self.headers.get("Upgrade") or "").lower() != "websocket":
+            raise ApiError(400, "BadRequest", "this test server serves exec over WebSocket only (no SPDY)")
+        offered = [p.strip() for p in (self.headers.get("Sec-WebSocket-Protocol") or "").split(",") if p.strip()]
+        protocol = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in offered), None)
+        if protocol is None:
+            raise ApiError(400, "BadRequest", f"no supported channel protocol in {offered}")
+        if want_stdin and protocol != "v5.channel.k8s.io":
+            raise ApiError(400, "BadRequest", "stdin needs v5.channel.k8s.io (v4 cannot close it)")
+        if not command:
+            raise ApiError(400, "BadRequest", "you must specify at least 1 command")
+        store = self.server.store
+        with store.cond:
+            pod = copy.deepcopy(store.objects.get(("", "pods", namespace, name)))
+            node = copy.deepcopy(store.objects.get(("", "nodes", "", ((pod or {}).get("spec") or {}).get("nodeName"))))
+        if pod is None:
+            raise ApiError(404, "NotFound", f'pods "{name}" not found')
+        containers = [c["name"] for c in pod["spec"].get("containers", [])]
+        sidecars = [c["name"] for c in pod["spec"].get("initContainers", []) if c.get("restartPolicy") == "Always"]
+        container = container or (containers[0] if containers else "")
+        if container not in containers + sidecars:
+            raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
+        if (pod.get("status") or {}).get("phase") != "Running" or node is None:
+            raise ApiError(400, "BadRequest", f"pod {name} is not running")
+        port = (((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
+        key = self.headers.get("Sec-WebSocket-Key") or ""
+        accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()
+        self.send_response(101)
+        self.send_header("Upgrade", "websocket")
+        self.send_header("Connection", "Upgrade")
+        self.send_header("Sec-WebSocket-Accept", accept)
+        self.send_header("Sec-WebSocket-Protocol", protocol)
+        self.end_headers()
+        self.wfile.flush()
+        self.close_connection = True
+        stdin = b""
+        if want_stdin:
+            while True:
+                opcode, data = ws_read_frame(self.rfile)
+                if opcode is None or opcode == 8:
+                    return
+                if opcode == 9:
+                    ws_write_frame(self.wfile, 10, data)
+                    continue
+                if opcode not in (1, 2) or not data:
+                    continue
+                if data[0] == 255 and data[1:2] == b"\x00":
+                    break  # v5: stdin closed
+                if data[0] == 0:
+                    stdin += data[1:]
+        request = json.dumps({"command": command, "stdin": base64.b64encode(stdin).decode()}).encode()
+        try:
+            conn = http.client.HTTPConnection("127.0.0.1", int(port), timeout=900)
+            conn.request("POST", f"/exec/{namespace}/{name}/{container}", body=request,
+                         headers={"Authorization": f"Bearer {self.server.token}", "Content-Type": "application/json"})
+            reply = conn.getresponse()
+            answer = json.loads(reply.read() or b"{}")
+            conn.close()
+        except (OSError, ValueError, TypeError) as e:
+            reply, answer = None, {"message": f"error dialing backend: {e}"}
+        if reply is None or reply.status != 200:
+            status = {"metadata": {}, "status": "Failure", "reason": "InternalError",
+                      "message": answer.get("message", "the kubelet failed")}
+        else:
+            for channel, field in ((1, "stdout"), (2, "stderr")):
+                data = base64.b64decode(answer.get(field, ""))
+                for i in range(0, len(data), 32768):
+                    ws_write_frame(self.wfile, 2, bytes([channel]) + data[i:i + 32768])
+            code = int(answer.get("exitCode", -1))
+            if code == 0:
+                status = {"metadata": {}, "status": "Success"}
+            else:
+                status = {"metadata": {}, "status": "Failure", "reason": "NonZeroExitCode",
+                          "message": f"command terminated with non-zero exit code: exit status {code}",
+                          "details": {"causes": [{"reason": "ExitCode", "message": str(code)}]}}
+        ws_write_frame(self.wfile, 2, b"\x03" + json.dumps(status).encode())
+        ws_write_frame(self.wfile, 8, (1000).to_bytes(2, "big"))
+        self.wfile.flush()
 
     # --- discovery --------------------------------------------------------------------------
     def group_list(self):

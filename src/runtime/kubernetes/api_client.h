@@ -62,6 +62,8 @@ class ApiClient {
   ~ApiClient();
 
   const Connection& connection() const { return conn_; }
+  // The token every request carries, read again each time (a token file is rotated).
+  Result<std::string> BearerToken() const;
 
   Result<nlohmann::json> Get(const std::string& path);
   Result<std::string> GetText(const std::string& path);
@@ -87,7 +89,6 @@ class ApiClient {
                         const std::string& content_type);
   Result<std::string> Call(const std::string& method, const std::string& path, const std::string& body = "",
                            const std::string& content_type = "application/json");
-  Result<std::string> BearerToken() const;
   std::unique_ptr<httplib::Client> NewHttpClient() const;
 
   Connection conn_;
