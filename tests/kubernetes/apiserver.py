@@ -21,6 +21,11 @@ apiserver_test.py checks them with the official clients (kubectl and the Python 
   background, as Kubernetes' garbage collector does;
 - graceful pod deletion: a pod bound to a node gets a deletionTimestamp and is removed when its
   kubelet deletes it with gracePeriodSeconds=0;
+- pods/binding (the scheduler's write of spec.nodeName, once) and Nodes;
+- pods/exec over WebSocket (v5.channel.k8s.io, v4 without stdin), proxied to the kubelet named
+  by the pod's Node (status.daemonEndpoints.kubeletEndpoint.Port on loopback), which answers
+  POST /exec/NAMESPACE/POD/CONTAINER {command, stdin} with {exitCode, stdout, stderr}; stdout,
+  stderr and the Status (exit code) are sent back on their channels; SPDY is not served;
 - fault injection for tests (POST /debug/throttle, /debug/fail, /debug/conflict,
   /debug/compact, /debug/drop-watches): 429 with Retry-After, 5xx, a concurrent writer's 409
   on the next PUTs, history compaction, broken watches.
@@ -580,14 +585,6 @@ class Handler(BaseHTTPRequestHandler):
         command = lists.get("command", [])
         container = (lists.get("container") or [""])[-1]
         want_stdin = parse_bool((lists.get("stdin") or ["false"])[-1])
-        if (self.headers.get("Upgrade") or "").lower() != "websocket":
-            raise ApiError(400, "BadRequest", "this test server serves exec over WebSocket only (no SPDY)")
-        offered = [p.strip() for p in (self.headers.get("Sec-WebSocket-Protocol") or "").split(",") if p.strip()]
-        protocol = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in offered), None)
-        if protocol is None:
-            raise ApiError(400, "BadRequest", f"no supported channel protocol in {offered}")
-        if want_stdin and protocol != "v5.channel.k8s.io":
-            raise ApiError(400, "BadRequest", "stdin needs v5.channel.k8s.io (v4 cannot close it)")
         if not command:
             raise ApiError(400, "BadRequest", "you must specify at least 1 command")
         store = self.server.store
@@ -603,6 +600,14 @@ class Handler(BaseHTTPRequestHandler):
             raise ApiError(400, "BadRequest", f"container {container} is not valid for pod {name}")
         if (pod.get("status") or {}).get("phase") != "Running" or node is None:
             raise ApiError(400, "BadRequest", f"pod {name} is not running")
+        if (self.headers.get("Upgrade") or "").lower() != "websocket":
+            raise ApiError(400, "BadRequest", "this test server serves exec over WebSocket only (no SPDY)")
+        offered = [p.strip() for p in (self.headers.get("Sec-WebSocket-Protocol") or "").split(",") if p.strip()]
+        protocol = next((p for p in ("v5.channel.k8s.io", "v4.channel.k8s.io") if p in offered), None)
+        if protocol is None:
+            raise ApiError(400, "BadRequest", f"no supported channel protocol in {offered}")
+        if want_stdin and protocol != "v5.channel.k8s.io":
+            raise ApiError(400, "BadRequest", "stdin needs v5.channel.k8s.io (v4 cannot close it)")
         port = (((node.get("status") or {}).get("daemonEndpoints") or {}).get("kubeletEndpoint") or {}).get("Port")
         key = self.headers.get("Sec-WebSocket-Key") or ""
         accept = base64.b64encode(hashlib.sha1((key + WEBSOCKET_GUID).encode()).digest()).decode()

@@ -10,6 +10,8 @@ send protobuf, which it does not speak, so objects are created from JSON or YAML
 
 Run: /usr/bin/python3 tests/kubernetes/apiserver_test.py
 """
+import base64
+import http.server
 import json
 import os
 import subprocess
@@ -225,6 +227,57 @@ class ApiServerFidelity(unittest.TestCase):
         with self.assertRaises(ApiException) as err:
             core.read_namespaced_pod("bound", NAMESPACE)
         self.assertEqual(err.exception.status, 404)
+
+    def test_kubectl_exec_over_websocket_reaches_the_nodes_kubelet(self):
+        """kubectl exec (1.32 speaks WebSocket, v5.channel.k8s.io) through the server's pods/exec to
+        the kubelet endpoint of the pod's Node: command, stdin (-i), stdout, stderr, exit code."""
+        seen = []
+
+        class FakeKubelet(http.server.BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                seen.append((self.path, body["command"], self.headers.get("Authorization")))
+                stdin = base64.b64decode(body["stdin"])
+                code = 7 if body["command"][-1] == "fail" else 0
+                data = json.dumps({"exitCode": code, "stdout": base64.b64encode(stdin.upper()).decode(),
+                                   "stderr": base64.b64encode(b"to stderr\n").decode()}).encode()
+                self.send_response(200)
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+        kubelet = http.server.ThreadingHTTPServer(("127.0.0.1", 0), FakeKubelet)
+        threading.Thread(target=kubelet.serve_forever, daemon=True).start()
+        try:
+            node = {"apiVersion": "v1", "kind": "Node", "metadata": {"name": "exec-node"}}
+            self.kubectl("create", "--validate=false", "-f", "-", input=json.dumps(node))
+            self.kubectl("patch", "node", "exec-node", "--subresource=status", "--type=merge", "-p",
+                         json.dumps({"status": {"daemonEndpoints": {"kubeletEndpoint": {"Port": kubelet.server_port}}}}))
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "exec-pod"},
+                   "spec": {"nodeName": "exec-node", "containers": [{"name": "main", "image": "x"}]}}
+            self.kubectl("-n", NAMESPACE, "create", "--validate=false", "-f", "-", input=json.dumps(pod))
+            r = self.kubectl("-n", NAMESPACE, "exec", "exec-pod", "--", "true", check=False)
+            self.assertNotEqual(r.returncode, 0, "a pod that does not run has nothing to exec into")
+            self.assertEqual(seen, [])
+            self.kubectl("-n", NAMESPACE, "patch", "pod", "exec-pod", "--subresource=status", "--type=merge", "-p",
+                         json.dumps({"status": {"phase": "Running"}}))
+            r = self.kubectl("-n", NAMESPACE, "exec", "-i", "exec-pod", "--", "tr", "a-z", "A-Z", input="hello\n")
+            self.assertEqual(r.stdout, "HELLO\n")
+            self.assertIn("to stderr", r.stderr)
+            self.assertEqual(seen[-1][0], f"/exec/{NAMESPACE}/exec-pod/main")
+            self.assertEqual(seen[-1][1], ["tr", "a-z", "A-Z"])
+            self.assertEqual(seen[-1][2], f"Bearer {self.api.token}")
+            r = self.kubectl("-n", NAMESPACE, "exec", "exec-pod", "-c", "main", "--", "fail", check=False)
+            self.assertEqual(r.returncode, 7, r.stderr)
+            r = self.kubectl("-n", NAMESPACE, "exec", "exec-pod", "-c", "nope", "--", "true", check=False)
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("container nope is not valid", r.stderr)
+        finally:
+            kubelet.shutdown()
+            kubelet.server_close()
 
     def test_zz_restart_keeps_objects_and_expires_versions(self):
         core = kubernetes.client.CoreV1Api(self.client())

@@ -7,7 +7,8 @@ deleting anything, an API server restart loses nothing, deleting the SlurmCluste
 everything.
 
 No kubelet runs here: pods stay Pending unless a test reports them running (as a kubelet would,
-through pods/status), so Slurm never starts; that part is tested on one machine (local runtime).
+through pods/status), so Slurm never starts; slurm_test.py runs real Slurm with a stand-in
+kubelet.
 
 Run: /usr/bin/python3 tests/kubernetes/operator_test.py BUILD_DIR
 """

@@ -7,9 +7,13 @@
 #include <atomic>
 #include <cstdlib>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
+#include <httplib.h>
+
 #include "common/files.h"
+#include "common/jwt.h"
 #include "runtime/kubernetes/api_client.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
 
@@ -239,6 +243,105 @@ TEST_F(KubernetesRuntimeTest, PodsAreCreatedOnceComparedBySpecAndReportedByStatu
   ASSERT_TRUE(rt_->DeletePod("cpu-0").ok());
   EXPECT_FALSE(*rt_->GetPodSpec("cpu-0"));
   EXPECT_TRUE(rt_->DeletePod("cpu-0").ok());
+}
+
+// pods/exec over WebSocket, through the API server to the kubelet of the pod's node (here a
+// fake one on loopback): the command as the user asked for, stdin, stdout and stderr, the exit
+// code, output larger than one frame, a timeout, and no exec into a pod that does not run.
+TEST_F(KubernetesRuntimeTest, ExecRunsThroughTheNodesKubeletWithStdinOutputAndExitCode) {
+  httplib::Server kubelet;
+  std::mutex mu;
+  json last;
+  kubelet.Post(R"(/exec/([^/]+)/([^/]+)/([^/]+))", [&](const httplib::Request& req, httplib::Response& res) {
+    json body = json::parse(req.body);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      last = {{"pod", req.matches[2]}, {"container", req.matches[3]}, {"command", body["command"]},
+              {"auth", req.get_header_value("Authorization")}};
+    }
+    const std::vector<std::string> cmd = body["command"];
+    std::string out = *jwt::Base64Decode(body.value("stdin", ""));
+    if (cmd.back() == "big") out = std::string(200000, 'x');
+    if (cmd.back() == "slow") std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    res.set_content(json{{"exitCode", cmd.back() == "fail" ? 3 : 0},
+                         {"stdout", jwt::Base64Encode(out)},
+                         {"stderr", jwt::Base64Encode("warning\n")}}
+                        .dump(),
+                    "application/json");
+  });
+  const int port = kubelet.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { kubelet.listen_after_bind(); });
+  struct Stop {
+    httplib::Server& s;
+    std::thread& t;
+    ~Stop() {
+      s.stop();
+      t.join();
+    }
+  } stop{kubelet, serving};
+  const std::string node = "node-" + namespace_;
+  ASSERT_TRUE(api_->Post("/api/v1/nodes", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}}).ok());
+  ASSERT_TRUE(api_->MergePatch("/api/v1/nodes/" + node + "/status",
+                               {{"status", {{"daemonEndpoints", {{"kubeletEndpoint", {{"Port", port}}}}}}}})
+                  .ok());
+  ASSERT_TRUE(ApplyWorkerInputs().ok());
+  ASSERT_TRUE(rt_->CreatePod(Worker("cpu-0")).ok());
+  const std::string path = "/api/v1/namespaces/" + namespace_ + "/pods/research-cpu-0";
+
+  ExecOptions o;
+  o.argv = {"cat"};
+  o.stdin_data = "hello";
+  // Not running yet: refused, nothing run.
+  auto refused = rt_->Exec("cpu-0", o);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("is not running"), std::string::npos) << refused.status().message();
+  EXPECT_TRUE(last.is_null());
+  ASSERT_TRUE(api_->Post(path + "/binding", {{"apiVersion", "v1"},
+                                             {"kind", "Binding"},
+                                             {"metadata", {{"name", "research-cpu-0"}}},
+                                             {"target", {{"kind", "Node"}, {"name", node}}}})
+                  .ok());
+  ASSERT_TRUE(api_->MergePatch(path + "/status", {{"status", {{"phase", "Running"}}}}).ok());
+
+  auto r = rt_->Exec("cpu-0", o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 0);
+  EXPECT_FALSE(r->timed_out);
+  EXPECT_EQ(r->out, "hello");
+  EXPECT_EQ(r->err, "warning\n");
+  EXPECT_EQ(last["pod"], "research-cpu-0");
+  EXPECT_EQ(last["container"], "worker");
+  EXPECT_EQ(last["command"], json({"env", "--chdir=/", "cat"}));
+
+  o.user = "slurm";
+  o.stdin_data.clear();
+  o.env = {{"SLURM_CONF", "/etc/slurm/slurm.conf"}};
+  o.argv = {"scontrol", "fail"};
+  r = rt_->Exec("cpu-0", o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->exit_code, 3) << "NonZeroExitCode carries the code";
+  EXPECT_EQ(last["command"], json({"setpriv", "--reuid=slurm", "--regid=slurm", "--init-groups", "--", "env",
+                                   "--chdir=/", "USER=slurm", "LOGNAME=slurm", "HOME=/tmp",
+                                   "SLURM_CONF=/etc/slurm/slurm.conf", "scontrol", "fail"}));
+
+  o.user = "root";
+  o.env.clear();
+  o.argv = {"big"};
+  r = rt_->Exec("cpu-0", o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_EQ(r->out, std::string(200000, 'x')) << "output over many frames";
+
+  o.argv = {"slow"};
+  o.timeout = std::chrono::milliseconds(300);
+  const auto start = Clock::now();
+  r = rt_->Exec("cpu-0", o);
+  ASSERT_TRUE(r.ok()) << r.status().message();
+  EXPECT_TRUE(r->timed_out);
+  EXPECT_LT(Clock::now() - start, std::chrono::seconds(2));
+
+  EXPECT_EQ(last["auth"], "Bearer " + *api_->BearerToken()) << "the API server authenticates to the kubelet";
+  EXPECT_FALSE(rt_->Exec("cpu-9", o).ok()) << "no such pod";
 }
 
 TEST_F(KubernetesRuntimeTest, ObjectsHpcplaneDidNotMakeAreNeverReplacedOrDeleted) {
