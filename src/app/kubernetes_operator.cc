@@ -253,6 +253,7 @@ int RunOperator(const OperatorOptions& given) {
   const std::string ns = options.namespace_name;
   for (const std::string& path :
        {CollectionPath(kCustomResourcePath, ns, "slurmclusters"), CollectionPath(kCustomResourcePath, ns, "nodesets"),
+        CollectionPath(kCustomResourcePath, ns, "workspaces"),
         CollectionPath("/api/v1", ns, "pods") + "?labelSelector=" +
             k8s::QueryEscape(std::string(k8s::kManagedByLabel) + "=" + k8s::kManagedBy)}) {
     watch_clients.push_back(std::make_shared<k8s::ApiClient>(*conn));

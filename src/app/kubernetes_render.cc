@@ -114,6 +114,7 @@ op::BuildInputs KubernetesBuildInputs() {
   in.host_passwd += PasswdLine(k8s::kImageNobody);
   in.host_group += fmt::format("nogroup:x:{}:\n", k8s::kImageNobody.gid);
   in.munge_sidecars = true;
+  in.users_from_directory = true;
   return in;
 }
 

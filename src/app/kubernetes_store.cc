@@ -1,6 +1,7 @@
 #include "app/kubernetes_store.h"
 
 #include <algorithm>
+#include <set>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -8,6 +9,7 @@
 #include "api/codec.h"
 #include "api/validation.h"
 #include "operator/conditions.h"
+#include "operator/workspace.h"
 
 namespace hpc::app {
 
@@ -93,7 +95,47 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
   return out;
 }
 
-Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const { return std::vector<api::Workspace>(); }
+Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
+  ASSIGN_OR_RETURN(json list, api_->Get(Path("workspaces")));
+  std::vector<api::Workspace> out;
+  std::set<std::string> names;
+  for (const auto& item : list.value("items", json::array())) {
+    const json spec = item.value("spec", json::object());
+    if (spec.value("cluster", "") != cluster_) continue;
+    const std::string name = item["metadata"].value("name", "");
+    const json status = item.value("status", json::object());
+    json record = {{"metadata", {{"name", name}, {"generation", item["metadata"].value("generation", int64_t{1})}}},
+                   {"spec", spec}};
+    auto w = op::WorkspaceFromJson(record, status);
+    Status valid = w.ok() ? op::ValidateWorkspace(*w) : w.status();
+    bool clashes = false;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      clashes = nodeset_uids_.count(name) > 0;
+    }
+    if (valid.ok() && clashes) {
+      valid = Status::Errorf("workspace \"{}\": name: a NodeSet of cluster {} has this name (both would be its "
+                             "partition)", name, cluster_);
+    }
+    if (!valid.ok()) {
+      spdlog::warn("workspace {}: {}", name, valid.message());
+      json invalid = status;
+      invalid["phase"] = "Invalid";
+      invalid["message"] = valid.message();
+      (void)WriteStatus("workspaces", name, invalid);
+      continue;
+    }
+    names.insert(name);
+    std::lock_guard<std::mutex> lock(mu_);
+    last_status_["workspaces/" + name] = status;
+    // The workspace's own nodeset (its partition's workers) keeps its status in the workspace's.
+    if (status.contains("nodeset")) last_status_["nodesets/" + name] = status["nodeset"];
+    out.push_back(std::move(*w));
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  workspaces_ = std::move(names);
+  return out;
+}
 
 api::NodeSetStatus KubernetesStore::LoadNodeSetStatus(const std::string& name) const {
   std::lock_guard<std::mutex> lock(mu_);
@@ -132,6 +174,14 @@ Status KubernetesStore::SaveClusterStatus(const api::SlurmClusterStatus& s) cons
 
 Status KubernetesStore::SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const {
   json status = api::StatusToJson(s);
+  {
+    // A workspace's nodeset is no NodeSet resource: its status goes out with the workspace's.
+    std::lock_guard<std::mutex> lock(mu_);
+    if (workspaces_.count(name)) {
+      workspace_nodesets_[name] = status;
+      return Status::Ok();
+    }
+  }
   // The scale subresource's labelSelectorPath: the HorizontalPodAutoscaler finds the workers by it.
   status["selector"] = fmt::format("hpcplane.io/cluster={},hpcplane.io/nodeset={}", cluster_, name);
   RecordEvents(name, s);
@@ -174,10 +224,29 @@ void KubernetesStore::RecordEvents(const std::string& nodeset, const api::NodeSe
   }
 }
 
-Status KubernetesStore::SaveWorkspaceStatus(const std::string&, const api::WorkspaceStatus&) const {
-  return Status::Ok();
+Status KubernetesStore::SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const {
+  json status = op::WorkspaceStatusJson(s);
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto nodeset = workspace_nodesets_.find(name);
+    if (nodeset != workspace_nodesets_.end()) {
+      status["nodeset"] = nodeset->second;
+    } else if (auto held = last_status_.find("nodesets/" + name); held != last_status_.end()) {
+      status["nodeset"] = held->second;
+    }
+  }
+  return WriteStatus("workspaces", name, status);
 }
 
-Status KubernetesStore::DeleteWorkspace(const std::string&) const { return Status::Ok(); }
+// Stopped, its jobs and workers gone: the resource itself goes.
+Status KubernetesStore::DeleteWorkspace(const std::string& name) const {
+  Status s = api_->Delete(Path("workspaces", name));
+  std::lock_guard<std::mutex> lock(mu_);
+  workspaces_.erase(name);
+  workspace_nodesets_.erase(name);
+  last_status_.erase("workspaces/" + name);
+  last_status_.erase("nodesets/" + name);
+  return s.ok() || s.code() == StatusCode::kNotFound ? Status::Ok() : s;
+}
 
 }  // namespace hpc::app

@@ -1,5 +1,5 @@
-// The operator's resources on Kubernetes: one SlurmCluster custom resource and the NodeSets that
-// name it, in one namespace, read through the API; status written to their status
+// The operator's resources on Kubernetes: one SlurmCluster custom resource and the NodeSets and
+// Workspaces that name it, in one namespace, read through the API; status written to their status
 // subresources (only when it changed, so the operator's own writes do not wake it forever).
 // Specs are decoded and validated by the same decoder as `hpcplane up -f`: a resource the CRD
 // schema admits but validation refuses is reported, with its field path, instead of acted on.
@@ -9,6 +9,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -32,7 +33,9 @@ class KubernetesStore : public op::ReconcileStore {
 
   Result<api::SlurmCluster> LoadCluster() const override;
   Result<std::vector<api::NodeSet>> LoadNodeSets() const override;
-  // Workspaces are not reconciled on Kubernetes yet: none.
+  // The Workspaces that name the cluster. Each one's nodeset status is kept in its own status
+  // (`status.nodeset`), as no NodeSet resource exists for it. One the decoder or validation
+  // refuses gets phase Invalid with the reason, and nothing is made for it.
   Result<std::vector<api::Workspace>> LoadWorkspaces() const override;
   api::NodeSetStatus LoadNodeSetStatus(const std::string& name) const override;
   Status SaveClusterStatus(const api::SlurmClusterStatus& s) const override;
@@ -59,6 +62,8 @@ class KubernetesStore : public op::ReconcileStore {
   mutable std::optional<api::SlurmCluster> last_cluster_;  // decoded by the last LoadCluster
   mutable std::map<std::string, nlohmann::json> last_status_;  // "plural/name" -> status held
   mutable std::map<std::string, std::string> nodeset_uids_;   // name -> uid, for their Events
+  mutable std::set<std::string> workspaces_;                  // names of the last loaded
+  mutable std::map<std::string, nlohmann::json> workspace_nodesets_;  // name -> nodeset status
 };
 
 }  // namespace hpc::app

@@ -45,11 +45,14 @@ std::map<std::string, std::string> Labels(const api::SlurmCluster& c, const std:
 }
 
 // /etc/passwd and /etc/group from slurm-users: every user resolves the same in every pod.
-std::vector<Mount> UserMounts(std::vector<Mount> more = {}) {
-  std::vector<Mount> m = {
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
-      {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true},
-  };
+std::vector<Mount> UserMounts(const BuildInputs& in, std::vector<Mount> more = {}) {
+  std::vector<Mount> m;
+  if (in.users_from_directory) {
+    m = {{MountSource::kConfigMap, kConfigMapUsers, kUsersDir, "", true}};
+  } else {
+    m = {{MountSource::kConfigMap, kConfigMapUsers, "/etc/passwd", "passwd", true},
+         {MountSource::kConfigMap, kConfigMapUsers, "/etc/group", "group", true}};
+  }
   m.insert(m.end(), more.begin(), more.end());
   return m;
 }
@@ -84,7 +87,7 @@ void AddMungeSidecar(const BuildInputs& in, PodSpec* p) {
   munged.command = MungedCommand();
   munged.uid = in.munge.uid;
   munged.gid = in.munge.gid;
-  munged.mounts = UserMounts({
+  munged.mounts = UserMounts(in, {
       {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
       MungeSocketMount(in),
       {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
@@ -95,7 +98,7 @@ void AddMungeSidecar(const BuildInputs& in, PodSpec* p) {
 
 // What every Slurm pod mounts: users, config, and the munge socket.
 std::vector<Mount> CommonMounts(const BuildInputs& in) {
-  return UserMounts({
+  return UserMounts(in, {
       {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
       MungeSocketMount(in),
   });
@@ -182,7 +185,7 @@ PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.uid = in.munge.uid;
   p.gid = in.munge.gid;
   p.command = MungedCommand();
-  p.mounts = UserMounts({
+  p.mounts = UserMounts(in, {
       {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
       MungeSocketMount(in),
       {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
@@ -307,7 +310,7 @@ PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
                "exec mariadbd " + opts + " --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --port=" +
                    std::to_string(slurm::kMariaDbPort) +
                    " --bind-address=0.0.0.0 --skip-name-resolve --init-file=/run/secrets/db/init.sql"};
-  p.mounts = UserMounts({
+  p.mounts = UserMounts(in, {
       {MountSource::kSecret, kSecretDatabase, "/run/secrets/db", "", true},
       {MountSource::kVolume, kVolumeDatabase, "/var/lib/mysql", "", false},
   });
@@ -336,7 +339,7 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.gid = in.slurm.gid;
   p.env = {{"SLURM_CONF", std::string(slurm::kSlurmdbdConfigDir) + "/slurm.conf"}};
   p.command = {"slurmdbd", "-D"};
-  p.mounts = UserMounts({
+  p.mounts = UserMounts(in, {
       MungeSocketMount(in),
       {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
       {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
@@ -390,6 +393,9 @@ PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace&
   p.labels[kLabelWorkspace] = w.metadata.name;
   p.uid = w.spec.user.uid;
   p.gid = w.spec.user.gid;
+  // The shell's environment is the pod's too: a session opened without hpcplane (kubectl exec
+  // on Kubernetes) has the workspace's partition, Slurm's config and the token wrappers.
+  p.env = WorkspaceShellEnv(w);
   p.command = {"sleep", "infinity"};
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);

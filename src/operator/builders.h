@@ -25,7 +25,16 @@ struct BuildInputs {
   // Each Slurm pod runs its own munged as a sidecar (Kubernetes: pods on different machines
   // cannot share munge's Unix socket) instead of every pod using one munge pod's (local).
   bool munge_sidecars = false;
+  // /etc/passwd and /etc/group reach pods as the slurm-users config map mounted whole at
+  // kUsersDir, which the image links them into (Kubernetes: a config map mounted by file, with
+  // subPath, is never updated in a running pod, so users added later would be unknown to it),
+  // instead of as the two files mounted by name (local: updated in place).
+  bool users_from_directory = false;
 };
+
+// Where pods find slurm-users when it is mounted whole (BuildInputs::users_from_directory); the
+// Slurm image's /etc/passwd and /etc/group are links into it (images/slurm.Containerfile).
+inline constexpr const char* kUsersDir = "/etc/hpcplane/users";
 
 // Labels every object carries.
 inline constexpr const char* kLabelCluster = "hpcplane.io/cluster";

@@ -69,6 +69,18 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   return Status::Ok();
 }
 
+bool ClusterReconciler::TakeUsersChanged() {
+  if (!users_changed_) return false;
+  runtime::ExecOptions o;
+  o.argv = {"cmp", "-s", "-", "/etc/group"};
+  o.stdin_data = users_group_;
+  o.timeout = std::chrono::seconds(10);
+  auto r = rt_->Exec(controller_pod_, o);
+  if (!r.ok() || r->exit_code != 0) return false;  // not seen yet, or not known: ask again next pass
+  users_changed_ = false;
+  return true;
+}
+
 Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                                        const std::vector<api::ClusterUser>& extra_users,
                                        const std::vector<DatasetGroup>& dataset_groups) {
@@ -79,6 +91,8 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   // Users first: partitions resolve AllowGroups against them when created or updated.
   bool changed = !existing || existing->data != cm.data || !existing_users || existing_users->data != users.data;
   if (!existing_users || existing_users->data != users.data) users_changed_ = true;
+  users_group_ = users.data.count("group") ? users.data.at("group") : "";
+  controller_pod_ = ControllerPodName(c);
   RETURN_IF_ERROR(rt_->ApplyConfigMap(users));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildScriptsConfigMap()));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildHealthConfigMap(c, nodesets)));

@@ -46,9 +46,14 @@ class ClusterReconciler {
   // Failed steps of the last Reconcile.
   int last_errors() const { return last_errors_; }
   bool slurmdbd_ready() const { return slurmdbd_ready_; }
-  // Users changed since the partitions last resolved their AllowGroups; cleared by the caller.
-  bool TakeUsersChanged() { return std::exchange(users_changed_, false); }
+  // Users changed since the partitions last resolved their AllowGroups, and slurmctld's pod sees
+  // the new /etc/group (on Kubernetes a running pod sees a changed config map seconds to a
+  // minute later; a partition updated before would resolve the old groups): true once, then
+  // cleared, so the caller updates the partitions now. While unseen it stays pending.
+  bool TakeUsersChanged();
   void MarkUsersChanged() { users_changed_ = true; }
+  // A user change is not yet applied to the partitions (workspaces of new users are not ready).
+  bool users_pending() const { return users_changed_; }
   slurm::SlurmControl* control() const { return control_; }
 
  private:
@@ -75,6 +80,8 @@ class ClusterReconciler {
   bool slurmdbd_ready_ = false;
   bool slurm_answered_ = false;
   bool users_changed_ = false;
+  std::string users_group_;     // the /etc/group last applied
+  std::string controller_pod_;  // of the cluster last reconciled
   bool degraded_ = false;
 };
 

@@ -143,6 +143,7 @@ PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, 
       view.nodes = nodes ? &*nodes : nullptr;
       view.nodeset = statuses.count(w.metadata.name) ? &statuses[w.metadata.name] : nullptr;
       view.accounting_ready = !c->spec.accounting.enabled || accounting.Synced(w.spec.user.name);
+      view.users_ready = !cluster_rec.users_pending();
       view.partitions = partitions ? &*partitions : nullptr;
       WorkspaceOutcome out = workspace_rec.Reconcile(*c, w, view);
       if (out.remove) {

@@ -87,6 +87,13 @@ WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api:
          return Status::Ok();
        },
        true},
+      {"user",
+       [&] {
+         if (view.users_ready) return Status::Ok();
+         return Status::FailedPrecondition(
+             fmt::format("waiting for slurmctld to see user {} and its partition to allow it", w.spec.user.name));
+       },
+       true},
       {"accounting",
        [&] {
          if (view.accounting_ready) return Status::Ok();

@@ -27,6 +27,7 @@ struct WorkspaceView {
   const std::vector<slurm::SlurmNode>* nodes = nullptr;  // null: Slurm's node list is unknown
   const api::NodeSetStatus* nodeset = nullptr;           // the workspace nodeset's last status
   bool accounting_ready = true;                          // the user's association exists
+  bool users_ready = true;  // slurmctld sees every user and its partitions resolved their groups
   const std::vector<std::string>* partitions = nullptr;  // Slurm's partitions; null: unknown
 };
 

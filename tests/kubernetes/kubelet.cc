@@ -6,11 +6,13 @@
 // annotation):
 //  - it schedules every unbound pod of hpcplane's to its node (spec.nodeName) and registers that
 //    node with its exec endpoint (status.daemonEndpoints), where the API server sends pods/exec;
-//  - the image is ignored (every container runs this machine's programs); command and args,
+//  - the image is ignored (every container runs this machine's programs), except for what the
+//    Slurm image links: /etc/passwd and /etc/group into /etc/hpcplane/users; command and args,
 //    env, workingDir, runAsUser/runAsGroup, readiness and liveness probes, memory limits and
 //    restartPolicy are honoured;
 //  - volumes: configMap and secret (files with defaultMode, a configMap refreshed when it
-//    changes, except under subPath, as Kubernetes does), emptyDir (shared by the pod's
+//    changes; a file mounted by subPath is a copy taken when the container starts, as Kubernetes
+//    never updates those), emptyDir (shared by the pod's
 //    containers), persistentVolumeClaim (a directory per claim that outlives its pods),
 //    hostPath;
 //  - init containers run in order, each to completion; native sidecars (init containers with
@@ -70,6 +72,9 @@ using hpc::Status;
 using nlohmann::json;
 
 volatile sig_atomic_t g_stop = 0;
+
+// Where the Slurm image links /etc/passwd and /etc/group to (op::kUsersDir).
+constexpr const char* kImageUsersDir = "/etc/hpcplane/users";
 void OnStop(int) { g_stop = 1; }
 
 struct Args {
@@ -260,7 +265,13 @@ class Kubelet {
       }
       auto old = hpc::files::Read(dir + "/" + key);
       if (old.ok() && *old == value) continue;
-      RETURN_IF_ERROR(hpc::files::WriteAtomic(dir + "/" + key, value, static_cast<mode_t>(mode), 0, 0));
+      // In place: a container that mounts the whole volume sees the new content (as Kubernetes'
+      // atomic update of the volume gives); one that mounted a file by subPath holds a copy.
+      if (old.ok()) {
+        RETURN_IF_ERROR(hpc::files::WriteInPlace(dir + "/" + key, value, static_cast<mode_t>(mode)));
+      } else {
+        RETURN_IF_ERROR(hpc::files::WriteAtomic(dir + "/" + key, value, static_cast<mode_t>(mode), 0, 0));
+      }
     }
     return Status::Ok();
   }
@@ -313,7 +324,8 @@ class Kubelet {
   }
 
   static Result<rt::PodSpec> ContainerSpec(const json& pod, const json& c, const std::string& local,
-                                           const std::map<std::string, std::string>& volumes) {
+                                           const std::map<std::string, std::string>& volumes,
+                                           const std::string& pod_dir) {
     rt::PodSpec s;
     s.name = local;
     const std::string container = c.value("name", "");
@@ -345,8 +357,28 @@ class Kubelet {
         continue;
       }
       const bool projected = by_name[vol].contains("configMap") || by_name[vol].contains("secret");
-      s.mounts.push_back({rt::MountSource::kHostPath, source->second, path, m.value("subPath", ""),
+      const std::string sub_path = m.value("subPath", "");
+      if (projected && !sub_path.empty()) {
+        // Kubernetes never updates a file of a ConfigMap or Secret mounted by subPath: the
+        // container gets the file as it was when it started.
+        if (sub_path.find('/') != std::string::npos || sub_path == "..") {
+          return Status::Errorf("container {}: subPath {}: not a file of the volume", container, sub_path);
+        }
+        ASSIGN_OR_RETURN(std::string content, hpc::files::Read(source->second + "/" + sub_path));
+        const std::string copy = fmt::format("{}/subpath/{}-{}-{}", pod_dir, local, vol, sub_path);
+        RETURN_IF_ERROR(hpc::files::MakeDirs(pod_dir + "/subpath", 0755));
+        RETURN_IF_ERROR(hpc::files::WriteAtomic(copy, content, 0644, 0, 0));
+        s.mounts.push_back({rt::MountSource::kHostPath, copy, path, "", true});
+        continue;
+      }
+      s.mounts.push_back({rt::MountSource::kHostPath, source->second, path, sub_path,
                           projected || m.value("readOnly", false)});
+      if (path == kImageUsersDir) {
+        // What the Slurm image does with links (images/slurm.Containerfile): /etc/passwd and
+        // /etc/group are the mounted directory's files, and follow its updates.
+        s.mounts.push_back({rt::MountSource::kHostPath, source->second + "/passwd", "/etc/passwd", "", true});
+        s.mounts.push_back({rt::MountSource::kHostPath, source->second + "/group", "/etc/group", "", true});
+      }
     }
     auto probe = [](const json& j) {
       rt::Probe p;
@@ -402,7 +434,7 @@ class Kubelet {
       ContainerRun run;
       run.name = c.value("name", "");
       run.local = p->hostname + "-" + run.name;
-      ASSIGN_OR_RETURN(run.spec, ContainerSpec(pod, c, run.local, volumes));
+      ASSIGN_OR_RETURN(run.spec, ContainerSpec(pod, c, run.local, volumes, p->dir));
       run.sidecar = c.value("restartPolicy", "") == "Always";
       run.spec.restart_policy = run.sidecar ? rt::RestartPolicy::kAlways : rt::RestartPolicy::kNever;
       if (!run.sidecar) run.spec.liveness = {};
@@ -413,7 +445,7 @@ class Kubelet {
     if (containers.size() != 1) return Status::Error("the stand-in kubelet runs pods of one container");
     p->main.name = containers[0].value("name", "");
     p->main.local = p->hostname;
-    ASSIGN_OR_RETURN(p->main.spec, ContainerSpec(pod, containers[0], p->main.local, volumes));
+    ASSIGN_OR_RETURN(p->main.spec, ContainerSpec(pod, containers[0], p->main.local, volumes, p->dir));
     exec_entries[p->main.name] = ExecEntry(p->main.local, p->main.spec);
     const json entry = {{"runtime", RuntimeDir(p)}, {"subnet", args_.subnet}, {"containers", exec_entries}};
     return hpc::files::WriteAtomic(ExecFile(args_.dir, p->ns, p->name), entry.dump(), 0600);

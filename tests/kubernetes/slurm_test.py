@@ -12,6 +12,9 @@ apply, get, scale, exec, delete.
 - the operator killed with -9 while a job runs, and restarted, neither duplicates nor deletes
   the busy worker, and the job completes;
 - the API server restarting (every watch broken, every resourceVersion expired) loses nothing;
+- a Workspace resource gets its partition, its user's login pod with credentials injected
+  (`kubectl exec` into it is the user's shell) and workers from zero; stopped through its spec,
+  it is removed once its jobs and workers are gone;
 - deleting the SlurmCluster removes every object and stops every pod.
 
 Run: /usr/bin/python3 tests/kubernetes/slurm_test.py BUILD_DIR   (as root: local pods)
@@ -306,6 +309,40 @@ class SlurmOnKubernetesTest(unittest.TestCase):
         after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
         for name, uid in before.items():
             self.assertEqual(after.get(name), uid, name)
+
+    def test_5b_a_workspace_gets_its_partition_credentials_and_workers_from_zero(self):
+        workspace = f"""apiVersion: hpcplane.io/v1alpha1
+kind: Workspace
+metadata:
+  name: ws-bob
+  namespace: {NS}
+spec:
+  cluster: {CLUSTER}
+  user: {{name: bob, uid: 2002, gid: 2002}}
+  project: demo
+  resources: {{cpus: 1, memoryMiB: 500}}
+  maxWorkers: 1
+  idleTimeoutSeconds: 5
+"""
+        self.kubectl("apply", "--validate=false", "-f", "-", input=workspace)
+        self.wait("the workspace to be Ready",
+                  lambda: ((self.get("workspace", "ws-bob") or {}).get("status") or {}).get("phase") == "Ready",
+                  timeout=120)
+        # A plain kubectl exec into its login pod is bob's shell: the container runs as bob with the
+        # workspace's environment (its partition, the token wrappers).
+        r = self.kubectl("-n", NS, "exec", f"{CLUSTER}-ws-bob-login", "--", "sbatch", "--parsable", "--chdir=/tmp",
+                         "--wrap", "id -un; hostname", check=False)
+        self.assertEqual(r.returncode, 0, r.stderr + self.logs())
+        job = r.stdout.strip().split(";")[0]
+        self.wait_job(job, "COMPLETED|ws-bob-0")
+        self.assertIn("bob", self.slurm("scontrol", "show", "job", job).stdout)
+        self.wait("the workspace's worker to go after its idle timeout",
+                  lambda: f"{CLUSTER}-ws-bob-0" not in self.pods(), timeout=90)
+        # Stopped through its spec: the operator removes it once its jobs and workers are gone.
+        self.kubectl("-n", NS, "patch", "workspace", "ws-bob", "--type=merge", "-p", '{"spec":{"stopping":true}}')
+        self.wait("the workspace resource to go", lambda: self.get("workspace", "ws-bob") is None, timeout=90)
+        self.wait("its login pod to go", lambda: f"{CLUSTER}-ws-bob-login" not in self.pods(), timeout=60)
+        self.assertNotIn("ws-bob", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
 
     def test_6_deleting_the_slurmcluster_removes_every_object_and_pod(self):
         self.kubectl("-n", NS, "delete", "slurmcluster", CLUSTER)
