@@ -467,6 +467,40 @@ nlohmann::json ToJson(const SlurmCluster& c) {
   };
 }
 
+nlohmann::json AffinityJson(const PodPlacementSpec& pod) {
+  if (pod.required_node_terms.empty() && pod.preferred_node_terms.empty()) return nullptr;
+  auto term_json = [](const NodeSelectorTerm& t) {
+    nlohmann::json expressions = nlohmann::json::array();
+    for (const auto& e : t.match_expressions) {
+      nlohmann::json j = {{"key", e.key}, {"operator", e.op}};
+      if (!e.values.empty()) j["values"] = e.values;
+      expressions.push_back(j);
+    }
+    return nlohmann::json{{"matchExpressions", expressions}};
+  };
+  nlohmann::json node = nlohmann::json::object();
+  if (!pod.required_node_terms.empty()) {
+    nlohmann::json terms = nlohmann::json::array();
+    for (const auto& t : pod.required_node_terms) terms.push_back(term_json(t));
+    node["requiredDuringSchedulingIgnoredDuringExecution"] = {{"nodeSelectorTerms", terms}};
+  }
+  if (!pod.preferred_node_terms.empty()) {
+    nlohmann::json preferred = nlohmann::json::array();
+    for (const auto& t : pod.preferred_node_terms) {
+      preferred.push_back({{"weight", t.weight}, {"preference", term_json(t.preference)}});
+    }
+    node["preferredDuringSchedulingIgnoredDuringExecution"] = preferred;
+  }
+  return {{"nodeAffinity", node}};
+}
+
+nlohmann::json PodSecurityContextJson(const PodPlacementSpec& pod) {
+  if (pod.seccomp_type.empty()) return nullptr;
+  nlohmann::json seccomp = {{"type", pod.seccomp_type}};
+  if (!pod.seccomp_localhost_profile.empty()) seccomp["localhostProfile"] = pod.seccomp_localhost_profile;
+  return {{"seccompProfile", seccomp}};
+}
+
 nlohmann::json ToJson(const NodeSet& n) {
   const auto& s = n.spec;
   nlohmann::json spec = {
@@ -497,6 +531,8 @@ nlohmann::json ToJson(const NodeSet& n) {
                    {"tolerations", tolerations},
                    {"priorityClassName", s.pod.priority_class_name},
                    {"imagePullSecrets", s.pod.image_pull_secrets}};
+    if (auto affinity = AffinityJson(s.pod); !affinity.is_null()) spec["pod"]["affinity"] = affinity;
+    if (auto sc = PodSecurityContextJson(s.pod); !sc.is_null()) spec["pod"]["securityContext"] = sc;
   }
   if (s.replicas) spec["replicas"] = *s.replicas;
   if (s.min_replicas) spec["minReplicas"] = *s.min_replicas;

@@ -27,6 +27,10 @@ Result<Manifest> DecodeManifestFile(const std::string& path);
 
 nlohmann::json ToJson(const SlurmCluster& c);
 nlohmann::json ToJson(const NodeSet& n);
+// A nodeset's node affinity and pod securityContext as Kubernetes writes them (`affinity`,
+// `securityContext`); null when unset. What the decoder reads is what these print.
+nlohmann::json AffinityJson(const PodPlacementSpec& pod);
+nlohmann::json PodSecurityContextJson(const PodPlacementSpec& pod);
 
 nlohmann::json EventsJson(const std::vector<Event>& events);
 

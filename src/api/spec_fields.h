@@ -92,8 +92,33 @@ void WalkNodeSetSpec(R& r, NodeSetSpec* s) {
       t.String("effect", &tol->effect);
       t.OptionalInt("tolerationSeconds", &tol->seconds);
     });
+    auto expressions = [](R& term, NodeSelectorTerm* t) {
+      term.ObjectList("matchExpressions", &t->match_expressions, [](R& e, NodeSelectorRequirement* x) {
+        e.String("key", &x->key);
+        e.String("operator", &x->op);
+        e.StringList("values", &x->values);
+      });
+    };
+    pod.Object("affinity", [&](R& affinity) {
+      affinity.Object("nodeAffinity", [&](R& node) {
+        node.Object("requiredDuringSchedulingIgnoredDuringExecution", [&](R& required) {
+          required.ObjectList("nodeSelectorTerms", &s->pod.required_node_terms, expressions);
+        });
+        node.ObjectList("preferredDuringSchedulingIgnoredDuringExecution", &s->pod.preferred_node_terms,
+                        [&](R& p, PreferredNodeTerm* t) {
+                          p.Integer("weight", &t->weight);
+                          p.Object("preference", [&](R& pref) { expressions(pref, &t->preference); });
+                        });
+      });
+    });
     pod.String("priorityClassName", &s->pod.priority_class_name);
     pod.StringList("imagePullSecrets", &s->pod.image_pull_secrets);
+    pod.Object("securityContext", [&](R& sc) {
+      sc.Object("seccompProfile", [&](R& seccomp) {
+        seccomp.String("type", &s->pod.seccomp_type);
+        seccomp.String("localhostProfile", &s->pod.seccomp_localhost_profile);
+      });
+    });
   });
   r.Object("partition", [&](R& p) {
     p.String("name", &s->partition.name);

@@ -125,15 +125,40 @@ struct Toleration {
   bool operator==(const Toleration&) const = default;
 };
 
-// Where a nodeset's workers may run on Kubernetes: a Pod's nodeSelector, tolerations,
-// priorityClassName and imagePullSecrets. One machine (the local runtime) ignores it.
+// A requirement on a node's label, as in Kubernetes' node affinity.
+struct NodeSelectorRequirement {
+  std::string key;
+  std::string op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
+  std::vector<std::string> values;
+  bool operator==(const NodeSelectorRequirement&) const = default;
+};
+struct NodeSelectorTerm {
+  std::vector<NodeSelectorRequirement> match_expressions;  // all must hold
+  bool operator==(const NodeSelectorTerm&) const = default;
+};
+struct PreferredNodeTerm {
+  int weight = 0;  // 1-100
+  NodeSelectorTerm preference;
+  bool operator==(const PreferredNodeTerm&) const = default;
+};
+
+// Where a nodeset's workers may run on Kubernetes, and the pod-level security settings the
+// platform requires of them: a Pod's nodeSelector, tolerations, node affinity (required: one of
+// the terms must hold; preferred: weighted), priorityClassName, imagePullSecrets and
+// securityContext.seccompProfile. One machine (the local runtime) ignores it.
 struct PodPlacementSpec {
   std::map<std::string, std::string> node_selector;
   std::vector<Toleration> tolerations;
+  std::vector<NodeSelectorTerm> required_node_terms;
+  std::vector<PreferredNodeTerm> preferred_node_terms;
   std::string priority_class_name;
   std::vector<std::string> image_pull_secrets;
+  std::string seccomp_type;               // RuntimeDefault, Localhost or Unconfined; empty: unset
+  std::string seccomp_localhost_profile;  // with Localhost
   bool empty() const {
-    return node_selector.empty() && tolerations.empty() && priority_class_name.empty() && image_pull_secrets.empty();
+    return node_selector.empty() && tolerations.empty() && required_node_terms.empty() &&
+           preferred_node_terms.empty() && priority_class_name.empty() && image_pull_secrets.empty() &&
+           seccomp_type.empty();
   }
 };
 

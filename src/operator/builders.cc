@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "api/codec.h"
 #include "operator/workspace.h"
 #include "slurm/config.h"
 #include "slurm/health_check.h"
@@ -288,6 +289,8 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   }
   p.placement.priority_class = ns.spec.pod.priority_class_name;
   p.placement.image_pull_secrets = ns.spec.pod.image_pull_secrets;
+  p.placement.affinity = api::AffinityJson(ns.spec.pod);
+  p.placement.security_context = api::PodSecurityContextJson(ns.spec.pod);
   return p;
 }
 

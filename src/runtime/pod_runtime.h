@@ -21,6 +21,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "common/result.h"
 #include "common/subprocess.h"
 
@@ -108,8 +110,13 @@ struct Placement {
   std::vector<Toleration> tolerations;
   std::string priority_class;
   std::vector<std::string> image_pull_secrets;
+  // Already in Kubernetes' form (a Pod's `affinity` and pod-level `securityContext`), validated
+  // by the layer that built them; null when unset.
+  nlohmann::json affinity;
+  nlohmann::json security_context;
   bool empty() const {
-    return node_selector.empty() && tolerations.empty() && priority_class.empty() && image_pull_secrets.empty();
+    return node_selector.empty() && tolerations.empty() && priority_class.empty() && image_pull_secrets.empty() &&
+           affinity.is_null() && security_context.is_null();
   }
   bool operator==(const Placement&) const = default;
 };

@@ -53,6 +53,8 @@ json SpecJson(const PodSpec& s) {
                         {"tolerations", tolerations},
                         {"priorityClass", s.placement.priority_class},
                         {"imagePullSecrets", s.placement.image_pull_secrets}};
+    if (!s.placement.affinity.is_null()) out["placement"]["affinity"] = s.placement.affinity;
+    if (!s.placement.security_context.is_null()) out["placement"]["securityContext"] = s.placement.security_context;
   }
   if (!s.sidecars.empty()) {
     json sidecars = json::array();
@@ -108,6 +110,8 @@ Result<PodSpec> SpecFromJson(const json& j) {
       }
       s.placement.priority_class = p.at("priorityClass");
       s.placement.image_pull_secrets = p.at("imagePullSecrets").get<std::vector<std::string>>();
+      if (p.contains("affinity")) s.placement.affinity = p.at("affinity");
+      if (p.contains("securityContext")) s.placement.security_context = p.at("securityContext");
     }
     for (const auto& c : j.value("sidecars", json::array())) {
       Sidecar sc;

@@ -78,6 +78,9 @@ class KubernetesRuntimeTest : public ::testing::Test {
     p.resources.requests = {4, 8000, 0};
     p.placement.node_selector = {{"node.kubernetes.io/instance-type", "c6i.2xlarge"}};
     p.placement.tolerations = {{"dedicated", "Equal", "hpc", "NoSchedule", -1}};
+    p.placement.affinity = json::parse(R"({"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution":
+        {"nodeSelectorTerms": [{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}]}}})");
+    p.placement.security_context = {{"seccompProfile", {{"type", "RuntimeDefault"}}}};
     return p;
   }
 
@@ -195,6 +198,8 @@ TEST_F(KubernetesRuntimeTest, PodsAreCreatedOnceComparedBySpecAndReportedByStatu
   ASSERT_TRUE(pod.ok());
   EXPECT_EQ((*pod)["spec"]["hostname"], "cpu-0");
   EXPECT_EQ((*pod)["spec"]["containers"][0]["resources"]["requests"]["cpu"], "4");
+  EXPECT_EQ((*pod)["spec"]["affinity"], spec.placement.affinity);
+  EXPECT_EQ((*pod)["spec"]["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
   const std::string rv = (*pod)["metadata"]["resourceVersion"];
   ASSERT_TRUE(rt_->CreatePod(spec).ok()) << "the same spec again is done";
   EXPECT_EQ((*api_->Get(path))["metadata"]["resourceVersion"], rv);

@@ -348,6 +348,8 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
     }
     pod_spec["tolerations"] = tolerations;
   }
+  if (!place.affinity.is_null()) pod_spec["affinity"] = place.affinity;
+  if (!place.security_context.is_null()) pod_spec["securityContext"] = place.security_context;
   if (!place.priority_class.empty()) pod_spec["priorityClassName"] = place.priority_class;
   if (!place.image_pull_secrets.empty()) {
     json secrets = json::array();
