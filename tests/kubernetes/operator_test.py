@@ -23,7 +23,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testcluster import SOURCE, TestApiServer, wait_for  # noqa: E402
+from testcluster import SOURCE, TestApiServer, terminate, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(SOURCE, "build"))
 HPCPLANE = os.path.join(BUILD, "hpcplane")
@@ -43,13 +43,7 @@ class OperatorTest(unittest.TestCase):
 
     def tearDown(self):
         for p, log in self.operators:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=15)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            terminate(p, timeout=15)
             log.close()
         self.api.__exit__(None, None, None)
         shutil.rmtree(self.state, ignore_errors=True)

@@ -23,7 +23,6 @@ import json
 import os
 import random
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -31,7 +30,7 @@ import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from testcluster import TestApiServer, wait_for  # noqa: E402
+from testcluster import TestApiServer, terminate, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else "build")
 HPCPLANE = os.path.join(BUILD, "hpcplane")
@@ -110,13 +109,7 @@ class SlurmOnKubernetesTest(unittest.TestCase):
     @classmethod
     def tearDownClass(cls):
         cls.stop_operators()
-        if cls.kubelet.poll() is None:
-            cls.kubelet.send_signal(signal.SIGTERM)
-            try:
-                cls.kubelet.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                cls.kubelet.kill()
-                cls.kubelet.wait()
+        terminate(cls.kubelet, timeout=60)
         cls.kubelet_log.close()
         cls.api.__exit__(None, None, None)
         if os.environ.get("KEEP_LOGS"):
@@ -148,13 +141,7 @@ class SlurmOnKubernetesTest(unittest.TestCase):
     @classmethod
     def stop_operators(cls):
         for p, log in cls.operators:
-            if p.poll() is None:
-                p.send_signal(signal.SIGTERM)
-                try:
-                    p.wait(timeout=20)
-                except subprocess.TimeoutExpired:
-                    p.kill()
-                    p.wait()
+            terminate(p, timeout=20)
             log.close()
 
     def logs(self):

@@ -35,6 +35,17 @@ def wait_for(what, predicate, timeout=20.0):
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
+def terminate(proc, timeout=10.0):
+    """Stops a process this test started: SIGTERM, then SIGKILL after `timeout` seconds."""
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
 class TestApiServer:
     def __init__(self, bookmark_interval=0.5, history=1000, crds=False):
         self.dir = tempfile.mkdtemp(prefix="hpcplane-apiserver.")
@@ -96,14 +107,8 @@ current-context: test
         return self
 
     def stop(self):
-        if self.proc and self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=10)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait()
         if self.proc:
+            terminate(self.proc)
             self.proc.stdout.close()
         self.proc = None
 
