@@ -104,6 +104,8 @@ Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
     if (spec.value("cluster", "") != cluster_) continue;
     const std::string name = item["metadata"].value("name", "");
     const json status = item.value("status", json::object());
+    // Stopped: everything it had is gone; the resource is its owner's to delete.
+    if (status.value("phase", "") == "Stopped") continue;
     json record = {{"metadata", {{"name", name}, {"generation", item["metadata"].value("generation", int64_t{1})}}},
                    {"spec", spec}};
     auto w = op::WorkspaceFromJson(record, status);
@@ -238,15 +240,24 @@ Status KubernetesStore::SaveWorkspaceStatus(const std::string& name, const api::
   return WriteStatus("workspaces", name, status);
 }
 
-// Stopped, its jobs and workers gone: the resource itself goes.
+// Stopped, its jobs, workers, login pod and partition gone. The resource is the user's (hpcplane
+// did not create it), so it is marked Stopped and left for its owner to delete.
 Status KubernetesStore::DeleteWorkspace(const std::string& name) const {
-  Status s = api_->Delete(Path("workspaces", name));
+  json status;
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    auto held = last_status_.find("workspaces/" + name);
+    status = held == last_status_.end() ? json::object() : held->second;
+  }
+  status["phase"] = "Stopped";
+  status["message"] = "stopped: its login pod, workers and partition are gone; delete the resource when done";
+  status.erase("nodeset");
+  Status s = WriteStatus("workspaces", name, status);
   std::lock_guard<std::mutex> lock(mu_);
   workspaces_.erase(name);
   workspace_nodesets_.erase(name);
-  last_status_.erase("workspaces/" + name);
   last_status_.erase("nodesets/" + name);
-  return s.ok() || s.code() == StatusCode::kNotFound ? Status::Ok() : s;
+  return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
 
 }  // namespace hpc::app

@@ -35,7 +35,8 @@ class KubernetesStore : public op::ReconcileStore {
   Result<std::vector<api::NodeSet>> LoadNodeSets() const override;
   // The Workspaces that name the cluster. Each one's nodeset status is kept in its own status
   // (`status.nodeset`), as no NodeSet resource exists for it. One the decoder or validation
-  // refuses gets phase Invalid with the reason, and nothing is made for it.
+  // refuses gets phase Invalid with the reason, and nothing is made for it. One marked Stopped
+  // (DeleteWorkspace) holds nothing any more and is skipped.
   Result<std::vector<api::Workspace>> LoadWorkspaces() const override;
   api::NodeSetStatus LoadNodeSetStatus(const std::string& name) const override;
   Status SaveClusterStatus(const api::SlurmClusterStatus& s) const override;

@@ -14,7 +14,7 @@ apply, get, scale, exec, delete.
 - the API server restarting (every watch broken, every resourceVersion expired) loses nothing;
 - a Workspace resource gets its partition, its user's login pod with credentials injected
   (`kubectl exec` into it is the user's shell) and workers from zero; stopped through its spec,
-  it is removed once its jobs and workers are gone;
+  everything it had goes once its jobs and workers are, and it is marked Stopped;
 - deleting the SlurmCluster removes every object and stops every pod.
 
 Run: /usr/bin/python3 tests/kubernetes/slurm_test.py BUILD_DIR   (as root: local pods)
@@ -325,11 +325,16 @@ spec:
         self.assertIn("bob", self.slurm("scontrol", "show", "job", job).stdout)
         self.wait("the workspace's worker to go after its idle timeout",
                   lambda: f"{CLUSTER}-ws-bob-0" not in self.pods(), timeout=90)
-        # Stopped through its spec: the operator removes it once its jobs and workers are gone.
+        # Stopped through its spec: once its jobs and workers are gone, everything it had goes and
+        # it is marked Stopped; the resource itself is the user's, and stays until they delete it.
         self.kubectl("-n", NS, "patch", "workspace", "ws-bob", "--type=merge", "-p", '{"spec":{"stopping":true}}')
-        self.wait("the workspace resource to go", lambda: self.get("workspace", "ws-bob") is None, timeout=90)
-        self.wait("its login pod to go", lambda: f"{CLUSTER}-ws-bob-login" not in self.pods(), timeout=60)
+        self.wait("the workspace to be Stopped",
+                  lambda: ((self.get("workspace", "ws-bob") or {}).get("status") or {}).get("phase") == "Stopped",
+                  timeout=90)
+        self.assertNotIn(f"{CLUSTER}-ws-bob-login", self.pods())
         self.assertNotIn("ws-bob", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
+        self.assertIsNone(self.get("secret", f"{CLUSTER}-ws-bob-token"))
+        self.kubectl("-n", NS, "delete", "workspace", "ws-bob")
 
     def test_6_deleting_the_slurmcluster_removes_every_object_and_pod(self):
         self.kubectl("-n", NS, "delete", "slurmcluster", CLUSTER)
