@@ -15,6 +15,7 @@
 #include "app/kubernetes_store.h"
 #include "app/leader_election.h"
 #include "app/slurm_token_source.h"
+#include "app/work_queue.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "operator/accounting_sync.h"
@@ -25,6 +26,7 @@
 #include "operator/ownership.h"
 #include "operator/reconcile_pass.h"
 #include "operator/workspace_reconciler.h"
+#include "runtime/kubernetes/informer.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
 #include "slurm/rest_client.h"
 #include "slurm/slurm_control.h"
@@ -38,63 +40,6 @@ namespace {
 
 std::atomic<bool> g_stop{false};
 void OnStop(int) { g_stop = true; }
-
-// Wakes the loop when anything it watches changes.
-class Wakeup {
- public:
-  void Notify() {
-    std::lock_guard<std::mutex> lock(mu_);
-    pending_ = true;
-    cv_.notify_all();
-  }
-  void Wait(std::chrono::milliseconds at_most) {
-    std::unique_lock<std::mutex> lock(mu_);
-    cv_.wait_for(lock, at_most, [this] { return pending_ || g_stop.load(); });
-    pending_ = false;
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool pending_ = false;
-};
-
-// List, then watch from the list's version; on 410 Gone list again, on a broken stream resume
-// from the last version seen, on errors back off. Each event wakes the loop.
-void WatchLoop(k8s::ApiClient* api, std::string path, Wakeup* wakeup) {
-  std::string rv;
-  auto backoff = std::chrono::milliseconds(200);
-  while (!g_stop) {
-    if (rv.empty()) {
-      auto list = api->Get(path);
-      if (!list.ok()) {
-        spdlog::warn("list {}: {}", path, list.status().message());
-        std::this_thread::sleep_for(backoff);
-        backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-        continue;
-      }
-      rv = (*list)["metadata"].value("resourceVersion", "");
-      wakeup->Notify();  // what changed while not watching is in the list
-    }
-    auto end = api->Watch(path, rv, 5, [&](const k8s::WatchEvent& e) {
-      if (e.type != "BOOKMARK") wakeup->Notify();
-      return !g_stop.load();
-    });
-    if (!end.ok()) {
-      spdlog::warn("{}", end.status().message());
-      std::this_thread::sleep_for(backoff);
-      backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
-      continue;
-    }
-    backoff = std::chrono::milliseconds(200);
-    if (end->expired) {
-      spdlog::info("watch {}: resourceVersion {} expired; listing again", path, rv);
-      rv.clear();
-    } else {
-      rv = end->resource_version;
-    }
-  }
-}
 
 // A collection in one namespace, or in all of them when `ns` is empty.
 std::string CollectionPath(const std::string& api, const std::string& ns, const std::string& plural) {
@@ -116,46 +61,98 @@ struct ClusterState {
   op::JobListing listing;
 };
 
+// The resources the operator reads, each through an informer: its plural, its collection path,
+// and the label selector that keeps the cache to hpcplane's own objects.
+struct Watched {
+  std::string plural;
+  std::string api;
+  std::string selector;
+};
+
+std::vector<Watched> WatchedResources() {
+  const std::string ours = std::string(k8s::kManagedByLabel) + "=" + k8s::kManagedBy;
+  return {{"slurmclusters", kCustomResourcePath, ""},     {"nodesets", kCustomResourcePath, ""},
+          {"workspaces", kCustomResourcePath, ""},        {"pods", "/api/v1", ours},
+          {"configmaps", "/api/v1", ours},                {"secrets", "/api/v1", ours},
+          {"services", "/api/v1", ours},                  {"persistentvolumeclaims", "/api/v1", ours}};
+}
+
+// The SlurmCluster ("namespace/name") a changed object belongs to; empty for none.
+std::string ClusterKeyOf(const std::string& plural, const json& object) {
+  const json meta = object.value("metadata", json::object());
+  const std::string ns = meta.value("namespace", "");
+  std::string cluster;
+  if (plural == "slurmclusters") {
+    cluster = meta.value("name", "");
+  } else if (plural == "nodesets" || plural == "workspaces") {
+    const json spec = object.value("spec", json::object());
+    if (spec.contains("cluster") && spec["cluster"].is_string()) cluster = spec["cluster"].get<std::string>();
+  } else {
+    const json labels = meta.value("labels", json::object());
+    if (labels.contains("hpcplane.io/cluster") && labels["hpcplane.io/cluster"].is_string()) {
+      cluster = labels["hpcplane.io/cluster"].get<std::string>();
+    }
+  }
+  return ns.empty() || cluster.empty() ? "" : ns + "/" + cluster;
+}
+
 class Operator {
  public:
-  Operator(std::shared_ptr<k8s::ApiClient> api, OperatorOptions options)
-      : api_(std::move(api)), options_(std::move(options)), inputs_(KubernetesBuildInputs()) {}
+  Operator(k8s::Connection conn, OperatorOptions options, const std::map<std::string, std::unique_ptr<k8s::Informer>>& informers)
+      : conn_(std::move(conn)), api_(std::make_shared<k8s::ApiClient>(conn_)), options_(std::move(options)),
+        inputs_(KubernetesBuildInputs()) {
+    for (const auto& [plural, informer] : informers) caches_.Add(plural, informer.get());
+    clusters_cache_ = &informers.at("slurmclusters")->cache();
+  }
 
-  void ReconcileAll() {
-    auto list = api_->Get(CollectionPath(kCustomResourcePath, options_.namespace_name, "slurmclusters"));
-    if (!list.ok()) {
-      spdlog::warn("slurmclusters: {}", list.status().message());
-      return;
+  // Every SlurmCluster the cache holds (a new leader's first passes).
+  std::vector<std::string> Keys() const {
+    std::vector<std::string> out;
+    for (const auto& cr : clusters_cache_->List(options_.namespace_name)) {
+      out.push_back(ClusterKeyOf("slurmclusters", cr));
     }
-    std::map<std::string, std::string> present;  // namespace/name -> uid
-    for (const auto& cr : (*list)["items"]) {
-      const std::string ns = cr["metadata"].value("namespace", "");
-      const std::string name = cr["metadata"].value("name", "");
-      const std::string key = ns + "/" + name;
-      const std::string uid = cr["metadata"].value("uid", "");
-      auto decoded = DecodeCustomResource(cr);
-      if (!decoded.ok()) {
-        // Admitted by the schema, refused by validation: said on the resource, nothing made.
-        MarkInvalid(ns, name, cr, decoded.status().message());
-        clusters_.erase(key);
-        continue;
-      }
-      present[key] = uid;
-      auto& state = clusters_[key];
-      if (!state || state->uid != uid) state = NewClusterState(ns, name, uid);
-      if (!state) continue;
-      op::ReconcileOnce(*state->store, *state->rt, *state->cluster_rec, *state->nodeset_rec, *state->workspace_rec,
-                        *state->accounting, state->ledger.get(), &state->listing, nullptr);
-    }
-    for (auto it = clusters_.begin(); it != clusters_.end();) {
+    return out;
+  }
+
+  // One pass of one SlurmCluster; a worker holds its key, so no other pass of it runs meanwhile.
+  // What the queue should do next with the key.
+  enum class Next { kResync, kRetry, kNothing };
+  Next Reconcile(const std::string& key, std::chrono::milliseconds* resync_in) {
+    *resync_in = options_.resync;
+    const auto slash = key.find('/');
+    const std::string ns = key.substr(0, slash);
+    const std::string name = key.substr(slash + 1);
+    auto cr = clusters_cache_->Get(ns, name);
+    if (!cr) {
       // Deleted: Kubernetes' garbage collector removes what it owned.
-      if (!present.count(it->first)) {
-        spdlog::info("slurmcluster {} is gone", it->first);
-        it = clusters_.erase(it);
-      } else {
-        ++it;
-      }
+      std::lock_guard<std::mutex> lock(mu_);
+      if (clusters_.erase(key)) spdlog::info("slurmcluster {} is gone", key);
+      return Next::kNothing;
     }
+    const std::string uid = (*cr)["metadata"].value("uid", "");
+    if (!cr->contains("kind")) (*cr)["kind"] = "SlurmCluster";
+    if (!cr->contains("apiVersion")) (*cr)["apiVersion"] = "hpcplane.io/v1alpha1";
+    auto decoded = DecodeCustomResource(*cr);
+    if (!decoded.ok()) {
+      // Admitted by the schema, refused by validation: said on the resource, nothing made.
+      MarkInvalid(ns, name, *cr, decoded.status().message());
+      std::lock_guard<std::mutex> lock(mu_);
+      clusters_.erase(key);
+      return Next::kNothing;  // its next change queues it again
+    }
+    ClusterState* state;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      auto& slot = clusters_[key];
+      if (!slot || slot->uid != uid) slot = NewClusterState(ns, name, uid);
+      state = slot.get();
+    }
+    if (!state) return Next::kRetry;
+    op::PassOutcome outcome =
+        op::ReconcileOnce(*state->store, *state->rt, *state->cluster_rec, *state->nodeset_rec, *state->workspace_rec,
+                          *state->accounting, state->ledger.get(), &state->listing, nullptr);
+    if (outcome.duty_in) *resync_in = std::min(*resync_in, std::chrono::milliseconds(*outcome.duty_in));
+    return outcome.converged ? Next::kResync : Next::kRetry;
   }
 
  private:
@@ -164,8 +161,9 @@ class Operator {
     op::SetCondition(&st.conditions, "Invalid", true, "InvalidSpec", why);
     op::SetCondition(&st.conditions, "Ready", false, "InvalidSpec", why);
     st.observed_generation = cr["metadata"].value("generation", int64_t{1});
-    KubernetesStore store(api_, ns, name);
     if (cr.value("status", json::object()) == api::StatusToJson(st)) return;
+    KubernetesStore store(api_, ns, name);
+    store.UseCaches(caches_);
     spdlog::warn("slurmcluster {}/{}: {}", ns, name, why);
     if (Status s = store.WriteStatus("slurmclusters", name, api::StatusToJson(st)); !s.ok()) {
       spdlog::warn("slurmcluster {}: status: {}", name, s.message());
@@ -176,14 +174,18 @@ class Operator {
                                                 const std::string& uid) {
     auto s = std::make_unique<ClusterState>();
     s->uid = uid;
-    s->store = std::make_unique<KubernetesStore>(api_, ns, name);
+    // A connection of its own: passes of different clusters do not wait for each other's requests.
+    auto api = std::make_shared<k8s::ApiClient>(conn_);
+    s->store = std::make_unique<KubernetesStore>(api, ns, name);
+    s->store->UseCaches(caches_);
     k8s::ObjectContext ctx;
     ctx.namespace_name = ns;
     ctx.cluster = name;
     ctx.image = options_.objects.image;
     ctx.storage_class = options_.objects.storage_class;
     ctx.owner_uid = uid;
-    s->rt = std::make_unique<k8s::KubernetesRuntime>(api_, ctx);
+    s->rt = std::make_unique<k8s::KubernetesRuntime>(api, ctx);
+    s->rt->UseCaches(caches_);
     s->tokens = std::make_unique<TokenSource>(s->rt.get());
     api::SlurmCluster named;
     named.metadata.name = name;
@@ -209,9 +211,13 @@ class Operator {
     return s;
   }
 
-  std::shared_ptr<k8s::ApiClient> api_;
+  const k8s::Connection conn_;
+  std::shared_ptr<k8s::ApiClient> api_;  // status of invalid resources
   OperatorOptions options_;
   op::BuildInputs inputs_;
+  k8s::Caches caches_;
+  const k8s::ObjectCache* clusters_cache_;
+  std::mutex mu_;  // clusters_ itself; each state is used only by the worker holding its key
   std::map<std::string, std::unique_ptr<ClusterState>> clusters_;
 };
 
@@ -246,35 +252,71 @@ int RunOperator(const OperatorOptions& given) {
   spdlog::info("operator {} for {} on {}", options.identity,
                options.namespace_name.empty() ? "every namespace" : "namespace " + options.namespace_name, conn->server);
 
-  Wakeup wakeup;
-  // Each watch on its own connection (ApiClient serialises requests on one).
-  std::vector<std::shared_ptr<k8s::ApiClient>> watch_clients;
+  // Each informer on a connection of its own (ApiClient serialises requests on one).
+  std::map<std::string, std::unique_ptr<k8s::Informer>> informers;
   std::vector<std::thread> watchers;
-  const std::string ns = options.namespace_name;
-  for (const std::string& path :
-       {CollectionPath(kCustomResourcePath, ns, "slurmclusters"), CollectionPath(kCustomResourcePath, ns, "nodesets"),
-        CollectionPath(kCustomResourcePath, ns, "workspaces"),
-        CollectionPath("/api/v1", ns, "pods") + "?labelSelector=" +
-            k8s::QueryEscape(std::string(k8s::kManagedByLabel) + "=" + k8s::kManagedBy)}) {
-    watch_clients.push_back(std::make_shared<k8s::ApiClient>(*conn));
-    watchers.emplace_back(WatchLoop, watch_clients.back().get(), path, &wakeup);
+  WorkQueue queue({std::chrono::milliseconds(100), std::chrono::milliseconds(200), options.resync});
+  for (const Watched& w : WatchedResources()) {
+    auto client = std::make_shared<k8s::ApiClient>(*conn);
+    auto& informer = informers[w.plural] =
+        std::make_unique<k8s::Informer>(client, CollectionPath(w.api, options.namespace_name, w.plural), w.selector);
+    watchers.emplace_back([&queue, informer = informer.get(), plural = w.plural] {
+      informer->Run(g_stop, [&](const k8s::WatchEvent& e) {
+        if (std::string key = ClusterKeyOf(plural, e.object); !key.empty()) queue.Add(key);
+      });
+    });
   }
+  auto all_synced = [&] {
+    return std::all_of(informers.begin(), informers.end(), [](const auto& i) { return i.second->synced(); });
+  };
 
   LeaderElector elector(api, options.lease_namespace, "hpcplane-operator", options.identity, options.lease_duration);
-  Operator op(api, options);
+  Operator op(*conn, options, informers);
+  std::vector<std::thread> workers;
+  for (int i = 0; i < options.workers; ++i) {
+    workers.emplace_back([&] {
+      while (auto key = queue.Get()) {
+        // Only the leader acts, and only once every cache has listed (an empty cache is not
+        // an empty cluster). A new leader queues every cluster again.
+        if (!elector.leading() || !all_synced()) {
+          queue.Done(*key);
+          continue;
+        }
+        std::chrono::milliseconds resync_in;
+        switch (op.Reconcile(*key, &resync_in)) {
+          case Operator::Next::kResync:
+            queue.Forget(*key);
+            queue.AddAfter(*key, resync_in);
+            break;
+          case Operator::Next::kRetry:
+            queue.AddRateLimited(*key);  // not converged yet, or failing: sooner, backing off
+            break;
+          case Operator::Next::kNothing:
+            queue.Forget(*key);
+            break;
+        }
+        queue.Done(*key);
+      }
+    });
+  }
+
   const auto renew_every = std::chrono::duration_cast<std::chrono::milliseconds>(options.lease_duration) / 3;
   auto next_renew = std::chrono::steady_clock::now();
+  bool acting = false;  // leading, with every cache listed
   while (!g_stop) {
     if (std::chrono::steady_clock::now() >= next_renew) {
       elector.TryAcquireOrRenew();
       next_renew = std::chrono::steady_clock::now() + renew_every;
     }
-    if (elector.leading()) op.ReconcileAll();
-    const auto until_renew = std::chrono::duration_cast<std::chrono::milliseconds>(
-        next_renew - std::chrono::steady_clock::now());
-    wakeup.Wait(std::clamp(std::min(until_renew, options.resync), std::chrono::milliseconds(0),
-                           options.resync));
+    const bool now_acting = elector.leading() && all_synced();
+    if (now_acting && !acting) {
+      for (const auto& key : op.Keys()) queue.Add(key);
+    }
+    acting = now_acting;
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the lease's and the signals' pace
   }
+  queue.ShutDown();
+  for (auto& t : workers) t.join();
   elector.Release();
   for (auto& t : watchers) t.join();
   spdlog::info("operator stopped");

@@ -34,13 +34,47 @@ std::string KubernetesStore::Path(const std::string& plural, const std::string& 
   return name.empty() ? p : p + "/" + name;
 }
 
+namespace {
+
+// A list's items may come without apiVersion and kind (the decoder and a PUT need them).
+json WithKind(json object, const std::string& plural) {
+  static const std::map<std::string, std::string> kinds = {
+      {"slurmclusters", "SlurmCluster"}, {"nodesets", "NodeSet"}, {"workspaces", "Workspace"}};
+  if (!object.contains("kind")) object["kind"] = kinds.at(plural);
+  if (!object.contains("apiVersion")) object["apiVersion"] = "hpcplane.io/v1alpha1";
+  return object;
+}
+
+}  // namespace
+
+Result<json> KubernetesStore::GetResource(const std::string& plural, const std::string& name, bool fresh) const {
+  if (auto* cache = caches_.Synced(plural); cache && !fresh) {
+    auto held = cache->Get(namespace_, name);
+    if (!held) return Status::NotFound(fmt::format("{} {}/{} not found", plural, namespace_, name));
+    return WithKind(std::move(*held), plural);
+  }
+  ASSIGN_OR_RETURN(json object, api_->Get(Path(plural, name)));
+  return WithKind(std::move(object), plural);
+}
+
+Result<json> KubernetesStore::ListResources(const std::string& plural) const {
+  json items = json::array();
+  if (auto* cache = caches_.Synced(plural)) {
+    for (auto& item : cache->List(namespace_)) items.push_back(WithKind(std::move(item), plural));
+    return items;
+  }
+  ASSIGN_OR_RETURN(json list, api_->Get(Path(plural)));
+  for (auto& item : list.value("items", json::array())) items.push_back(WithKind(std::move(item), plural));
+  return items;
+}
+
 std::string KubernetesStore::cluster_uid() const {
   std::lock_guard<std::mutex> lock(mu_);
   return cluster_uid_;
 }
 
 Result<api::SlurmCluster> KubernetesStore::LoadCluster() const {
-  ASSIGN_OR_RETURN(json cr, api_->Get(Path("slurmclusters", cluster_)));
+  ASSIGN_OR_RETURN(json cr, GetResource("slurmclusters", cluster_, /*fresh=*/false));
   {
     std::lock_guard<std::mutex> lock(mu_);
     cluster_uid_ = cr["metadata"].value("uid", "");
@@ -56,7 +90,7 @@ Result<api::SlurmCluster> KubernetesStore::LoadCluster() const {
 }
 
 Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
-  ASSIGN_OR_RETURN(json list, api_->Get(Path("nodesets")));
+  ASSIGN_OR_RETURN(json items, ListResources("nodesets"));
   // The cluster the pass just loaded; read it only when this is called first.
   std::optional<api::SlurmCluster> cluster;
   {
@@ -68,10 +102,12 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
     cluster = std::move(c);
   }
   std::vector<api::NodeSet> out;
-  for (const auto& item : list.value("items", json::array())) {
+  std::set<std::string> present;
+  for (const auto& item : items) {
     const json spec = item.value("spec", json::object());
     if (spec.value("cluster", "") != cluster_) continue;
     const std::string name = item["metadata"].value("name", "");
+    present.insert(name);
     {
       std::lock_guard<std::mutex> lock(mu_);
       last_status_["nodesets/" + name] = item.value("status", json::object());
@@ -92,14 +128,17 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
     ns.status = api::NodeSetStatusFromJson(item.value("status", json::object()));
     out.push_back(std::move(ns));
   }
+  // A deleted NodeSet's name is free again (a workspace may take it).
+  std::lock_guard<std::mutex> lock(mu_);
+  std::erase_if(nodeset_uids_, [&](const auto& entry) { return !present.count(entry.first); });
   return out;
 }
 
 Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
-  ASSIGN_OR_RETURN(json list, api_->Get(Path("workspaces")));
+  ASSIGN_OR_RETURN(json items, ListResources("workspaces"));
   std::vector<api::Workspace> out;
   std::set<std::string> names;
-  for (const auto& item : list.value("items", json::array())) {
+  for (const auto& item : items) {
     const json spec = item.value("spec", json::object());
     if (spec.value("cluster", "") != cluster_) continue;
     const std::string name = item["metadata"].value("name", "");
@@ -156,9 +195,10 @@ Status KubernetesStore::WriteStatus(const std::string& plural, const std::string
   // the resourceVersion read: a concurrent spec change makes it read again.
   Status last = Status::Ok();
   for (int attempt = 0; attempt < 5; ++attempt) {
-    ASSIGN_OR_RETURN(json object, api_->Get(Path(plural, name)));
+    ASSIGN_OR_RETURN(json object, GetResource(plural, name, /*fresh=*/attempt > 0));
     object["status"] = status;
     auto r = api_->Put(Path(plural, name) + "/status", object);
+    if (auto* cache = caches_.Synced(plural); cache && r.ok()) cache->Observe(*r);
     if (r.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       last_status_[key] = status;

@@ -17,6 +17,7 @@
 #include "api/codec.h"
 #include "operator/reconcile_store.h"
 #include "runtime/kubernetes/api_client.h"
+#include "runtime/kubernetes/informer.h"
 
 namespace hpc::app {
 
@@ -44,6 +45,10 @@ class KubernetesStore : public op::ReconcileStore {
   Status SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const override;
   Status DeleteWorkspace(const std::string& name) const override;
 
+  // Reads the custom resources from these informers' caches (slurmclusters, nodesets,
+  // workspaces), each once it has listed; status writes go to the API and into the cache.
+  void UseCaches(runtime::kubernetes::Caches caches) { caches_ = std::move(caches); }
+
   // The uid of the SlurmCluster last loaded (its objects' owner).
   std::string cluster_uid() const;
   // Posts a NodeSet's status events that are new since its last status as Kubernetes Events, so
@@ -54,10 +59,14 @@ class KubernetesStore : public op::ReconcileStore {
 
  private:
   std::string Path(const std::string& plural, const std::string& name = "") const;
+  // One resource, or every one of a kind in the namespace: from the cache when it has listed.
+  Result<nlohmann::json> GetResource(const std::string& plural, const std::string& name, bool fresh) const;
+  Result<nlohmann::json> ListResources(const std::string& plural) const;
 
   std::shared_ptr<runtime::kubernetes::ApiClient> api_;
   std::string namespace_;
   std::string cluster_;
+  runtime::kubernetes::Caches caches_;
   mutable std::mutex mu_;
   mutable std::string cluster_uid_;
   mutable std::optional<api::SlurmCluster> last_cluster_;  // decoded by the last LoadCluster

@@ -5,6 +5,7 @@
 // time. A leader that stops releases the lease, so the next one takes over at once.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -38,7 +39,7 @@ class LeaderElector {
   std::string observed_record_;  // holder and renew time last seen
   Clock::time_point observed_at_{};
   Clock::time_point renewed_at_{};
-  bool leading_ = false;
+  std::atomic<bool> leading_{false};  // read by the operator's workers
 };
 
 // RFC 3339 with microseconds (a Lease's MicroTime).

@@ -42,6 +42,9 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   operator_cmd->add_option("--lease-seconds", lease_seconds, "leader Lease duration")
       ->check(CLI::Range(3, 300))
       ->capture_default_str();
+  operator_cmd->add_option("--workers", op_options.workers, "SlurmClusters reconciled at the same time")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   return [crds, render, operator_cmd]() -> int {
     if (operator_cmd->parsed()) {
       op_options.lease_duration = std::chrono::seconds(lease_seconds);

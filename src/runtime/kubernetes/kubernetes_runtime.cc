@@ -47,11 +47,19 @@ std::string KubernetesRuntime::Path(const std::string& plural, const std::string
   return p;
 }
 
-Result<std::optional<json>> KubernetesRuntime::GetObject(const std::string& plural, const std::string& name) {
+Result<std::optional<json>> KubernetesRuntime::GetObject(const std::string& plural, const std::string& name,
+                                                         bool fresh) {
+  if (ObjectCache* cache = caches_.Synced(plural); cache && !fresh) {
+    return cache->Get(ctx_.namespace_name, ObjectName(ctx_, name));
+  }
   auto r = api_->Get(Path(plural, name));
   if (!r.ok() && r.status().code() == StatusCode::kNotFound) return std::optional<json>();
   if (!r.ok()) return r.status();
   return std::optional<json>(std::move(*r));
+}
+
+void KubernetesRuntime::Observe(const std::string& plural, const Result<json>& written) {
+  if (ObjectCache* cache = caches_.Synced(plural); cache && written.ok()) cache->Observe(*written);
 }
 
 bool KubernetesRuntime::Owned(const json& object) const {
@@ -66,7 +74,9 @@ Status KubernetesRuntime::NotOwned(const std::string& plural, const std::string&
 }
 
 Status KubernetesRuntime::DeleteObject(const std::string& plural, const std::string& name) {
-  ASSIGN_OR_RETURN(auto current, GetObject(plural, name));
+  // Read from the API: the cache holds only hpcplane's objects, and one made by someone else
+  // under the same name must be refused, not taken as absent.
+  ASSIGN_OR_RETURN(auto current, GetObject(plural, name, /*fresh=*/true));
   if (!current) return Status::Ok();
   if (!Owned(*current)) return NotOwned(plural, ObjectName(ctx_, name));
   Status s = api_->Delete(Path(plural, name));
@@ -77,11 +87,20 @@ Status KubernetesRuntime::Upsert(const std::string& plural, const json& object) 
   const std::string name = object["metadata"]["name"];
   const std::string path = fmt::format("/api/v1/namespaces/{}/{}", ctx_.namespace_name, plural);
   Status last = Status::Ok();
+  ObjectCache* cache = caches_.Synced(plural);
   for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
-    auto current = api_->Get(path + "/" + name);
+    // The first read may come from the cache; a conflict or a clash reads the API.
+    Result<json> current = Status::NotFound("");
+    if (cache && attempt == 0) {
+      auto held = cache->Get(ctx_.namespace_name, name);
+      if (held) current = std::move(*held);
+    } else {
+      current = api_->Get(path + "/" + name);
+    }
     if (!current.ok() && current.status().code() != StatusCode::kNotFound) return current.status();
     if (!current.ok()) {
       auto created = api_->Post(path, object);
+      Observe(plural, created);
       if (created.ok()) return Status::Ok();
       last = created.status();
       if (last.code() != StatusCode::kAlreadyExists) return last;
@@ -96,8 +115,14 @@ Status KubernetesRuntime::Upsert(const std::string& plural, const json& object) 
     }
     json compare = wanted;
     compare["metadata"].erase("resourceVersion");
+    // A list's items may come without apiVersion and kind: the path says what they are.
+    for (json* o : {&have, &compare}) {
+      o->erase("apiVersion");
+      o->erase("kind");
+    }
     if (have == compare) return Status::Ok();  // nothing to write
     auto replaced = api_->Put(path + "/" + name, wanted);
+    Observe(plural, replaced);
     if (replaced.ok()) return Status::Ok();
     last = replaced.status();
     if (last.code() != StatusCode::kConflict) return last;
@@ -159,12 +184,14 @@ Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
   if (have && !Owned(*have)) return NotOwned("persistentvolumeclaims", ObjectName(ctx_, volume.name));
   if (!have) {
     auto created = api_->Post(fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims", ctx_.namespace_name), wanted);
+    Observe("persistentvolumeclaims", created);
     if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
   } else if ((*have)["metadata"].value("annotations", json::object()) != wanted["metadata"]["annotations"]) {
     // A claim's spec is immutable; its owner and mode (applied by each pod's prepare step) are not.
-    RETURN_IF_ERROR(api_->MergePatch(Path("persistentvolumeclaims", volume.name),
-                                     {{"metadata", {{"annotations", wanted["metadata"]["annotations"]}}}})
-                        .status());
+    auto patched = api_->MergePatch(Path("persistentvolumeclaims", volume.name),
+                                    {{"metadata", {{"annotations", wanted["metadata"]["annotations"]}}}});
+    Observe("persistentvolumeclaims", patched);
+    RETURN_IF_ERROR(patched.status());
   }
   std::lock_guard<std::mutex> lock(mu_);
   known_.volumes[volume.name] = volume;
@@ -226,10 +253,12 @@ Status KubernetesRuntime::CreatePod(const PodSpec& spec) {
   ASSIGN_OR_RETURN(json pod, PodObject(spec, mounted, ctx_));
   pod["metadata"]["annotations"][kPodSpecAnnotation] = wanted_spec;
   auto created = api_->Post(fmt::format("/api/v1/namespaces/{}/pods", ctx_.namespace_name), pod);
+  Observe("pods", created);
   if (created.ok()) return Status::Ok();
   if (created.status().code() != StatusCode::kAlreadyExists) return created.status();
-  // Created by an earlier attempt whose answer was lost: the same spec is success.
-  ASSIGN_OR_RETURN(auto now, GetPodSpec(spec.name));
+  // Created by an earlier attempt whose answer was lost (or not yet in the cache): the same
+  // spec is success.
+  ASSIGN_OR_RETURN(auto now, PodSpecOf(spec.name, /*fresh=*/true));
   if (now && *now == spec) return Status::Ok();
   return Status::Errorf("pod {} exists with a different spec; delete it first", spec.name);
 }
@@ -272,17 +301,28 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
 }
 
 Result<std::vector<PodStatus>> KubernetesRuntime::ListPods(const std::map<std::string, std::string>& selector) {
+  std::vector<PodStatus> out;
+  if (ObjectCache* cache = caches_.Synced("pods")) {
+    std::map<std::string, std::string> wanted = selector;
+    wanted[kManagedByLabel] = kManagedBy;
+    wanted[kLabelCluster] = ctx_.cluster;
+    for (const auto& pod : cache->List(ctx_.namespace_name, wanted)) out.push_back(StatusOf(pod));
+    return out;
+  }
   std::string labels = fmt::format("{}={},{}={}", kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster);
   for (const auto& [k, v] : selector) labels += fmt::format(",{}={}", k, v);
   ASSIGN_OR_RETURN(json list, api_->Get(fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}",
                                                     ctx_.namespace_name, QueryEscape(labels))));
-  std::vector<PodStatus> out;
   for (const auto& pod : list.value("items", json::array())) out.push_back(StatusOf(pod));
   return out;
 }
 
 Result<std::optional<PodSpec>> KubernetesRuntime::GetPodSpec(const std::string& name) {
-  ASSIGN_OR_RETURN(auto pod, GetObject("pods", name));
+  return PodSpecOf(name, /*fresh=*/false);
+}
+
+Result<std::optional<PodSpec>> KubernetesRuntime::PodSpecOf(const std::string& name, bool fresh) {
+  ASSIGN_OR_RETURN(auto pod, GetObject("pods", name, fresh));
   if (!pod) return std::optional<PodSpec>();
   if (!Owned(*pod)) return NotOwned("pods", ObjectName(ctx_, name));
   const std::string spec_json = (*pod)["metadata"].value("annotations", json::object()).value(kPodSpecAnnotation, "");

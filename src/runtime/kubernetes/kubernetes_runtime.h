@@ -6,6 +6,9 @@
 // An object of the same name that hpcplane did not make (no managed-by and cluster labels) is
 // never replaced or deleted: the call fails and says so.
 //
+// With informers (UseCaches), reads come from their caches: a pass costs no GET of an object
+// that did not change. A write's precondition is never taken from a cache alone (informer.h).
+//
 // Writes are idempotent and safe against a concurrent writer: an update carries the
 // resourceVersion it read and is retried on 409 Conflict with a fresh read. The spec each pod
 // was created from is kept in an annotation, so a restarted operator compares specs exactly
@@ -19,6 +22,7 @@
 #include <string>
 
 #include "runtime/kubernetes/api_client.h"
+#include "runtime/kubernetes/informer.h"
 #include "runtime/kubernetes/objects.h"
 #include "runtime/pod_runtime.h"
 
@@ -49,12 +53,20 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   Status Teardown() override;
 
   const ObjectContext& context() const { return ctx_; }
+  // Reads pods, config maps, secrets, services and claims from these informers' caches (each
+  // one used once it has listed). The informers outlive the runtime.
+  void UseCaches(Caches caches) { caches_ = std::move(caches); }
 
  private:
   std::string Path(const std::string& plural, const std::string& name = "") const;
   // Creates the object, or replaces it keeping its resourceVersion; retried on conflicts.
   Status Upsert(const std::string& plural, const nlohmann::json& object);
-  Result<std::optional<nlohmann::json>> GetObject(const std::string& plural, const std::string& name);
+  // From the cache when there is one and `fresh` is not asked for.
+  Result<std::optional<nlohmann::json>> GetObject(const std::string& plural, const std::string& name,
+                                                  bool fresh = false);
+  // A write's answer, into the cache (if any) so that the next read sees it.
+  void Observe(const std::string& plural, const Result<nlohmann::json>& written);
+  Result<std::optional<PodSpec>> PodSpecOf(const std::string& name, bool fresh);
   // Deletes only what hpcplane made for this cluster; absent is done.
   Status DeleteObject(const std::string& plural, const std::string& name);
   // hpcplane's and this cluster's (by its labels): the only objects it replaces or deletes.
@@ -66,6 +78,7 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
 
   std::shared_ptr<ApiClient> api_;
   ObjectContext ctx_;
+  Caches caches_;
   std::mutex mu_;
   MountedObjects known_;
   std::map<std::string, std::string> last_seen_;  // pod -> what Supervise saw of it
