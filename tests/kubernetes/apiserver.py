@@ -28,7 +28,10 @@ apiserver_test.py checks them with the official clients (kubectl and the Python 
   stderr and the Status (exit code) are sent back on their channels; SPDY is not served;
 - fault injection for tests (POST /debug/throttle, /debug/fail, /debug/conflict,
   /debug/compact, /debug/drop-watches): 429 with Retry-After, 5xx, a concurrent writer's 409
-  on the next PUTs, history compaction, broken watches.
+  on the next PUTs, history compaction, broken watches;
+- request counts for tests (GET /debug/requests?agent=PREFIX): by verb (get, list, watch,
+  create, update, patch, delete, as the API's audit log names them) and resource, of the
+  clients whose User-Agent starts with PREFIX.
 
 Not modelled: admission, schema validation of custom resources, server-side apply, field
 managers, finalizers, quotas, RBAC (every authenticated client may do everything).
@@ -435,6 +438,27 @@ class Handler(BaseHTTPRequestHandler):
         except (ValueError, yaml.YAMLError) as e:
             raise ApiError(400, "BadRequest", f"the request body is not valid: {e}") from e
 
+    def count_request(self, method, path, query):
+        """Counts the request as the audit log would name it: verb and resource[/subresource]."""
+        parts = [p for p in path.split("/") if p]
+        if parts[:1] == ["api"]:
+            rest = parts[2:]
+        elif parts[:1] == ["apis"]:
+            rest = parts[3:]
+        else:
+            return
+        if rest[:1] == ["namespaces"] and len(rest) >= 3:
+            rest = rest[2:]
+        if not rest:
+            return
+        resource = "/".join([rest[0]] + rest[2:3])
+        named = len(rest) >= 2
+        verb = {"GET": "get" if named else ("watch" if parse_bool(query.get("watch")) else "list"),
+                "POST": "create", "PUT": "update", "PATCH": "patch", "DELETE": "delete"}[method]
+        key = (self.headers.get("User-Agent") or "", f"{verb} {resource}")
+        with self.server.requests_lock:
+            self.server.requests[key] = self.server.requests.get(key, 0) + 1
+
     def handle_any(self, method):
         url = urlparse(self.path)
         query = {k: v[-1] for k, v in parse_qs(url.query).items()}
@@ -444,6 +468,7 @@ class Handler(BaseHTTPRequestHandler):
                 raise ApiError(401, "Unauthorized", "Unauthorized")
             if url.path.startswith("/debug/"):
                 return self.debug(method, url.path, query)
+            self.count_request(method, url.path, query)
             self.server.faults.take()
             self.route(method, url.path, query)
         except ApiError as e:
@@ -472,6 +497,14 @@ class Handler(BaseHTTPRequestHandler):
     # --- test controls --------------------------------------------------------------------
     def debug(self, method, path, query):
         faults, store = self.server.faults, self.server.store
+        if path == "/debug/requests" and method == "GET":
+            agent = query.get("agent", "")
+            counts = {}
+            with self.server.requests_lock:
+                for (ua, what), n in self.server.requests.items():
+                    if ua.startswith(agent):
+                        counts[what] = counts.get(what, 0) + n
+            return self.send_json(200, counts)
         if method != "POST":
             raise ApiError(405, "MethodNotAllowed", "debug endpoints take POST")
         if path == "/debug/throttle":
@@ -1009,6 +1042,8 @@ class Server(ThreadingHTTPServer):
         super().__init__(("127.0.0.1", port), Handler)
         self.token, self.store, self.bookmark_interval, self.verbose = token, store, bookmark_interval, verbose
         self.faults = Faults()
+        self.requests_lock = threading.Lock()
+        self.requests = {}  # (User-Agent, "verb resource") -> count
 
     def collect_garbage(self, uid):
         """Deletes every object owned by uid, then theirs (Kubernetes' background propagation)."""

@@ -142,6 +142,28 @@ class OperatorTest(unittest.TestCase):
         self.assertTrue({"Pod/research-cpu-0", "Pod/research-cpu-1", "Pod/research-cpu-2"} <= set(self.objects()),
                         "fail closed: no worker is deleted while Slurm's state is unknown")
 
+    def test_passes_read_the_informers_caches_not_the_api(self):
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", EXAMPLE)
+        self.start_operator("a")
+        wait_for("the first objects", lambda: "Service/research-hosts" in self.objects())
+        self.report_running("research-mariadb")
+        self.report_running("research-controller")
+        wait_for("the workers", lambda: {"Pod/research-cpu-0", "Pod/research-cpu-1"} <= set(self.objects()))
+        before = self.api.requests("hpcplane/")
+        # A change to act on, and a resync's worth of passes over everything it made.
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=3")
+        wait_for("a third worker", lambda: "Pod/research-cpu-2" in self.objects())
+        time.sleep(2.5)  # noqa: the window measured, longer than the operator's 2 s resync
+        after = self.api.requests("hpcplane/")
+        sent = {k: after.get(k, 0) - before.get(k, 0) for k in after if after.get(k, 0) != before.get(k, 0)}
+        print(f"\noperator requests in the window: {sent}", file=sys.stderr)
+        self.assertGreaterEqual(sent.get("create pods", 0), 1, sent)
+        for resource in ("pods", "configmaps", "secrets", "services", "persistentvolumeclaims",
+                         "slurmclusters", "nodesets", "workspaces"):
+            for verb in ("get", "list"):
+                self.assertEqual(sent.get(f"{verb} {resource}", 0), 0,
+                                 f"a pass sent {verb} {resource}; it should read the cache: {sent}")
+
     def test_a_resource_validation_refuses_is_marked_invalid_and_gets_nothing(self):
         bad = {"apiVersion": "hpcplane.io/v1alpha1", "kind": "SlurmCluster", "metadata": {"name": "bad"},
                "spec": {"users": [{"name": "root", "uid": 0}],

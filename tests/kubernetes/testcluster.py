@@ -9,6 +9,7 @@ KUBECONFIG, HPCPLANE_TEST_APISERVER (its URL) and HPCPLANE_TEST_APISERVER_TOKEN_
 
     python3 testcluster.py run [--crds] -- COMMAND [ARG...]
 """
+import json
 import os
 import shutil
 import signal
@@ -125,6 +126,14 @@ current-context: test
         ctx = ssl.create_default_context(cafile=self.ca)
         with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
             return r.status
+
+    def requests(self, agent):
+        """How many requests clients whose User-Agent starts with `agent` sent, by "verb resource"."""
+        req = urllib.request.Request(f"{self.url}/debug/requests?agent={agent}",
+                                     headers={"Authorization": f"Bearer {self.token}"})
+        ctx = ssl.create_default_context(cafile=self.ca)
+        with urllib.request.urlopen(req, context=ctx, timeout=10) as r:
+            return json.loads(r.read())
 
     def kubectl(self, *args, check=True, input=None, timeout=60):
         env = dict(os.environ, KUBECONFIG=self.kubeconfig, HOME=self.dir)

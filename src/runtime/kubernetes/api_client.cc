@@ -75,6 +75,8 @@ std::string RelativeTo(const std::string& base_file, const std::string& path) {
 
 }  // namespace
 
+std::string UserAgent() { return std::string("hpcplane/") + HPCPLANE_VERSION; }
+
 std::string QueryEscape(const std::string& value) {
   std::string out;
   for (unsigned char ch : value) {
@@ -186,7 +188,8 @@ Result<std::string> ApiClient::BearerToken() const {
 Result<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path,
                                             const std::string& body, const std::string& content_type) {
   ASSIGN_OR_RETURN(std::string token, BearerToken());
-  httplib::Headers headers = {{"Authorization", "Bearer " + token}, {"Accept", "application/json"}};
+  httplib::Headers headers = {
+      {"Authorization", "Bearer " + token}, {"Accept", "application/json"}, {"User-Agent", UserAgent()}};
   std::lock_guard<std::mutex> lock(mu_);
   auto send = [&]() -> httplib::Result {
     if (method == "POST") return http_->Post(path.c_str(), headers, body, content_type.c_str());
@@ -275,7 +278,8 @@ Result<WatchEnd> ApiClient::Watch(const std::string& path, const std::string& re
   int code = 0;
   std::string error_body;
   auto r = http->Get(
-      url.c_str(), httplib::Headers{{"Authorization", "Bearer " + token}, {"Accept", "application/json"}},
+      url.c_str(),
+      httplib::Headers{{"Authorization", "Bearer " + token}, {"Accept", "application/json"}, {"User-Agent", UserAgent()}},
       [&](const httplib::Response& response) {
         code = response.status;
         return true;

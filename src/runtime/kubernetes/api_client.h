@@ -97,6 +97,10 @@ class ApiClient {
   std::unique_ptr<httplib::Client> http_;
 };
 
+// What the operator's requests say they come from ("hpcplane/VERSION"), as the API's audit log
+// and its per-client metrics show it.
+std::string UserAgent();
+
 // Percent-encodes a query parameter's value (label selectors hold '=' and ',').
 std::string QueryEscape(const std::string& value);
 
