@@ -122,6 +122,19 @@ class FieldReader {
       (*out)[kv.first.Scalar()] = kv.second.Scalar();
     }
   }
+  void IntegerMap(const std::string& key, std::map<std::string, int64_t>* out) {
+    if (!Has(key)) return;
+    YAML::Node n = node_[key];
+    if (!n.IsMap()) return Fail(Path(key), "must be a mapping of integers", n);
+    for (const auto& kv : n) {
+      int64_t v = 0;
+      if (!kv.second.IsScalar() || Quoted(kv.second) || !YAML::convert<int64_t>::decode(kv.second, v)) {
+        return Fail(Path(key) + "." + kv.first.Scalar(),
+                    fmt::format("must be an integer (got {})", DescribeValue(kv.second)), kv.second);
+      }
+      (*out)[kv.first.Scalar()] = v;
+    }
+  }
   // A nested mapping, walked by `fn(FieldReader&)`; its unknown keys are reported after it.
   template <typename Fn>
   void Object(const std::string& key, Fn fn) {
@@ -389,6 +402,37 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& sour
     return Status::Errorf("{}: no resources found", source);
   }
   return out;
+}
+
+Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxManifestBytes) return Status::Errorf("{}: larger than {} bytes", source, kMaxManifestBytes);
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Errorf("{}: not YAML or JSON: {}", source, e.msg);
+  }
+  Status err;
+  FieldReader top(doc, "", &err);
+  if (!err.ok()) return err.WithContext(source);
+  std::string api_version, kind;
+  top.String("apiVersion", &api_version);
+  top.String("kind", &kind);
+  Workspace w;
+  DecodeMeta(top, &w.metadata, &err);
+  const std::string subject = Subject("workspace", w.metadata.name);
+  if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
+  if (api_version != kApiVersion || kind != kKindWorkspace) {
+    return Status::Errorf("{}: {}: must be apiVersion {}, kind {} (got {}, {})", source, subject, kApiVersion,
+                          kKindWorkspace, api_version, kind);
+  }
+  top.Has("status");  // the operator's to write
+  FieldReader spec(top.Get("spec"), "spec", &err);
+  WalkWorkspaceSpec(spec, &w.spec);
+  spec.Finish();
+  top.Finish();
+  if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
+  return w;
 }
 
 Result<Manifest> DecodeManifestFile(const std::string& path) {

@@ -24,6 +24,10 @@ struct Manifest {
 inline constexpr size_t kMaxManifestBytes = 1 << 20;
 Result<Manifest> DecodeManifest(const std::string& text, const std::string& source);
 Result<Manifest> DecodeManifestFile(const std::string& path);
+// One Workspace resource (what `kubectl apply` gives the operator): the spec as the CRD schema
+// has it, types checked and unknown fields refused, with the field path in the error
+// ("spec.maxWorkers: must be an integer"); fields left out keep WorkspaceSpec's defaults.
+Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& source);
 
 nlohmann::json ToJson(const SlurmCluster& c);
 nlohmann::json ToJson(const NodeSet& n);

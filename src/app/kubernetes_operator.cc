@@ -125,8 +125,16 @@ class Operator {
     auto cr = clusters_cache_->Get(ns, name);
     if (!cr) {
       // Deleted: Kubernetes' garbage collector removes what it owned.
-      std::lock_guard<std::mutex> lock(mu_);
-      if (clusters_.erase(key)) spdlog::info("slurmcluster {} is gone", key);
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (clusters_.erase(key)) spdlog::info("slurmcluster {} is gone", key);
+      }
+      KubernetesStore store(api_, ns, name);
+      store.UseCaches(caches_);
+      if (Status s = store.ReleaseWorkspaces(); !s.ok()) {
+        spdlog::warn("slurmcluster {}: workspaces: {}", key, s.message());
+        return Next::kRetry;
+      }
       return Next::kNothing;
     }
     const std::string uid = (*cr)["metadata"].value("uid", "");

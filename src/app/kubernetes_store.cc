@@ -47,6 +47,46 @@ json WithKind(json object, const std::string& plural) {
 
 }  // namespace
 
+bool HasWorkspaceFinalizer(const json& workspace) {
+  for (const auto& f : workspace.value("metadata", json::object()).value("finalizers", json::array())) {
+    if (f == kWorkspaceFinalizer) return true;
+  }
+  return false;
+}
+
+Status KubernetesStore::SetWorkspaceFinalizer(const std::string& name, bool present) const {
+  Status last = Status::Ok();
+  for (int attempt = 0; attempt < 5; ++attempt) {
+    auto object = GetResource("workspaces", name, /*fresh=*/attempt > 0);
+    if (!object.ok() && object.status().code() == StatusCode::kNotFound) return Status::Ok();
+    if (!object.ok()) return object.status();
+    if (HasWorkspaceFinalizer(*object) == present) return Status::Ok();
+    json finalizers = json::array();
+    for (const auto& f : (*object)["metadata"].value("finalizers", json::array())) {
+      if (f != kWorkspaceFinalizer) finalizers.push_back(f);
+    }
+    if (present) finalizers.push_back(kWorkspaceFinalizer);
+    (*object)["metadata"]["finalizers"] = finalizers;
+    auto r = api_->Put(Path("workspaces", name), *object);
+    if (auto* cache = caches_.Synced("workspaces"); cache && r.ok()) cache->Observe(*r);
+    if (r.ok() || r.status().code() == StatusCode::kNotFound) return Status::Ok();
+    last = r.status();
+    if (last.code() != StatusCode::kConflict) return last;
+  }
+  return last;
+}
+
+Status KubernetesStore::ReleaseWorkspaces() const {
+  ASSIGN_OR_RETURN(json items, ListResources("workspaces"));
+  Status first = Status::Ok();
+  for (const auto& item : items) {
+    if (item.value("spec", json::object()).value("cluster", "") != cluster_ || !HasWorkspaceFinalizer(item)) continue;
+    Status s = SetWorkspaceFinalizer(item["metadata"].value("name", ""), false);
+    if (!s.ok() && first.ok()) first = s;
+  }
+  return first;
+}
+
 Result<json> KubernetesStore::GetResource(const std::string& plural, const std::string& name, bool fresh) const {
   if (auto* cache = caches_.Synced(plural); cache && !fresh) {
     auto held = cache->Get(namespace_, name);
@@ -143,11 +183,24 @@ Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
     if (spec.value("cluster", "") != cluster_) continue;
     const std::string name = item["metadata"].value("name", "");
     const json status = item.value("status", json::object());
+    const bool deleting = item["metadata"].contains("deletionTimestamp");
+    const bool held = HasWorkspaceFinalizer(item);
     // Stopped: everything it had is gone; the resource is its owner's to delete.
-    if (status.value("phase", "") == "Stopped") continue;
-    json record = {{"metadata", {{"name", name}, {"generation", item["metadata"].value("generation", int64_t{1})}}},
-                   {"spec", spec}};
-    auto w = op::WorkspaceFromJson(record, status);
+    if (status.value("phase", "") == "Stopped" || (deleting && !held)) {
+      if (held) (void)SetWorkspaceFinalizer(name, false);
+      continue;
+    }
+    json doc = {{"apiVersion", item.value("apiVersion", "")},
+                {"kind", item.value("kind", "")},
+                {"metadata", {{"name", name}, {"generation", item["metadata"].value("generation", int64_t{1})}}},
+                {"spec", spec}};
+    auto w = api::DecodeWorkspace(doc.dump(), fmt::format("Workspace {}/{}", namespace_, name));
+    if (w.ok()) {
+      w->metadata.namespace_ = cluster_;
+      w->status = op::WorkspaceStatusFromJson(status);
+      // Deleted (kubectl delete): stopped as `spec.stopping` stops it, then let go.
+      if (deleting) w->spec.stopping = true;
+    }
     Status valid = w.ok() ? op::ValidateWorkspace(*w) : w.status();
     bool clashes = false;
     {
@@ -164,7 +217,15 @@ Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
       invalid["phase"] = "Invalid";
       invalid["message"] = valid.message();
       (void)WriteStatus("workspaces", name, invalid);
+      if (deleting) (void)SetWorkspaceFinalizer(name, false);  // nothing is made for an invalid one
       continue;
+    }
+    // Before anything is made for it: a deletion then waits until all of it is gone.
+    if (!held) {
+      if (Status s = SetWorkspaceFinalizer(name, true); !s.ok()) {
+        spdlog::warn("workspace {}: finalizer: {}", name, s.message());
+        continue;
+      }
     }
     names.insert(name);
     std::lock_guard<std::mutex> lock(mu_);
@@ -293,6 +354,8 @@ Status KubernetesStore::DeleteWorkspace(const std::string& name) const {
   status["message"] = "stopped: its login pod, workers and partition are gone; delete the resource when done";
   status.erase("nodeset");
   Status s = WriteStatus("workspaces", name, status);
+  // Nothing is left to clean up: a deletion (waiting for it, or to come) goes through.
+  if (s.ok()) s = SetWorkspaceFinalizer(name, false);
   std::lock_guard<std::mutex> lock(mu_);
   workspaces_.erase(name);
   workspace_nodesets_.erase(name);

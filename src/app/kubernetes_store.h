@@ -22,6 +22,12 @@
 namespace hpc::app {
 
 inline constexpr const char* kCustomResourcePath = "/apis/hpcplane.io/v1alpha1";
+// Put on each Workspace before anything is made for it, and taken off once it is stopped and
+// all of it is gone, so that `kubectl delete workspace` stops it first (its login pod, token,
+// workers and partition are the SlurmCluster's, not the Workspace's, so no ownerReference
+// would remove them).
+inline constexpr const char* kWorkspaceFinalizer = "hpcplane.io/workspace";
+bool HasWorkspaceFinalizer(const nlohmann::json& workspace);
 
 // A custom resource's spec through the manifest decoder: kind, name, labels, generation and
 // spec only (the API's own metadata is not the user's input).
@@ -37,13 +43,18 @@ class KubernetesStore : public op::ReconcileStore {
   // The Workspaces that name the cluster. Each one's nodeset status is kept in its own status
   // (`status.nodeset`), as no NodeSet resource exists for it. One the decoder or validation
   // refuses gets phase Invalid with the reason, and nothing is made for it. One marked Stopped
-  // (DeleteWorkspace) holds nothing any more and is skipped.
+  // (DeleteWorkspace) holds nothing any more and is skipped. Each one gets kWorkspaceFinalizer
+  // before it is acted on; one being deleted is stopped (as with spec.stopping).
   Result<std::vector<api::Workspace>> LoadWorkspaces() const override;
   api::NodeSetStatus LoadNodeSetStatus(const std::string& name) const override;
   Status SaveClusterStatus(const api::SlurmClusterStatus& s) const override;
   Status SaveNodeSetStatus(const std::string& name, const api::NodeSetStatus& s) const override;
   Status SaveWorkspaceStatus(const std::string& name, const api::WorkspaceStatus& s) const override;
+  // Marks it Stopped and takes the finalizer off: a deletion waiting for it goes through.
   Status DeleteWorkspace(const std::string& name) const override;
+  // The SlurmCluster is gone, and with it (garbage collected) everything its workspaces had:
+  // their finalizers come off, so that deleting them does not wait for nothing.
+  Status ReleaseWorkspaces() const;
 
   // Reads the custom resources from these informers' caches (slurmclusters, nodesets,
   // workspaces), each once it has listed; status writes go to the API and into the cache.
@@ -62,6 +73,7 @@ class KubernetesStore : public op::ReconcileStore {
   // One resource, or every one of a kind in the namespace: from the cache when it has listed.
   Result<nlohmann::json> GetResource(const std::string& plural, const std::string& name, bool fresh) const;
   Result<nlohmann::json> ListResources(const std::string& plural) const;
+  Status SetWorkspaceFinalizer(const std::string& name, bool present) const;
 
   std::shared_ptr<runtime::kubernetes::ApiClient> api_;
   std::string namespace_;

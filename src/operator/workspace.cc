@@ -119,21 +119,31 @@ Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
     w.spec.dataset_gids = s.value("datasetGroups", std::map<std::string, int64_t>{});
     w.spec.stopping = s.value("stopping", false);
     w.spec.cancel_jobs = s.value("cancelJobs", false);
-    if (status.is_object()) {
-      w.status.phase = status.value("phase", "Pending");
-      w.status.message = status.value("message", "");
-      w.status.token_expires = status.value("tokenExpires", int64_t{0});
-      w.status.active_jobs = status.value("activeJobs", 0);
-      w.status.released = status.value("released", false);
-      for (const auto& c : status.value("conditions", json::array())) {
-        w.status.conditions.push_back({c.value("type", ""), c.value("status", ""), c.value("reason", ""),
-                                       c.value("message", ""), c.value("lastTransitionTime", "")});
-      }
-    }
+    w.status = WorkspaceStatusFromJson(status);
     return w;
   } catch (const json::exception& e) {
     return Status::Errorf("workspace record: {}", e.what());
   }
+}
+
+api::WorkspaceStatus WorkspaceStatusFromJson(const json& status) {
+  api::WorkspaceStatus st;
+  if (!status.is_object()) return st;
+  try {
+    st.phase = status.value("phase", "Pending");
+    st.message = status.value("message", "");
+    st.token_expires = status.value("tokenExpires", int64_t{0});
+    st.active_jobs = status.value("activeJobs", 0);
+    st.released = status.value("released", false);
+    for (const auto& c : status.value("conditions", json::array())) {
+      st.conditions.push_back({c.value("type", ""), c.value("status", ""), c.value("reason", ""),
+                               c.value("message", ""), c.value("lastTransitionTime", "")});
+    }
+  } catch (const json::exception&) {
+    // Lenient, as every status codec (a wrong type keeps the default): it is recomputed by the
+    // next pass.
+  }
+  return st;
 }
 
 Status ValidateWorkspace(const api::Workspace& w) {
@@ -142,6 +152,12 @@ Status ValidateWorkspace(const api::Workspace& w) {
     return Status::Errorf("{}: name: {}", subject, s.message());
   }
   if (Status s = api::ValidateUserName(w.spec.user.name); !s.ok()) return Status::Errorf("{}: user: {}", subject, s.message());
+  // As for a cluster's users: never a system account (root, slurm, munge), whoever wrote it.
+  for (const auto& [field, id] : {std::pair{"uid", w.spec.user.uid}, std::pair{"gid", w.spec.user.gid}}) {
+    if (id < 1000 || id > 60000) {
+      return Status::Errorf("{}: user.{}: must be 1000-60000, outside system ids (got {})", subject, field, id);
+    }
+  }
   if (Status s = api::ValidateResourceName(w.spec.project); !s.ok()) {
     return Status::Errorf("{}: project: {}", subject, s.message());
   }

@@ -31,7 +31,10 @@ std::vector<api::ClusterUser> WorkspaceUsers(const std::vector<api::Workspace>& 
 
 nlohmann::json WorkspaceSpecJson(const api::Workspace& w);
 nlohmann::json WorkspaceStatusJson(const api::WorkspaceStatus& s);
+// The local store's record (written by hpcplane itself; a resource from a user goes through
+// api::DecodeWorkspace instead).
 Result<api::Workspace> WorkspaceFromJson(const nlohmann::json& spec, const nlohmann::json& status);
+api::WorkspaceStatus WorkspaceStatusFromJson(const nlohmann::json& status);
 
 // Checks a workspace before anything is created; errors name the field and the rule.
 Status ValidateWorkspace(const api::Workspace& w);

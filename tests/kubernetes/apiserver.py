@@ -19,6 +19,8 @@ apiserver_test.py checks them with the official clients (kubectl and the Python 
 - merge patch, strategic merge patch (as a merge patch: enough for maps and labels), JSON patch;
 - garbage collection: deleting an owner deletes its dependents (ownerReferences by uid), in the
   background, as Kubernetes' garbage collector does;
+- finalizers: deleting an object that has some marks it (deletionTimestamp) and keeps it until
+  a write leaves it none; the garbage collector does the same to a dependent that has some;
 - graceful pod deletion: a pod bound to a node gets a deletionTimestamp and is removed when its
   kubelet deletes it with gracePeriodSeconds=0;
 - pods/binding (the scheduler's write of spec.nodeName, once) and Nodes;
@@ -34,7 +36,7 @@ apiserver_test.py checks them with the official clients (kubectl and the Python 
   clients whose User-Agent starts with PREFIX.
 
 Not modelled: admission, schema validation of custom resources, server-side apply, field
-managers, finalizers, quotas, RBAC (every authenticated client may do everything).
+managers, quotas, RBAC (every authenticated client may do everything).
 
 Serves HTTPS only, as a real API server does (clients send bearer tokens over TLS only).
 
@@ -994,12 +996,22 @@ class Handler(BaseHTTPRequestHandler):
             strip = lambda o: {k: v for k, v in o.items() if k not in ("metadata", "status")}
             if strip(updated) != strip(current):
                 updated["metadata"]["generation"] = current["metadata"].get("generation", 1) + 1
+            released = None
             if updated == current:
                 out = copy.deepcopy(current)  # a no-op write does not bump the resourceVersion
+            elif (updated["metadata"].get("deletionTimestamp") and not updated["metadata"].get("finalizers")
+                  and current["metadata"].get("finalizers")):
+                # The last finalizer is gone from an object being deleted: now it is.
+                del store.objects[key]
+                store.record("DELETED", key, updated)
+                released = updated["metadata"].get("uid")
+                out = copy.deepcopy(updated)
             else:
                 store.objects[key] = updated
                 store.record("MODIFIED", key, updated)
                 out = copy.deepcopy(updated)
+        if released:
+            threading.Thread(target=self.server.collect_garbage, args=(released,), daemon=True).start()
         self.send_json(200, self.scale_of(res, out) if sub == "scale" else out)
 
     def delete(self, res, namespace, name, query):
@@ -1021,6 +1033,13 @@ class Handler(BaseHTTPRequestHandler):
                     obj["metadata"]["deletionGracePeriodSeconds"] = int(grace or 30)
                     store.record("MODIFIED", key, obj)
                 return self.send_json(202, copy.deepcopy(obj))
+            if obj["metadata"].get("finalizers"):
+                # Kept until its finalizers are removed by whoever put them there.
+                if not obj["metadata"].get("deletionTimestamp"):
+                    obj["metadata"]["deletionTimestamp"] = now_rfc3339()
+                    obj["metadata"]["deletionGracePeriodSeconds"] = 0
+                    store.record("MODIFIED", key, obj)
+                return self.send_json(200, copy.deepcopy(obj))
             del store.objects[key]
             store.record("DELETED", key, obj)
             if res.plural == "customresourcedefinitions":
@@ -1054,7 +1073,13 @@ class Server(ThreadingHTTPServer):
             with self.store.cond:
                 for key in [k for k, o in self.store.objects.items()
                             if any(r.get("uid") == owner for r in o["metadata"].get("ownerReferences") or [])]:
-                    obj = self.store.objects.pop(key)
+                    obj = self.store.objects[key]
+                    if obj["metadata"].get("finalizers"):
+                        if not obj["metadata"].get("deletionTimestamp"):
+                            obj["metadata"]["deletionTimestamp"] = now_rfc3339()
+                            self.store.record("MODIFIED", key, obj)
+                        continue
+                    del self.store.objects[key]
                     self.store.record("DELETED", key, obj)
                     pending.append(obj["metadata"].get("uid"))
 

@@ -151,6 +151,20 @@ class ApiServerFidelity(unittest.TestCase):
         self.assertEqual(self.kubectl("-n", NAMESPACE, "get", "configmap", "unrelated", check=False).returncode, 0,
                          "an object without the owner's uid stays")
 
+    def test_a_finalizer_keeps_a_deleted_object_until_it_is_removed(self):
+        ws = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "Workspace",
+              "metadata": {"name": "held", "finalizers": ["hpcplane.io/workspace"]},
+              "spec": {"cluster": "c", "user": {"name": "bob", "uid": 2002}}}
+        self.kubectl("-n", NAMESPACE, "create", "--validate=false", "-f", "-", input=json.dumps(ws))
+        self.kubectl("-n", NAMESPACE, "delete", "workspace", "held", "--wait=false")
+        held = self.get_json("workspace", "held")
+        self.assertIn("deletionTimestamp", held["metadata"], "marked, not removed")
+        self.kubectl("-n", NAMESPACE, "label", "workspace", "held", "still=here")  # other writes go on
+        self.kubectl("-n", NAMESPACE, "patch", "workspace", "held", "--type=merge", "-p",
+                     '{"metadata":{"finalizers":null}}')
+        self.assertNotEqual(self.kubectl("-n", NAMESPACE, "get", "workspace", "held", check=False).returncode, 0,
+                            "gone once its last finalizer is")
+
     def test_unauthenticated_requests_are_refused(self):
         bad = os.path.join(self.api.dir, "kubeconfig-bad-token")
         with open(self.api.kubeconfig) as f, open(bad, "w") as out:

@@ -214,10 +214,24 @@ class OperatorTest(unittest.TestCase):
         self.kubectl("-n", NS, "delete", "configmap", "research-slurm-scripts")
         wait_for("the ConfigMap to be recreated", lambda: "ConfigMap/research-slurm-scripts" in self.objects())
         self.assertIn("listing again", self.log("a"))
+        # A workspace of the cluster: held by hpcplane's finalizer until what it has is gone.
+        ws = {"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "ws-bob"},
+              "spec": {"cluster": "research", "user": {"name": "bob", "uid": 2002, "gid": 2002}, "project": "demo",
+                       "resources": {"cpus": 1, "memoryMiB": 500}}}
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", "-", input=json.dumps(ws))
+        wait_for("the workspace's finalizer", lambda: "hpcplane.io/workspace" in self.finalizers("ws-bob"))
         self.kubectl("-n", NS, "delete", "slurmcluster", "research")
         wait_for("every object to be gone", lambda: self.objects() == {})
+        # The cluster's garbage took the workspace's login pod and token with it: nothing is
+        # left to wait for, and deleting the workspace goes through.
+        wait_for("the finalizer to be released", lambda: self.finalizers("ws-bob") == [])
+        self.kubectl("-n", NS, "delete", "workspace", "ws-bob", "--timeout=10s")
         time.sleep(1.0)  # noqa: the operator's next passes must not bring anything back
         self.assertEqual(self.objects(), {})
+
+    def finalizers(self, workspace):
+        r = self.kubectl("-n", NS, "get", "workspace", workspace, "-o", "json", check=False)
+        return json.loads(r.stdout)["metadata"].get("finalizers", []) if r.returncode == 0 else None
 
 
 if __name__ == "__main__":

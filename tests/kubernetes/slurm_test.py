@@ -14,7 +14,8 @@ apply, get, scale, exec, delete.
 - the API server restarting (every watch broken, every resourceVersion expired) loses nothing;
 - a Workspace resource gets its partition, its user's login pod with credentials injected
   (`kubectl exec` into it is the user's shell) and workers from zero; stopped through its spec,
-  everything it had goes once its jobs and workers are, and it is marked Stopped;
+  everything it had goes once its jobs and workers are, and it is marked Stopped; deleted
+  directly (kubectl delete), its finalizer keeps it until all of that is gone;
 - deleting the SlurmCluster removes every object and stops every pod.
 
 Run: /usr/bin/python3 tests/kubernetes/slurm_test.py BUILD_DIR   (as root: local pods)
@@ -334,7 +335,40 @@ spec:
         self.assertNotIn(f"{CLUSTER}-ws-bob-login", self.pods())
         self.assertNotIn("ws-bob", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
         self.assertIsNone(self.get("secret", f"{CLUSTER}-ws-bob-token"))
-        self.kubectl("-n", NS, "delete", "workspace", "ws-bob")
+        # Nothing left to clean up: the finalizer comes off (right after the status), and its
+        # deletion need not wait.
+        self.wait("the finalizer to come off",
+                  lambda: "hpcplane.io/workspace" not in (self.get("workspace", "ws-bob")["metadata"].get("finalizers") or []),
+                  timeout=10)
+        self.kubectl("-n", NS, "delete", "workspace", "ws-bob", "--timeout=10s")
+        self.assertIsNone(self.get("workspace", "ws-bob"))
+
+    def test_5c_a_deleted_workspace_is_stopped_before_it_goes(self):
+        workspace = f"""apiVersion: hpcplane.io/v1alpha1
+kind: Workspace
+metadata:
+  name: ws-carol
+  namespace: {NS}
+spec:
+  cluster: {CLUSTER}
+  user: {{name: carol, uid: 2003, gid: 2003}}
+  project: demo
+  resources: {{cpus: 1, memoryMiB: 500}}
+  maxWorkers: 1
+"""
+        self.kubectl("apply", "--validate=false", "-f", "-", input=workspace)
+        self.wait("the workspace to be Ready",
+                  lambda: ((self.get("workspace", "ws-carol") or {}).get("status") or {}).get("phase") == "Ready",
+                  timeout=120)
+        self.assertIn("hpcplane.io/workspace", self.get("workspace", "ws-carol")["metadata"]["finalizers"])
+        self.assertIn("ws-carol", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
+        # Deleted directly, not stopped first: its login pod, token and partition are the
+        # cluster's, so the finalizer holds the resource until they are gone.
+        self.kubectl("-n", NS, "delete", "workspace", "ws-carol", "--wait=false")
+        self.wait("the workspace to be gone", lambda: self.get("workspace", "ws-carol") is None, timeout=90)
+        self.assertNotIn(f"{CLUSTER}-ws-carol-login", self.pods())
+        self.assertIsNone(self.get("secret", f"{CLUSTER}-ws-carol-token"))
+        self.assertNotIn("ws-carol", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
 
     def test_6_deleting_the_slurmcluster_removes_every_object_and_pod(self):
         self.kubectl("-n", NS, "delete", "slurmcluster", CLUSTER)

@@ -1,6 +1,7 @@
 // Workspace derivation, the partition plan, the platform catalogs.
 #include <gtest/gtest.h>
 
+#include "api/codec.h"
 #include "api/validation.h"
 #include "common/files.h"
 #include "operator/builders.h"
@@ -71,6 +72,46 @@ TEST(WorkspaceValidation, NamesTheField) {
   w = Ws();
   w.metadata.name = "a-very-long-workspace-name-indeed";
   EXPECT_NE(ValidateWorkspace(w).message().find("name:"), std::string::npos);
+}
+
+TEST(WorkspaceValidation, NeverASystemAccountWhoeverWroteTheResource) {
+  for (int64_t id : {0, 999, 64030, 60001}) {
+    api::Workspace w = Ws();
+    w.spec.user.uid = id;
+    EXPECT_NE(ValidateWorkspace(w).message().find("user.uid: must be 1000-60000"), std::string::npos) << id;
+    w = Ws();
+    w.spec.user.gid = id;
+    EXPECT_NE(ValidateWorkspace(w).message().find("user.gid: must be 1000-60000"), std::string::npos) << id;
+  }
+  EXPECT_TRUE(ValidateWorkspace(Ws()).ok());
+}
+
+// A Workspace resource from kubectl: what the CRD schema has, types checked, the rest defaulted.
+TEST(WorkspaceResource, DecodesWithDefaultsAndRefusesWithTheFieldPath) {
+  const std::string ok = R"({"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "ws-bob"},
+    "spec": {"cluster": "research", "user": {"name": "bob", "uid": 2002, "gid": 2002}, "project": "demo",
+             "resources": {"cpus": 1, "memoryMiB": 500}}})";
+  auto w = api::DecodeWorkspace(ok, "Workspace slurm/ws-bob");
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->spec.user.uid, 2002);
+  EXPECT_EQ(w->spec.max_workers, 2) << "left out: the default";
+  EXPECT_EQ(w->spec.idle_timeout_seconds, 300);
+  EXPECT_TRUE(ValidateWorkspace(*w).ok()) << ValidateWorkspace(*w).message();
+
+  auto wrong_type = api::DecodeWorkspace(
+      R"({"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "ws-bob"},
+          "spec": {"cluster": "research", "maxWorkers": "9"}})", "Workspace slurm/ws-bob");
+  ASSERT_FALSE(wrong_type.ok());
+  EXPECT_NE(wrong_type.status().message().find("spec.maxWorkers: must be an integer"), std::string::npos)
+      << wrong_type.status().message();
+  auto unknown = api::DecodeWorkspace(
+      R"({"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "ws-bob"},
+          "spec": {"cluster": "research", "user": {"name": "bob", "uid": 2002, "sudo": true}}})", "Workspace slurm/ws-bob");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_NE(unknown.status().message().find("spec.user.sudo"), std::string::npos) << unknown.status().message();
+  auto kind = api::DecodeWorkspace(R"({"apiVersion": "hpcplane.io/v1alpha1", "kind": "NodeSet"})", "x");
+  EXPECT_FALSE(kind.ok());
+  EXPECT_FALSE(api::DecodeWorkspace("{not json", "x").ok());
 }
 
 TEST(WorkspaceUsers, OneEntryPerUser) {
