@@ -65,6 +65,11 @@
 
 namespace {
 
+// What the kubelet could not do is said, and it goes on (as a kubelet does).
+void Warn(const hpc::Status& s, const char* what) {
+  if (!s.ok()) spdlog::warn("kubelet: {}: {}", what, s.message());
+}
+
 namespace k8s = hpc::runtime::kubernetes;
 namespace rt = hpc::runtime;
 using hpc::Result;
@@ -464,7 +469,7 @@ class Kubelet {
   void RefreshConfigMaps(HostedPod* p) {
     for (const auto& [dir, cm] : p->config_maps) {
       auto data = ConfigMapData(p->ns, cm.first);
-      if (data.ok()) WriteFiles(dir, *data, cm.second);
+      if (data.ok()) Warn(WriteFiles(dir, *data, cm.second), "config map files");
     }
   }
 
@@ -496,14 +501,14 @@ class Kubelet {
         continue;
       }
       if (st->second.phase == rt::PodPhase::kSucceeded) {
-        runtime->DeletePod(init.local);
+        Warn(runtime->DeletePod(init.local), "delete init container");
         init.done = true;
         continue;
       }
       if (st->second.phase == rt::PodPhase::kFailed) {
         // As with restartPolicy Always: run it again.
         spdlog::warn("kubelet: init container {} failed: {}", init.local, runtime->Logs(init.local, 20).value_or(""));
-        runtime->DeletePod(init.local);
+        Warn(runtime->DeletePod(init.local), "delete init container");
       }
       return;
     }
@@ -590,11 +595,11 @@ class Kubelet {
     HostedPod& p = it->second;
     auto runtime = runtimes_.find(p.ns + "/" + p.cluster);
     if (runtime != runtimes_.end()) {
-      if (p.main_started) runtime->second->DeletePod(p.main.local);
-      for (auto init = p.inits.rbegin(); init != p.inits.rend(); ++init) runtime->second->DeletePod(init->local);
+      if (p.main_started) Warn(runtime->second->DeletePod(p.main.local), "stop container");
+      for (auto init = p.inits.rbegin(); init != p.inits.rend(); ++init) Warn(runtime->second->DeletePod(init->local), "stop init container");
     }
     ::unlink(ExecFile(args_.dir, p.ns, p.name).c_str());
-    hpc::files::RemoveAll(p.dir);
+    Warn(hpc::files::RemoveAll(p.dir), "remove pod directory");
     spdlog::info("kubelet: pod {}/{} stopped", p.ns, p.name);
     pods_.erase(it);
   }
@@ -745,7 +750,7 @@ int main(int argc, char** argv) {
   }
   kubelet.StopAll();
   ::kill(exec_server, SIGTERM);
-  hpc::files::RemoveAll(args.dir);
+  Warn(hpc::files::RemoveAll(args.dir), "remove kubelet directory");
   spdlog::info("kubelet: stopped");
   return 0;
 }
