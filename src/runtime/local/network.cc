@@ -88,7 +88,10 @@ Status Network::EnsureBridge() {
     RETURN_IF_ERROR(Ip({"link", "add", br, "type", "bridge"}));
     RETURN_IF_ERROR(Ip({"addr", "add", subnet_.Gateway() + "/24", "dev", br}));
   }
-  return Ip({"link", "set", br, "up"});
+  RETURN_IF_ERROR(Ip({"link", "set", br, "up"}));
+  // The daemon's own requests to the pods (slurmrestd, probes) get the same quick ACKs.
+  return Ip({"route", "replace", subnet_.prefix + ".0/24", "dev", br, "proto", "kernel", "scope", "link", "src",
+             subnet_.Gateway(), "quickack", "1"});
 }
 
 Status Network::EnsurePod(const std::string& pod, const std::string& ip) {
@@ -100,7 +103,7 @@ Status Network::EnsurePod(const std::string& pod, const std::string& ip) {
   auto probe = RunProcess({"ip", "-n", ns, "-4", "-o", "addr", "show", "dev", "eth0"});
   if (probe.ok() && probe->exit_code == 0 && probe->out.find(ip + "/24") != std::string::npos &&
       LinkExists(host_veth)) {
-    return Status::Ok();
+    return QuickAcks(ns, ip);
   }
   if (LinkExists(host_veth)) RETURN_IF_ERROR(Ip({"link", "del", host_veth}));
   RETURN_IF_ERROR(Ip({"link", "add", host_veth, "type", "veth", "peer", "name", peer}));
@@ -110,7 +113,17 @@ Status Network::EnsurePod(const std::string& pod, const std::string& ip) {
   RETURN_IF_ERROR(Ip({"-n", ns, "addr", "add", ip + "/24", "dev", "eth0"}));
   RETURN_IF_ERROR(Ip({"-n", ns, "link", "set", "eth0", "up"}));
   RETURN_IF_ERROR(Ip({"-n", ns, "link", "set", "lo", "up"}));
-  return Ip({"-n", ns, "route", "add", "default", "via", subnet_.Gateway()});
+  return QuickAcks(ns, ip);
+}
+
+// Slurm's daemons send each RPC as two writes (length, then body) without TCP_NODELAY, so with
+// delayed ACKs every request and every answer waits ~40 ms for the peer's ACK (Nagle): measured
+// here, `sacctmgr add user` took 0.65 s (6 RPCs) and `sacctmgr show` 0.21 s; with quick ACKs on
+// the pods' routes 0.05 s and 0.04 s. The routes are the pod's own, made here.
+Status Network::QuickAcks(const std::string& ns, const std::string& ip) {
+  RETURN_IF_ERROR(Ip({"-n", ns, "route", "replace", subnet_.prefix + ".0/24", "dev", "eth0", "proto", "kernel",
+                      "scope", "link", "src", ip, "quickack", "1"}));
+  return Ip({"-n", ns, "route", "replace", "default", "via", subnet_.Gateway(), "quickack", "1"});
 }
 
 Status Network::DeletePod(const std::string& pod) {

@@ -43,7 +43,7 @@ class Network {
 
   /** Creates the bridge with the gateway address, unless it exists. */
   Status EnsureBridge();
-  /** Creates the pod's namespace and veth with `ip`, unless they exist. */
+  /** Creates the pod's namespace and veth with `ip`, unless they exist; its routes ACK at once. */
   Status EnsurePod(const std::string& pod, const std::string& ip);
   Status DeletePod(const std::string& pod);
   /** Removes every namespace and link of this cluster, including ones a crash left behind. */
@@ -54,6 +54,8 @@ class Network {
   static Result<std::optional<std::string>> SubnetOwner(const Subnet& subnet);
 
  private:
+  Status QuickAcks(const std::string& ns, const std::string& ip);
+
   NetworkNames names_;
   Subnet subnet_;
 };
