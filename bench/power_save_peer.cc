@@ -5,6 +5,7 @@
 // for each node; SuspendProgram's "suspend HOSTLIST" deletes it. Usage:
 //   bench_power_save STATE_DIR CLUSTER TRIALS
 #include <cstdio>
+#include <ctime>
 #include <optional>
 #include <sstream>
 #include <thread>
@@ -58,11 +59,19 @@ int main(int argc, char** argv) {
     if (fresh.back() != '\n') return false;
     handled = text->size();
     bool resumed = false;
+    // slurmctld takes a resumed node as booted only if its boot time (seconds, from slurmd -b
+    // and its uptime) is not before the resume request's second. A pod's slurmd registers
+    // within the same second it is asked for, and was then ignored until ResumeTimeout; a real
+    // cloud node takes far longer to boot, so the peer waits into the second after next.
+    const std::time_t asked = std::time(nullptr);
+    bool waited = false;
     std::stringstream lines(fresh);
     std::string verb, list;
     while (lines >> verb >> list) {
       for (const auto& node : ExpandHostlist(list)) {
         if (verb == "resume") {
+          while (!waited && std::time(nullptr) < asked + 2) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+          waited = true;
           runtime::PodSpec pod = op::BuildWorkerPod(*cluster, cloud, 0, *inputs);
           pod.name = node;
           pod.labels.erase(op::kLabelNodeSet);
