@@ -137,9 +137,8 @@ class Operator {
       }
       return Next::kNothing;
     }
+    cr = WithKind(std::move(*cr), "slurmclusters");
     const std::string uid = (*cr)["metadata"].value("uid", "");
-    if (!cr->contains("kind")) (*cr)["kind"] = "SlurmCluster";
-    if (!cr->contains("apiVersion")) (*cr)["apiVersion"] = "hpcplane.io/v1alpha1";
     auto decoded = DecodeCustomResource(*cr);
     if (!decoded.ok()) {
       // Admitted by the schema, refused by validation: said on the resource, nothing made.

@@ -34,9 +34,6 @@ std::string KubernetesStore::Path(const std::string& plural, const std::string& 
   return name.empty() ? p : p + "/" + name;
 }
 
-namespace {
-
-// A list's items may come without apiVersion and kind (the decoder and a PUT need them).
 json WithKind(json object, const std::string& plural) {
   static const std::map<std::string, std::string> kinds = {
       {"slurmclusters", "SlurmCluster"}, {"nodesets", "NodeSet"}, {"workspaces", "Workspace"}};
@@ -45,7 +42,9 @@ json WithKind(json object, const std::string& plural) {
   return object;
 }
 
-}  // namespace
+void KubernetesStore::Observe(const std::string& plural, const Result<json>& written) const {
+  if (auto* cache = caches_.Synced(plural); cache && written.ok()) cache->Observe(*written);
+}
 
 bool HasWorkspaceFinalizer(const json& workspace) {
   for (const auto& f : workspace.value("metadata", json::object()).value("finalizers", json::array())) {
@@ -68,7 +67,7 @@ Status KubernetesStore::SetWorkspaceFinalizer(const std::string& name, bool pres
     if (present) finalizers.push_back(kWorkspaceFinalizer);
     (*object)["metadata"]["finalizers"] = finalizers;
     auto r = api_->Put(Path("workspaces", name), *object);
-    if (auto* cache = caches_.Synced("workspaces"); cache && r.ok()) cache->Observe(*r);
+    Observe("workspaces", r);
     if (r.ok() || r.status().code() == StatusCode::kNotFound) return Status::Ok();
     last = r.status();
     if (last.code() != StatusCode::kConflict) return last;
@@ -259,7 +258,7 @@ Status KubernetesStore::WriteStatus(const std::string& plural, const std::string
     ASSIGN_OR_RETURN(json object, GetResource(plural, name, /*fresh=*/attempt > 0));
     object["status"] = status;
     auto r = api_->Put(Path(plural, name) + "/status", object);
-    if (auto* cache = caches_.Synced(plural); cache && r.ok()) cache->Observe(*r);
+    Observe(plural, r);
     if (r.ok()) {
       std::lock_guard<std::mutex> lock(mu_);
       last_status_[key] = status;

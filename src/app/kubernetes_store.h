@@ -32,6 +32,9 @@ bool HasWorkspaceFinalizer(const nlohmann::json& workspace);
 // A custom resource's spec through the manifest decoder: kind, name, labels, generation and
 // spec only (the API's own metadata is not the user's input).
 Result<api::Manifest> DecodeCustomResource(const nlohmann::json& resource);
+// A list's or watch's item with its apiVersion and kind (`plural`: slurmclusters, nodesets or
+// workspaces), which list items may omit and the decoder and a PUT need.
+nlohmann::json WithKind(nlohmann::json object, const std::string& plural);
 
 class KubernetesStore : public op::ReconcileStore {
  public:
@@ -74,6 +77,8 @@ class KubernetesStore : public op::ReconcileStore {
   Result<nlohmann::json> GetResource(const std::string& plural, const std::string& name, bool fresh) const;
   Result<nlohmann::json> ListResources(const std::string& plural) const;
   Status SetWorkspaceFinalizer(const std::string& name, bool present) const;
+  // A write's answer, into the cache (if any), so that the next pass sees it.
+  void Observe(const std::string& plural, const Result<nlohmann::json>& written) const;
 
   std::shared_ptr<runtime::kubernetes::ApiClient> api_;
   std::string namespace_;

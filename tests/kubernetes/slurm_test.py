@@ -298,24 +298,21 @@ class SlurmOnKubernetesTest(unittest.TestCase):
         for name, uid in before.items():
             self.assertEqual(after.get(name), uid, name)
 
-    def test_5b_a_workspace_gets_its_partition_credentials_and_workers_from_zero(self):
-        workspace = f"""apiVersion: hpcplane.io/v1alpha1
-kind: Workspace
-metadata:
-  name: ws-bob
-  namespace: {NS}
-spec:
-  cluster: {CLUSTER}
-  user: {{name: bob, uid: 2002, gid: 2002}}
-  project: demo
-  resources: {{cpus: 1, memoryMiB: 500}}
-  maxWorkers: 1
-  idleTimeoutSeconds: 5
-"""
-        self.kubectl("apply", "--validate=false", "-f", "-", input=workspace)
+    def apply_workspace(self, name, user, uid, idle_timeout=None):
+        """A Workspace of the cluster for a user it did not know, applied and waited for until Ready."""
+        spec = {"cluster": CLUSTER, "user": {"name": user, "uid": uid, "gid": uid}, "project": "demo",
+                "resources": {"cpus": 1, "memoryMiB": 500}, "maxWorkers": 1}
+        if idle_timeout is not None:
+            spec["idleTimeoutSeconds"] = idle_timeout
+        self.kubectl("apply", "--validate=false", "-f", "-", input=json.dumps(
+            {"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace",
+             "metadata": {"name": name, "namespace": NS}, "spec": spec}))
         self.wait("the workspace to be Ready",
-                  lambda: ((self.get("workspace", "ws-bob") or {}).get("status") or {}).get("phase") == "Ready",
+                  lambda: ((self.get("workspace", name) or {}).get("status") or {}).get("phase") == "Ready",
                   timeout=120)
+
+    def test_5b_a_workspace_gets_its_partition_credentials_and_workers_from_zero(self):
+        self.apply_workspace("ws-bob", "bob", 2002, idle_timeout=5)
         # A plain kubectl exec into its login pod is bob's shell: the container runs as bob with the
         # workspace's environment (its partition, the token wrappers).
         r = self.kubectl("-n", NS, "exec", f"{CLUSTER}-ws-bob-login", "--", "sbatch", "--parsable", "--chdir=/tmp",
@@ -344,22 +341,7 @@ spec:
         self.assertIsNone(self.get("workspace", "ws-bob"))
 
     def test_5c_a_deleted_workspace_is_stopped_before_it_goes(self):
-        workspace = f"""apiVersion: hpcplane.io/v1alpha1
-kind: Workspace
-metadata:
-  name: ws-carol
-  namespace: {NS}
-spec:
-  cluster: {CLUSTER}
-  user: {{name: carol, uid: 2003, gid: 2003}}
-  project: demo
-  resources: {{cpus: 1, memoryMiB: 500}}
-  maxWorkers: 1
-"""
-        self.kubectl("apply", "--validate=false", "-f", "-", input=workspace)
-        self.wait("the workspace to be Ready",
-                  lambda: ((self.get("workspace", "ws-carol") or {}).get("status") or {}).get("phase") == "Ready",
-                  timeout=120)
+        self.apply_workspace("ws-carol", "carol", 2003)
         self.assertIn("hpcplane.io/workspace", self.get("workspace", "ws-carol")["metadata"]["finalizers"])
         self.assertIn("ws-carol", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
         # Deleted directly, not stopped first: its login pod, token and partition are the
