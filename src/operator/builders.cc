@@ -204,13 +204,18 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // Started as root; slurmctld drops to SlurmUser itself.
   p.command = {"slurmctld", "-D"};
   if (c.spec.accounting.enabled) {
-    // Without saved state slurmctld takes its TRES list from slurmdbd and exits when it cannot
-    // (first boot only): then it waits for slurmdbd. Later starts use the saved list and never
-    // wait for the database.
+    // slurmctld starts once slurmdbd answers. Without saved state it takes its TRES list from
+    // slurmdbd and exits when it cannot (first boot), so it waits as long as it takes. Later
+    // starts could do without the database, but Debian's slurmctld sleeps a second after each
+    // failed lookup of slurmdbd's name (which resolves only once its pod exists), and slurmdbd
+    // comes up in well under that: they wait at most 5 s, so a broken database never keeps
+    // slurmctld down.
     p.command = {"/bin/bash", "-c",
-                 fmt::format("if [ ! -e {0}/last_tres ]; then\n"
-                             "  until (exec 3<>/dev/tcp/{1}/{2}) 2>/dev/null; do sleep 0.2; done\n"
-                             "fi\n"
+                 fmt::format("tries=0\n"
+                             "until (exec 3<>/dev/tcp/{1}/{2}) 2>/dev/null; do\n"
+                             "  [ -e {0}/last_tres ] && [ $((tries += 1)) -gt 100 ] && break\n"
+                             "  sleep 0.05\n"
+                             "done\n"
                              "exec slurmctld -D",
                              slurm::kStateSaveDir, slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort)};
   }
@@ -341,7 +346,14 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.uid = in.slurm.uid;
   p.gid = in.slurm.gid;
   p.env = {{"SLURM_CONF", std::string(slurm::kSlurmdbdConfigDir) + "/slurm.conf"}};
-  p.command = {"slurmdbd", "-D"};
+  // slurmdbd exits or sleeps 5 s when it cannot reach its database, so it starts once MariaDB
+  // answers. Its pod starts beside MariaDB's all the same: its name must resolve from the
+  // start, because Debian's slurmctld sleeps a second after each failed lookup of it (ten in a
+  // row per connection attempt), where a refused connection costs nothing.
+  p.command = {"/bin/bash", "-c",
+               fmt::format("until (exec 3<>/dev/tcp/{}/{}) 2>/dev/null; do sleep 0.05; done\n"
+                           "exec slurmdbd -D",
+                           slurm::DatabaseHost(c), slurm::kMariaDbPort)};
   p.mounts = UserMounts(in, {
       MungeSocketMount(in),
       {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},

@@ -162,7 +162,8 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
       {"munge",
        [&] { return in_.munge_sidecars ? Status::Ok() : EnsurePod(BuildMungePod(c, in_), "munge", &st); },
        true},
-      // Accounting starts beside the controller and never holds it up.
+      // Accounting starts beside the controller. Inside their pods slurmdbd waits for MariaDB
+      // and slurmctld for slurmdbd (on a first boot until it answers, later at most 5 s).
       {"mariadb",
        [&] {
          if (!c.spec.accounting.enabled) return Status::Ok();
@@ -174,13 +175,10 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
       {"slurmdbd",
        [&] {
          if (!c.spec.accounting.enabled) return Status::Ok();
-         // slurmdbd exits when it cannot reach its database; it starts once MariaDB answers.
-         if (!database_ready && !rt_->GetPodSpec(SlurmdbdPodName(c)).value_or(std::nullopt)) {
-           st.components["slurmdbd"] = "Waiting: for mariadb";
-           return Status::FailedPrecondition("waiting for mariadb before slurmdbd");
-         }
+         // Started beside MariaDB; inside its pod, slurmdbd waits for the database to answer.
          Status s = EnsurePod(BuildSlurmdbdPod(c, in_), "slurmdbd", &st);
          slurmdbd_ready_ = s.ok();
+         if (!s.ok() && !database_ready) st.components["slurmdbd"] = "Waiting: for mariadb";
          return s;
        },
        false},

@@ -273,6 +273,51 @@ TEST(ClusterIT, DownLeavesNothingBehind) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+// `up` of an existing cluster starts slurmctld once slurmdbd answers, and slurmdbd's name
+// resolves from the start (Debian's slurmctld sleeps a second per failed lookup of it, once the
+// bulk of a restart). With its database broken, slurmctld still starts, after at most 5 s:
+// accounting never keeps the scheduler down.
+TEST(ClusterIT, AnExistingClustersControllerWaitsForSlurmdbdButNotForABrokenDatabase) {
+  ClusterOptions o;
+  o.replicas = 1;
+  TestCluster c("ag", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  const std::string controller_log = c.ClusterDir() + "/runtime/pods/" + c.name() + "-controller/log";
+  auto restart = [&](int timeout_s) {
+    EXPECT_EQ(c.Down(false).exit_code, 0);
+    RunOptions ro;
+    ro.timeout = seconds(timeout_s + 30);
+    auto r = RunProcess({HPCPLANE_BIN, "--state-dir", c.state_dir(), "--cluster", c.name(), "up", "--detach",
+                         "--timeout", std::to_string(timeout_s)},
+                        ro);
+    return r.ok() ? *r : ProcessResult{};
+  };
+  auto again = restart(90);
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  auto log = files::Read(controller_log).value_or("");
+  EXPECT_EQ(log.find("getaddrinfo() failed"), std::string::npos) << log;
+  EXPECT_NE(log.find("Registering slurmctld at port"), std::string::npos) << log;
+  EXPECT_EQ(c.Login("alice", {"srun", "true"}).exit_code, 0);
+
+  // MariaDB cannot start on a system tablespace that is not one: slurmdbd never comes up.
+  ASSERT_EQ(c.Down(false).exit_code, 0);
+  ASSERT_TRUE(files::WriteAtomic(c.ClusterDir() + "/runtime/volumes/accounting-db/ibdata1", "not a tablespace").ok());
+  auto broken = restart(10);
+  EXPECT_NE(broken.exit_code, 0) << broken.out;
+  EXPECT_TRUE(WaitFor([&] { return c.Login("root", {"scontrol", "ping"}).out.find("is UP") != std::string::npos; },
+                      seconds(30)))
+      << files::Read(controller_log).value_or("");
+  auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+  ASSERT_TRUE(pods.is_array());
+  int slurmdbd_pods = 0;
+  for (const auto& p : pods) {
+    if (p.value("name", "") != c.name() + "-slurmdbd") continue;
+    ++slurmdbd_pods;
+    EXPECT_FALSE(p.value("ready", true)) << "slurmdbd waits in its pod for MariaDB: " << p;
+  }
+  EXPECT_EQ(slurmdbd_pods, 1) << "its pod runs, so its name resolves";
+}
+
 // After kill -9 of hpcplane's daemon the pods keep running; the next `up` adopts them without
 // restarting anything, and `down` after another crash removes everything.
 TEST(ClusterIT, DaemonCrashIsAdoptedThenCleaned) {

@@ -231,7 +231,6 @@ Status LocalRuntime::CreatePod(const PodSpec& spec) {
   st.ip = network_.subnet().Address(host);
   RETURN_IF_ERROR(SaveState(spec.name, st));
   RETURN_IF_ERROR(files::WriteAtomic(PodDir(spec.name) + "/spec.json", SpecJson(spec).dump(2)));
-  RETURN_IF_ERROR(UpdateHosts());
   Status started = StartPod(spec, &st);
   RETURN_IF_ERROR(SaveState(spec.name, st));
   return started;
@@ -240,6 +239,9 @@ Status LocalRuntime::CreatePod(const PodSpec& spec) {
 Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   RETURN_IF_ERROR(network_.EnsureBridge());
   RETURN_IF_ERROR(network_.EnsurePod(spec.name, st->ip));
+  // The pod's name resolves from here on, once its address answers (a refused connection, not
+  // an unanswered ARP), and before its own process looks itself up.
+  RETURN_IF_ERROR(UpdateHosts());
   LaunchPlan plan;
   plan.hostname = spec.name;
   // The pod's root is assembled on this empty directory inside the pod's mount namespace only.
@@ -352,7 +354,10 @@ Status LocalRuntime::UpdateHosts() {
                      network_.subnet().Gateway() + "\thpcplane-host\n";
   for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
     auto st = LoadState(name);
-    if (st.ok() && !st->ip.empty()) text += st->ip + "\t" + name + "\n";
+    // A pod holds its address from its creation but is named only once its network exists.
+    if (st.ok() && !st->ip.empty() && files::Exists(Network::NetnsPath(network_.names().Netns(name)))) {
+      text += st->ip + "\t" + name + "\n";
+    }
   }
   // In place: running pods have this file bind-mounted.
   auto old = files::Read(opts_.dir + "/hosts");

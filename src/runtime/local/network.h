@@ -41,9 +41,10 @@ class Network {
   const NetworkNames& names() const { return names_; }
   const Subnet& subnet() const { return subnet_; }
 
-  /** Creates the bridge with the gateway address, unless it exists. */
+  /** Creates the bridge with the gateway address, unless it exists; its route ACKs at once. */
   Status EnsureBridge();
-  /** Creates the pod's namespace and veth with `ip`, unless they exist; its routes ACK at once. */
+  /** Creates the pod's namespace and veth with two `ip -batch` runs, unless they exist; its
+   *  routes ACK at once. */
   Status EnsurePod(const std::string& pod, const std::string& ip);
   Status DeletePod(const std::string& pod);
   /** Removes every namespace and link of this cluster, including ones a crash left behind. */
@@ -54,10 +55,13 @@ class Network {
   static Result<std::optional<std::string>> SubnetOwner(const Subnet& subnet);
 
  private:
-  Status QuickAcks(const std::string& ns, const std::string& ip);
+  // The subnet's route on `dev` with source `src`, and a pod's two routes, as `ip` commands.
+  std::string QuickAckRoute(const std::string& dev, const std::string& src) const;
+  std::vector<std::string> PodRoutes(const std::string& ip) const;
 
   NetworkNames names_;
   Subnet subnet_;
+  bool bridge_checked_ = false;
 };
 
 }  // namespace hpc::runtime::local

@@ -157,18 +157,27 @@ TEST_F(ClusterReconcilerTest, APodThatDiedIsCreatedAgainAndRestartsMarkItDegrade
   EXPECT_NE(st.components.at("controller").find("2 restarts"), std::string::npos) << st.components.at("controller");
 }
 
-TEST_F(ClusterReconcilerTest, AccountingStartsSlurmdbdOnlyOnceTheDatabaseIsReady) {
+// slurmdbd's pod starts beside MariaDB's, so its name resolves from the start; slurmdbd itself
+// waits inside it for the database, and slurmctld for slurmdbd.
+TEST_F(ClusterReconcilerTest, AccountingStartsSlurmdbdBesideTheDatabaseAndItWaitsForItInItsPod) {
   cluster_.spec.accounting.enabled = true;
   rt_.not_ready.insert(MariaDbPodName(cluster_));
+  rt_.not_ready.insert(SlurmdbdPodName(cluster_));
   auto st = Pass();
   EXPECT_TRUE(HasPod(MariaDbPodName(cluster_)));
-  EXPECT_FALSE(HasPod(SlurmdbdPodName(cluster_)));
-  EXPECT_TRUE(HasPod(ControllerPodName(cluster_))) << "the controller never waits for accounting";
+  ASSERT_TRUE(HasPod(SlurmdbdPodName(cluster_)));
+  EXPECT_TRUE(HasPod(ControllerPodName(cluster_)));
   EXPECT_EQ(st.components.at("slurmdbd"), "Waiting: for mariadb");
   EXPECT_TRUE(rt_.secrets.count(kSecretDatabase));
+  const auto& dbd = rt_.pods.at(SlurmdbdPodName(cluster_)).command;
+  ASSERT_EQ(dbd.size(), 3u);
+  EXPECT_NE(dbd[2].find("/dev/tcp/" + MariaDbPodName(cluster_) + "/3306"), std::string::npos) << dbd[2];
+  EXPECT_NE(dbd[2].find("exec slurmdbd -D"), std::string::npos) << dbd[2];
+  const auto& ctld = rt_.pods.at(ControllerPodName(cluster_)).command;
+  ASSERT_EQ(ctld.size(), 3u);
+  EXPECT_NE(ctld[2].find("/dev/tcp/" + SlurmdbdPodName(cluster_) + "/6819"), std::string::npos) << ctld[2];
   rt_.not_ready.clear();
   st = Pass();
-  EXPECT_TRUE(HasPod(SlurmdbdPodName(cluster_)));
   EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
 }
 
