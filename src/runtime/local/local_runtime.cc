@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "common/files.h"
+#include "runtime/local/hosts_file.h"
 #include "runtime/local/pod_init.h"
 
 namespace hpc::runtime::local {
@@ -350,19 +351,20 @@ Status LocalRuntime::DeletePod(const std::string& name) {
 }
 
 Status LocalRuntime::UpdateHosts() {
-  std::string text = "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n" +
-                     network_.subnet().Gateway() + "\thpcplane-host\n";
+  std::vector<std::string> lines = {"127.0.0.1\tlocalhost", "::1\tlocalhost ip6-localhost ip6-loopback",
+                                    network_.subnet().Gateway() + "\thpcplane-host"};
   for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
     auto st = LoadState(name);
     // A pod holds its address from its creation but is named only once its network exists.
     if (st.ok() && !st->ip.empty() && files::Exists(Network::NetnsPath(network_.names().Netns(name)))) {
-      text += st->ip + "\t" + name + "\n";
+      lines.push_back(st->ip + "\t" + name);
     }
   }
-  // In place: running pods have this file bind-mounted.
-  auto old = files::Read(opts_.dir + "/hosts");
-  if (old.ok() && *old == text) return Status::Ok();
-  return files::WriteInPlace(opts_.dir + "/hosts", text, 0644);
+  const std::string path = opts_.dir + "/hosts";
+  const std::string old = files::Read(path).value_or("");
+  const std::string text = NextHostsContent(old, lines);
+  if (text == old) return Status::Ok();
+  return OverwriteInPlace(path, text, 0644);
 }
 
 Result<std::vector<PodStatus>> LocalRuntime::ListPods(const std::map<std::string, std::string>& selector) {
