@@ -3,6 +3,7 @@
 
     bash bench/scale.sh build | tee scale.txt
     python3 bench/plot_scale.py scale.txt [more.txt ...] > bench/scale.svg
+    chromium --headless --window-size=960,400 --screenshot=bench/scale.png bench/scale.svg
 
 Left: seconds to scale 0 -> N and N -> 0 against N workers. Right: the mean reconcile pass (ms)
 against N, one line per count of pending jobs. Rows with the same (pending, workers) from later
@@ -44,8 +45,9 @@ def read_rows(paths):
 
 
 def nice_max(v):
-    for step in (1, 2, 2.5, 5):
-        for exp in range(-1, 6):
+    """The smallest 1, 2, 2.5 or 5 times a power of ten that is at least v."""
+    for exp in range(-1, 7):
+        for step in (1, 2, 2.5, 5):
             top = step * 10 ** exp
             if top >= v:
                 return top
@@ -73,7 +75,9 @@ def panel(x0, title, xlabel, ylabel, series, xmax, ymax):
         out.append(f'<polyline points="{path}" fill="none" stroke="{color}" stroke-width="2"/>')
         for x, y in points:
             out.append(f'<circle cx="{sx(x):.1f}" cy="{sy(y):.1f}" r="3" fill="{color}"/>')
-        out.append(f'<text x="10" y="{18 + 16 * n}" fill="{color}">{label}</text>')
+        # Legend in the lower right corner, where the curves (rising from the left) are not.
+        y = PANEL_H - 10 - 16 * (len(series) - 1 - n)
+        out.append(f'<text x="{PANEL_W - 10}" y="{y}" text-anchor="end" fill="{color}">{label}</text>')
     out.append("</g>")
     return out
 
