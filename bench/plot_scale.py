@@ -38,7 +38,7 @@ def read_rows(paths):
                     rows[(pending, workers)] = {
                         "up": float(cols[2]), "mean": float(cols[5]), "down": float(cols[9])}
                 except ValueError:
-                    sys.exit(f"plot_scale: {path}: not a row of scale.sh's worker table: {line.strip()!r}")
+                    continue  # a log line between the rows, not a row
     if not rows:
         sys.exit("plot_scale: no worker rows found (expected scale.sh's output)")
     return rows

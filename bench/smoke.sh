@@ -37,6 +37,7 @@ run controlplane "ratio" env RECORDS=2000 PG_RECORDS=1000 PEER_RECORDS=200 "$bui
 run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=2 "$build/bench_api_load"
 run throughput "ratio hpcplane/peer" env JOBS=20 ROUNDS=1 bash "$here/throughput.sh" "$build"
 run scale "cost vs scale: done" env SIZES="1 2" PENDING="0 10" NODESETS="1 2" WINDOW=2 bash "$here/scale.sh" "$build"
+run plot_scale "</svg>" python3 "$here/plot_scale.py" "$logs/scale.log"
 run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build"
 # console_render runs history_query.sh as its sacct peer (20 real jobs, the job table copied to 2000).
 run console_render "ratio sacct/console render" env JOBS=2000 REPEATS=2 SEED_JOBS=20 PEER_REPEATS=1 /usr/bin/python3 "$here/console_render.py" "$build"
