@@ -94,9 +94,14 @@ Status WriteAtomic(const std::string& path, const std::string& content, mode_t m
 }
 
 Status WriteInPlace(const std::string& path, const std::string& content, mode_t mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode);
+  // Not O_TRUNC: the new content goes over the old and only then is the rest cut off, so a
+  // concurrent reader never finds the file empty (glibc rereads /etc/hosts on every lookup).
+  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, mode);
   if (fd < 0) return Status::Errorf("{}: cannot open: {}", path, std::strerror(errno));
   Status st = WriteAll(fd, content, path);
+  if (st.ok() && ::ftruncate(fd, static_cast<off_t>(content.size())) != 0) {
+    st = Status::Errorf("{}: truncate: {}", path, std::strerror(errno));
+  }
   ::fchmod(fd, mode);
   ::close(fd);
   return st;

@@ -20,7 +20,8 @@ Status MakeDirs(const std::string& path, mode_t mode = 0755);
 Status WriteAtomic(const std::string& path, const std::string& content, mode_t mode = 0644,
                    uid_t uid = static_cast<uid_t>(-1), gid_t gid = static_cast<gid_t>(-1));
 // Rewrites the file's content keeping its inode, for files that are bind-mounted into pods
-// (a rename would leave the mounts showing the old inode).
+// (a rename would leave the mounts showing the old inode). Written over the old content, then
+// cut to length: a reader meanwhile never sees it empty, and unchanged leading bytes unchanged.
 Status WriteInPlace(const std::string& path, const std::string& content, mode_t mode = 0644);
 Status RemoveAll(const std::string& path);
 std::vector<std::string> ListDir(const std::string& path);

@@ -69,6 +69,19 @@ std::vector<std::string> MungedCommand() {
           "--log-file=/run/munge-state/munged.log", "--force"};
 }
 
+// A bash command that runs `exec_line` once host:port accepts a connection, trying every 50 ms;
+// `give_up`, a shell condition evaluated before each wait, ends the waiting early.
+std::vector<std::string> ExecOnceConnects(const std::string& host, int port, const std::string& give_up,
+                                          const std::string& exec_line) {
+  return {"/bin/bash", "-c",
+          fmt::format("until (exec 3<>/dev/tcp/{}/{}) 2>/dev/null; do\n"
+                      "{}"
+                      "  sleep 0.05\n"
+                      "done\n"
+                      "{}",
+                      host, port, give_up.empty() ? "" : "  " + give_up + " && break\n", exec_line)};
+}
+
 std::vector<std::string> MungeProbeCommand() {
   return {"munge", "--no-input", "--socket=" + MungeSocket(), "--output=/dev/null"};
 }
@@ -204,20 +217,14 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // Started as root; slurmctld drops to SlurmUser itself.
   p.command = {"slurmctld", "-D"};
   if (c.spec.accounting.enabled) {
-    // slurmctld starts once slurmdbd answers. Without saved state it takes its TRES list from
-    // slurmdbd and exits when it cannot (first boot), so it waits as long as it takes. Later
-    // starts could do without the database, but Debian's slurmctld sleeps a second after each
-    // failed lookup of slurmdbd's name (which resolves only once its pod exists), and slurmdbd
-    // comes up in well under that: they wait at most 5 s, so a broken database never keeps
-    // slurmctld down.
-    p.command = {"/bin/bash", "-c",
-                 fmt::format("tries=0\n"
-                             "until (exec 3<>/dev/tcp/{1}/{2}) 2>/dev/null; do\n"
-                             "  [ -e {0}/last_tres ] && [ $((tries += 1)) -gt 100 ] && break\n"
-                             "  sleep 0.05\n"
-                             "done\n"
-                             "exec slurmctld -D",
-                             slurm::kStateSaveDir, slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort)};
+    // slurmctld starts once slurmdbd answers, so that its first connection to it succeeds.
+    // Without saved state it takes its TRES list from slurmdbd and exits when it cannot (first
+    // boot), so it waits as long as it takes. Later starts could run from the saved state: they
+    // wait at most 5 s (slurmdbd answers well within a second of MariaDB), so a broken database
+    // never keeps slurmctld down.
+    const std::string saved_state_and_5s = fmt::format("[ -e {}/last_tres ] && [ $((tries += 1)) -gt 100 ]",
+                                                       slurm::kStateSaveDir);
+    p.command = ExecOnceConnects(slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort, saved_state_and_5s, "exec slurmctld -D");
   }
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);
@@ -350,10 +357,7 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // answers. Its pod starts beside MariaDB's all the same: its name must resolve from the
   // start, because Debian's slurmctld sleeps a second after each failed lookup of it (ten in a
   // row per connection attempt), where a refused connection costs nothing.
-  p.command = {"/bin/bash", "-c",
-               fmt::format("until (exec 3<>/dev/tcp/{}/{}) 2>/dev/null; do sleep 0.05; done\n"
-                           "exec slurmdbd -D",
-                           slurm::DatabaseHost(c), slurm::kMariaDbPort)};
+  p.command = ExecOnceConnects(slurm::DatabaseHost(c), slurm::kMariaDbPort, "", "exec slurmdbd -D");
   p.mounts = UserMounts(in, {
       MungeSocketMount(in),
       {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},

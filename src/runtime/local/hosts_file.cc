@@ -1,11 +1,5 @@
 #include "runtime/local/hosts_file.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
-#include <cerrno>
-#include <cstring>
 #include <set>
 
 namespace hpc::runtime::local {
@@ -55,28 +49,6 @@ std::string NextHostsContent(const std::string& current, const std::vector<std::
   std::string out;
   for (const auto& slot : slots) out += slot + "\n";
   return out;
-}
-
-Status OverwriteInPlace(const std::string& path, const std::string& content, int mode) {
-  int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, mode);
-  if (fd < 0) return Status::Errorf("{}: cannot open: {}", path, std::strerror(errno));
-  size_t done = 0;
-  while (done < content.size()) {
-    ssize_t n = ::pwrite(fd, content.data() + done, content.size() - done, static_cast<off_t>(done));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      int err = errno;
-      ::close(fd);
-      return Status::Errorf("{}: cannot write: {}", path, std::strerror(err));
-    }
-    done += static_cast<size_t>(n);
-  }
-  int rc = ::ftruncate(fd, static_cast<off_t>(content.size()));
-  int err = errno;
-  ::fchmod(fd, static_cast<mode_t>(mode));
-  ::close(fd);
-  if (rc != 0) return Status::Errorf("{}: cannot truncate: {}", path, std::strerror(err));
-  return Status::Ok();
 }
 
 }  // namespace hpc::runtime::local

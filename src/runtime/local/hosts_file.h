@@ -2,13 +2,11 @@
 // it is rewritten in place, while Slurm in the pods reads it on every name lookup (glibc keeps
 // no cache), and Debian's Slurm sleeps a second after each failed lookup: a rewrite that
 // truncated the file first made a concurrent `scontrol ping` take 1 s instead of 20 ms. So a
-// line that stays never moves, and the file is overwritten, never truncated on the way.
+// line that stays never moves, and files::WriteInPlace never truncates on the way.
 #pragma once
 
 #include <string>
 #include <vector>
-
-#include "common/result.h"
 
 namespace hpc::runtime::local {
 
@@ -17,9 +15,5 @@ namespace hpc::runtime::local {
  *  still wanted keeps its offset; a line no longer wanted is blanked in place (a comment of
  *  the same length); a new line takes the first blanked slot it fits in, or goes at the end. */
 std::string NextHostsContent(const std::string& current, const std::vector<std::string>& lines);
-
-/** Writes `content` over the file at `path` from offset 0 and only then cuts what is left
- *  beyond it, so a reader never sees it empty. */
-Status OverwriteInPlace(const std::string& path, const std::string& content, int mode);
 
 }  // namespace hpc::runtime::local

@@ -364,7 +364,7 @@ Status LocalRuntime::UpdateHosts() {
   const std::string old = files::Read(path).value_or("");
   const std::string text = NextHostsContent(old, lines);
   if (text == old) return Status::Ok();
-  return OverwriteInPlace(path, text, 0644);
+  return files::WriteInPlace(path, text, 0644);
 }
 
 Result<std::vector<PodStatus>> LocalRuntime::ListPods(const std::map<std::string, std::string>& selector) {

@@ -44,15 +44,15 @@ TEST(HostsFileTest, LinesNotAskedForAndATornLastLineAreDropped) {
   EXPECT_NE(next.find(kController), std::string::npos);
 }
 
-// While the file is rewritten, over and over, a reader always finds the entry that stays: a
-// truncating rewrite (open with O_TRUNC, then write) left it empty for a moment.
+// While the file is rewritten in place, over and over, a reader always finds the entry that
+// stays: a truncating rewrite (open with O_TRUNC, then write) left it empty for a moment.
 TEST(HostsFileTest, AConcurrentReaderAlwaysFindsAnEntryThatStays) {
   auto dir = files::MakeTempDir("hpcplane-hosts-");
   ASSERT_TRUE(dir.ok());
   const std::string path = *dir + "/hosts";
   const std::string with = NextHostsContent("", {kController, kWorker});
   const std::string without = NextHostsContent(with, {kController});
-  ASSERT_TRUE(OverwriteInPlace(path, with, 0644).ok());
+  ASSERT_TRUE(files::WriteInPlace(path, with, 0644).ok());
   std::atomic<bool> done{false};
   std::atomic<int> reads{0}, misses{0};
   std::thread reader([&] {
@@ -62,7 +62,7 @@ TEST(HostsFileTest, AConcurrentReaderAlwaysFindsAnEntryThatStays) {
       ++reads;
     }
   });
-  for (int i = 0; i < 20000; ++i) ASSERT_TRUE(OverwriteInPlace(path, i % 2 ? with : without, 0644).ok());
+  for (int i = 0; i < 20000; ++i) ASSERT_TRUE(files::WriteInPlace(path, i % 2 ? with : without, 0644).ok());
   done = true;
   reader.join();
   EXPECT_GT(reads.load(), 100);
