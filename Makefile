@@ -2,16 +2,23 @@
 BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
+CONFIGURE = cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 
-.PHONY: all deps build debug unittest test integration benchsmoke faults demo bench fuzz clean
+.PHONY: all deps deps-demo configure build debug lint format unittest test integration benchsmoke faults demo \
+	bench fuzz clean
 
 all: build
 
 deps:
-	@bash scripts/install-deps.sh
+	@bash scripts/install-deps.sh test
 
-build: deps
-	@cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+deps-demo:
+	@bash scripts/install-deps.sh demo
+
+configure:
+	@$(CONFIGURE)
+
+build: deps configure
 	@cmake --build $(BUILD) -j$(JOBS)
 
 # Debug build with AddressSanitizer and UndefinedBehaviorSanitizer.
@@ -19,26 +26,38 @@ debug: deps
 	@cmake -S . -B build-debug -DCMAKE_BUILD_TYPE=Debug -DHPCPLANE_SANITIZE=ON >/dev/null
 	@cmake --build build-debug -j$(JOBS)
 
+# clang-format over src/, tests/, bench/ and fuzz/ (.clang-format), clang-tidy over src/
+# (.clang-tidy); exits non-zero on the first kind of finding. `make format` rewrites in place.
+lint: deps configure
+	@bash scripts/lint.sh $(BUILD)
+
+format: deps
+	@bash scripts/lint.sh --fix
+
 unittest: build
 	@cd $(BUILD) && ctest -L unit --output-on-failure -j$(JOBS)
 
 integration: build
-	@cd $(BUILD) && ctest -L integration --output-on-failure
+	@cd $(BUILD) && ctest -L integration --output-on-failure -j$(JOBS)
 
-# Every test: unit tests first (fast), then the integration tests against real Slurm daemons,
-# then every benchmark at a tiny size (bench/smoke.sh) so none rots unnoticed.
-test: build
-	@cd $(BUILD) && ctest --output-on-failure -L unit -j$(JOBS) && ctest --output-on-failure -L integration && \
-		ctest --output-on-failure -L bench
+# Every test: lint, then the unit tests (fast), then the integration tests against real Slurm
+# daemons together with every benchmark at a tiny size (bench/smoke.sh), two at a time; the
+# tests that must run alone are marked RUN_SERIAL in CMakeLists.txt.
+test: lint build
+	@cd $(BUILD) && ctest --output-on-failure -L unit -j$(JOBS) && \
+		ctest --output-on-failure -L 'integration|bench' -j$(JOBS)
 
 benchsmoke: build
-	@cd $(BUILD) && ctest --output-on-failure -L bench
+	@cd $(BUILD) && ctest --output-on-failure -L bench -j$(JOBS)
 
-# The kill -9 campaign (bench/faults.sh, ~4 minutes), not yet part of `make test`.
+# The kill -9 campaign (bench/faults.sh, ~2 minutes; part of `make test`) alone.
 faults: build
 	@cd $(BUILD) && ctest --output-on-failure -L faults
 
-demo: build
+# Builds only the binary the demo runs (the tests and benchmarks build with `make test`/`make bench`).
+demo: deps-demo
+	@$(CONFIGURE)
+	@cmake --build $(BUILD) -j$(JOBS) --target hpcplane
 	@bash scripts/demo.sh $(BUILD)/hpcplane
 
 # Benchmarks (several minutes; see bench/README.md). Not part of `make test`.

@@ -4,7 +4,9 @@
 # and print the line that carries its ratio against its peer. Numbers from this run mean
 # nothing; `make bench` gives the real ones.
 #
-# Usage: bash bench/smoke.sh [build-dir]
+# Usage: bash bench/smoke.sh [build-dir [NAME...]]   (no NAME: every benchmark, one after another;
+#        ctest runs each NAME as a test of its own, label `bench`, so they share the machine with
+#        the integration tests)
 set -uo pipefail
 build=$(readlink -f "${1:-build}")
 here=$(dirname "$(readlink -f "$0")")
@@ -28,19 +30,38 @@ run() {
   fi
 }
 
-run decision_cost "ratio" "$build/bench_decision_cost"
-run up_to_ready "ratio" env RUNS=1 bash "$here/up_to_ready.sh" "$build/hpcplane"
-run cold_start "peer/hpcplane" env TRIALS=1 bash "$here/cold_start.sh" "$build"
-run warm_dispatch "ratio" env JOBS=10 bash "$here/warm_dispatch.sh" "$build"
-run trace_replay "ratios autoscaled/static" env JOBS=6 bash "$here/trace_replay.sh" "$build"
-run controlplane "ratio" env RECORDS=2000 PG_RECORDS=1000 PEER_RECORDS=200 "$build/bench_controlplane"
-run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=2 "$build/bench_api_load"
-run throughput "ratio hpcplane/peer" env JOBS=20 ROUNDS=1 bash "$here/throughput.sh" "$build"
-run scale "cost vs scale: done" env SIZES="1 2" PENDING="0 10" NODESETS="1 2" WINDOW=2 bash "$here/scale.sh" "$build"
-run plot_scale "</svg>" python3 "$here/plot_scale.py" "$logs/scale.log"
-run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build"
-# console_render runs history_query.sh as its sacct peer (20 real jobs, the job table copied to 2000).
-run console_render "ratio sacct/console render" env JOBS=2000 REPEATS=2 SEED_JOBS=20 PEER_REPEATS=1 /usr/bin/python3 "$here/console_render.py" "$build"
+# Each benchmark, at its smoke size. scale and plot_scale stay together: the plot reads scale's log.
+smoke_one() {
+  case "$1" in
+    decision_cost) run decision_cost "ratio" "$build/bench_decision_cost" ;;
+    up_to_ready) run up_to_ready "ratio" env RUNS=1 bash "$here/up_to_ready.sh" "$build/hpcplane" ;;
+    cold_start) run cold_start "peer/hpcplane" env TRIALS=1 bash "$here/cold_start.sh" "$build" ;;
+    warm_dispatch) run warm_dispatch "ratio" env JOBS=10 bash "$here/warm_dispatch.sh" "$build" ;;
+    trace_replay) run trace_replay "ratios autoscaled/static" env JOBS=6 bash "$here/trace_replay.sh" "$build" ;;
+    controlplane) run controlplane "ratio" env RECORDS=2000 PG_RECORDS=1000 PEER_RECORDS=200 "$build/bench_controlplane" ;;
+    api_load) run api_load "ratio attacked/plain" env RECORDS=3000 CLIENTS=6 REQUESTS=20 SLOW=2 "$build/bench_api_load" ;;
+    throughput) run throughput "ratio hpcplane/peer" env JOBS=20 ROUNDS=1 bash "$here/throughput.sh" "$build" ;;
+    scale)
+      run scale "cost vs scale: done" env SIZES="1 2" PENDING="0 10" NODESETS="1 2" WINDOW=2 bash "$here/scale.sh" "$build"
+      run plot_scale "</svg>" python3 "$here/plot_scale.py" "$logs/scale.log"
+      ;;
+    idle_cost) run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build" ;;
+    # console_render runs history_query.sh as its sacct peer (20 real jobs, the job table copied to 2000).
+    console_render)
+      run console_render "ratio sacct/console render" env JOBS=2000 REPEATS=2 SEED_JOBS=20 PEER_REPEATS=1 \
+        /usr/bin/python3 "$here/console_render.py" "$build"
+      ;;
+    *) echo "bench smoke: no benchmark '$1' (one of: $all)"; failed=$((failed + 1)) ;;
+  esac
+}
+all="decision_cost up_to_ready cold_start warm_dispatch trace_replay controlplane api_load throughput scale idle_cost
+  console_render"
+if [ $# -gt 1 ]; then
+  shift
+  for name in "$@"; do smoke_one "$name"; done
+else
+  for name in $all; do smoke_one "$name"; done
+fi
 
 # bench/faults.sh runs whole as the ctest `fault_campaign` (in `make test`; alone: `make faults`).
 

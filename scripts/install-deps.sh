@@ -1,24 +1,40 @@
 #!/usr/bin/env bash
-# Installs, with apt, whatever hpcplane needs to build, test and run that is missing.
-# Idempotent: a second run installs nothing and takes a fraction of a second.
+# Installs, with apt, whatever hpcplane needs that is missing. Idempotent: a second run installs
+# nothing and takes a fraction of a second.
+#
+#   install-deps.sh demo   what `make demo` needs: the build tools and libraries, Slurm, MariaDB
+#   install-deps.sh test   the demo's set and what the tests and lint use (browser, PostgreSQL,
+#                          Prometheus, the Kubernetes client, clang-format, clang-tidy); the default
+#   install-deps.sh fuzz   the test set and clang's libFuzzer (`make fuzz`)
 set -euo pipefail
+set_name=${1:-test}
 
-packages=(
+# To build hpcplane (the test frameworks too: configuring the build looks for them).
+build=(
   build-essential cmake pkg-config
-  libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libpq-dev postgresql
+  libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libpq-dev
   libspdlog-dev libfmt-dev libcli11-dev libboost1.74-dev libgtest-dev libgmock-dev libbenchmark-dev
+  prometheus-cpp-dev
+)
+# To run a cluster.
+run=(
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
-  iproute2 util-linux procps curl
-  bc python3 openssl
-  prometheus-cpp-dev prometheus
+  iproute2 util-linux procps curl openssl
+)
+# To run the tests, the benchmark smoke run and lint.
+test=(
+  bc python3 postgresql prometheus
   chromium chromium-driver python3-selenium
   python3-kubernetes python3-yaml
+  clang-format clang-tidy
 )
 
-# `install-deps.sh fuzz`: also what `make fuzz` needs (clang with libFuzzer).
-if [ "${1:-}" = fuzz ]; then
-  packages+=(clang libclang-rt-dev)
-fi
+case "$set_name" in
+  demo) packages=("${build[@]}" "${run[@]}") ;;
+  test) packages=("${build[@]}" "${run[@]}" "${test[@]}") ;;
+  fuzz) packages=("${build[@]}" "${run[@]}" "${test[@]}" clang libclang-rt-dev) ;;
+  *) echo "install-deps: unknown set '$set_name' (demo, test or fuzz)" >&2; exit 2 ;;
+esac
 
 missing=()
 for p in "${packages[@]}"; do

@@ -19,6 +19,7 @@
 #include "common/files.h"
 #include "common/jwt.h"
 #include "common/log.h"
+#include "common/stop_signal.h"
 #include "controlplane/agent.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
@@ -42,8 +43,6 @@ namespace hpc::app {
 using namespace hpc::op;
 namespace {
 
-std::atomic<bool> g_stop{false};
-void OnStop(int) { g_stop = true; }
 
 // Opens the control plane's store under the state dir, makes sure an admin token and this
 // data plane's agent token exist (files, 0600), and starts the API and the agent on threads.
@@ -77,7 +76,7 @@ Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, con
     LocalDataPlane data_plane(p, self_exe);
     a.cursor_file = data_plane.AgentCursorFile();
     cp::Agent agent(&data_plane, a);
-    agent.Run(g_stop);
+    agent.Run(StopFlag());
   });
   return Status::Ok();
 }
@@ -119,11 +118,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       return 1;
     }
   }
-  struct sigaction sa {};
-  sa.sa_handler = OnStop;
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  InstallStopHandlers();
   spdlog::info("daemon for cluster {} started (pid {})", p.name, ::getpid());
 
   TokenSource tokens(rt.get());
@@ -187,7 +182,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   bool settled = false;
   bool something_moved = false;
   JobListing listing;
-  while (!g_stop) {
+  while (!StopFlag()) {
     auto now = Clock::now();
     if (now >= next_supervise) {
       // A pod that became ready (or died) is reacted to at once, not at the next pass.

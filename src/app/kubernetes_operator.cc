@@ -18,6 +18,7 @@
 #include "app/work_queue.h"
 #include "common/files.h"
 #include "common/log.h"
+#include "common/stop_signal.h"
 #include "operator/accounting_sync.h"
 #include "operator/cluster_reconciler.h"
 #include "operator/conditions.h"
@@ -38,8 +39,6 @@ using nlohmann::json;
 
 namespace {
 
-std::atomic<bool> g_stop{false};
-void OnStop(int) { g_stop = true; }
 
 // A collection in one namespace, or in all of them when `ns` is empty.
 std::string CollectionPath(const std::string& api, const std::string& ns, const std::string& plural) {
@@ -251,11 +250,7 @@ int RunOperator(const OperatorOptions& given) {
     return 1;
   }
   auto api = std::make_shared<k8s::ApiClient>(*conn);
-  struct sigaction sa {};
-  sa.sa_handler = OnStop;
-  ::sigaction(SIGTERM, &sa, nullptr);
-  ::sigaction(SIGINT, &sa, nullptr);
-  ::signal(SIGPIPE, SIG_IGN);
+  InstallStopHandlers();
   spdlog::info("operator {} for {} on {}", options.identity,
                options.namespace_name.empty() ? "every namespace" : "namespace " + options.namespace_name, conn->server);
 
@@ -268,7 +263,7 @@ int RunOperator(const OperatorOptions& given) {
     auto& informer = informers[w.plural] =
         std::make_unique<k8s::Informer>(client, CollectionPath(w.api, options.namespace_name, w.plural), w.selector);
     watchers.emplace_back([&queue, informer = informer.get(), plural = w.plural] {
-      informer->Run(g_stop, [&](const k8s::WatchEvent& e) {
+      informer->Run(StopFlag(), [&](const k8s::WatchEvent& e) {
         if (std::string key = ClusterKeyOf(plural, e.object); !key.empty()) queue.Add(key);
       });
     });
@@ -310,7 +305,7 @@ int RunOperator(const OperatorOptions& given) {
   const auto renew_every = std::chrono::duration_cast<std::chrono::milliseconds>(options.lease_duration) / 3;
   auto next_renew = std::chrono::steady_clock::now();
   bool acting = false;  // leading, with every cache listed
-  while (!g_stop) {
+  while (!StopFlag()) {
     if (std::chrono::steady_clock::now() >= next_renew) {
       elector.TryAcquireOrRenew();
       next_renew = std::chrono::steady_clock::now() + renew_every;

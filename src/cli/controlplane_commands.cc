@@ -14,6 +14,7 @@
 #include "app/local_data_plane.h"
 #include "cli/api_client.h"
 #include "common/files.h"
+#include "common/stop_signal.h"
 #include "controlplane/agent.h"
 #include "controlplane/api_client_tls.h"
 #include "controlplane/server.h"
@@ -24,8 +25,6 @@ namespace {
 
 using nlohmann::json;
 
-std::atomic<bool> g_stop{false};
-void OnSignal(int) { g_stop = true; }
 
 struct ServerArgs {
   std::string listen = "127.0.0.1:8080";
@@ -70,14 +69,13 @@ int CmdServer(const Globals& g, const ServerArgs& args) {
                            o.host, *port,
                            store_url.rfind("postgres", 0) == 0 ? "postgres" : store_url)
             << std::endl;
-  ::signal(SIGTERM, OnSignal);
-  ::signal(SIGINT, OnSignal);
+  InstallStopHandlers();
   std::thread stopper([&] {
-    while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (!StopFlag()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
     server.Stop();
   });
   server.Serve();
-  g_stop = true;
+  StopFlag() = true;
   stopper.join();
   return 0;
 }
@@ -90,12 +88,11 @@ int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
   o.server = a.server;
   o.ca_file = a.ca_file;
   o.token = *token;
-  ::signal(SIGTERM, OnSignal);
-  ::signal(SIGINT, OnSignal);
+  InstallStopHandlers();
   app::LocalDataPlane data_plane(*p, g.self_exe);
   o.cursor_file = data_plane.AgentCursorFile();
   cp::Agent agent(&data_plane, o);
-  agent.Run(g_stop);
+  agent.Run(StopFlag());
   return 0;
 }
 

@@ -21,7 +21,7 @@ struct ProjectArgs {
   int max_workers = 0;
 };
 
-struct LaunchArgs {
+struct WorkspaceLaunchRequest {
   std::string user, tier, name;
   int max_workers = 0;
   int wait_s = 0;
@@ -77,7 +77,7 @@ int WaitForPhase(const ApiArgs& api, const std::string& project, const std::stri
   return Fail(Status::Errorf("workspace {} not {} after {}s: {}", id, phase, wait_s, last));
 }
 
-int CmdLaunch(const ApiArgs& api, const std::string& project, const LaunchArgs& a) {
+int CmdLaunchThroughControlPlane(const ApiArgs& api, const std::string& project, const WorkspaceLaunchRequest& a) {
   json body = json::object();
   if (!a.user.empty()) body["user"] = a.user;
   if (!a.tier.empty()) body["tier"] = a.tier;
@@ -170,7 +170,7 @@ std::function<int()> AddProjectCommands(CLI::App& app) {
   show->add_option("project", *project, "Project")->required();
   show->add_option("-o,--output", *format, "table | json")->check(CLI::IsMember({"table", "json"}));
 
-  auto la = std::make_shared<LaunchArgs>();
+  auto la = std::make_shared<WorkspaceLaunchRequest>();
   auto* launch = projects->add_subcommand("launch", "Launch a workspace in a project, on its data plane");
   AddApiOptions(launch, api.get());
   launch->add_option("project", *project, "Project")->required();
@@ -218,7 +218,7 @@ std::function<int()> AddProjectCommands(CLI::App& app) {
       return 0;
     }
     if (set->parsed()) return CmdSet(*api, *project, *pa);
-    if (launch->parsed()) return CmdLaunch(*api, *project, *la);
+    if (launch->parsed()) return CmdLaunchThroughControlPlane(*api, *project, *la);
     if (stop->parsed()) return CmdStop(*api, *project, *id, *cancel, *stop_wait);
     if (show->parsed()) {
       auto config = Call(*api, "GET", "/api/v1/projects/" + *project);

@@ -53,7 +53,7 @@ Status WorkspaceReconciler::EnsureToken(const api::Workspace& w, api::WorkspaceS
 
 WorkspaceOutcome WorkspaceReconciler::Reconcile(const api::SlurmCluster& c, const api::Workspace& w,
                                                 const WorkspaceView& view) {
-  return w.spec.stopping ? Stop(c, w, view) : Run(c, w, view);
+  return w.spec.stopping ? Stop(w, view) : Run(c, w, view);
 }
 
 WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api::Workspace& w,
@@ -113,8 +113,7 @@ WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api:
   return out;
 }
 
-WorkspaceOutcome WorkspaceReconciler::Stop(const api::SlurmCluster& c, const api::Workspace& w,
-                                           const WorkspaceView& view) {
+WorkspaceOutcome WorkspaceReconciler::Stop(const api::Workspace& w, const WorkspaceView& view) {
   WorkspaceOutcome out;
   auto& st = out.status;
   st = w.status;

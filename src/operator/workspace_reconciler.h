@@ -46,7 +46,7 @@ class WorkspaceReconciler {
  private:
   Status EnsureToken(const api::Workspace& w, api::WorkspaceStatus* st);
   WorkspaceOutcome Run(const api::SlurmCluster& c, const api::Workspace& w, const WorkspaceView& view);
-  WorkspaceOutcome Stop(const api::SlurmCluster& c, const api::Workspace& w, const WorkspaceView& view);
+  WorkspaceOutcome Stop(const api::Workspace& w, const WorkspaceView& view);
 
   runtime::PodRuntime* rt_;
   BuildInputs in_;

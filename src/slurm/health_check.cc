@@ -29,8 +29,18 @@ if [ -r "$CONF_DIR/$NODESET.conf" ]; then . "$CONF_DIR/$NODESET.conf"; fi
 
 if [ -z "${HPCPLANE_HEALTH_FOREGROUND:-}" ]; then
   # Detach: slurmd waits for its HealthCheckProgram before it registers, and a job's node stays
-  # COMPLETING while its Epilog runs.
+  # COMPLETING while its Epilog runs. slurmd also kills the program's process group the moment
+  # the program exits, so it exits only once the detached copy leads a session of its own (the
+  # 6th field of its stat, after the name): a copy still in the group would die with it, and the
+  # checks would run only when the copy happened to win that race.
   HPCPLANE_HEALTH_FOREGROUND=1 setsid "$0" "$@" </dev/null >/dev/null 2>&1 &
+  child=$!
+  for _ in {1..250}; do  # at most ~5 s; a few milliseconds in practice
+    stat=$(cat "/proc/$child/stat" 2>/dev/null) || break  # gone already: nothing left to kill
+    read -r -a fields <<<"${stat##*) }"
+    [ "${fields[3]:-}" = "$child" ] && break
+    sleep 0.02
+  done
   exit 0
 fi
 exec 9>"$LOCK_FILE" && flock -n 9 || exit 0  # one run at a time

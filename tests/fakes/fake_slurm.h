@@ -36,7 +36,7 @@ class FakeSlurm : public slurm::SlurmReader, public slurm::SlurmControl {
     return partitions;
   }
 
-  Status DrainNode(const std::string& node, const std::string& reason) override {
+  Status DrainNode(const std::string& node, const std::string& /*reason*/) override {
     return Record("drain " + node);
   }
   Status ResumeNode(const std::string& node) override { return Record("resume " + node); }
@@ -48,11 +48,11 @@ class FakeSlurm : public slurm::SlurmReader, public slurm::SlurmControl {
   Status ResetNode(const std::string& node, const std::string& reason) override {
     return Record("reset " + node + " (" + reason + ")");
   }
-  Status CreatePartition(const std::string& partition, const std::vector<std::string>& options) override {
+  Status CreatePartition(const std::string& partition, const std::vector<std::string>& /*options*/) override {
     partitions.push_back({partition, "UP"});
     return Record("create-partition " + partition);
   }
-  Status UpdatePartition(const std::string& partition, const std::vector<std::string>& options) override {
+  Status UpdatePartition(const std::string& partition, const std::vector<std::string>& /*options*/) override {
     return Record("update-partition " + partition);
   }
   Status DeletePartition(const std::string& partition) override {

@@ -15,11 +15,6 @@ namespace {
 
 using std::chrono::seconds;
 
-int64_t JobIdFrom(const std::string& out) {
-  auto pos = out.find("Submitted batch job ");
-  return pos == std::string::npos ? -1 : std::stoll(out.substr(pos + 20));
-}
-
 ClusterOptions Elastic(const std::string& idle = "5s") {
   ClusterOptions o;
   o.replicas = -1;

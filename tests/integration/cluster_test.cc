@@ -18,11 +18,6 @@ namespace {
 
 using std::chrono::seconds;
 
-int64_t JobIdFrom(const std::string& sbatch_out) {
-  auto pos = sbatch_out.find("Submitted batch job ");
-  return pos == std::string::npos ? -1 : std::stoll(sbatch_out.substr(pos + 20));
-}
-
 std::string JobField(TestCluster& c, int64_t id, const std::string& field) {
   auto r = c.Login("root", {"scontrol", "show", "job", std::to_string(id)});
   auto pos = r.out.find(field + "=");

@@ -5,10 +5,13 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <cstddef>
+#include <cstring>
 #include <sstream>
 #include <thread>
 
@@ -27,6 +30,38 @@ std::string ExtraConfig(const std::vector<std::string>& lines) {
   for (const auto& l : lines) out += "      - \"" + l + "\"\n";
   return out;
 }
+
+// Test clusters take /24s of 10.240.0.0-10.249.255.0 (the benchmarks' scripts use 10.237-239 and
+// 10.250-251). A subnet is claimed by binding an abstract unix socket named after it: the bind
+// fails while another test process holds it, and the kernel releases it when the holder closes
+// it or dies, so tests run side by side (ctest -j) never share a subnet and nothing is left on
+// disk.
+std::string ClaimSubnet(int seed, int& claim_fd) {
+  constexpr int kSubnets = 10 * 256;
+  for (int i = 0; i < kSubnets; ++i) {
+    const int k = ((seed % kSubnets) + kSubnets + i) % kSubnets;
+    const std::string prefix = "10." + std::to_string(240 + k / 256) + "." + std::to_string(k % 256);
+    int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    const std::string name = "hpcplane-it-subnet-" + prefix;
+    std::memcpy(addr.sun_path + 1, name.data(), name.size());  // sun_path[0] == 0: abstract
+    auto len = static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + 1 + name.size());
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), len) == 0) {
+      claim_fd = fd;
+      return prefix;
+    }
+    ::close(fd);
+  }
+  claim_fd = -1;
+  return "10.249.255";  // every subnet is held: the cluster's bring-up will say so
+}
+}  // namespace
+
+int64_t JobIdFrom(const std::string& sbatch_out) {
+  auto pos = sbatch_out.find("Submitted batch job ");
+  return pos == std::string::npos ? -1 : std::stoll(sbatch_out.substr(pos + 20));
 }
 
 std::vector<std::string> SplitLines(const std::string& s) {
@@ -66,8 +101,7 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
     std::string templ = opts.state_parent + "/hpcplane-it-XXXXXX";
     state_dir_ = ::mkdtemp(templ.data()) ? templ : opts.state_parent + "/hpcplane-it-fallback";
   }
-  // 10.240-254.x.0/24 from pid and counter: distinct for concurrent test processes.
-  subnet_prefix_ = "10." + std::to_string(240 + (pid / 256 + n) % 15) + "." + std::to_string((pid + n * 37) % 256);
+  subnet_prefix_ = ClaimSubnet(pid * 31 + n * 37, subnet_claim_);
   manifest_ = state_dir_ + "/cluster.yaml";
   std::string yaml = "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + name_ +
                      "\nspec:\n  network:\n    subnet: " + subnet_prefix_ +
@@ -86,6 +120,7 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
 TestCluster::~TestCluster() {
   if (up_) Down(true);
   (void)files::RemoveAll(state_dir_);
+  if (subnet_claim_ >= 0) ::close(subnet_claim_);
 }
 
 ProcessResult TestCluster::Up() {

@@ -59,6 +59,7 @@ class TestCluster {
   std::string state_dir_;
   std::string manifest_;
   std::string subnet_prefix_;
+  int subnet_claim_ = -1;  // held for the cluster's life (ClaimSubnet in harness.cc)
   std::vector<std::string> extra_up_args_;
   bool up_ = false;
 };
@@ -84,6 +85,9 @@ int FreeLoopbackPort();
 
 // Polls `pred` every 100 ms until it holds or the deadline passes.
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+
+// The job id in sbatch's "Submitted batch job N", or -1.
+int64_t JobIdFrom(const std::string& sbatch_out);
 
 std::vector<std::string> SplitLines(const std::string& s);
 std::string Trim(const std::string& s);

@@ -66,7 +66,7 @@ class ServerProcess {
   std::unique_ptr<Background> server_;
 };
 
-json Batch(const std::string& data_plane, int64_t first, int n) {
+json Batch(int64_t first, int n) {
   json jobs = json::array();
   for (int i = 0; i < n; ++i) {
     jobs.push_back({{"cluster", "c1"}, {"jobId", first + i}, {"submitTime", 1700000000 + first + i}, {"name", "j"},
@@ -124,7 +124,7 @@ TEST_P(StoreUnderFire, Kill9MidIngestLosesNoAcknowledgedRecordAndDuplicatesNone)
           std::lock_guard<std::mutex> l(mu);
           sent[dp].insert(first);
         }
-        auto r = c.Post("/api/v1/dataplanes/" + dp + "/jobs", Batch(dp, first, kBatch).dump(), "application/json");
+        auto r = c.Post("/api/v1/dataplanes/" + dp + "/jobs", Batch(first, kBatch).dump(), "application/json");
         if (!r) break;  // the server is gone
         if (r->status != 200) {
           ++refused;
@@ -207,7 +207,7 @@ TEST(Replicas, TwoServersOnOnePostgresServeOneApi) {
       for (int n = 0; n < kBatches; ++n) {
         // Each batch twice, once through each server: an agent retrying elsewhere duplicates nothing.
         for (auto* c : {&ca, &cb}) {
-          auto r = c->Post("/api/v1/dataplanes/" + dp + "/jobs", Batch(dp, 1 + n * kBatch, kBatch).dump(),
+          auto r = c->Post("/api/v1/dataplanes/" + dp + "/jobs", Batch(1 + n * kBatch, kBatch).dump(),
                            "application/json");
           if (!r || r->status != 200) ++failures;
         }

@@ -424,7 +424,9 @@ TEST(CodecTest, YamlOfMultiLineStringsReadsBackUnchanged) {
   EXPECT_NE(yaml.find("empty_map: {}"), std::string::npos) << yaml;
   nlohmann::json back = YamlToJson(YAML::Load(yaml));
   for (auto it = in.begin(); it != in.end(); ++it) {
-    if (it.value().is_string()) EXPECT_EQ(back.at(it.key()), it.value()) << it.key() << "\n" << yaml;
+    if (it.value().is_string()) {
+      EXPECT_EQ(back.at(it.key()), it.value()) << it.key() << "\n" << yaml;
+    }
   }
   EXPECT_EQ(back.at("nested").at("script"), values[0]);
 }

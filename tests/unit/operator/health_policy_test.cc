@@ -7,6 +7,13 @@
 namespace hpc::op {
 namespace {
 
+// Scale options where only whether Slurm could be asked is set.
+ScaleOptions ScalerOptions(bool slurm_visible) {
+  ScaleOptions o;
+  o.slurm_visible = slurm_visible;
+  return o;
+}
+
 constexpr int64_t kNow = 1'000'000;
 
 slurm::HealthReport Ok(int64_t at) { return {true, at, true, "", ""}; }
@@ -159,11 +166,11 @@ TEST(HealthPolicyTest, NoReportNoAction) {
 TEST(HealthPolicyTest, ScalerReplacesCapacityButLeavesHealthDrainsAlone) {
   WorkerView bad{"cpu-0", 0, true, false, false, false, 0, true};
   WorkerView good{"cpu-1", 1, true, false, false, false, 0, false};
-  auto up = PlanScale({bad, good}, 2, ScaleOptions{true});
+  auto up = PlanScale({bad, good}, 2, ScalerOptions(true));
   EXPECT_EQ(up.create, (std::vector<int>{2}));
   EXPECT_TRUE(up.resume.empty());
   EXPECT_TRUE(up.remove.empty());
-  auto down = PlanScale({bad, good}, 0, ScaleOptions{true});
+  auto down = PlanScale({bad, good}, 0, ScalerOptions(true));
   EXPECT_EQ(down.drain, (std::vector<std::string>{"cpu-1"}));
   EXPECT_TRUE(down.remove.empty());
 }

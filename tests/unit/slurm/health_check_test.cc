@@ -199,5 +199,33 @@ TEST_F(HealthCheckScriptTest, DetachesFromSlurmd) {
   EXPECT_NE(log->find("Extra=hpcplane-health:"), std::string::npos) << *log;
 }
 
+// slurmd kills the program's process group as soon as the program exits (Slurm's run_command):
+// the detached copy still reports, every time. Before the copy waited to lead its own session it
+// lost this race nearly always, and at the default 30 s interval no worker ever reported.
+TEST_F(HealthCheckScriptTest, ReportsThoughSlurmdKillsItsProcessGroupOnExit) {
+  ASSERT_TRUE(files::WriteAtomic(dir_ + "/health/cpu.conf", settings_).ok());
+  constexpr int kRuns = 10;
+  RunOptions opts;
+  opts.timeout = std::chrono::seconds(60);
+  opts.extra_env = {{"HPCPLANE_NODE", "cpu-3"}, {"HPCPLANE_HEALTH_DIR", dir_ + "/health"},
+                    {"PATH", dir_ + "/bin:/usr/sbin:/usr/bin:/bin"}};
+  // Job control gives each run a process group of its own, which is killed once it exits. Each
+  // run waits for the previous report, since one run at a time holds the lock.
+  const std::string slurmd = fmt::format(
+      "set -m; for i in $(seq {runs}); do \"{p}\" & pid=$!; wait $pid; kill -TERM -- -$pid 2>/dev/null; "
+      "for t in $(seq 100); do [ \"$(wc -l < {d}/scontrol.log 2>/dev/null)\" = \"$i\" ] && break; sleep 0.05; done; done",
+      fmt::arg("runs", kRuns), fmt::arg("p", dir_ + "/health_check"), fmt::arg("d", dir_));
+  auto r = RunProcess({"/bin/bash", "-c", slurmd}, opts);
+  ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().message());
+  auto log = files::Read(dir_ + "/scontrol.log");
+  ASSERT_TRUE(log.ok()) << "no run reported";
+  int reports = 0;
+  for (size_t at = log->find("Extra=hpcplane-health:"); at != std::string::npos;
+       at = log->find("Extra=hpcplane-health:", at + 1)) {
+    ++reports;
+  }
+  EXPECT_EQ(reports, kRuns) << *log;
+}
+
 }  // namespace
 }  // namespace hpc::slurm
