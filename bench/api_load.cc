@@ -25,9 +25,9 @@
 
 #include <fmt/format.h>
 
+#include "../tests/integration/harness.h"
 #include "common/files.h"
 #include "controlplane/store.h"
-#include "../tests/integration/harness.h"
 #include "job_records.h"
 
 using namespace hpc;
@@ -113,9 +113,14 @@ PhaseResult Phase(int port, pid_t server, const std::string& token, int clients,
       for (int i = 0; i < requests; ++i) {
         std::string path = "/api/v1/projects/astro/jobs?limit=100";
         switch (rng() % 3) {
-          case 1: path += "&user=user" + std::to_string(rng() % 50); break;
-          case 2: path += "&cursor=" + cursors[rng() % cursors.size()]; break;
-          default: break;
+          case 1:
+            path += "&user=user" + std::to_string(rng() % 50);
+            break;
+          case 2:
+            path += "&cursor=" + cursors[rng() % cursors.size()];
+            break;
+          default:
+            break;
         }
         httplib::Headers h = {{"Authorization", "Bearer " + token}};
         auto t = Clock::now();
@@ -130,8 +135,8 @@ PhaseResult Phase(int port, pid_t server, const std::string& token, int clients,
           ++errors;
           std::lock_guard<std::mutex> l(mu);
           if (first_error.empty()) {
-            first_error = res ? fmt::format("{} {}", res->status, res->body.substr(0, 200))
-                              : httplib::to_string(res.error());
+            first_error =
+                res ? fmt::format("{} {}", res->status, res->body.substr(0, 200)) : httplib::to_string(res.error());
           }
         }
       }
@@ -156,10 +161,11 @@ PhaseResult Phase(int port, pid_t server, const std::string& token, int clients,
 }
 
 void Print(const char* name, const PhaseResult& r) {
-  fmt::print("{:<9} {:>6} requests in {:5.1f} s ({:6.0f}/s): p50 {:6.2f} ms, p99 {:6.2f} ms, max {:7.2f} ms, "
-             "{} errors; server RSS {} -> peak {} -> {} MiB\n",
-             name, r.requests, r.seconds, static_cast<double>(r.requests) / r.seconds, r.p50, r.p99, r.max, r.errors,
-             r.rss_start / 1024, r.rss_peak / 1024, r.rss_end / 1024);
+  fmt::print(
+      "{:<9} {:>6} requests in {:5.1f} s ({:6.0f}/s): p50 {:6.2f} ms, p99 {:6.2f} ms, max {:7.2f} ms, "
+      "{} errors; server RSS {} -> peak {} -> {} MiB\n",
+      name, r.requests, r.seconds, static_cast<double>(r.requests) / r.seconds, r.p50, r.p99, r.max, r.errors,
+      r.rss_start / 1024, r.rss_peak / 1024, r.rss_end / 1024);
 }
 
 }  // namespace
@@ -191,15 +197,15 @@ int main() {
         batch.clear();
       }
     }
-    fmt::print("stored {} job records in {:.1f} s\n", records,
-               std::chrono::duration<double>(Clock::now() - t).count());
+    fmt::print("stored {} job records in {:.1f} s\n", records, std::chrono::duration<double>(Clock::now() - t).count());
   }
   // Cursors at random depths, as a client paging through the history would hold.
   std::vector<std::string> cursors;
   std::mt19937_64 rng(7);
   for (int i = 0; i < 100; ++i) {
     cp::JobRecord k = Job(1 + static_cast<int64_t>(rng() % static_cast<uint64_t>(records)));
-    cursors.push_back(cp::JobCursor{cp::JobOrder::kSubmit, 0, k.submit_time, k.data_plane, k.cluster, k.job_id}.Encode());
+    cursors.push_back(
+        cp::JobCursor{cp::JobOrder::kSubmit, 0, k.submit_time, k.data_plane, k.cluster, k.job_id}.Encode());
   }
   const int port = it::FreeLoopbackPort();
   it::Background server({HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},
@@ -219,9 +225,10 @@ int main() {
     fmt::print(stderr, "server did not come up:\n{}\n", server.Log());
     return 1;
   }
-  fmt::print("{} clients x {} requests (half keep-alive), pages of 100 over {} records; attacked: {} slow-header "
-             "clients\n",
-             clients, requests, records, slow);
+  fmt::print(
+      "{} clients x {} requests (half keep-alive), pages of 100 over {} records; attacked: {} slow-header "
+      "clients\n",
+      clients, requests, records, slow);
   PhaseResult plain = Phase(port, server.pid(), token, clients, requests, 0, cursors);
   Print("plain", plain);
   PhaseResult attacked = Phase(port, server.pid(), token, clients, requests, slow, cursors);

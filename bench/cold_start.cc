@@ -53,7 +53,8 @@ int main(int argc, char** argv) {
     o.argv = {"sbatch", "--parsable", "-p", nodeset, "-o", "/dev/null", "--wrap", "sleep 1"};
     auto r = b.rt->Exec(op::LoginPodName(b.cluster), o);
     auto t0 = Clock::now();
-    if (!r.ok() || r->exit_code != 0) return std::fprintf(stderr, "sbatch failed: %s\n", r.ok() ? r->err.c_str() : ""), 1;
+    if (!r.ok() || r->exit_code != 0)
+      return std::fprintf(stderr, "sbatch failed: %s\n", r.ok() ? r->err.c_str() : ""), 1;
     int64_t job = std::atoll(r->out.c_str());
     Clock::time_point t_pod{}, t_reg{}, t_run{};
     while (t_run == Clock::time_point{}) {
@@ -65,7 +66,8 @@ int main(int argc, char** argv) {
       }
       if (t_pod != Clock::time_point{} && t_reg == Clock::time_point{}) {
         auto nodes = rest.Nodes();
-        if (nodes.ok() && std::any_of(nodes->begin(), nodes->end(), [&](const auto& n) { return n.features.count(nodeset); })) {
+        if (nodes.ok() &&
+            std::any_of(nodes->begin(), nodes->end(), [&](const auto& n) { return n.features.count(nodeset); })) {
           t_reg = Clock::now();
         }
       }
@@ -84,8 +86,8 @@ int main(int argc, char** argv) {
     start.push_back(Ms(t_pod, t_reg));
     schedule.push_back(Ms(t_reg, t_run));
     total.push_back(Ms(t0, t_run));
-    std::printf("trial %2d: job %ld RUNNING after %7.0f ms (decision %5.0f, start+register %5.0f, schedule %5.0f)\n", t + 1,
-                long(job), total.back(), decision.back(), start.back(), schedule.back());
+    std::printf("trial %2d: job %ld RUNNING after %7.0f ms (decision %5.0f, start+register %5.0f, schedule %5.0f)\n",
+                t + 1, long(job), total.back(), decision.back(), start.back(), schedule.back());
     std::fflush(stdout);
   }
   std::printf("\ncold start, %d trials          p50 ms    p95 ms\n", trials);

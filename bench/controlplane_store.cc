@@ -18,12 +18,12 @@
 
 #include <fmt/format.h>
 
+#include "../tests/integration/harness.h"
+#include "../tests/integration/postgres.h"
 #include "common/files.h"
 #include "controlplane/db.h"
 #include "controlplane/store.h"
-#include "../tests/integration/harness.h"
 #include "job_records.h"
-#include "../tests/integration/postgres.h"
 
 using namespace hpc;
 using Clock = std::chrono::steady_clock;
@@ -64,9 +64,10 @@ int64_t VmHwmKiB(pid_t pid) {
 void IngestBench(const std::string& engine, cp::Store* s, int64_t n, int64_t peer_n) {
   double batched = Ingest(s, 0, n, 500);
   double single = Ingest(s, n, peer_n, 1);
-  fmt::print("ingest {:<8} {:>9} records in batches of 500: {:>9.0f} records/s | peer, one per transaction "
-             "({} records): {:>7.0f} records/s | ratio {:.1f}x\n",
-             engine, n, batched, peer_n, single, batched / single);
+  fmt::print(
+      "ingest {:<8} {:>9} records in batches of 500: {:>9.0f} records/s | peer, one per transaction "
+      "({} records): {:>7.0f} records/s | ratio {:.1f}x\n",
+      engine, n, batched, peer_n, single, batched / single);
 }
 
 }  // namespace
@@ -137,24 +138,25 @@ int main() {
       t = Clock::now();
       int rows = 0;
       (void)(*db)->Query(fmt::format("SELECT * FROM jobs WHERE project = 'astro' ORDER BY submit_time DESC, "
-                                     "data_plane DESC, cluster DESC, job_id DESC LIMIT 100 OFFSET {}", depth),
+                                     "data_plane DESC, cluster DESC, job_id DESC LIMIT 100 OFFSET {}",
+                                     depth),
                          {}, [&](const cp::SqlRow&) { return ++rows > 0; });
       offset.push_back(Secs(t) * 1000);
     }
-    fmt::print("list   sqlite    {:>9} stored, page of 100: first page (half filtered by user) p50 {:.2f} ms "
-               "p95 {:.2f} ms; random depth by cursor p50 {:.2f} ms p95 {:.2f} ms | peer OFFSET p50 {:.2f} ms "
-               "p95 {:.2f} ms | ratio p95 {:.3f}\n",
-               total, Percentile(first, 0.5), Percentile(first, 0.95), Percentile(keyset, 0.5),
-               Percentile(keyset, 0.95), Percentile(offset, 0.5), Percentile(offset, 0.95),
-               Percentile(keyset, 0.95) / Percentile(offset, 0.95));
+    fmt::print(
+        "list   sqlite    {:>9} stored, page of 100: first page (half filtered by user) p50 {:.2f} ms "
+        "p95 {:.2f} ms; random depth by cursor p50 {:.2f} ms p95 {:.2f} ms | peer OFFSET p50 {:.2f} ms "
+        "p95 {:.2f} ms | ratio p95 {:.3f}\n",
+        total, Percentile(first, 0.5), Percentile(first, 0.95), Percentile(keyset, 0.5), Percentile(keyset, 0.95),
+        Percentile(offset, 0.5), Percentile(offset, 0.95), Percentile(keyset, 0.95) / Percentile(offset, 0.95));
   }
 
   // Export through the real server: streamed, the server's peak RSS should not follow the size.
   {
     int port = it::FreeLoopbackPort();
-    it::Background server({HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen",
-                           "127.0.0.1:" + std::to_string(port)},
-                          *dir + "/server.log");
+    it::Background server(
+        {HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},
+        *dir + "/server.log");
     std::string url = "http://127.0.0.1:" + std::to_string(port);
     it::WaitFor([&] { return httplib::Client(url).Get("/api/v1/dataplanes") != nullptr; }, std::chrono::seconds(20));
     std::string token = files::Read(*dir + "/controlplane/admin.token").value_or("");
@@ -195,10 +197,11 @@ int main() {
     (void)!::read(pipefd[0], buf, sizeof buf - 1);
     ::waitpid(child, nullptr, 0);
     int64_t peer_growth = std::atoll(buf);
-    fmt::print("export sqlite    {:>9} records streamed as NDJSON ({:.0f} MiB) in {:.1f} s ({:.0f} records/s): server "
-               "peak RSS {} MiB -> {} MiB (+{} MiB) | peer, built in memory first: +{} MiB | ratio {:.3f}\n",
-               lines, bytes / 1048576.0, secs, lines / secs, before / 1024, after / 1024, (after - before) / 1024,
-               peer_growth / 1024, static_cast<double>(after - before) / std::max<int64_t>(1, peer_growth));
+    fmt::print(
+        "export sqlite    {:>9} records streamed as NDJSON ({:.0f} MiB) in {:.1f} s ({:.0f} records/s): server "
+        "peak RSS {} MiB -> {} MiB (+{} MiB) | peer, built in memory first: +{} MiB | ratio {:.3f}\n",
+        lines, bytes / 1048576.0, secs, lines / secs, before / 1024, after / 1024, (after - before) / 1024,
+        peer_growth / 1024, static_cast<double>(after - before) / std::max<int64_t>(1, peer_growth));
   }
   (void)files::RemoveAll(*dir);
   return 0;

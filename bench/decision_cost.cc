@@ -60,11 +60,13 @@ int main() {
     }
   });
   auto naive = Time(3, [&] {
-    for (int n = 0; n < kNodeSets; ++n) needed += ComputeDemand(queue, "ns" + std::to_string(n), shape, 128, 128).nodes_needed;
+    for (int n = 0; n < kNodeSets; ++n)
+      needed += ComputeDemand(queue, "ns" + std::to_string(n), shape, 128, 128).nodes_needed;
   });
   auto p = [](const std::vector<double>& v, double q) { return v[std::min(v.size() - 1, size_t(q * v.size()))]; };
   std::printf("decision cost: %d pending jobs, %d nodesets (checksum %ld)\n", kJobs, kNodeSets, needed);
-  std::printf("  hpcplane (grouped once)      p50 %8.2f ms  p95 %8.2f ms  (%d runs)\n", p(grouped, 0.5), p(grouped, 0.95), kReps);
+  std::printf("  hpcplane (grouped once)      p50 %8.2f ms  p95 %8.2f ms  (%d runs)\n", p(grouped, 0.5),
+              p(grouped, 0.95), kReps);
   std::printf("  peer (full scan per nodeset) p50 %8.2f ms                   (3 runs)\n", p(naive, 0.5));
   std::printf("  ratio hpcplane/peer          %.3f   target: hpcplane p50 <= 50 ms\n", p(grouped, 0.5) / p(naive, 0.5));
   return 0;

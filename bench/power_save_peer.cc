@@ -128,7 +128,8 @@ int main(int argc, char** argv) {
       if (Clock::now() - t0 > std::chrono::seconds(300)) {
         auto nd = node_state("cloud-0");
         return std::fprintf(stderr, "job %ld did not start (cloud-0: %s %s)\n", long(job), nd ? nd->state.c_str() : "?",
-                            nd ? nd->reason.c_str() : ""), 1;
+                            nd ? nd->reason.c_str() : ""),
+               1;
       }
       if (serve() && t_req == Clock::time_point{}) t_req = Clock::now();
       auto jobs = rest.Jobs();
@@ -143,8 +144,9 @@ int main(int argc, char** argv) {
     resume_wait.push_back(Ms(t0, t_req));
     start.push_back(Ms(t_req, t_run));
     total.push_back(Ms(t0, t_run));
-    std::printf("peer trial %2d: job %ld RUNNING after %7.0f ms (ResumeProgram called %6.0f, pod+register+schedule %6.0f)\n",
-                t + 1, long(job), total.back(), resume_wait.back(), start.back());
+    std::printf(
+        "peer trial %2d: job %ld RUNNING after %7.0f ms (ResumeProgram called %6.0f, pod+register+schedule %6.0f)\n",
+        t + 1, long(job), total.back(), resume_wait.back(), start.back());
     std::fflush(stdout);
   }
   std::printf("\npower-saving peer, %d trials   p50 ms    p95 ms\n", trials);

@@ -95,7 +95,8 @@ class FieldReader {
     YAML::Node n = node_[key];
     static const std::regex count_or_share("^[0-9]{1,9}%?$");
     if (!n.IsScalar() || !std::regex_match(n.Scalar(), count_or_share)) {
-      return Fail(Path(key), fmt::format("must be a count like 2 or a share like \"20%\" (got {})", DescribeValue(n)), n);
+      return Fail(Path(key), fmt::format("must be a count like 2 or a share like \"20%\" (got {})", DescribeValue(n)),
+                  n);
     }
     *out = n.Scalar();
   }
@@ -105,7 +106,8 @@ class FieldReader {
     if (!n.IsSequence()) return Fail(Path(key), "must be a list of strings", n);
     for (size_t i = 0; i < n.size(); ++i) {
       if (!IsString(n[i])) {
-        return Fail(fmt::format("{}[{}]", Path(key), i), fmt::format("must be a string (got {})", Describe(n[i])), n[i]);
+        return Fail(fmt::format("{}[{}]", Path(key), i), fmt::format("must be a string (got {})", Describe(n[i])),
+                    n[i]);
       }
       out->push_back(n[i].Scalar());
     }
@@ -240,9 +242,12 @@ Result<int64_t> ParseDurationSeconds(const std::string& text) {
   }
   int64_t v = std::stoll(m[1]);
   std::string unit = m[2];
-  if (unit == "m") v *= 60;
-  else if (unit == "h") v *= 3600;
-  else if (unit == "d") v *= 86400;
+  if (unit == "m")
+    v *= 60;
+  else if (unit == "h")
+    v *= 3600;
+  else if (unit == "d")
+    v *= 86400;
   return v;
 }
 
@@ -372,8 +377,7 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& sour
     std::string subject = Subject(kind, meta.name);
     if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
     if (api_version != kApiVersion) {
-      return Status::Errorf("{}: {}: apiVersion: must be {} (got \"{}\")", source, subject, kApiVersion,
-                            api_version);
+      return Status::Errorf("{}: {}: apiVersion: must be {} (got \"{}\")", source, subject, kApiVersion, api_version);
     }
     top.Has("status");  // accepted and ignored, as Kubernetes does on apply
     if (kind == kKindSlurmCluster) {
@@ -394,8 +398,8 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& sour
       RETURN_IF_ERROR(ValidateShape(n).WithContext(source));
       out.nodesets.push_back(std::move(n));
     } else {
-      return Status::Errorf("{}: document {}: kind: must be {} or {} (got \"{}\")", source, index,
-                            kKindSlurmCluster, kKindNodeSet, kind);
+      return Status::Errorf("{}: document {}: kind: must be {} or {} (got \"{}\")", source, index, kKindSlurmCluster,
+                            kKindNodeSet, kind);
     }
   }
   if (out.clusters.empty() && out.nodesets.empty()) {
@@ -443,8 +447,11 @@ Result<Manifest> DecodeManifestFile(const std::string& path) {
 static nlohmann::json ConditionsJson(const std::vector<Condition>& cs) {
   nlohmann::json arr = nlohmann::json::array();
   for (const auto& c : cs) {
-    arr.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason},
-                   {"message", c.message}, {"lastTransitionTime", c.last_transition_time}});
+    arr.push_back({{"type", c.type},
+                   {"status", c.status},
+                   {"reason", c.reason},
+                   {"message", c.message},
+                   {"lastTransitionTime", c.last_transition_time}});
   }
   return arr;
 }
@@ -556,9 +563,12 @@ nlohmann::json ToJson(const NodeSet& n) {
         {"memoryMiB", s.resources.memory_mib},
         {"gpus", s.resources.gpus},
         {"tmpMiB", s.resources.tmp_mib}}},
-      {"partition", {{"name", n.PartitionName()}, {"default", s.partition.is_default},
-                     {"maxTime", s.partition.max_time}, {"options", s.partition.options},
-                     {"state", s.partition.state}}},
+      {"partition",
+       {{"name", n.PartitionName()},
+        {"default", s.partition.is_default},
+        {"maxTime", s.partition.max_time},
+        {"options", s.partition.options},
+        {"state", s.partition.state}}},
       {"features", s.features},
       {"datasets", DatasetsJson(s.datasets)},
       {"scaling", {{"scaleUpPerMinute", s.scale_up_per_minute}, {"scaleDownPerMinute", s.scale_down_per_minute}}},
@@ -581,10 +591,7 @@ nlohmann::json ToJson(const NodeSet& n) {
   if (s.replicas) spec["replicas"] = *s.replicas;
   if (s.min_replicas) spec["minReplicas"] = *s.min_replicas;
   return {
-      {"apiVersion", kApiVersion},
-      {"kind", kKindNodeSet},
-      {"metadata", MetaJson(n.metadata)},
-      {"spec", spec},
+      {"apiVersion", kApiVersion},        {"kind", kKindNodeSet}, {"metadata", MetaJson(n.metadata)}, {"spec", spec},
       {"status", StatusToJson(n.status)},
   };
 }
@@ -629,8 +636,10 @@ static void EmitJson(YAML::Emitter& e, const nlohmann::json& j) {
           R"(^(true|false|True|False|TRUE|FALSE|null|Null|NULL|~|[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+|)"
           R"([-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?|[-+]?\.(inf|Inf|INF)|\.(nan|NaN|NAN)|)$)");
       const std::string v = j.get<std::string>();
-      if (std::regex_match(v, typed)) e << YAML::DoubleQuoted;
-      else if (ReadsBackAsLiteralBlock(v)) e << YAML::Literal;
+      if (std::regex_match(v, typed))
+        e << YAML::DoubleQuoted;
+      else if (ReadsBackAsLiteralBlock(v))
+        e << YAML::Literal;
       e << v;
       break;
     }
@@ -671,11 +680,19 @@ nlohmann::json StatusToJson(const SlurmClusterStatus& s) {
 }
 
 nlohmann::json StatusToJson(const NodeSetStatus& s) {
-  return {{"observedGeneration", s.observed_generation}, {"desired", s.desired},
-          {"replicas", s.replicas}, {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle},
-          {"draining", s.draining}, {"unhealthy", s.unhealthy}, {"healthDrains", s.health_drains},
-          {"replacements", s.replacements}, {"lastDecision", s.last_decision},
-          {"conditions", ConditionsJson(s.conditions)}, {"events", EventsJson(s.events)}};
+  return {{"observedGeneration", s.observed_generation},
+          {"desired", s.desired},
+          {"replicas", s.replicas},
+          {"ready", s.ready},
+          {"busy", s.busy},
+          {"idle", s.idle},
+          {"draining", s.draining},
+          {"unhealthy", s.unhealthy},
+          {"healthDrains", s.health_drains},
+          {"replacements", s.replacements},
+          {"lastDecision", s.last_decision},
+          {"conditions", ConditionsJson(s.conditions)},
+          {"events", EventsJson(s.events)}};
 }
 
 SlurmClusterStatus ClusterStatusFromJson(const nlohmann::json& j) {

@@ -21,7 +21,9 @@ class SchemaWriter {
   void Integer(const std::string& key, Int*) {
     Set(key, {{"type", "integer"}, {"format", sizeof(Int) == 8 ? "int64" : "int32"}});
   }
-  void OptionalInt(const std::string& key, std::optional<int>*) { Set(key, {{"type", "integer"}, {"format", "int32"}}); }
+  void OptionalInt(const std::string& key, std::optional<int>*) {
+    Set(key, {{"type", "integer"}, {"format", "int32"}});
+  }
   void Bool(const std::string& key, bool*) { Set(key, {{"type", "boolean"}}); }
   // "90s", "5m", "1h", "1d" or a plain number of seconds.
   void Duration(const std::string& key, int64_t*) { Set(key, IntOrString()); }
@@ -52,7 +54,8 @@ class SchemaWriter {
 
  private:
   static json IntOrString() {
-    return {{"x-kubernetes-int-or-string", true}, {"anyOf", json::array({{{"type", "integer"}}, {{"type", "string"}}})}};
+    return {{"x-kubernetes-int-or-string", true},
+            {"anyOf", json::array({{{"type", "integer"}}, {{"type", "string"}}})}};
   }
   void Set(const std::string& key, json s) {
     if (schema["properties"].contains(key)) throw std::logic_error("spec field walked twice: " + key);
@@ -73,17 +76,16 @@ const json kReady =
 
 json Crd(const std::string& kind, const std::string& plural, const std::vector<std::string>& short_names,
          const json& spec, const json& columns, const json& subresources, const std::string& what) {
-  json schema = {
-      {"type", "object"},
-      {"description", what},
-      {"properties",
-       {{"apiVersion", {{"type", "string"}}},
-        {"kind", {{"type", "string"}}},
-        {"metadata", {{"type", "object"}}},
-        {"spec", spec},
-        // Written by the operator only (the status subresource); its shape is the one
-        // `hpcplane get -o yaml` shows.
-        {"status", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}};
+  json schema = {{"type", "object"},
+                 {"description", what},
+                 {"properties",
+                  {{"apiVersion", {{"type", "string"}}},
+                   {"kind", {{"type", "string"}}},
+                   {"metadata", {{"type", "object"}}},
+                   {"spec", spec},
+                   // Written by the operator only (the status subresource); its shape is the one
+                   // `hpcplane get -o yaml` shows.
+                   {"status", {{"type", "object"}, {"x-kubernetes-preserve-unknown-fields", true}}}}}};
   return {{"apiVersion", "apiextensions.k8s.io/v1"},
           {"kind", "CustomResourceDefinition"},
           {"metadata", {{"name", plural + "." + kGroup}, {"labels", {{"app.kubernetes.io/part-of", "hpcplane"}}}}},
@@ -94,20 +96,20 @@ json Crd(const std::string& kind, const std::string& plural, const std::vector<s
              {{"kind", kind},
               {"listKind", kind + "List"},
               {"plural", plural},
-              {"singular", [&] {
+              {"singular",
+               [&] {
                  std::string s = kind;
                  for (auto& ch : s) ch = static_cast<char>(std::tolower(static_cast<unsigned char>(ch)));
                  return s;
                }()},
               {"shortNames", short_names},
               {"categories", json::array({"hpcplane"})}}},
-            {"versions",
-             json::array({{{"name", kVersion},
-                           {"served", true},
-                           {"storage", true},
-                           {"schema", {{"openAPIV3Schema", schema}}},
-                           {"subresources", subresources},
-                           {"additionalPrinterColumns", columns}}})}}}};
+            {"versions", json::array({{{"name", kVersion},
+                                       {"served", true},
+                                       {"storage", true},
+                                       {"schema", {{"openAPIV3Schema", schema}}},
+                                       {"subresources", subresources},
+                                       {"additionalPrinterColumns", columns}}})}}}};
 }
 
 }  // namespace
@@ -131,31 +133,30 @@ json SpecSchema(const std::string& kind) {
 
 json CustomResourceDefinitions() {
   const json status_only = {{"status", json::object()}};
-  json cluster = Crd(kKindSlurmCluster, "slurmclusters", {"slurm"}, SpecSchema(kKindSlurmCluster),
-                     json::array({kReady, kAge}), status_only,
-                     "A Slurm cluster: controller, REST API, accounting, login; its workers come from NodeSets.");
-  json nodeset = Crd(
-      kKindNodeSet, "nodesets", {"nss"}, SpecSchema(kKindNodeSet),
-      json::array({kReady, Column("Replicas", "integer", ".status.replicas", "Worker pods that exist"),
-                   Column("Desired", "integer", ".status.desired", "Workers the autoscaler wants"),
-                   Column("Busy", "integer", ".status.busy", "Workers running jobs"),
-                   Column("Idle", "integer", ".status.idle", "Workers idle in Slurm"),
-                   Column("Last Decision", "string", ".status.lastDecision", "The autoscaler's last decision", 1),
-                   kAge}),
-      // The scale subresource lets `kubectl scale` pin a count, and HPA or KEDA drive one.
-      {{"status", json::object()},
-       {"scale",
-        {{"specReplicasPath", ".spec.replicas"},
-         {"statusReplicasPath", ".status.replicas"},
-         {"labelSelectorPath", ".status.selector"}}}},
-      "A set of identical Slurm workers, one pod each, autoscaled from pending jobs (down to zero).");
-  json workspace = Crd(kKindWorkspace, "workspaces", {"ws"}, SpecSchema(kKindWorkspace),
-                       json::array({Column("Phase", "string", ".status.phase", "Pending, Ready or Stopping"),
-                                    Column("User", "string", ".spec.user.name", "Whose workspace it is"),
-                                    Column("Project", "string", ".spec.project", "The project it belongs to"),
-                                    kAge}),
-                       status_only,
-                       "A practitioner's login pod with the Slurm CLI, a private autoscaled partition and token.");
+  json cluster =
+      Crd(kKindSlurmCluster, "slurmclusters", {"slurm"}, SpecSchema(kKindSlurmCluster), json::array({kReady, kAge}),
+          status_only, "A Slurm cluster: controller, REST API, accounting, login; its workers come from NodeSets.");
+  json nodeset =
+      Crd(kKindNodeSet, "nodesets", {"nss"}, SpecSchema(kKindNodeSet),
+          json::array({kReady, Column("Replicas", "integer", ".status.replicas", "Worker pods that exist"),
+                       Column("Desired", "integer", ".status.desired", "Workers the autoscaler wants"),
+                       Column("Busy", "integer", ".status.busy", "Workers running jobs"),
+                       Column("Idle", "integer", ".status.idle", "Workers idle in Slurm"),
+                       Column("Last Decision", "string", ".status.lastDecision", "The autoscaler's last decision", 1),
+                       kAge}),
+          // The scale subresource lets `kubectl scale` pin a count, and HPA or KEDA drive one.
+          {{"status", json::object()},
+           {"scale",
+            {{"specReplicasPath", ".spec.replicas"},
+             {"statusReplicasPath", ".status.replicas"},
+             {"labelSelectorPath", ".status.selector"}}}},
+          "A set of identical Slurm workers, one pod each, autoscaled from pending jobs (down to zero).");
+  json workspace =
+      Crd(kKindWorkspace, "workspaces", {"ws"}, SpecSchema(kKindWorkspace),
+          json::array({Column("Phase", "string", ".status.phase", "Pending, Ready or Stopping"),
+                       Column("User", "string", ".spec.user.name", "Whose workspace it is"),
+                       Column("Project", "string", ".spec.project", "The project it belongs to"), kAge}),
+          status_only, "A practitioner's login pod with the Slurm CLI, a private autoscaled partition and token.");
   return json::array({cluster, nodeset, workspace});
 }
 

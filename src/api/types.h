@@ -62,8 +62,8 @@ struct AccountingSpec {
 struct HealthChecksSpec {
   bool enabled = true;
   int64_t interval_seconds = 30;
-  int64_t timeout_seconds = 10;  // per check; a check that runs longer is killed and fails
-  int min_free_percent = 10;     // of /tmp and of slurmd's spool directory
+  int64_t timeout_seconds = 10;         // per check; a check that runs longer is killed and fails
+  int min_free_percent = 10;            // of /tmp and of slurmd's spool directory
   int64_t max_clock_skew_seconds = 30;  // against slurmctld's clock
   // Most workers of a nodeset drained by health checks at once: a count ("2") or a share of the
   // nodeset's workers ("20%", rounded up, at least 1). Beyond it the check itself is suspect.
@@ -86,7 +86,7 @@ struct SlurmClusterSpec {
   int min_replica_count = 0;  // default minReplicas for nodesets
   int max_node_count = 64;    // Slurm's MaxNodeCount: bound on dynamic nodes
   std::vector<std::string> scheduler_parameters;
-  std::string priority_type;  // e.g. priority/multifactor; empty: Slurm's default
+  std::string priority_type;              // e.g. priority/multifactor; empty: Slurm's default
   std::vector<std::string> extra_config;  // verbatim slurm.conf lines
   std::vector<Dataset> datasets;
   std::vector<ClusterUser> users;
@@ -118,9 +118,9 @@ struct WorkerResources {
 // A Kubernetes toleration of a node taint, for a nodeset's workers (e.g. GPU nodes' taints).
 struct Toleration {
   std::string key;
-  std::string op;      // "Exists" or "Equal" (empty: Equal)
+  std::string op;  // "Exists" or "Equal" (empty: Equal)
   std::string value;
-  std::string effect;  // empty (every effect), NoSchedule, PreferNoSchedule or NoExecute
+  std::string effect;          // empty (every effect), NoSchedule, PreferNoSchedule or NoExecute
   std::optional<int> seconds;  // how long a NoExecute taint is tolerated; unset: forever
   bool operator==(const Toleration&) const = default;
 };
@@ -167,7 +167,7 @@ struct PartitionSpec {
   bool is_default = false;
   std::string max_time = "INFINITE";
   std::map<std::string, std::string> options;  // extra PartitionName options, e.g. AllowGroups
-  std::string state = "UP";  // UP | DRAIN (no new jobs; queued ones still run) | DOWN | INACTIVE
+  std::string state = "UP";                    // UP | DRAIN (no new jobs; queued ones still run) | DOWN | INACTIVE
 };
 
 struct NodeSetSpec {
@@ -222,9 +222,7 @@ struct NodeSet {
   NodeSetSpec spec;
   NodeSetStatus status;
 
-  std::string PartitionName() const {
-    return spec.partition.name.empty() ? metadata.name : spec.partition.name;
-  }
+  std::string PartitionName() const { return spec.partition.name.empty() ? metadata.name : spec.partition.name; }
   int MinReplicas(int cluster_default) const { return spec.min_replicas.value_or(cluster_default); }
 };
 
@@ -241,7 +239,7 @@ struct WorkspaceSpec {
   int max_workers = 2;
   int64_t idle_timeout_seconds = 300;
   int64_t token_lifetime_seconds = 8 * 3600;
-  std::vector<std::string> datasets;  // project datasets, mounted at /datasets/<name>
+  std::vector<std::string> datasets;            // project datasets, mounted at /datasets/<name>
   std::map<std::string, int64_t> dataset_gids;  // each dataset's group (platform catalog)
   // Set by `workspace stop`: drain the partition, wait for (or cancel) its jobs, then remove all.
   bool stopping = false;

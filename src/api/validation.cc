@@ -15,11 +15,16 @@ constexpr int kMaxReplicas = 240;
 std::string OneLine(const std::string& text) {
   std::string out;
   for (unsigned char c : text) {
-    if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
+    if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
   }
   return out;
 }
@@ -37,12 +42,51 @@ bool IsSafeConfigValue(const std::string& v) {
 }  // namespace
 
 bool IsReservedUserName(const std::string& name) {
-  static const std::set<std::string> reserved = {
-      "root", "daemon", "bin", "sys", "sync", "games", "man", "lp", "mail", "news", "uucp",
-      "proxy", "www-data", "backup", "list", "irc", "gnats", "nobody", "nogroup", "systemd-network",
-      "systemd-resolve", "systemd-timesync", "messagebus", "sshd", "_apt", "slurm", "munge",
-      "mysql", "postgres", "admin", "operator", "halt", "shutdown", "adm", "tty", "disk", "kmem",
-      "dialout", "staff", "users", "sudo", "wheel", "shadow", "utmp", "hpcplane"};
+  static const std::set<std::string> reserved = {"root",
+                                                 "daemon",
+                                                 "bin",
+                                                 "sys",
+                                                 "sync",
+                                                 "games",
+                                                 "man",
+                                                 "lp",
+                                                 "mail",
+                                                 "news",
+                                                 "uucp",
+                                                 "proxy",
+                                                 "www-data",
+                                                 "backup",
+                                                 "list",
+                                                 "irc",
+                                                 "gnats",
+                                                 "nobody",
+                                                 "nogroup",
+                                                 "systemd-network",
+                                                 "systemd-resolve",
+                                                 "systemd-timesync",
+                                                 "messagebus",
+                                                 "sshd",
+                                                 "_apt",
+                                                 "slurm",
+                                                 "munge",
+                                                 "mysql",
+                                                 "postgres",
+                                                 "admin",
+                                                 "operator",
+                                                 "halt",
+                                                 "shutdown",
+                                                 "adm",
+                                                 "tty",
+                                                 "disk",
+                                                 "kmem",
+                                                 "dialout",
+                                                 "staff",
+                                                 "users",
+                                                 "sudo",
+                                                 "wheel",
+                                                 "shadow",
+                                                 "utmp",
+                                                 "hpcplane"};
   return reserved.count(name) > 0;
 }
 
@@ -55,8 +99,7 @@ Status ValidateUserName(const std::string& name) {
         name);
   }
   if (IsReservedUserName(name)) {
-    return Status::Errorf("user name \"{}\" is a reserved system name and cannot be a Slurm user",
-                          name);
+    return Status::Errorf("user name \"{}\" is a reserved system name and cannot be a Slurm user", name);
   }
   return Status::Ok();
 }
@@ -120,22 +163,25 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
       return FieldError(subject, at + ".operator", fmt::format("must be Equal or Exists (got \"{}\")", OneLine(t.op)));
     }
     if (t.op == "Exists" && !t.value.empty()) return FieldError(subject, at + ".value", "must be empty with Exists");
-    if (t.key.empty() && t.op != "Exists") return FieldError(subject, at + ".operator", "must be Exists when key is empty");
+    if (t.key.empty() && t.op != "Exists")
+      return FieldError(subject, at + ".operator", "must be Exists when key is empty");
     if (!t.value.empty()) {
       if (Status s = ValidateLabels(subject, {{"v", t.value}}, at); !s.ok()) {
         return FieldError(subject, at + ".value", "must be a label value: at most 63 letters, digits, '-', '_' or '.'");
       }
     }
     if (t.effect != "" && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute") {
-      return FieldError(subject, at + ".effect",
-                        fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute (got \"{}\")", OneLine(t.effect)));
+      return FieldError(
+          subject, at + ".effect",
+          fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute (got \"{}\")", OneLine(t.effect)));
     }
     if (t.seconds && (t.effect != "NoExecute" || *t.seconds < 0)) {
       return FieldError(subject, at + ".tolerationSeconds", "is for NoExecute only, and >= 0");
     }
   }
   auto check_term = [&](const NodeSelectorTerm& term, const std::string& at) -> Status {
-    if (term.match_expressions.empty()) return FieldError(subject, at + ".matchExpressions", "must hold at least one expression");
+    if (term.match_expressions.empty())
+      return FieldError(subject, at + ".matchExpressions", "must hold at least one expression");
     for (size_t i = 0; i < term.match_expressions.size(); ++i) {
       const NodeSelectorRequirement& e = term.match_expressions[i];
       const std::string here = fmt::format("{}.matchExpressions[{}]", at, i);
@@ -170,27 +216,29 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
   };
   const std::string node_affinity = "spec.pod.affinity.nodeAffinity";
   for (size_t i = 0; i < pod.required_node_terms.size(); ++i) {
-    RETURN_IF_ERROR(check_term(pod.required_node_terms[i],
-                               fmt::format("{}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{}]",
-                                           node_affinity, i)));
+    RETURN_IF_ERROR(check_term(
+        pod.required_node_terms[i],
+        fmt::format("{}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{}]", node_affinity, i)));
   }
   for (size_t i = 0; i < pod.preferred_node_terms.size(); ++i) {
     const std::string at = fmt::format("{}.preferredDuringSchedulingIgnoredDuringExecution[{}]", node_affinity, i);
     if (pod.preferred_node_terms[i].weight < 1 || pod.preferred_node_terms[i].weight > 100) {
-      return FieldError(subject, at + ".weight", fmt::format("must be 1-100 (got {})", pod.preferred_node_terms[i].weight));
+      return FieldError(subject, at + ".weight",
+                        fmt::format("must be 1-100 (got {})", pod.preferred_node_terms[i].weight));
     }
     RETURN_IF_ERROR(check_term(pod.preferred_node_terms[i].preference, at + ".preference"));
   }
   const std::string seccomp = "spec.pod.securityContext.seccompProfile";
   if (!pod.seccomp_type.empty() || !pod.seccomp_localhost_profile.empty()) {
     if (pod.seccomp_type != "RuntimeDefault" && pod.seccomp_type != "Localhost" && pod.seccomp_type != "Unconfined") {
-      return FieldError(subject, seccomp + ".type",
-                        fmt::format("must be RuntimeDefault, Localhost or Unconfined (got \"{}\")", OneLine(pod.seccomp_type)));
+      return FieldError(
+          subject, seccomp + ".type",
+          fmt::format("must be RuntimeDefault, Localhost or Unconfined (got \"{}\")", OneLine(pod.seccomp_type)));
     }
     static const std::regex relative("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$");
     const std::string& profile = pod.seccomp_localhost_profile;
-    if (pod.seccomp_type == "Localhost" &&
-        (!std::regex_match(profile, relative) || profile.size() > 255 || ("/" + profile + "/").find("/../") != std::string::npos)) {
+    if (pod.seccomp_type == "Localhost" && (!std::regex_match(profile, relative) || profile.size() > 255 ||
+                                            ("/" + profile + "/").find("/../") != std::string::npos)) {
       return FieldError(subject, seccomp + ".localhostProfile",
                         "must be a relative path under the kubelet's seccomp directory, without '..'");
     }
@@ -199,7 +247,8 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
     }
   }
   if (!pod.priority_class_name.empty() && !IsDnsSubdomain(pod.priority_class_name)) {
-    return FieldError(subject, "spec.pod.priorityClassName", "must be a Kubernetes object name (lowercase DNS subdomain)");
+    return FieldError(subject, "spec.pod.priorityClassName",
+                      "must be a Kubernetes object name (lowercase DNS subdomain)");
   }
   for (size_t i = 0; i < pod.image_pull_secrets.size(); ++i) {
     if (!IsDnsSubdomain(pod.image_pull_secrets[i])) {
@@ -213,8 +262,8 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
 Status ValidateDatasets(const std::string& subject, const std::string& field, const std::vector<Dataset>& datasets) {
   std::set<std::string> dataset_names, mount_paths;
   static const std::regex abs_path(R"(^(/[A-Za-z0-9._-]+)+$)");
-  static const std::set<std::string> forbidden_mounts = {"/", "/etc", "/usr", "/bin", "/sbin", "/lib",
-                                                         "/proc", "/sys", "/dev", "/run", "/var", "/tmp"};
+  static const std::set<std::string> forbidden_mounts = {"/",     "/etc", "/usr", "/bin", "/sbin", "/lib",
+                                                         "/proc", "/sys", "/dev", "/run", "/var",  "/tmp"};
   for (size_t i = 0; i < datasets.size(); ++i) {
     const auto& d = datasets[i];
     std::string p = fmt::format("{}[{}]", field, i);
@@ -264,7 +313,8 @@ static Status ValidateHealthChecks(const std::string& subject, const HealthCheck
   return Status::Ok();
 }
 
-static Status ValidateHealthCheckScripts(const std::string& subject, const std::map<std::string, std::string>& scripts) {
+static Status ValidateHealthCheckScripts(const std::string& subject,
+                                         const std::map<std::string, std::string>& scripts) {
   static const std::set<std::string> builtin = {"tmp", "spool", "datasets", "munge", "processes", "clock"};
   static const std::regex name("^[a-z0-9][a-z0-9-]{0,31}$");
   if (scripts.size() > 16) {
@@ -273,11 +323,13 @@ static Status ValidateHealthCheckScripts(const std::string& subject, const std::
   for (const auto& [n, script] : scripts) {
     std::string p = "spec.healthChecks.scripts." + n;
     if (!std::regex_match(n, name)) {
-      return FieldError(subject, p, "names are 1-32 lower-case letters, digits or '-', starting with a letter or digit");
+      return FieldError(subject, p,
+                        "names are 1-32 lower-case letters, digits or '-', starting with a letter or digit");
     }
     if (builtin.count(n)) return FieldError(subject, p, "is the name of a built-in check");
     if (script.rfind("#!", 0) != 0) return FieldError(subject, p, "must start with an interpreter line like #!/bin/sh");
-    if (script.size() > 65536) return FieldError(subject, p, fmt::format("must be at most 64 KiB (got {} bytes)", script.size()));
+    if (script.size() > 65536)
+      return FieldError(subject, p, fmt::format("must be at most 64 KiB (got {} bytes)", script.size()));
     if (script.find('\0') != std::string::npos) return FieldError(subject, p, "must not contain NUL bytes");
   }
   return Status::Ok();
@@ -302,8 +354,7 @@ Status Validate(const SlurmCluster& c) {
   bool is_private = a == 10 || (a == 172 && b >= 16 && b <= 31) || (a == 192 && b == 168);
   if (!is_private) {
     return FieldError(subject, "spec.network.subnet",
-                      fmt::format("must be in a private range (10/8, 172.16/12, 192.168/16) (got \"{}\")",
-                                  s.subnet));
+                      fmt::format("must be in a private range (10/8, 172.16/12, 192.168/16) (got \"{}\")", s.subnet));
   }
   if (s.rest_port < 1 || s.rest_port > 65535) {
     return FieldError(subject, "spec.restApi.port", fmt::format("must be 1-65535 (got {})", s.rest_port));
@@ -323,9 +374,9 @@ Status Validate(const SlurmCluster& c) {
   }
   for (size_t i = 0; i < s.scheduler_parameters.size(); ++i) {
     if (!IsSafeConfigValue(s.scheduler_parameters[i])) {
-      return FieldError(subject, fmt::format("spec.scheduling.schedulerParameters[{}]", i),
-                        "must be one SchedulerParameters token without spaces (got \"" +
-                            s.scheduler_parameters[i] + "\")");
+      return FieldError(
+          subject, fmt::format("spec.scheduling.schedulerParameters[{}]", i),
+          "must be one SchedulerParameters token without spaces (got \"" + s.scheduler_parameters[i] + "\")");
     }
   }
   if (!s.priority_type.empty() && !IsSafeConfigValue(s.priority_type)) {
@@ -340,8 +391,9 @@ Status Validate(const SlurmCluster& c) {
   }
   RETURN_IF_ERROR(ValidateDatasets(subject, "spec.datasets", s.datasets));
   if (!s.accounting.enforce.empty() && !IsSafeConfigValue(s.accounting.enforce)) {
-    return FieldError(subject, "spec.accounting.enforce",
-                      "must be an AccountingStorageEnforce list like associations,limits (got \"" + s.accounting.enforce + "\")");
+    return FieldError(
+        subject, "spec.accounting.enforce",
+        "must be an AccountingStorageEnforce list like associations,limits (got \"" + s.accounting.enforce + "\")");
   }
   RETURN_IF_ERROR(ValidateHealthChecks(subject, s.health_checks));
   std::set<std::string> user_names;
@@ -374,8 +426,7 @@ Status ValidateShape(const NodeSet& n) {
   }
   // A local cluster's pods share one /24: 240 workers leave room for its other pods.
   if (s.max_replicas < 0 || s.max_replicas > kMaxReplicas) {
-    return FieldError(subject, "spec.maxReplicas",
-                      fmt::format("must be 0-{} (got {})", kMaxReplicas, s.max_replicas));
+    return FieldError(subject, "spec.maxReplicas", fmt::format("must be 0-{} (got {})", kMaxReplicas, s.max_replicas));
   }
   if (s.min_replicas && *s.min_replicas < 0) {
     return FieldError(subject, "spec.minReplicas", fmt::format("must be >= 0 (got {})", *s.min_replicas));
@@ -385,9 +436,9 @@ Status ValidateShape(const NodeSet& n) {
                       fmt::format("must be >= minReplicas (got {} < {})", s.max_replicas, *s.min_replicas));
   }
   if (s.replicas && (*s.replicas < 0 || *s.replicas > s.max_replicas)) {
-    return FieldError(subject, "spec.replicas",
-                      fmt::format("must be between minReplicas and maxReplicas (got {}, max {})", *s.replicas,
-                                  s.max_replicas));
+    return FieldError(
+        subject, "spec.replicas",
+        fmt::format("must be between minReplicas and maxReplicas (got {}, max {})", *s.replicas, s.max_replicas));
   }
   if (s.replicas && s.min_replicas && *s.replicas < *s.min_replicas) {
     return FieldError(subject, "spec.replicas",
@@ -462,7 +513,8 @@ Status ValidateAgainstCluster(const NodeSet& n, const SlurmCluster& c) {
                       fmt::format("must be >= minReplicas (got {} < {})", n.spec.max_replicas, min));
   }
   if (n.spec.replicas && *n.spec.replicas < min) {
-    return FieldError(subject, "spec.replicas", fmt::format("must be >= minReplicas (got {} < {})", *n.spec.replicas, min));
+    return FieldError(subject, "spec.replicas",
+                      fmt::format("must be >= minReplicas (got {} < {})", *n.spec.replicas, min));
   }
   // A partition the admin declared is theirs: a nodeset must not take it over (and would
   // otherwise be deleted with the nodeset).

@@ -9,8 +9,8 @@
 #include <tuple>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "app/local_data_plane.h"
 #include "app/runtime_factory.h"
@@ -43,7 +43,6 @@ namespace hpc::app {
 using namespace hpc::op;
 namespace {
 
-
 // Opens the control plane's store under the state dir, makes sure an admin token and this
 // data plane's agent token exist (files, 0600), and starts the API and the agent on threads.
 Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, const std::string& config,
@@ -56,8 +55,9 @@ Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, con
   const std::string dir = p.state_dir + "/controlplane";
   RETURN_IF_ERROR(files::MakeDirs(dir, 0700));
   ASSIGN_OR_RETURN(*store, cp::OpenStore("sqlite:" + dir + "/hpcplane.db"));
-  for (const auto& [file, subject, role] : {std::tuple<std::string, std::string, cp::Role>{dir + "/admin.token", "admin", cp::Role::kAdmin},
-                                            {p.Dir() + "/agent.token", p.name, cp::Role::kAgent}}) {
+  for (const auto& [file, subject, role] :
+       {std::tuple<std::string, std::string, cp::Role>{dir + "/admin.token", "admin", cp::Role::kAdmin},
+        {p.Dir() + "/agent.token", p.name, cp::Role::kAgent}}) {
     if (files::Exists(file)) continue;
     ASSIGN_OR_RETURN(std::string token, cp::BootstrapToken(store->get(), subject, role));
     RETURN_IF_ERROR(files::WriteAtomic(file, token + "\n", 0600));
@@ -80,7 +80,6 @@ Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, con
   });
   return Status::Ok();
 }
-
 
 }  // namespace
 
@@ -173,9 +172,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     schedule_options.idle = std::chrono::seconds(std::atoi(v));
   }
   PassSchedule schedule(schedule_options);
-  const std::vector<std::string> probed = {
-      rt->VolumePath(kVolumeControllerState) + "/" + slurm::kSubmitMarkerFile, p.Dir() + "/cluster.json",
-      p.Dir() + "/nodesets", p.Dir() + "/workspaces"};
+  const std::vector<std::string> probed = {rt->VolumePath(kVolumeControllerState) + "/" + slurm::kSubmitMarkerFile,
+                                           p.Dir() + "/cluster.json", p.Dir() + "/nodesets", p.Dir() + "/workspaces"};
   ChangeWatch watch(probed);
   if (!watch.watching()) spdlog::warn("inotify unavailable: submissions are noticed within a second");
   auto next_supervise = Clock::now();
@@ -193,7 +191,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       }
       settled = supervised.settled;
       // Pods starting are watched closely; settled ones often, and only every second when idle.
-      next_supervise = now + (!settled ? std::chrono::milliseconds(20)
+      next_supervise = now + (!settled          ? std::chrono::milliseconds(20)
                               : schedule.idle() ? std::chrono::milliseconds(1000)
                                                 : std::chrono::milliseconds(200));
     }
@@ -205,8 +203,8 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       if (something_moved || schedule.Moved(stamp)) listing.Invalidate();
       something_moved = false;
       const auto pass_start = Clock::now();
-      PassOutcome outcome = ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger,
-                                          &listing, &metrics);
+      PassOutcome outcome =
+          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger, &listing, &metrics);
       metrics.ObservePass(std::chrono::duration<double>(Clock::now() - pass_start).count());
       schedule.Done(Clock::now(), outcome, stamp);
       if (!was_idle && schedule.idle()) {

@@ -39,7 +39,6 @@ using nlohmann::json;
 
 namespace {
 
-
 // A collection in one namespace, or in all of them when `ns` is empty.
 std::string CollectionPath(const std::string& api, const std::string& ns, const std::string& plural) {
   return ns.empty() ? fmt::format("{}/{}", api, plural) : fmt::format("{}/namespaces/{}/{}", api, ns, plural);
@@ -70,10 +69,14 @@ struct Watched {
 
 std::vector<Watched> WatchedResources() {
   const std::string ours = std::string(k8s::kManagedByLabel) + "=" + k8s::kManagedBy;
-  return {{"slurmclusters", kCustomResourcePath, ""},     {"nodesets", kCustomResourcePath, ""},
-          {"workspaces", kCustomResourcePath, ""},        {"pods", "/api/v1", ours},
-          {"configmaps", "/api/v1", ours},                {"secrets", "/api/v1", ours},
-          {"services", "/api/v1", ours},                  {"persistentvolumeclaims", "/api/v1", ours}};
+  return {{"slurmclusters", kCustomResourcePath, ""},
+          {"nodesets", kCustomResourcePath, ""},
+          {"workspaces", kCustomResourcePath, ""},
+          {"pods", "/api/v1", ours},
+          {"configmaps", "/api/v1", ours},
+          {"secrets", "/api/v1", ours},
+          {"services", "/api/v1", ours},
+          {"persistentvolumeclaims", "/api/v1", ours}};
 }
 
 // The SlurmCluster ("namespace/name") a changed object belongs to; empty for none.
@@ -97,8 +100,11 @@ std::string ClusterKeyOf(const std::string& plural, const json& object) {
 
 class Operator {
  public:
-  Operator(k8s::Connection conn, OperatorOptions options, const std::map<std::string, std::unique_ptr<k8s::Informer>>& informers)
-      : conn_(std::move(conn)), api_(std::make_shared<k8s::ApiClient>(conn_)), options_(std::move(options)),
+  Operator(k8s::Connection conn, OperatorOptions options,
+           const std::map<std::string, std::unique_ptr<k8s::Informer>>& informers)
+      : conn_(std::move(conn)),
+        api_(std::make_shared<k8s::ApiClient>(conn_)),
+        options_(std::move(options)),
         inputs_(KubernetesBuildInputs()) {
     for (const auto& [plural, informer] : informers) caches_.Add(plural, informer.get());
     clusters_cache_ = &informers.at("slurmclusters")->cache();
@@ -206,8 +212,7 @@ class Operator {
     s->nodeset_rec = std::make_unique<op::NodeSetReconciler>(s->rt.get(), inputs_, s->control.get());
     s->workspace_rec = std::make_unique<op::WorkspaceReconciler>(s->rt.get(), inputs_, s->control.get());
     s->accounting = std::make_unique<op::AccountingSync>(s->rt.get(), op::ControllerPodName(named));
-    auto ledger = op::OwnershipLedger::Open(
-        fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
+    auto ledger = op::OwnershipLedger::Open(fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
     if (!ledger.ok()) {
       spdlog::error("slurmcluster {}: {}", name, ledger.status().message());
       return nullptr;
@@ -252,7 +257,8 @@ int RunOperator(const OperatorOptions& given) {
   auto api = std::make_shared<k8s::ApiClient>(*conn);
   InstallStopHandlers();
   spdlog::info("operator {} for {} on {}", options.identity,
-               options.namespace_name.empty() ? "every namespace" : "namespace " + options.namespace_name, conn->server);
+               options.namespace_name.empty() ? "every namespace" : "namespace " + options.namespace_name,
+               conn->server);
 
   // Each informer on a connection of its own (ApiClient serialises requests on one).
   std::map<std::string, std::unique_ptr<k8s::Informer>> informers;

@@ -16,11 +16,11 @@
 namespace hpc::app {
 
 struct OperatorOptions {
-  std::string kubeconfig;      // empty: the pod's service account (in-cluster)
+  std::string kubeconfig;       // empty: the pod's service account (in-cluster)
   std::string namespace_name;   // the namespace whose resources it reconciles; empty: every namespace
   std::string lease_namespace;  // where replicas elect their leader; empty: the context's or the pod's
-  std::string identity;        // this replica's name in the Lease; empty: hostname and pid
-  RenderOptions objects;       // image and storage class of what it creates
+  std::string identity;         // this replica's name in the Lease; empty: hostname and pid
+  RenderOptions objects;        // image and storage class of what it creates
   std::string state_dir = "/var/lib/hpcplane-operator";  // what it owns in Slurm (ownership ledger)
   std::chrono::seconds lease_duration{15};
   std::chrono::milliseconds resync{2000};  // a pass of each cluster at least this often while leading

@@ -124,7 +124,8 @@ Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions
   const op::BuildInputs in = KubernetesBuildInputs();
 
   RecordingRuntime rt;
-  op::ClusterReconciler cluster(&rt, in, [](const std::string&, int) { return nullptr; }, nullptr);
+  op::ClusterReconciler cluster(
+      &rt, in, [](const std::string&, int) { return nullptr; }, nullptr);
   const api::SlurmClusterStatus status = cluster.Reconcile(c, m.nodesets);
   if (cluster.last_errors() > 0) {
     const api::Condition* ready = op::FindCondition(status.conditions, "Ready");
@@ -139,7 +140,7 @@ Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions
 
   k8s::ObjectContext ctx;
   ctx.cluster = c.metadata.name;
-  ctx.namespace_name = !options.namespace_name.empty() ? options.namespace_name
+  ctx.namespace_name = !options.namespace_name.empty()  ? options.namespace_name
                        : !c.metadata.namespace_.empty() ? c.metadata.namespace_
                                                         : "default";
   ctx.image = options.image;

@@ -207,8 +207,10 @@ Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
       clashes = nodeset_uids_.count(name) > 0;
     }
     if (valid.ok() && clashes) {
-      valid = Status::Errorf("workspace \"{}\": name: a NodeSet of cluster {} has this name (both would be its "
-                             "partition)", name, cluster_);
+      valid = Status::Errorf(
+          "workspace \"{}\": name: a NodeSet of cluster {} has this name (both would be its "
+          "partition)",
+          name, cluster_);
     }
     if (!valid.ok()) {
       spdlog::warn("workspace {}: {}", name, valid.message());

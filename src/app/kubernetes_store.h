@@ -38,8 +38,7 @@ nlohmann::json WithKind(nlohmann::json object, const std::string& plural);
 
 class KubernetesStore : public op::ReconcileStore {
  public:
-  KubernetesStore(std::shared_ptr<runtime::kubernetes::ApiClient> api, std::string namespace_name,
-                  std::string cluster);
+  KubernetesStore(std::shared_ptr<runtime::kubernetes::ApiClient> api, std::string namespace_name, std::string cluster);
 
   Result<api::SlurmCluster> LoadCluster() const override;
   Result<std::vector<api::NodeSet>> LoadNodeSets() const override;
@@ -86,10 +85,10 @@ class KubernetesStore : public op::ReconcileStore {
   runtime::kubernetes::Caches caches_;
   mutable std::mutex mu_;
   mutable std::string cluster_uid_;
-  mutable std::optional<api::SlurmCluster> last_cluster_;  // decoded by the last LoadCluster
-  mutable std::map<std::string, nlohmann::json> last_status_;  // "plural/name" -> status held
-  mutable std::map<std::string, std::string> nodeset_uids_;   // name -> uid, for their Events
-  mutable std::set<std::string> workspaces_;                  // names of the last loaded
+  mutable std::optional<api::SlurmCluster> last_cluster_;             // decoded by the last LoadCluster
+  mutable std::map<std::string, nlohmann::json> last_status_;         // "plural/name" -> status held
+  mutable std::map<std::string, std::string> nodeset_uids_;           // name -> uid, for their Events
+  mutable std::set<std::string> workspaces_;                          // names of the last loaded
   mutable std::map<std::string, nlohmann::json> workspace_nodesets_;  // name -> nodeset status
 };
 

@@ -75,7 +75,8 @@ bool LeaderElector::TryAcquireOrRenew() {
       observed_record_ = record;
       observed_at_ = now;
     }
-    const auto held_for = std::chrono::seconds(spec.value("leaseDurationSeconds", static_cast<int64_t>(duration_.count())));
+    const auto held_for =
+        std::chrono::seconds(spec.value("leaseDurationSeconds", static_cast<int64_t>(duration_.count())));
     if (!holder.empty() && holder != identity_ && now - observed_at_ < held_for) {
       leading_ = false;
     } else {

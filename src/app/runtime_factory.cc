@@ -8,7 +8,7 @@ namespace hpc::app {
 namespace {
 
 Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenLocal(const op::ClusterPaths& p, const std::string& subnet,
-                                                                 const std::string& self_exe, bool supervise) {
+                                                                const std::string& self_exe, bool supervise) {
   runtime::local::LocalRuntime::Options o;
   o.dir = p.RuntimeDir();
   o.cluster_key = p.NetworkKey();
@@ -34,8 +34,7 @@ Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenSupervisingRuntime(con
   return OpenLocal(p, subnet, self_exe, true);
 }
 
-Result<std::unique_ptr<runtime::PodRuntime>> OpenClientRuntime(const op::ClusterPaths& p,
-                                                               const std::string& self_exe) {
+Result<std::unique_ptr<runtime::PodRuntime>> OpenClientRuntime(const op::ClusterPaths& p, const std::string& self_exe) {
   ASSIGN_OR_RETURN(auto rt, OpenLocalForClient(p, self_exe));
   return std::unique_ptr<runtime::PodRuntime>(std::move(rt));
 }

@@ -22,8 +22,7 @@ Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenSupervisingRuntime(con
 
 // A client's view of a cluster's pods (the CLI, the agent): it lists, reads and execs, and
 // creates or deletes pods that the daemon then supervises.
-Result<std::unique_ptr<runtime::PodRuntime>> OpenClientRuntime(const op::ClusterPaths& p,
-                                                               const std::string& self_exe);
+Result<std::unique_ptr<runtime::PodRuntime>> OpenClientRuntime(const op::ClusterPaths& p, const std::string& self_exe);
 
 // Stops every pod of a cluster whose daemon is gone and releases its network (`down`); also
 // what a crashed daemon left behind. Ok when there is no runtime to open.

@@ -61,8 +61,8 @@ class WorkQueue {
   mutable std::mutex mu_;
   std::condition_variable cv_;
   bool shut_down_ = false;
-  std::map<std::string, Clock::time_point> waiting_;   // key -> when it is due
-  std::set<std::string> held_;                          // handed out, not yet Done
+  std::map<std::string, Clock::time_point> waiting_;     // key -> when it is due
+  std::set<std::string> held_;                           // handed out, not yet Done
   std::map<std::string, Clock::time_point> held_again_;  // added while held: due after Done
   std::map<std::string, Clock::time_point> last_start_;
   std::map<std::string, int> failures_;

@@ -18,16 +18,23 @@ Status StatusForHttpError(int http_status, std::string message) {
     case 405:
     case 413:
     case 414:
-    case 431: return Status::InvalidArgument("", message);
-    case 401: return Status::Unauthenticated(std::move(message));
-    case 403: return Status::PermissionDenied(std::move(message));
-    case 404: return Status::NotFound(std::move(message));
-    case 409: return Status::Conflict(std::move(message));
+    case 431:
+      return Status::InvalidArgument("", message);
+    case 401:
+      return Status::Unauthenticated(std::move(message));
+    case 403:
+      return Status::PermissionDenied(std::move(message));
+    case 404:
+      return Status::NotFound(std::move(message));
+    case 409:
+      return Status::Conflict(std::move(message));
     case 429:  // the server sheds load; the same request later succeeds
     case 502:
     case 503:
-    case 504: return Status::Unavailable(std::move(message));
-    default: return http_status >= 500 ? Status::Internal(std::move(message)) : Status::Error(std::move(message));
+    case 504:
+      return Status::Unavailable(std::move(message));
+    default:
+      return http_status >= 500 ? Status::Internal(std::move(message)) : Status::Error(std::move(message));
   }
 }
 

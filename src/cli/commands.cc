@@ -34,7 +34,9 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   std::string file;
   bool detach = false;
   int timeout_s = 120;
-  auto* up = app.add_subcommand("up", "Bring up a cluster and wait until Ready (without -f: the state dir's cluster, or the embedded demo "
+  auto* up = app.add_subcommand(
+      "up",
+      "Bring up a cluster and wait until Ready (without -f: the state dir's cluster, or the embedded demo "
       "cluster when it holds none)");
   up->add_option("-f,--file", file, "SlurmCluster and NodeSet manifest (YAML or JSON)")->check(CLI::ExistingFile);
   up->add_flag("--detach", detach, "Return once Ready, leaving the cluster running");

@@ -8,8 +8,8 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "app/local_data_plane.h"
 #include "cli/api_client.h"
@@ -24,7 +24,6 @@ namespace hpc::cli {
 namespace {
 
 using nlohmann::json;
-
 
 struct ServerArgs {
   std::string listen = "127.0.0.1:8080";
@@ -65,8 +64,8 @@ int CmdServer(const Globals& g, const ServerArgs& args) {
   cp::Server server(store->get(), o);
   auto port = server.Bind();
   if (!port.ok()) return Fail(port.status());
-  std::cout << fmt::format("hpcplane control plane on {}://{}:{}/api/v1 (store {})", o.tls_cert.empty() ? "http" : "https",
-                           o.host, *port,
+  std::cout << fmt::format("hpcplane control plane on {}://{}:{}/api/v1 (store {})",
+                           o.tls_cert.empty() ? "http" : "https", o.host, *port,
                            store_url.rfind("postgres", 0) == 0 ? "postgres" : store_url)
             << std::endl;
   InstallStopHandlers();
@@ -160,8 +159,8 @@ std::string Time(int64_t t) {
   return buf;
 }
 
-int CmdJobs(const ApiArgs& a, const std::string& action, const std::string& project, std::map<std::string, std::string> q,
-            const std::string& id, const std::string& format) {
+int CmdJobs(const ApiArgs& a, const std::string& action, const std::string& project,
+            std::map<std::string, std::string> q, const std::string& id, const std::string& format) {
   if (action == "export") {
     auto token = ReadToken(a);
     if (!token.ok()) return Fail(token.status());
@@ -169,16 +168,23 @@ int CmdJobs(const ApiArgs& a, const std::string& action, const std::string& proj
     httplib::Client& cli = *client;
     cli.set_bearer_token_auth(*token);
     cli.set_read_timeout(3600);
-    std::string path = fmt::format("/api/v1/projects/{}/jobs/export?format={}", project, format == "csv" ? "csv" : "ndjson");
+    std::string path =
+        fmt::format("/api/v1/projects/{}/jobs/export?format={}", project, format == "csv" ? "csv" : "ndjson");
     int status = 0;
     std::string error;
-    auto res = cli.Get(path, httplib::Headers{},
-                       [&](const httplib::Response& r) { status = r.status; return true; },
-                       [&](const char* data, size_t n) {
-                         if (status >= 400) error.append(data, n);
-                         else std::cout.write(data, static_cast<std::streamsize>(n));
-                         return true;
-                       });
+    auto res = cli.Get(
+        path, httplib::Headers{},
+        [&](const httplib::Response& r) {
+          status = r.status;
+          return true;
+        },
+        [&](const char* data, size_t n) {
+          if (status >= 400)
+            error.append(data, n);
+          else
+            std::cout.write(data, static_cast<std::streamsize>(n));
+          return true;
+        });
     if (!res) return Fail(Status::Errorf("{}: {}", a.server, httplib::to_string(res.error())));
     if (status >= 400) return Fail(Status::Errorf("export: {} ({})", error, status));
     return 0;
@@ -202,13 +208,14 @@ int CmdJobs(const ApiArgs& a, const std::string& action, const std::string& proj
     std::cout << r->dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<10} {:<12} {:<14} {:<10} {:<18} {:<11} {:>8} {:>8} {:>10} {:<6} {}\n", "JOBID", "DATAPLANE",
-                           "WORKSPACE", "USER", "SUBMITTED", "STATE", "ELAPSED", "CPU-S", "MAXRSS-KB", "EXIT", "NODES");
+  std::cout << fmt::format("{:<10} {:<12} {:<14} {:<10} {:<18} {:<11} {:>8} {:>8} {:>10} {:<6} {}\n", "JOBID",
+                           "DATAPLANE", "WORKSPACE", "USER", "SUBMITTED", "STATE", "ELAPSED", "CPU-S", "MAXRSS-KB",
+                           "EXIT", "NODES");
   for (const auto& j : (*r)["jobs"]) {
     std::cout << fmt::format("{:<10} {:<12} {:<14} {:<10} {:<18} {:<11} {:>8} {:>8} {:>10} {:<6} {}\n",
                              j["jobId"].get<int64_t>(), j["dataPlane"].get<std::string>(),
-                             j["partition"].get<std::string>(), j["user"].get<std::string>(),
-                             Time(j["submitTime"]), j["state"].get<std::string>(), j["elapsedSeconds"].get<int64_t>(),
+                             j["partition"].get<std::string>(), j["user"].get<std::string>(), Time(j["submitTime"]),
+                             j["state"].get<std::string>(), j["elapsedSeconds"].get<int64_t>(),
                              j["cpuSeconds"].get<int64_t>(), j["maxRssKiB"].get<int64_t>(),
                              j["exitCode"].get<std::string>(), j["nodeList"].get<std::string>());
   }
@@ -223,7 +230,8 @@ int CmdDataPlanes(const ApiArgs& a, const std::string& format) {
     std::cout << r->dump(2) << "\n";
     return 0;
   }
-  std::cout << fmt::format("{:<16} {:<12} {:<6} {:<22} {}\n", "NAME", "STATE", "SLURM", "LAST REPORT", "COMPONENTS / REASONS");
+  std::cout << fmt::format("{:<16} {:<12} {:<6} {:<22} {}\n", "NAME", "STATE", "SLURM", "LAST REPORT",
+                           "COMPONENTS / REASONS");
   for (const auto& dp : (*r)["dataPlanes"]) {
     std::string comps;
     for (auto it = dp["componentVersions"].begin(); it != dp["componentVersions"].end(); ++it) {
@@ -242,7 +250,8 @@ int CmdFlags(const ApiArgs& a, const std::string& action, const std::string& nam
     auto r = Call(a, "GET", "/api/v1/flags");
     if (!r.ok()) return Fail(r.status());
     for (auto it = (*r)["flags"].begin(); it != (*r)["flags"].end(); ++it) {
-      if (name.empty() || it.key() == name) std::cout << it.key() << "=" << (it.value().get<bool>() ? "true" : "false") << "\n";
+      if (name.empty() || it.key() == name)
+        std::cout << it.key() << "=" << (it.value().get<bool>() ? "true" : "false") << "\n";
     }
     return 0;
   }
@@ -268,11 +277,13 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   server->add_option("--tls-key", sargs->tls_key, "PEM private key of --tls-cert");
   server->add_flag("--allow-plain-http", sargs->allow_plain_http,
                    "Serve plain HTTP on a non-loopback address (only behind a TLS-terminating proxy)");
-  server->add_option("--max-connections-per-client", sargs->max_connections_per_client,
-                     "Open connections one client address may hold")
+  server
+      ->add_option("--max-connections-per-client", sargs->max_connections_per_client,
+                   "Open connections one client address may hold")
       ->check(CLI::Range(1, 100000));
-  server->add_option("--request-deadline", sargs->request_deadline,
-                     "Seconds a client has to send a whole request (slower ones are closed with 408)")
+  server
+      ->add_option("--request-deadline", sargs->request_deadline,
+                   "Seconds a client has to send a whole request (slower ones are closed with 408)")
       ->check(CLI::Range(1, 3600));
   server->add_option("--max-body-mib", sargs->max_body_mib, "Largest request body in MiB (larger: 413)")
       ->check(CLI::Range(1, 1024));
@@ -309,7 +320,9 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   auto query = std::make_shared<std::map<std::string, std::string>>();
   auto* jobs = app.add_subcommand("jobs", "HPC job history: jobs list|show|export --project P");
   AddApiOptions(jobs, api.get());
-  jobs->add_option("action", *action, "list | show | export")->required()->check(CLI::IsMember({"list", "show", "export"}));
+  jobs->add_option("action", *action, "list | show | export")
+      ->required()
+      ->check(CLI::IsMember({"list", "show", "export"}));
   jobs->add_option("id", *id, "show: DATAPLANE/CLUSTER/JOBID");
   jobs->add_option("--project", *project, "Project")->required();
   jobs->add_option("--user", (*query)["user"], "Only this user's jobs");

@@ -49,10 +49,10 @@ json ResourceListJson(const runtime::ResourceList& r) {
 }
 
 json PodJson(const runtime::PodStatus& p) {
-  json j = {{"name", p.name},       {"phase", runtime::PodPhaseName(p.phase)},
-            {"ready", p.ready},     {"ip", p.ip},
+  json j = {{"name", p.name},         {"phase", runtime::PodPhaseName(p.phase)},
+            {"ready", p.ready},       {"ip", p.ip},
             {"restarts", p.restarts}, {"startedAt", p.started_at},
-            {"labels", p.labels},   {"message", p.message}};
+            {"labels", p.labels},     {"message", p.message}};
   if (!p.resources.requests.empty() || !p.resources.limits.empty()) {
     j["resources"] = {{"requests", ResourceListJson(p.resources.requests)},
                       {"limits", ResourceListJson(p.resources.limits)}};
@@ -63,8 +63,10 @@ json PodJson(const runtime::PodStatus& p) {
 }
 
 int Output(const json& j, const std::string& format) {
-  if (format == "json") std::cout << j.dump(2) << "\n";
-  else std::cout << api::JsonToYaml(j);
+  if (format == "json")
+    std::cout << j.dump(2) << "\n";
+  else
+    std::cout << api::JsonToYaml(j);
   return 0;
 }
 
@@ -92,16 +94,16 @@ int CmdGet(const Globals& g, const std::string& what, const std::string& format)
       return Output(arr, format);
     }
     std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9} {:>9}  {}\n", "NAME",
-                             "PARTITION", "MODE", "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING", "UNHEALTHY",
-                             "MIN/MAX", "LAST DECISION");
+                             "PARTITION", "MODE", "DESIRED", "CURRENT", "READY", "BUSY", "IDLE", "DRAINING",
+                             "UNHEALTHY", "MIN/MAX", "LAST DECISION");
     auto c = store.LoadCluster();
     const int cluster_min = c.ok() ? c->spec.min_replica_count : 0;
     for (const auto& n : *nss) {
       int min = n.MinReplicas(cluster_min);
       std::cout << fmt::format("{:<14} {:<12} {:<6} {:>7} {:>7} {:>5} {:>4} {:>4} {:>8} {:>9} {:>9}  {}\n",
-                               n.metadata.name, n.PartitionName(), n.spec.replicas ? "manual" : "auto", n.status.desired,
-                               n.status.replicas, n.status.ready, n.status.busy, n.status.idle, n.status.draining,
-                               n.status.unhealthy, fmt::format("{}/{}", min, n.spec.max_replicas),
+                               n.metadata.name, n.PartitionName(), n.spec.replicas ? "manual" : "auto",
+                               n.status.desired, n.status.replicas, n.status.ready, n.status.busy, n.status.idle,
+                               n.status.draining, n.status.unhealthy, fmt::format("{}/{}", min, n.spec.max_replicas),
                                n.status.last_decision.empty() ? "-" : n.status.last_decision);
     }
     return 0;

@@ -33,7 +33,8 @@ Status Preflight() {
   if (::geteuid() != 0) {
     return Status::Error("hpcplane needs root to create namespaces and networks (run it with sudo)");
   }
-  for (const char* bin : {"slurmctld", "slurmd", "slurmrestd", "munged", "slurmdbd", "mariadbd", "ip", "nsenter", "setpriv"}) {
+  for (const char* bin :
+       {"slurmctld", "slurmd", "slurmrestd", "munged", "slurmdbd", "mariadbd", "ip", "nsenter", "setpriv"}) {
     auto r = RunProcess({"sh", "-c", std::string("command -v ") + bin});
     if (!r.ok() || r->exit_code != 0) {
       return Status::Errorf("{} is not installed (run `make deps` or scripts/install-deps.sh)", bin);
@@ -91,8 +92,8 @@ Status WaitReady(const op::ClusterPaths& p, Clock::time_point start, std::chrono
         const auto* ready = op::FindCondition(ns.status.conditions, "Ready");
         bool ok = ready && ready->status == "True" && ns.status.observed_generation == ns.metadata.generation;
         if (ok && announced.insert("nodeset/" + ns.metadata.name).second && !quiet) {
-          std::cout << fmt::format("  ✓ {:<22} {}/{} workers  {:6.2f}s", "nodeset " + ns.metadata.name,
-                                   ns.status.ready, ns.status.desired, Seconds(start))
+          std::cout << fmt::format("  ✓ {:<22} {}/{} workers  {:6.2f}s", "nodeset " + ns.metadata.name, ns.status.ready,
+                                   ns.status.desired, Seconds(start))
                     << std::endl;
         }
         if (!ok) all_nodesets = false;
@@ -155,10 +156,11 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   Globals g = g_in;
   auto start = Clock::now();
   // Listen addresses are checked before anything is created.
-  for (const auto& [flag, value] : {std::pair<const char*, std::string>{"--control-plane", control_plane},
-                                    {"--metrics-listen", metrics_listen}}) {
+  for (const auto& [flag, value] :
+       {std::pair<const char*, std::string>{"--control-plane", control_plane}, {"--metrics-listen", metrics_listen}}) {
     if (value.empty()) continue;
-    if (auto at = cp::ParseListenAddress(value); !at.ok()) return Fail(Status::Errorf("{}: {}", flag, at.status().message()));
+    if (auto at = cp::ParseListenAddress(value); !at.ok())
+      return Fail(Status::Errorf("{}: {}", flag, at.status().message()));
   }
   if (Status s = Preflight(); !s.ok()) return Fail(s);
   // Without -f, `up` brings back the cluster the state dir holds (its stored specs, unchanged);
@@ -169,8 +171,8 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
     if (resolved.ok()) {
       stored = *resolved;
     } else if (!g.cluster.empty()) {
-      return Fail(Status::Errorf("cluster \"{}\" not found in {} (`up -f FILE` creates a cluster)", g.cluster,
-                                 g.state_dir));
+      return Fail(
+          Status::Errorf("cluster \"{}\" not found in {} (`up -f FILE` creates a cluster)", g.cluster, g.state_dir));
     } else if (!ListStoredClusters(g.state_dir).empty()) {
       return Fail(resolved.status());
     }
@@ -222,9 +224,10 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   if (Status s = WaitReady(p, start, std::chrono::seconds(timeout_s), false); !s.ok()) return Fail(s);
   std::cout << fmt::format("Cluster \"{}\" is Ready in {:.2f}s.", c.metadata.name, Seconds(start)) << std::endl;
   if (!control_plane.empty()) {
-    std::cout << fmt::format("Control plane on http://{}/api/v1 (admin token in {}/controlplane/admin.token); this "
-                             "cluster reports as data plane \"{}\". Web console: http://{}/",
-                             control_plane, g.state_dir, c.metadata.name, control_plane)
+    std::cout << fmt::format(
+                     "Control plane on http://{}/api/v1 (admin token in {}/controlplane/admin.token); this "
+                     "cluster reports as data plane \"{}\". Web console: http://{}/",
+                     control_plane, g.state_dir, c.metadata.name, control_plane)
               << std::endl;
   }
   if (detach) return 0;
@@ -264,8 +267,10 @@ int CmdApply(const Globals& g, const std::string& file) {
   if (!m->clusters.empty()) {
     auto old = store.LoadCluster();
     if (old.ok() && old->spec.subnet != m->clusters[0].spec.subnet) {
-      return Fail(Status::Errorf("cluster \"{}\": spec.network.subnet cannot change while the cluster exists "
-                                 "(got {}, running on {})", name, m->clusters[0].spec.subnet, old->spec.subnet));
+      return Fail(
+          Status::Errorf("cluster \"{}\": spec.network.subnet cannot change while the cluster exists "
+                         "(got {}, running on {})",
+                         name, m->clusters[0].spec.subnet, old->spec.subnet));
     }
     if (Status s = store.SaveCluster(m->clusters[0]); !s.ok()) return Fail(s);
     std::cout << fmt::format("cluster/{} applied\n", name);
@@ -283,7 +288,8 @@ int CmdDelete(const Globals& g, const std::string& kind, const std::string& name
   if (!p.ok()) return Fail(p.status());
   op::Store store(p->Dir());
   if (store.HasWorkspace(name)) {
-    return Fail(Status::Errorf("nodeset \"{}\" belongs to workspace {}: use `hpcplane workspace stop {}`", name, name, name));
+    return Fail(
+        Status::Errorf("nodeset \"{}\" belongs to workspace {}: use `hpcplane workspace stop {}`", name, name, name));
   }
   if (!store.LoadNodeSet(name).ok()) return Fail(Status::Errorf("nodeset \"{}\" not found", name));
   if (Status s = store.DeleteNodeSet(name); !s.ok()) return Fail(s);
@@ -291,8 +297,8 @@ int CmdDelete(const Globals& g, const std::string& kind, const std::string& name
   return 0;
 }
 
-int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas,
-             bool wait, int timeout_s) {
+int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas, bool wait,
+             int timeout_s) {
   if (kind != "nodeset") return Fail(Status::Errorf("scale: unknown kind \"{}\" (nodeset)", kind));
   auto p = ResolveCluster(g);
   if (!p.ok()) return Fail(p.status());
@@ -300,7 +306,8 @@ int CmdScale(const Globals& g, const std::string& kind, const std::string& name,
   auto c = store.LoadCluster();
   if (!c.ok()) return Fail(c.status());
   if (store.HasWorkspace(name)) {
-    return Fail(Status::Errorf("nodeset \"{}\" belongs to workspace {} and is autoscaled up to its --max-workers", name, name));
+    return Fail(
+        Status::Errorf("nodeset \"{}\" belongs to workspace {} and is autoscaled up to its --max-workers", name, name));
   }
   auto n = store.LoadNodeSet(name);
   if (!n.ok()) return Fail(Status::Errorf("nodeset \"{}\" not found in cluster {}", name, p->name));
@@ -315,8 +322,8 @@ int CmdScale(const Globals& g, const std::string& kind, const std::string& name,
   int min = n->MinReplicas(c->spec.min_replica_count);
   int clamped = std::clamp(*replicas, min, n->spec.max_replicas);
   if (clamped != *replicas) {
-    std::cout << fmt::format("nodeset/{}: {} is outside minReplicas..maxReplicas ({}..{}); using {}\n", name,
-                             *replicas, min, n->spec.max_replicas, clamped);
+    std::cout << fmt::format("nodeset/{}: {} is outside minReplicas..maxReplicas ({}..{}); using {}\n", name, *replicas,
+                             min, n->spec.max_replicas, clamped);
   }
   n->spec.replicas = clamped;
   if (Status s = store.SaveNodeSet(*n); !s.ok()) return Fail(s);

@@ -15,7 +15,7 @@ int CmdUp(const Globals& g, const std::string& file, bool detach, int timeout_s,
 int CmdDown(const Globals& g, bool purge);
 int CmdApply(const Globals& g, const std::string& file);
 int CmdDelete(const Globals& g, const std::string& kind, const std::string& name);
-int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas,
-             bool wait, int timeout_s);
+int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas, bool wait,
+             int timeout_s);
 
 }  // namespace hpc::cli

@@ -213,7 +213,8 @@ std::function<int()> AddProjectCommands(CLI::App& app) {
     if (tset->parsed()) return CmdTemplateSet(*api, *project, *ta);
     if (tdelete->parsed()) {
       auto r = Call(*api, "DELETE", "/api/v1/projects/" + *project + "/templates/" + ta->name);
-      if (!r.ok()) return Fail(Status::Errorf("projects templates delete {} {}: {}", *project, ta->name, r.status().message()));
+      if (!r.ok())
+        return Fail(Status::Errorf("projects templates delete {} {}: {}", *project, ta->name, r.status().message()));
       std::cout << fmt::format("template {} of project {} deleted\n", ta->name, *project);
       return 0;
     }

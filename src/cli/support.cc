@@ -14,17 +14,22 @@ namespace hpc::cli {
 
 int ExitCodeFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 0;
-    case StatusCode::kUnavailable: return kExitUnavailable;
+    case StatusCode::kOk:
+      return 0;
+    case StatusCode::kUnavailable:
+      return kExitUnavailable;
     case StatusCode::kUnauthenticated:
-    case StatusCode::kPermissionDenied: return kExitNoPermission;
-    case StatusCode::kInternal: return kExitInternal;
+    case StatusCode::kPermissionDenied:
+      return kExitNoPermission;
+    case StatusCode::kInternal:
+      return kExitInternal;
     case StatusCode::kUnknown:
     case StatusCode::kInvalidArgument:
     case StatusCode::kNotFound:
     case StatusCode::kAlreadyExists:
     case StatusCode::kConflict:
-    case StatusCode::kFailedPrecondition: return kExitFailed;
+    case StatusCode::kFailedPrecondition:
+      return kExitFailed;
   }
   return kExitFailed;
 }
@@ -34,9 +39,7 @@ int Fail(const Status& s) {
   return ExitCodeFor(s.code());
 }
 
-double Seconds(Clock::time_point since) {
-  return std::chrono::duration<double>(Clock::now() - since).count();
-}
+double Seconds(Clock::time_point since) { return std::chrono::duration<double>(Clock::now() - since).count(); }
 
 // The cluster a command is about: --cluster, else the only one in the state dir.
 std::vector<std::string> ListStoredClusters(const std::string& state_dir) {

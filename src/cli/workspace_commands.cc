@@ -59,10 +59,10 @@ int CmdLaunch(const Globals& g, const LaunchArgs& a) {
   }
   const api::Workspace& w = *created;
   op::Store store(p->Dir());
-  std::cout << fmt::format("workspace/{} created for {} (uid {}{}) in project {}: tier {} ({} CPUs, {} MiB), up to {} workers\n",
-                           w.metadata.name, w.spec.user.name, w.spec.user.uid, w.spec.user.admin ? ", SysAdmin" : "",
-                           w.spec.project, w.spec.tier, w.spec.resources.cpus, w.spec.resources.memory_mib,
-                           w.spec.max_workers);
+  std::cout << fmt::format(
+      "workspace/{} created for {} (uid {}{}) in project {}: tier {} ({} CPUs, {} MiB), up to {} workers\n",
+      w.metadata.name, w.spec.user.name, w.spec.user.uid, w.spec.user.admin ? ", SysAdmin" : "", w.spec.project,
+      w.spec.tier, w.spec.resources.cpus, w.spec.resources.memory_mib, w.spec.max_workers);
   if (a.no_wait) return 0;
   auto start = Clock::now();
   std::string last;
@@ -70,11 +70,12 @@ int CmdLaunch(const Globals& g, const LaunchArgs& a) {
     auto cur = store.LoadWorkspace(w.metadata.name);
     if (cur.ok()) {
       if (cur->status.phase == "Ready") {
-        std::cout << fmt::format("Workspace {} is ready in {:.1f}s. Slurm partition {} (workers scale from 0 to {}), "
-                                 "dataset at /datasets/{}.\n  shell: hpcplane workspace shell {}\n  run:   hpcplane "
-                                 "workspace exec {} -- sbatch --wrap 'hostname'\n",
-                                 w.metadata.name, Seconds(start), w.metadata.name, w.spec.max_workers,
-                                 w.spec.datasets.front(), w.metadata.name, w.metadata.name);
+        std::cout << fmt::format(
+            "Workspace {} is ready in {:.1f}s. Slurm partition {} (workers scale from 0 to {}), "
+            "dataset at /datasets/{}.\n  shell: hpcplane workspace shell {}\n  run:   hpcplane "
+            "workspace exec {} -- sbatch --wrap 'hostname'\n",
+            w.metadata.name, Seconds(start), w.metadata.name, w.spec.max_workers, w.spec.datasets.front(),
+            w.metadata.name, w.metadata.name);
         return 0;
       }
       if (!cur->status.message.empty() && cur->status.message != last) {
@@ -84,9 +85,10 @@ int CmdLaunch(const Globals& g, const LaunchArgs& a) {
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
-  return Fail(Status::Errorf("workspace {} not ready after {}s: {} (it keeps trying; `hpcplane workspace stop {}` "
-                             "removes it)",
-                             w.metadata.name, a.timeout_s, last, w.metadata.name));
+  return Fail(
+      Status::Errorf("workspace {} not ready after {}s: {} (it keeps trying; `hpcplane workspace stop {}` "
+                     "removes it)",
+                     w.metadata.name, a.timeout_s, last, w.metadata.name));
 }
 
 int CmdList(const Globals& g, const std::string& format) {
@@ -154,8 +156,8 @@ int CmdStop(const Globals& g, const std::string& id, bool cancel_jobs, int timeo
   auto w = store.LoadWorkspace(id);
   if (!w.ok()) return Fail(w.status());
   if (op::RunningDaemon(*p) == 0) {
-    return Fail(Status::Errorf("cluster \"{}\" is not running: a workspace stops through its operator (run `hpcplane up`)",
-                               p->name));
+    return Fail(Status::Errorf(
+        "cluster \"{}\" is not running: a workspace stops through its operator (run `hpcplane up`)", p->name));
   }
   w->spec.stopping = true;
   w->spec.cancel_jobs = w->spec.cancel_jobs || cancel_jobs;
@@ -166,9 +168,10 @@ int CmdStop(const Globals& g, const std::string& id, bool cancel_jobs, int timeo
   std::string last;
   while (Seconds(start) < timeout_s) {
     if (!store.HasWorkspace(id)) {
-      std::cout << fmt::format("Workspace {} stopped in {:.1f}s: login pod, nodeset, partition and token removed; "
-                               "datasets and job history kept.\n",
-                               id, Seconds(start));
+      std::cout << fmt::format(
+          "Workspace {} stopped in {:.1f}s: login pod, nodeset, partition and token removed; "
+          "datasets and job history kept.\n",
+          id, Seconds(start));
       return 0;
     }
     auto cur = store.LoadWorkspace(id);
@@ -182,8 +185,8 @@ int CmdStop(const Globals& g, const std::string& id, bool cancel_jobs, int timeo
                              timeout_s, last));
 }
 
-int CmdUsers(const Globals& g, const std::string& action, const std::string& name, const std::vector<std::string>& roles,
-             std::optional<int64_t> uid) {
+int CmdUsers(const Globals& g, const std::string& action, const std::string& name,
+             const std::vector<std::string>& roles, std::optional<int64_t> uid) {
   platform::Catalog catalog(g.state_dir);
   if (action == "list") {
     auto users = catalog.Users();
@@ -218,7 +221,8 @@ int CmdUsers(const Globals& g, const std::string& action, const std::string& nam
       if (!ws.ok() || !u.ok()) continue;
       for (const auto& w : *ws) {
         if (w.spec.user.name == u->slurm_name) {
-          return Fail(Status::Errorf("user {} has workspace {} on cluster {}: stop it first", name, w.metadata.name, c));
+          return Fail(
+              Status::Errorf("user {} has workspace {} on cluster {}: stop it first", name, w.metadata.name, c));
         }
       }
     }
@@ -247,7 +251,8 @@ int CmdTiers(const Globals& g, const std::string& action, const platform::Tier& 
     if (Status s = catalog.AddTier(t, platform::LocalNodeCapacity()); !s.ok()) {
       return Fail(Status::Errorf("tiers add: {}", s.message()));
     }
-    std::cout << fmt::format("tier {} added: {} CPUs, {} MiB, {} GPUs per worker\n", t.name, t.cpus, t.memory_mib, t.gpus);
+    std::cout << fmt::format("tier {} added: {} CPUs, {} MiB, {} GPUs per worker\n", t.name, t.cpus, t.memory_mib,
+                             t.gpus);
     return 0;
   }
   if (action == "remove") {
@@ -299,14 +304,16 @@ std::function<int()> AddWorkspaceCommands(CLI::App& app, Globals& g) {
   auto name = std::make_shared<std::string>();
   auto roles = std::make_shared<std::vector<std::string>>();
   auto uid = std::make_shared<std::optional<int64_t>>();
-  auto* users = app.add_subcommand("users", "Manage the platform's users: add NAME [--role SysAdmin], list, set-roles, remove");
+  auto* users =
+      app.add_subcommand("users", "Manage the platform's users: add NAME [--role SysAdmin], list, set-roles, remove");
   users->add_option("action", *action, "add | list | set-roles | remove")->required();
   users->add_option("name", *name, "User name (its Slurm name is derived from it)");
   users->add_option("--role", *roles, "SysAdmin or User (repeatable)");
   users->add_option("--uid", *uid, "Fixed uid (default: the next free one)");
 
   auto tier = std::make_shared<platform::Tier>();
-  auto* tiers = app.add_subcommand("tiers", "Manage hardware tiers: add NAME --cpus N --memory-mib M [--gpus G], list, remove");
+  auto* tiers =
+      app.add_subcommand("tiers", "Manage hardware tiers: add NAME --cpus N --memory-mib M [--gpus G], list, remove");
   tiers->add_option("action", *action, "add | list | remove")->required();
   tiers->add_option("name", tier->name, "Tier name");
   tiers->add_option("--cpus", tier->cpus, "CPUs per worker");

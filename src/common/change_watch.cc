@@ -45,8 +45,10 @@ void ChangeWatch::AddWatches() {
   for (const auto& path : paths_) {
     // Adding a watch again for the same directory returns the same descriptor.
     int wd = ::inotify_add_watch(fd_, Parent(path).c_str(), kEntryEvents);
-    if (wd >= 0) names_in_dir_[wd].insert(Base(path));
-    else missing_parent_ = true;
+    if (wd >= 0)
+      names_in_dir_[wd].insert(Base(path));
+    else
+      missing_parent_ = true;
     if (IsDirectory(path)) {
       int self = ::inotify_add_watch(fd_, path.c_str(), kEntryEvents);
       if (self >= 0) whole_dirs_.insert(self);
@@ -96,7 +98,9 @@ bool ChangeWatch::Wait(std::chrono::milliseconds timeout) {
   for (;;) {
     auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) return false;
-    struct pollfd pfd {fd_, POLLIN, 0};
+    struct pollfd pfd {
+      fd_, POLLIN, 0
+    };
     int r = ::poll(&pfd, 1, static_cast<int>(left.count()));
     if (r < 0) return false;  // a signal (EINTR): let the caller look at its flags
     if (r == 0) continue;     // the deadline is checked again

@@ -3,7 +3,8 @@
 // file written in place, replaced by rename, created or removed is seen), and a path that is a
 // directory is watched itself for entries coming and going. Changes are hints only: the caller
 // still compares what it reads (e.g. mtimes), so a missed or spurious wake-up costs at most one
-// timeout. A path whose directory does not exist yet is watched once it does. Without inotify (limits reached) Wait simply sleeps out its timeout.
+// timeout. A path whose directory does not exist yet is watched once it does. Without inotify (limits reached) Wait
+// simply sleeps out its timeout.
 #pragma once
 
 #include <chrono>

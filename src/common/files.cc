@@ -6,10 +6,10 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <algorithm>
 #include <filesystem>
 #include <fstream>
 
@@ -36,8 +36,8 @@ Result<std::string> ReadAtMost(const std::string& path, size_t max_bytes) {
   out.resize(static_cast<size_t>(in.gcount()));
   if (out.size() > max_bytes) {
     struct stat st;
-    std::string size = ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? fmt::format("{} bytes", st.st_size)
-                                                                             : "more than that";
+    std::string size =
+        ::stat(path.c_str(), &st) == 0 && S_ISREG(st.st_mode) ? fmt::format("{} bytes", st.st_size) : "more than that";
     return Status::Errorf("{}: is {}; the limit is {} bytes", path, size, max_bytes);
   }
   return out;
@@ -69,8 +69,7 @@ static Status WriteAll(int fd, const std::string& content, const std::string& pa
   return Status::Ok();
 }
 
-Status WriteAtomic(const std::string& path, const std::string& content, mode_t mode, uid_t uid,
-                   gid_t gid) {
+Status WriteAtomic(const std::string& path, const std::string& content, mode_t mode, uid_t uid, gid_t gid) {
   // Unique per writer, threads of one process included: two writers of the same file must not
   // share a temp file (one would rename the other's away).
   static std::atomic<uint64_t> counter{0};
@@ -80,8 +79,7 @@ Status WriteAtomic(const std::string& path, const std::string& content, mode_t m
   Status st = WriteAll(fd, content, tmp);
   // The mode is set explicitly: open() honours the umask, and secrets must be exactly 0600.
   if (st.ok() && ::fchmod(fd, mode) != 0) st = Status::Errorf("{}: chmod: {}", tmp, std::strerror(errno));
-  if (st.ok() && (uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) &&
-      ::fchown(fd, uid, gid) != 0) {
+  if (st.ok() && (uid != static_cast<uid_t>(-1) || gid != static_cast<gid_t>(-1)) && ::fchown(fd, uid, gid) != 0) {
     st = Status::Errorf("{}: chown: {}", tmp, std::strerror(errno));
   }
   if (st.ok() && ::fsync(fd) != 0) st = Status::Errorf("{}: fsync: {}", tmp, std::strerror(errno));

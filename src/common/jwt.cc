@@ -14,8 +14,7 @@ namespace hpc::jwt {
 std::string Base64Encode(const std::string& data) {
   std::string out(4 * ((data.size() + 2) / 3) + 1, '\0');
   int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(data.data()),
-                          static_cast<int>(data.size()));
+                          reinterpret_cast<const unsigned char*>(data.data()), static_cast<int>(data.size()));
   out.resize(static_cast<size_t>(n));
   return out;
 }
@@ -23,8 +22,10 @@ std::string Base64Encode(const std::string& data) {
 std::string Base64UrlEncode(const std::string& data) {
   std::string out = Base64Encode(data);
   for (auto& c : out) {
-    if (c == '+') c = '-';
-    else if (c == '/') c = '_';
+    if (c == '+')
+      c = '-';
+    else if (c == '/')
+      c = '_';
   }
   while (!out.empty() && out.back() == '=') out.pop_back();
   return out;
@@ -33,16 +34,17 @@ std::string Base64UrlEncode(const std::string& data) {
 Result<std::string> Base64UrlDecode(const std::string& data) {
   std::string in = data;
   for (auto& c : in) {
-    if (c == '-') c = '+';
-    else if (c == '_') c = '/';
+    if (c == '-')
+      c = '+';
+    else if (c == '_')
+      c = '/';
   }
   size_t pad = (4 - in.size() % 4) % 4;
   if (pad == 3) return Status::Error("invalid base64url length");
   in.append(pad, '=');
   std::string out(in.size() / 4 * 3 + 1, '\0');
   int n = EVP_DecodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                          reinterpret_cast<const unsigned char*>(in.data()),
-                          static_cast<int>(in.size()));
+                          reinterpret_cast<const unsigned char*>(in.data()), static_cast<int>(in.size()));
   if (n < 0) return Status::Error("invalid base64url data");
   out.resize(static_cast<size_t>(n) - pad);
   return out;
@@ -53,8 +55,10 @@ Result<std::string> Base64Decode(const std::string& data) {
   while (!url.empty() && url.back() == '=') url.pop_back();
   for (auto& c : url) {
     if (c == '-' || c == '_') return Status::Error("invalid base64 data");
-    if (c == '+') c = '-';
-    else if (c == '/') c = '_';
+    if (c == '+')
+      c = '-';
+    else if (c == '/')
+      c = '_';
   }
   return Base64UrlDecode(url);
 }
@@ -62,8 +66,8 @@ Result<std::string> Base64Decode(const std::string& data) {
 static std::string HmacSha256(const std::string& key, const std::string& msg) {
   unsigned char mac[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()),
-       reinterpret_cast<const unsigned char*>(msg.data()), msg.size(), mac, &len);
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(msg.data()),
+       msg.size(), mac, &len);
   return std::string(reinterpret_cast<char*>(mac), len);
 }
 
@@ -104,8 +108,7 @@ Result<std::string> RandomBytes(size_t n) {
 }
 
 int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(
-             std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 std::string Sha256Hex(const std::string& data) {

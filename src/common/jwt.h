@@ -10,7 +10,7 @@
 namespace hpc::jwt {
 
 struct Claims {
-  std::string user;     // "sun": the Slurm user name
+  std::string user;  // "sun": the Slurm user name
   int64_t issued_at = 0;
   int64_t expires_at = 0;
 };

@@ -16,15 +16,15 @@ namespace hpc {
 // HTTP status), never on the message, which is for people.
 enum class StatusCode {
   kOk,
-  kUnknown,             // not classified (Status::Error); treated as internal
-  kInvalidArgument,     // the caller's input is wrong; field() names where
+  kUnknown,          // not classified (Status::Error); treated as internal
+  kInvalidArgument,  // the caller's input is wrong; field() names where
   kNotFound,
   kAlreadyExists,
   kConflict,            // the object changed under the caller, or two requests disagree
   kFailedPrecondition,  // not now: something it needs is not there yet
   kPermissionDenied,
   kUnauthenticated,
-  kUnavailable,         // a dependency (store, Slurm) does not answer; retrying may help
+  kUnavailable,  // a dependency (store, Slurm) does not answer; retrying may help
   kInternal,
 };
 const char* StatusCodeName(StatusCode code);
@@ -81,7 +81,7 @@ class [[nodiscard]] Status {
 template <typename T>
 class [[nodiscard]] Result {
  public:
-  Result(T value) : v_(std::move(value)) {}  // NOLINT: implicit by design
+  Result(T value) : v_(std::move(value)) {}         // NOLINT: implicit by design
   Result(Status status) : v_(std::move(status)) {}  // NOLINT
 
   bool ok() const { return std::holds_alternative<T>(v_); }
@@ -104,10 +104,10 @@ class [[nodiscard]] Result {
 #define HPC_CONCAT_INNER(a, b) a##b
 #define HPC_CONCAT(a, b) HPC_CONCAT_INNER(a, b)
 
-#define RETURN_IF_ERROR(expr)                 \
-  do {                                        \
-    ::hpc::Status _st = (expr);               \
-    if (!_st.ok()) return _st;                \
+#define RETURN_IF_ERROR(expr)   \
+  do {                          \
+    ::hpc::Status _st = (expr); \
+    if (!_st.ok()) return _st;  \
   } while (0)
 
 #define ASSIGN_OR_RETURN_IMPL(tmp, lhs, expr) \

@@ -90,8 +90,7 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Run
   int open_fds = 2;
   char buf[8192];
   while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
-        deadline - std::chrono::steady_clock::now());
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
       res.timed_out = true;
       ::kill(pid, SIGKILL);
@@ -115,10 +114,11 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Run
     if (f.fd >= 0) ::close(f.fd);
   }
   int wstatus = 0;
-  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {
-  }
-  if (WIFEXITED(wstatus)) res.exit_code = WEXITSTATUS(wstatus);
-  else if (WIFSIGNALED(wstatus)) res.exit_code = 128 + WTERMSIG(wstatus);
+  while (::waitpid(pid, &wstatus, 0) < 0 && errno == EINTR) {}
+  if (WIFEXITED(wstatus))
+    res.exit_code = WEXITSTATUS(wstatus);
+  else if (WIFSIGNALED(wstatus))
+    res.exit_code = 128 + WTERMSIG(wstatus);
   return res;
 }
 

@@ -2,7 +2,6 @@
 
 #include <httplib.h>
 
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -13,12 +12,12 @@
 #include "controlplane/server.h"
 
 namespace hpc::cp {
-using nlohmann::json;
 using http::Body;
 using http::Error;
+using http::kMaxUnixSeconds;
 using http::Ok;
 using http::ValidName;
-using http::kMaxUnixSeconds;
+using nlohmann::json;
 
 namespace {
 
@@ -56,8 +55,10 @@ void AddAdminRoutes(RouteTable& s, http::Auth* authn) {
     if (!p || !http::RequireAdmin(*p, res)) return;
     auto body = Body(req, res);
     if (!body) return;
-    if (!body->contains("value") || !(*body)["value"].is_boolean()) return Error(res, 400, "value must be true or false", "value");
-    if (Status st = store->SetFlag(req.matches[1], (*body)["value"].get<bool>()); !st.ok()) return Error(res, 503, st.message());
+    if (!body->contains("value") || !(*body)["value"].is_boolean())
+      return Error(res, 400, "value must be true or false", "value");
+    if (Status st = store->SetFlag(req.matches[1], (*body)["value"].get<bool>()); !st.ok())
+      return Error(res, 503, st.message());
     authn->Audit(p->subject, req, "flag.set", req.matches[1], (*body)["value"].dump());
     Ok(res, {{"name", req.matches[1]}, {"value", (*body)["value"]}});
   });
@@ -67,17 +68,20 @@ void AddAdminRoutes(RouteTable& s, http::Auth* authn) {
     if (!p || !http::RequireAdmin(*p, res)) return;
     auto body = Body(req, res);
     if (!body) return;
-    if (body->contains("subject") && !(*body)["subject"].is_string()) return Error(res, 400, "subject must be a string", "subject");
+    if (body->contains("subject") && !(*body)["subject"].is_string())
+      return Error(res, 400, "subject must be a string", "subject");
     if (body->contains("role") && !(*body)["role"].is_string()) return Error(res, 400, "role must be a string", "role");
     std::string subject = body->value("subject", "");
-    if (!ValidName(subject)) return Error(res, 400, "subject must be a lowercase name (got \"" + subject + "\")", "subject");
+    if (!ValidName(subject))
+      return Error(res, 400, "subject must be a lowercase name (got \"" + subject + "\")", "subject");
     auto role = ParseRole(body->value("role", ""));
     if (!role) return Error(res, 400, "role must be admin, user, agent or metrics", "role");
     std::vector<std::string> projects;
     if (body->contains("projects")) {
       if (!(*body)["projects"].is_array()) return Error(res, 400, "projects must be a list of names", "projects");
       for (const auto& pr : (*body)["projects"]) {
-        if (!pr.is_string() || !ValidName(pr.get<std::string>())) return Error(res, 400, "projects must be a list of names", "projects");
+        if (!pr.is_string() || !ValidName(pr.get<std::string>()))
+          return Error(res, 400, "projects must be a list of names", "projects");
         projects.push_back(pr.get<std::string>());
       }
     }
@@ -87,7 +91,7 @@ void AddAdminRoutes(RouteTable& s, http::Auth* authn) {
     t.created_by = p->subject;
     if (body->contains("ttl")) {
       const json& ttl = (*body)["ttl"];
-      auto seconds = ttl.is_string() ? api::ParseDurationSeconds(ttl.get<std::string>())
+      auto seconds = ttl.is_string()            ? api::ParseDurationSeconds(ttl.get<std::string>())
                      : ttl.is_number_unsigned() ? Result<int64_t>(ttl.get<int64_t>())
                                                 : Result<int64_t>(Status::Error("not a duration"));
       if (!seconds.ok() || *seconds < 1 || *seconds > kMaxTokenTtlSeconds) {
@@ -149,14 +153,18 @@ void AddAdminRoutes(RouteTable& s, http::Auth* authn) {
     if (!entries.ok()) return Error(res, 503, entries.status().message());
     json out = json::array();
     for (const auto& e : *entries) {
-      out.push_back({{"atMicros", e.at_us}, {"at", e.at_us / 1000000}, {"actor", e.actor}, {"action", e.action},
-                     {"target", e.target}, {"detail", e.detail}, {"remote", e.remote}});
+      out.push_back({{"atMicros", e.at_us},
+                     {"at", e.at_us / 1000000},
+                     {"actor", e.actor},
+                     {"action", e.action},
+                     {"target", e.target},
+                     {"detail", e.detail},
+                     {"remote", e.remote}});
     }
     json page = {{"entries", out}};
     page["nextBefore"] = static_cast<int64_t>(out.size()) == limit ? json(entries->back().at_us) : json(nullptr);
     Ok(res, page);
   });
-
 }
 
 }  // namespace hpc::cp

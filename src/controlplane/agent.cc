@@ -9,8 +9,8 @@
 #include <thread>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "common/files.h"
 #include "common/jwt.h"
@@ -32,7 +32,8 @@ Status Agent::Post(const std::string& path, const std::string& body) {
   cli.set_bearer_token_auth(opts_.token);
   auto res = cli.Post(path, body, "application/json");
   if (!res) return Status::Errorf("control plane {}: {}", opts_.server, httplib::to_string(res.error()));
-  if (res->status != 200) return Status::Errorf("control plane {} {}: {} {}", opts_.server, path, res->status, res->body);
+  if (res->status != 200)
+    return Status::Errorf("control plane {} {}: {} {}", opts_.server, path, res->status, res->body);
   return Status::Ok();
 }
 
@@ -44,17 +45,19 @@ Result<std::string> Agent::Get(const std::string& path) {
   cli.set_bearer_token_auth(opts_.token);
   auto res = cli.Get(path);
   if (!res) return Status::Errorf("control plane {}: {}", opts_.server, httplib::to_string(res.error()));
-  if (res->status != 200) return Status::Errorf("control plane {} {}: {} {}", opts_.server, path, res->status, res->body);
+  if (res->status != 200)
+    return Status::Errorf("control plane {} {}: {} {}", opts_.server, path, res->status, res->body);
   return res->body;
 }
 
 Result<std::optional<std::pair<int64_t, int64_t>>> Agent::FindSubmitted(const std::string& id, const std::string& user,
-                                                                         int64_t since) {
+                                                                        int64_t since) {
   // Queued or running jobs, then finished ones (slurmdbd keeps the comment). Only a job of the
   // submission's own user counts: anyone can put that comment on a job of theirs.
   ASSIGN_OR_RETURN(std::string queued, dp_->InController({"squeue", "-h", "-a", "-t", "all", "-o", "%i|%V|%u|%k"}));
-  ASSIGN_OR_RETURN(std::string done, dp_->InController({"sacct", "-n", "-X", "-P", "-a", "--starttime=" + SacctTime(since - 60),
-                                                   "--format=JobIDRaw,Submit,User,Comment"}));
+  ASSIGN_OR_RETURN(std::string done,
+                   dp_->InController({"sacct", "-n", "-X", "-P", "-a", "--starttime=" + SacctTime(since - 60),
+                                      "--format=JobIDRaw,Submit,User,Comment"}));
   return MatchSubmittedJob(queued + "\n" + done, id, user);
 }
 
@@ -77,7 +80,8 @@ std::optional<std::pair<int64_t, int64_t>> MatchSubmittedJob(const std::string& 
 Status Agent::RunSubmissions() {
   ASSIGN_OR_RETURN(std::string body, Get(fmt::format("/api/v1/dataplanes/{}/submissions", opts_.data_plane)));
   json pending = json::parse(body, nullptr, false);
-  if (pending.is_discarded() || !pending.contains("submissions")) return Status::Error("submissions: answer is not JSON");
+  if (pending.is_discarded() || !pending.contains("submissions"))
+    return Status::Error("submissions: answer is not JSON");
   for (const auto& sub : pending["submissions"]) {
     const std::string id = sub.value("id", "");
     auto report = [&](json result) {
@@ -86,10 +90,10 @@ Status Agent::RunSubmissions() {
     ASSIGN_OR_RETURN(auto w, dp_->FindWorkspace(sub.value("workspace", "")));
     if (!w || w->spec.stopping || w->spec.user.name != sub.value("user", "") ||
         w->spec.project != sub.value("project", "")) {
-      RETURN_IF_ERROR(report({{"state", "Failed"},
-                              {"error", fmt::format("workspace {} of user {} in project {} is not running here",
-                                                    sub.value("workspace", ""), sub.value("user", ""),
-                                                    sub.value("project", ""))}}));
+      RETURN_IF_ERROR(report(
+          {{"state", "Failed"},
+           {"error", fmt::format("workspace {} of user {} in project {} is not running here",
+                                 sub.value("workspace", ""), sub.value("user", ""), sub.value("project", ""))}}));
       continue;
     }
     ASSIGN_OR_RETURN(auto found, FindSubmitted(id, w->spec.user.name, sub.value("createdAt", int64_t{0})));
@@ -107,9 +111,12 @@ Status Agent::RunSubmissions() {
       ASSIGN_OR_RETURN(found, FindSubmitted(id, w->spec.user.name, sub.value("createdAt", int64_t{0})));
       if (!found) return Status::Errorf("submission {}: sbatch said {} but Slurm does not list the job yet", id, r.out);
     }
-    RETURN_IF_ERROR(report({{"state", "Submitted"}, {"cluster", dp_->ClusterName()}, {"jobId", found->first},
+    RETURN_IF_ERROR(report({{"state", "Submitted"},
+                            {"cluster", dp_->ClusterName()},
+                            {"jobId", found->first},
                             {"submitTime", found->second}}));
-    spdlog::info("submission {}: job {} for {} in {}", id, found->first, sub.value("user", ""), sub.value("workspace", ""));
+    spdlog::info("submission {}: job {} for {} in {}", id, found->first, sub.value("user", ""),
+                 sub.value("workspace", ""));
   }
   return Status::Ok();
 }
@@ -117,7 +124,8 @@ Status Agent::RunSubmissions() {
 Status Agent::RunCancellations() {
   ASSIGN_OR_RETURN(std::string body, Get(fmt::format("/api/v1/dataplanes/{}/cancellations", opts_.data_plane)));
   json pending = json::parse(body, nullptr, false);
-  if (pending.is_discarded() || !pending.contains("cancellations")) return Status::Error("cancellations: answer is not JSON");
+  if (pending.is_discarded() || !pending.contains("cancellations"))
+    return Status::Error("cancellations: answer is not JSON");
   if (pending["cancellations"].empty()) return Status::Ok();
   // One listing of the queue for the batch (a job id Slurm no longer knows would fail `squeue
   // -j`): id -> "user|submit time|state".
@@ -128,8 +136,8 @@ Status Agent::RunCancellations() {
     auto bar = line.find('|');
     if (bar != std::string::npos) queue[std::atoll(line.c_str())] = line.substr(bar + 1);
   }
-  static const std::set<std::string> kLive = {"PENDING", "RUNNING", "SUSPENDED", "REQUEUED", "REQUEUE_HOLD",
-                                              "CONFIGURING", "RESIZING"};
+  static const std::set<std::string> kLive = {"PENDING",      "RUNNING",     "SUSPENDED", "REQUEUED",
+                                              "REQUEUE_HOLD", "CONFIGURING", "RESIZING"};
   for (const auto& c : pending["cancellations"]) {
     const std::string id = c.value("id", "");
     const int64_t job = c.value("jobId", int64_t{0});
@@ -212,7 +220,8 @@ void Agent::Run(const std::atomic<bool>& stop) {
     if (Status s = RunCancellations(); !s.ok()) spdlog::warn("cancellations: {}", s.message());
     if (Status s = SyncJobs(); !s.ok()) spdlog::warn("jobs: {}", s.message());
     auto next = started + std::chrono::seconds(opts_.interval_seconds);
-    while (!stop && std::chrono::steady_clock::now() < next) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    while (!stop && std::chrono::steady_clock::now() < next)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
 }
 

@@ -18,16 +18,23 @@ namespace {
 
 // Job states in which Slurm still holds the job: there is something to cancel.
 bool Cancellable(const std::string& state) {
-  static const std::set<std::string> live = {"PENDING", "RUNNING", "REQUEUED", "SUSPENDED", "CONFIGURING",
+  static const std::set<std::string> live = {"PENDING",    "RUNNING",  "REQUEUED",     "SUSPENDED",  "CONFIGURING",
                                              "COMPLETING", "RESIZING", "REQUEUE_HOLD", "REQUEUE_FED"};
   return live.count(state.substr(0, state.find(' '))) > 0;
 }
 
 json CancellationJson(const Cancellation& c) {
-  return {{"id", c.id},           {"dataPlane", c.data_plane}, {"cluster", c.cluster},
-          {"project", c.project}, {"jobId", c.job_id},         {"submitTime", c.submit_time},
-          {"user", c.job_user},   {"requestedBy", c.requested_by}, {"state", c.state},
-          {"error", c.error},     {"createdAt", c.created_at}};
+  return {{"id", c.id},
+          {"dataPlane", c.data_plane},
+          {"cluster", c.cluster},
+          {"project", c.project},
+          {"jobId", c.job_id},
+          {"submitTime", c.submit_time},
+          {"user", c.job_user},
+          {"requestedBy", c.requested_by},
+          {"state", c.state},
+          {"error", c.error},
+          {"createdAt", c.created_at}};
 }
 
 }  // namespace
@@ -47,11 +54,12 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
            if (!found) return;
            const JobRecord& job = *found;
            if (job.user != p->subject && p->role != Role::kAdmin) {
-             return http::Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may cancel it", job.job_id,
-                                                      job.user));
+             return http::Error(
+                 res, 403, fmt::format("job {} is {}'s; only they or an admin may cancel it", job.job_id, job.user));
            }
            if (!Cancellable(job.state)) {
-             return http::Error(res, 409, fmt::format("job {} is {}: nothing to cancel", job.job_id, job.state), "state");
+             return http::Error(res, 409, fmt::format("job {} is {}: nothing to cancel", job.job_id, job.state),
+                                "state");
            }
            if (!http::RequireSlurmDataPlane(store, job.data_plane, unreachable_after, res)) return;
            auto id = jwt::RandomBytes(12);
@@ -63,7 +71,8 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
            c.requested_by = p->subject;
            c.created_at = jwt::UnixNow();
            if (Status st = store->PutCancellation(c); !st.ok()) return http::Error(res, 503, st.message());
-           auth->Audit(p->subject, req, "job.cancel", fmt::format("{}/{}/{}/{}", project, job.data_plane, job.cluster, job.job_id),
+           auth->Audit(p->subject, req, "job.cancel",
+                       fmt::format("{}/{}/{}/{}", project, job.data_plane, job.cluster, job.job_id),
                        fmt::format("user {} submitted {}", job.user, job.submit_time));
            http::Ok(res, CancellationJson(c), 202);
          });
@@ -99,7 +108,8 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
     if (!(*body)["state"].is_string() || ((*body)["state"] != "Done" && (*body)["state"] != "Failed")) {
       return http::Error(res, 400, "state must be Done or Failed", "state");
     }
-    if (body->contains("error") && !(*body)["error"].is_string()) return http::Error(res, 400, "error must be a string", "error");
+    if (body->contains("error") && !(*body)["error"].is_string())
+      return http::Error(res, 400, "error must be a string", "error");
     x.state = (*body)["state"];
     x.error = body->value("error", "");
     if (Status st = store->PutCancellation(x); !st.ok()) return http::Error(res, 503, st.message());

@@ -230,15 +230,15 @@ void ConnectionWatchdog::Scan() {
                    x.conn.peer.second, limits_.request_deadline_seconds);
     }
     if (x.status != 0 && plain_http_) {
-      std::string message = x.status == 429
-                                ? fmt::format("too many connections from {} (limit {})", x.conn.peer.first,
-                                              limits_.max_per_client)
-                                : fmt::format("request not received within {} s", limits_.request_deadline_seconds);
+      std::string message =
+          x.status == 429
+              ? fmt::format("too many connections from {} (limit {})", x.conn.peer.first, limits_.max_per_client)
+              : fmt::format("request not received within {} s", limits_.request_deadline_seconds);
       std::string body = fmt::format(R"({{"error":{{"code":{},"message":"{}"}}}})", x.status, message) + "\n";
-      std::string reply = fmt::format("HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
-                                      "Connection: close\r\n\r\n{}",
-                                      x.status, x.status == 429 ? "Too Many Requests" : "Request Timeout",
-                                      body.size(), body);
+      std::string reply = fmt::format(
+          "HTTP/1.1 {} {}\r\nContent-Type: application/json\r\nContent-Length: {}\r\n"
+          "Connection: close\r\n\r\n{}",
+          x.status, x.status == 429 ? "Too Many Requests" : "Request Timeout", body.size(), body);
       (void)::send(x.conn.fd, reply.data(), reply.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     }
     ::shutdown(x.conn.fd, SHUT_RDWR);

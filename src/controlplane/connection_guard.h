@@ -24,9 +24,9 @@
 namespace hpc::cp {
 
 struct ConnectionLimits {
-  int max_per_client = 128;       // open connections from one address
+  int max_per_client = 128;           // open connections from one address
   int request_deadline_seconds = 10;  // to send a whole request (headers and body) once connected or after an answer
-  size_t max_threads = 512;       // connections served at once; more wait for a thread
+  size_t max_threads = 512;           // connections served at once; more wait for a thread
 };
 
 // cpp-httplib listens with a backlog of 5: a burst of clients connecting at once overflows it and

@@ -11,8 +11,8 @@
 #include "controlplane/route_table.h"
 
 namespace hpc::cp {
-using nlohmann::json;
 using http::kMaxUnixSeconds;
+using nlohmann::json;
 
 namespace {
 
@@ -153,7 +153,11 @@ void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
     for (const auto& b : stats->buckets) buckets.push_back({{"start", b.start}, {"states", b.states}});
     for (const auto& [label, n] : stats->wait) wait.push_back({{"range", label}, {"jobs", n}});
     for (const auto& u : stats->usage) usage.push_back({{"user", u.user}, {"day", u.day}, {"nodeHours", u.node_hours}});
-    http::Ok(res, {{"from", f.from}, {"to", f.to}, {"bucket", bucket}, {"states", buckets}, {"queueWait", wait},
+    http::Ok(res, {{"from", f.from},
+                   {"to", f.to},
+                   {"bucket", bucket},
+                   {"states", buckets},
+                   {"queueWait", wait},
                    {"nodeHours", usage}});
   });
 }

@@ -2,21 +2,20 @@
 
 #include <httplib.h>
 
-
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
 #include "controlplane/route_table.h"
-#include "controlplane/submission_json.h"
 #include "controlplane/server_metrics.h"
+#include "controlplane/submission_json.h"
 
 namespace hpc::cp {
-using nlohmann::json;
 using http::Error;
-using http::Ok;
 using http::kMaxUnixSeconds;
+using http::Ok;
+using nlohmann::json;
 
 namespace {
 
@@ -93,50 +92,52 @@ void AddDataPlaneRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics
     Ok(res, {{"upserted", jobs.size()}});
   });
 
-  s.Get(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions)", [=](const httplib::Request& req, httplib::Response& res) {
-    auto p = auth(req, res);
-    if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
-    auto subs = store->PendingSubmissions(req.matches[1]);
-    if (!subs.ok()) return Error(res, 503, subs.status().message());
-    json out = json::array();
-    for (const auto& x : *subs) {
-      json j = SubmissionJson(x);
-      j["script"] = x.script;
-      j["sbatchArgs"] = x.sbatch_args;
-      out.push_back(j);
-    }
-    Ok(res, {{"submissions", out}});
-  });
+  s.Get(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions)",
+        [=](const httplib::Request& req, httplib::Response& res) {
+          auto p = auth(req, res);
+          if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
+          auto subs = store->PendingSubmissions(req.matches[1]);
+          if (!subs.ok()) return Error(res, 503, subs.status().message());
+          json out = json::array();
+          for (const auto& x : *subs) {
+            json j = SubmissionJson(x);
+            j["script"] = x.script;
+            j["sbatchArgs"] = x.sbatch_args;
+            out.push_back(j);
+          }
+          Ok(res, {{"submissions", out}});
+        });
 
-  s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
-    auto body = authn->AgentBody(req, res);
-    if (!body) return;
-    auto sub = store->GetSubmission(req.matches[2]);
-    if (!sub.ok()) return Error(res, 503, sub.status().message());
-    if (!*sub || (*sub)->data_plane != req.matches[1]) return Error(res, 404, "no such submission");
-    Submission x = **sub;
-    x.state = body->value("state", "");
-    if (x.state != "Submitted" && x.state != "Failed") return Error(res, 400, "state must be Submitted or Failed", "state");
-    x.error = body->value("error", "");
-    if (x.state == "Submitted") {
-      if (!(*body)["jobId"].is_number_integer() || !(*body)["submitTime"].is_number_integer() ||
-          !(*body)["cluster"].is_string()) {
-        return Error(res, 400, "jobId, submitTime and cluster are required for a submitted job", "jobId");
-      }
-      x.job_id = (*body)["jobId"];
-      x.submit_time = (*body)["submitTime"];
-      x.cluster = (*body)["cluster"];
-      // The job enters the history now, marked as submitted through the API; the agent's
-      // records fill in its statistics later and keep the mark.
-      JobRecord r;
-      r.data_plane = x.data_plane, r.cluster = x.cluster, r.job_id = x.job_id, r.submit_time = x.submit_time;
-      r.user = x.user, r.project = x.project, r.partition = x.workspace, r.state = "PENDING", r.source = "api";
-      if (Status st = store->UpsertJobs({r}); !st.ok()) return Error(res, 503, st.message());
-    }
-    if (Status st = store->PutSubmission(x); !st.ok()) return Error(res, 503, st.message());
-    Ok(res, SubmissionJson(x));
-  });
-
+  s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))",
+         [=](const httplib::Request& req, httplib::Response& res) {
+           auto body = authn->AgentBody(req, res);
+           if (!body) return;
+           auto sub = store->GetSubmission(req.matches[2]);
+           if (!sub.ok()) return Error(res, 503, sub.status().message());
+           if (!*sub || (*sub)->data_plane != req.matches[1]) return Error(res, 404, "no such submission");
+           Submission x = **sub;
+           x.state = body->value("state", "");
+           if (x.state != "Submitted" && x.state != "Failed")
+             return Error(res, 400, "state must be Submitted or Failed", "state");
+           x.error = body->value("error", "");
+           if (x.state == "Submitted") {
+             if (!(*body)["jobId"].is_number_integer() || !(*body)["submitTime"].is_number_integer() ||
+                 !(*body)["cluster"].is_string()) {
+               return Error(res, 400, "jobId, submitTime and cluster are required for a submitted job", "jobId");
+             }
+             x.job_id = (*body)["jobId"];
+             x.submit_time = (*body)["submitTime"];
+             x.cluster = (*body)["cluster"];
+             // The job enters the history now, marked as submitted through the API; the agent's
+             // records fill in its statistics later and keep the mark.
+             JobRecord r;
+             r.data_plane = x.data_plane, r.cluster = x.cluster, r.job_id = x.job_id, r.submit_time = x.submit_time;
+             r.user = x.user, r.project = x.project, r.partition = x.workspace, r.state = "PENDING", r.source = "api";
+             if (Status st = store->UpsertJobs({r}); !st.ok()) return Error(res, 503, st.message());
+           }
+           if (Status st = store->PutSubmission(x); !st.ok()) return Error(res, 503, st.message());
+           Ok(res, SubmissionJson(x));
+         });
 }
 
 }  // namespace hpc::cp

@@ -35,9 +35,9 @@ class DbConnection {
 };
 
 struct DbEngine {
-  std::string name;          // "sqlite" | "postgres"
-  std::string begin_write;   // starts a transaction that writes
-  std::string schema_lock;   // run first in the migration transaction: one migrator at a time
+  std::string name;         // "sqlite" | "postgres"
+  std::string begin_write;  // starts a transaction that writes
+  std::string schema_lock;  // run first in the migration transaction: one migrator at a time
   size_t max_connections = 8;
   std::function<Result<std::unique_ptr<DbConnection>>()> open;
 };

@@ -4,8 +4,8 @@
 
 #include <httplib.h>
 
-#include <chrono>
 #include <charconv>
+#include <chrono>
 
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
@@ -25,17 +25,25 @@ void Error(httplib::Response& res, int code, const std::string& message, const s
 
 int HttpStatusFor(StatusCode code) {
   switch (code) {
-    case StatusCode::kOk: return 200;
-    case StatusCode::kInvalidArgument: return 400;
-    case StatusCode::kUnauthenticated: return 401;
-    case StatusCode::kPermissionDenied: return 403;
-    case StatusCode::kNotFound: return 404;
+    case StatusCode::kOk:
+      return 200;
+    case StatusCode::kInvalidArgument:
+      return 400;
+    case StatusCode::kUnauthenticated:
+      return 401;
+    case StatusCode::kPermissionDenied:
+      return 403;
+    case StatusCode::kNotFound:
+      return 404;
     case StatusCode::kAlreadyExists:
     case StatusCode::kConflict:
-    case StatusCode::kFailedPrecondition: return 409;
-    case StatusCode::kUnavailable: return 503;
+    case StatusCode::kFailedPrecondition:
+      return 409;
+    case StatusCode::kUnavailable:
+      return 503;
     case StatusCode::kUnknown:
-    case StatusCode::kInternal: return 500;
+    case StatusCode::kInternal:
+      return 500;
   }
   return 500;
 }
@@ -170,14 +178,16 @@ std::optional<Principal> Auth::AuthenticateDigest(const std::string& digest, con
       return std::nullopt;
     }
     bool tripped = limiter_->Failed(req.remote_addr, now);
-    Audit("-", req, "signin.failed", *t ? (*t)->principal.subject : "", why + (tripped ? "; address now rate-limited" : ""));
+    Audit("-", req, "signin.failed", *t ? (*t)->principal.subject : "",
+          why + (tripped ? "; address now rate-limited" : ""));
     Error(res, 401, why);
     return std::nullopt;
   }
   // Last use to the minute: one write a minute per token and server, not one per request (and
   // not one per concurrent request either: writers queue for SQLite's single write lock).
   if (now - (*t)->last_used >= 60 && ClaimTouch(digest, now)) {
-    if (Status s = store_->TouchToken(digest, now); !s.ok()) spdlog::warn("token {}: last use not recorded: {}", (*t)->id, s.message());
+    if (Status s = store_->TouchToken(digest, now); !s.ok())
+      spdlog::warn("token {}: last use not recorded: {}", (*t)->id, s.message());
   }
   return (*t)->principal;
 }
@@ -203,7 +213,8 @@ void Auth::Audit(const std::string& actor, const httplib::Request& req, const st
   e.at_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::system_clock::now().time_since_epoch())
                 .count();
   e.actor = actor, e.action = action, e.target = target, e.detail = detail, e.remote = req.remote_addr;
-  if (Status s = store_->AppendAudit(e); !s.ok()) spdlog::error("audit {} {}: not recorded: {}", action, target, s.message());
+  if (Status s = store_->AppendAudit(e); !s.ok())
+    spdlog::error("audit {} {}: not recorded: {}", action, target, s.message());
 }
 
 std::optional<JobRecord> ProjectJob(Store* store, const httplib::Request& req, const std::string& project,

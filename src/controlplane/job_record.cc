@@ -9,13 +9,27 @@ namespace hpc::cp {
 using nlohmann::json;
 
 json ToJson(const JobRecord& r) {
-  return {{"dataPlane", r.data_plane}, {"cluster", r.cluster},       {"jobId", r.job_id},
-          {"submitTime", r.submit_time}, {"name", r.name},           {"user", r.user},
-          {"project", r.project},        {"partition", r.partition}, {"state", r.state},
-          {"exitCode", r.exit_code},     {"startTime", r.start_time}, {"endTime", r.end_time},
-          {"elapsedSeconds", r.elapsed_seconds}, {"cpuSeconds", r.cpu_seconds}, {"maxRssKiB", r.max_rss_kib},
-          {"nodes", r.nodes},            {"nodeList", r.node_list},  {"tres", r.tres},
-          {"source", r.source},          {"arrayJobId", r.array_job_id}, {"arrayTaskId", r.array_task}};
+  return {{"dataPlane", r.data_plane},
+          {"cluster", r.cluster},
+          {"jobId", r.job_id},
+          {"submitTime", r.submit_time},
+          {"name", r.name},
+          {"user", r.user},
+          {"project", r.project},
+          {"partition", r.partition},
+          {"state", r.state},
+          {"exitCode", r.exit_code},
+          {"startTime", r.start_time},
+          {"endTime", r.end_time},
+          {"elapsedSeconds", r.elapsed_seconds},
+          {"cpuSeconds", r.cpu_seconds},
+          {"maxRssKiB", r.max_rss_kib},
+          {"nodes", r.nodes},
+          {"nodeList", r.node_list},
+          {"tres", r.tres},
+          {"source", r.source},
+          {"arrayJobId", r.array_job_id},
+          {"arrayTaskId", r.array_task}};
 }
 
 namespace {

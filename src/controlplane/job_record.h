@@ -31,7 +31,7 @@ struct JobRecord {
   int64_t max_rss_kib = 0;  // largest MaxRSS of the job's steps
   int nodes = 0;
   std::string node_list;
-  std::string tres;  // AllocTRES, e.g. cpu=2,mem=1G,node=1
+  std::string tres;                 // AllocTRES, e.g. cpu=2,mem=1G,node=1
   std::string source = "terminal";  // terminal | api
   // A task of a job array (sbatch --array): the array's job id and the task's index, as Slurm
   // shows it (123_4 is task 4 of array 123); 0 and "" for a job that is not.

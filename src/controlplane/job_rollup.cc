@@ -19,15 +19,17 @@ std::string WaitRangeSql() {
   std::string sql = "CASE WHEN start_time <= 0 THEN -1";
   const auto& ranges = WaitRanges();
   for (size_t i = 0; i < ranges.size(); ++i) {
-    if (ranges[i].second) sql += fmt::format(" WHEN start_time - submit_time < {} THEN {}", ranges[i].second, i);
-    else sql += fmt::format(" ELSE {}", i);
+    if (ranges[i].second)
+      sql += fmt::format(" WHEN start_time - submit_time < {} THEN {}", ranges[i].second, i);
+    else
+      sql += fmt::format(" ELSE {}", i);
   }
   return sql + " END";
 }
 
 RollupKey RollupKeyOf(const JobRecord& j) {
-  return {j.project, j.submit_time / kRollupSeconds * kRollupSeconds, j.user, j.partition, j.state,
-          WaitRangeOf(j.start_time, j.submit_time)};
+  return {j.project, j.submit_time / kRollupSeconds * kRollupSeconds, j.user, j.partition,
+          j.state,   WaitRangeOf(j.start_time, j.submit_time)};
 }
 
 void RollupDeltas::Add(const JobRecord& j, int sign) {

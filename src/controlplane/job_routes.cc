@@ -3,24 +3,24 @@
 #include <httplib.h>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
 #include "controlplane/job_template.h"
 #include "controlplane/route_table.h"
-#include "controlplane/submission_json.h"
 #include "controlplane/server.h"
 #include "controlplane/server_metrics.h"
+#include "controlplane/submission_json.h"
 
 namespace hpc::cp {
-using nlohmann::json;
 using http::Body;
 using http::Error;
+using http::kMaxUnixSeconds;
 using http::Ok;
 using http::ValidName;
-using http::kMaxUnixSeconds;
+using nlohmann::json;
 
 void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
   using httplib::Request;
@@ -120,11 +120,14 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
           auto j = http::ProjectJob(store, req, project, res);
           if (!j) return;
           if (j->user != p->subject && p->role != Role::kAdmin) {
-            return Error(res, 403, fmt::format("job {} is {}'s; only they or an admin may read its script", j->job_id, j->user));
+            return Error(res, 403,
+                         fmt::format("job {} is {}'s; only they or an admin may read its script", j->job_id, j->user));
           }
           auto sub = store->SubmissionOfJob(j->data_plane, j->cluster, j->job_id, j->submit_time);
           if (!sub.ok()) return Error(res, 503, sub.status().message());
-          if (!*sub) return Error(res, 404, fmt::format("job {} was not submitted through the API: no script is kept", j->job_id));
+          if (!*sub)
+            return Error(res, 404,
+                         fmt::format("job {} was not submitted through the API: no script is kept", j->job_id));
           Ok(res, {{"script", (*sub)->script}, {"sbatchArgs", (*sub)->sbatch_args}, {"submission", (*sub)->id}});
         });
 
@@ -136,7 +139,8 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
     auto flags = store->Flags();
     if (!flags.ok()) return Error(res, 503, flags.status().message());
     if (!flags->count(kFlagHpcJobs) || !flags->at(kFlagHpcJobs)) {
-      return Error(res, 403, fmt::format("submitting HPC jobs through the API is disabled: flag {} is off", kFlagHpcJobs));
+      return Error(res, 403,
+                   fmt::format("submitting HPC jobs through the API is disabled: flag {} is off", kFlagHpcJobs));
     }
     auto body = Body(req, res);
     if (!body) return;
@@ -145,7 +149,8 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
         return Error(res, 400, std::string(field) + " must be a string", field);
       }
     }
-    if (!body->contains("workspace") || !(*body)["workspace"].is_string() || (*body)["workspace"].get<std::string>().empty()) {
+    if (!body->contains("workspace") || !(*body)["workspace"].is_string() ||
+        (*body)["workspace"].get<std::string>().empty()) {
       return Error(res, 400, "workspace is required (a non-empty string)", "workspace");
     }
     // A template gives the script and options the body leaves out; the body's options win.
@@ -163,7 +168,8 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
       merged.update(options);
       options = merged;
     }
-    if (script.empty()) return Error(res, 400, "script is required (a non-empty string) unless a template gives it", "script");
+    if (script.empty())
+      return Error(res, 400, "script is required (a non-empty string) unless a template gives it", "script");
     Submission sub;
     sub.data_plane = body->value("dataPlane", "");
     sub.workspace = (*body)["workspace"];
@@ -206,17 +212,17 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
     Ok(res, SubmissionJson(sub), 202);
   });
 
-  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))", [=](const httplib::Request& req, httplib::Response& res) {
-    auto p = auth(req, res);
-    if (!p) return;
-    std::string project = req.matches[1];
-    if (!http::RequireProject(*p, project, res)) return;
-    auto sub = store->GetSubmission(req.matches[2]);
-    if (!sub.ok()) return Error(res, 503, sub.status().message());
-    if (!*sub || (*sub)->project != project) return Error(res, 404, "no such submission in project " + project);
-    Ok(res, SubmissionJson(**sub));
-  });
-
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/submissions/([0-9a-f]+))",
+        [=](const httplib::Request& req, httplib::Response& res) {
+          auto p = auth(req, res);
+          if (!p) return;
+          std::string project = req.matches[1];
+          if (!http::RequireProject(*p, project, res)) return;
+          auto sub = store->GetSubmission(req.matches[2]);
+          if (!sub.ok()) return Error(res, 503, sub.status().message());
+          if (!*sub || (*sub)->project != project) return Error(res, 404, "no such submission in project " + project);
+          Ok(res, SubmissionJson(**sub));
+        });
 }
 
 }  // namespace hpc::cp

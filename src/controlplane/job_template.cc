@@ -10,8 +10,8 @@ using nlohmann::json;
 
 Result<std::vector<std::string>> SbatchArgs(const json& options) {
   static const std::map<std::string, std::string> allowed = {
-      {"jobName", "--job-name"}, {"nodes", "--nodes"},   {"ntasks", "--ntasks"}, {"cpusPerTask", "--cpus-per-task"},
-      {"mem", "--mem"},          {"time", "--time"},     {"array", "--array"},   {"output", "--output"},
+      {"jobName", "--job-name"}, {"nodes", "--nodes"}, {"ntasks", "--ntasks"}, {"cpusPerTask", "--cpus-per-task"},
+      {"mem", "--mem"},          {"time", "--time"},   {"array", "--array"},   {"output", "--output"},
       {"error", "--error"}};
   static const std::regex value("^[A-Za-z0-9_.:/%=,+@-]{1,200}$");
   if (!options.is_object()) return Status::InvalidArgument("options", "must be an object");
@@ -19,8 +19,9 @@ Result<std::vector<std::string>> SbatchArgs(const json& options) {
   for (auto it = options.begin(); it != options.end(); ++it) {
     auto a = allowed.find(it.key());
     if (a == allowed.end()) return Status::InvalidArgument("options." + it.key(), "unknown option");
-    std::string v = it.value().is_string() ? it.value().get<std::string>()
-                    : it.value().is_number_integer() ? std::to_string(it.value().get<int64_t>()) : "";
+    std::string v = it.value().is_string()           ? it.value().get<std::string>()
+                    : it.value().is_number_integer() ? std::to_string(it.value().get<int64_t>())
+                                                     : "";
     if (!std::regex_match(v, value)) {
       return Status::InvalidArgument("options." + it.key(), "must be one token of letters, digits and _.:/%=,+@-");
     }
@@ -32,8 +33,8 @@ Result<std::vector<std::string>> SbatchArgs(const json& options) {
 Status ValidateScript(const std::string& script, size_t max_bytes) {
   if (script.rfind("#!", 0) != 0) return Status::InvalidArgument("script", "must start with #!");
   if (script.size() > max_bytes) {
-    return Status::InvalidArgument("script", fmt::format("must be at most {} KiB (got {} bytes)", max_bytes / 1024,
-                                                         script.size()));
+    return Status::InvalidArgument(
+        "script", fmt::format("must be at most {} KiB (got {} bytes)", max_bytes / 1024, script.size()));
   }
   // A NUL would cut the script short where the data plane writes it for sbatch.
   if (script.find('\0') != std::string::npos) return Status::InvalidArgument("script", "must not contain NUL");

@@ -25,7 +25,7 @@ struct JobTemplate {
   std::string project;
   std::string name;  // a ValidName
   std::string description;
-  std::string script;  // starts with #!
+  std::string script;                                 // starts with #!
   nlohmann::json options = nlohmann::json::object();  // option name -> value, validated
   int64_t updated_at = 0;
   std::string updated_by;

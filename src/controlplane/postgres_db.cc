@@ -20,8 +20,8 @@ class PostgresConnection : public DbConnection {
   Status Query(const std::string& sql, const std::vector<SqlValue>& params, const RowSink& row) override {
     std::vector<const char*> values;
     for (const auto& p : params) values.push_back(p ? p->c_str() : nullptr);
-    PGresult* r = PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr,
-                               nullptr, 0);
+    PGresult* r =
+        PQexecParams(conn_, sql.c_str(), static_cast<int>(values.size()), nullptr, values.data(), nullptr, nullptr, 0);
     Status s = Check(r);
     if (s.ok() && row) {
       int rows = PQntuples(r), cols = PQnfields(r);
@@ -60,7 +60,8 @@ Result<std::unique_ptr<DbConnection>> OpenPostgresConnection(const std::string& 
     return Status::Errorf("postgres: cannot connect: {}", msg);
   }
   // NOTICEs ("relation already exists, skipping") are the server talking to itself, not news.
-  PQsetNoticeProcessor(c, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      c, [](void*, const char*) {}, nullptr);
   return std::unique_ptr<DbConnection>(std::make_unique<PostgresConnection>(c));
 }
 

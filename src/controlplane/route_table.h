@@ -18,9 +18,15 @@ class RouteTable {
   // `on_handler`: told when a handler starts, the request (body included) having been read.
   explicit RouteTable(httplib::Server& s, std::function<void(const httplib::Request&)> on_handler = nullptr)
       : s_(s), on_handler_(std::move(on_handler)) {}
-  void Get(const std::string& pattern, httplib::Server::Handler h) { s_.Get(pattern, Wrap("GET", pattern, std::move(h))); }
-  void Post(const std::string& pattern, httplib::Server::Handler h) { s_.Post(pattern, Wrap("POST", pattern, std::move(h))); }
-  void Put(const std::string& pattern, httplib::Server::Handler h) { s_.Put(pattern, Wrap("PUT", pattern, std::move(h))); }
+  void Get(const std::string& pattern, httplib::Server::Handler h) {
+    s_.Get(pattern, Wrap("GET", pattern, std::move(h)));
+  }
+  void Post(const std::string& pattern, httplib::Server::Handler h) {
+    s_.Post(pattern, Wrap("POST", pattern, std::move(h)));
+  }
+  void Put(const std::string& pattern, httplib::Server::Handler h) {
+    s_.Put(pattern, Wrap("PUT", pattern, std::move(h)));
+  }
   void Delete(const std::string& pattern, httplib::Server::Handler h) {
     s_.Delete(pattern, Wrap("DELETE", pattern, std::move(h)));
   }

@@ -48,8 +48,14 @@ std::string SacctTime(int64_t t) {
 }
 
 std::vector<std::string> SacctWindowArgs(int64_t start, int64_t end, bool cancelled_only) {
-  std::vector<std::string> args = {"sacct", "--allusers", "--duplicates", "--parsable2", "--noheader", "--noconvert",
-                                   "--starttime=" + SacctTime(start), "--endtime=" + SacctTime(end),
+  std::vector<std::string> args = {"sacct",
+                                   "--allusers",
+                                   "--duplicates",
+                                   "--parsable2",
+                                   "--noheader",
+                                   "--noconvert",
+                                   "--starttime=" + SacctTime(start),
+                                   "--endtime=" + SacctTime(end),
                                    std::string("--format=") + kFields};
   // Without --state sacct leaves out jobs that never became eligible (held, then cancelled);
   // naming every state instead changes which records it returns for jobs that did run, so
@@ -86,11 +92,19 @@ int64_t ParseSlurmSizeKiB(const std::string& s) {
   char unit = s.back();
   double v = std::atof(s.c_str());
   switch (unit) {
-    case 'K': break;
-    case 'M': v *= 1024; break;
-    case 'G': v *= 1024.0 * 1024; break;
-    case 'T': v *= 1024.0 * 1024 * 1024; break;
-    default: v /= 1024;
+    case 'K':
+      break;
+    case 'M':
+      v *= 1024;
+      break;
+    case 'G':
+      v *= 1024.0 * 1024;
+      break;
+    case 'T':
+      v *= 1024.0 * 1024 * 1024;
+      break;
+    default:
+      v /= 1024;
   }
   // Beyond 2^62 KiB (or not a number at all) is garbage: 0, never an undefined conversion.
   if (!(v >= 0) || v > 4.6e18) return 0;

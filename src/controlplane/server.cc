@@ -5,27 +5,27 @@
 #include <regex>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "api/codec.h"
 #include "common/jwt.h"
-#include "controlplane/http_api.h"
 #include "controlplane/admin_routes.h"
 #include "controlplane/cancel_routes.h"
 #include "controlplane/console_routes.h"
 #include "controlplane/dataplane_routes.h"
+#include "controlplane/http_api.h"
 #include "controlplane/job_routes.h"
 #include "controlplane/openapi.h"
 #include "controlplane/template_routes.h"
 #include "controlplane/workspace_routes.h"
 
 namespace hpc::cp {
-using nlohmann::json;
 using http::Body;
 using http::Error;
-using http::Ok;
 using http::kMaxUnixSeconds;
+using http::Ok;
+using nlohmann::json;
 
 Server::Server(Store* store, ServerOptions opts)
     : store_(store), opts_(std::move(opts)), limiter_(opts_.max_failed_signins), watchdog_(opts_.connections) {
@@ -34,8 +34,9 @@ Server::Server(Store* store, ServerOptions opts)
   } else if (!opts_.tls_cert.empty()) {
     auto tls = std::make_unique<httplib::SSLServer>(opts_.tls_cert.c_str(), opts_.tls_key.c_str());
     if (!tls->is_valid()) {
-      init_ = Status::Errorf("TLS: cannot load certificate {} with key {} (PEM files, the key matching the certificate)",
-                             opts_.tls_cert, opts_.tls_key);
+      init_ =
+          Status::Errorf("TLS: cannot load certificate {} with key {} (PEM files, the key matching the certificate)",
+                         opts_.tls_cert, opts_.tls_key);
     }
     http_ = std::move(tls);
   }
@@ -85,7 +86,8 @@ Result<int> Server::Bind() {
         "--tls-key, or --allow-plain-http behind a TLS-terminating proxy",
         opts_.host);
   }
-  int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host) : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
+  int port = opts_.port == 0 ? http_->bind_to_any_port(opts_.host)
+                             : (http_->bind_to_port(opts_.host, opts_.port) ? opts_.port : -1);
   if (port < 0) return Status::Errorf("cannot listen on {}:{}", opts_.host, opts_.port);
   if (WidenListenBacklog(port, 1024) == 0) spdlog::warn("listen backlog of port {} left at the HTTP library's 5", port);
   watchdog_.Start(port, opts_.tls_cert.empty());
@@ -191,10 +193,14 @@ void Server::ServerLimits() {
         res.set_header("Allow", allow);
         return Error(res, 405, fmt::format("{} is not served for {}; it takes {}", req.method, req.path, allow));
       }
-      case 413: return Error(res, 413, fmt::format("request body too large (limit {} bytes)", max_body), "body");
-      case 414: return Error(res, 414, "request URL too long");
-      case 431: return Error(res, 431, "request headers too large");
-      default: return Error(res, res.status, res.status >= 500 ? "internal error" : "bad request");
+      case 413:
+        return Error(res, 413, fmt::format("request body too large (limit {} bytes)", max_body), "body");
+      case 414:
+        return Error(res, 414, "request URL too long");
+      case 431:
+        return Error(res, 431, "request headers too large");
+      default:
+        return Error(res, res.status, res.status >= 500 ? "internal error" : "bad request");
     }
   });
   // A handler that throws answers instead of taking the process down. JSON type errors come

@@ -20,7 +20,7 @@ inline constexpr const char* kFlagHpcJobs = "EnableHPCJobs";
 
 struct ServerOptions {
   std::string host = "127.0.0.1";
-  int port = 8080;  // 0: any free port (see Server::port())
+  int port = 8080;                     // 0: any free port (see Server::port())
   int unreachable_after_seconds = 15;  // a data plane whose reports stop for this long
   size_t max_body_bytes = 4 << 20;     // larger request bodies are refused with 413 unread
   size_t max_headers = 100;            // more header fields: 431

@@ -116,9 +116,27 @@ JobRecord JobFromRow(const SqlRow& r) {
 }
 
 std::vector<SqlValue> JobParams(const JobRecord& j) {
-  return {j.data_plane, j.cluster, N(j.job_id), N(j.submit_time), j.name, j.user, j.project, j.partition,
-          j.state, j.exit_code, N(j.start_time), N(j.end_time), N(j.elapsed_seconds), N(j.cpu_seconds),
-          N(j.max_rss_kib), N(j.nodes), j.node_list, j.tres, j.source, N(j.array_job_id), j.array_task};
+  return {j.data_plane,
+          j.cluster,
+          N(j.job_id),
+          N(j.submit_time),
+          j.name,
+          j.user,
+          j.project,
+          j.partition,
+          j.state,
+          j.exit_code,
+          N(j.start_time),
+          N(j.end_time),
+          N(j.elapsed_seconds),
+          N(j.cpu_seconds),
+          N(j.max_rss_kib),
+          N(j.nodes),
+          j.node_list,
+          j.tres,
+          j.source,
+          N(j.array_job_id),
+          j.array_task};
 }
 
 const char* kTemplateSelect =
@@ -166,8 +184,8 @@ class SqlStore : public Store {
         "INSERT INTO data_planes (name, state, reasons, components, last_report, registered_at) "
         "VALUES ($1, $2, $3, $4, $5, $6) ON CONFLICT (name) DO UPDATE SET state = excluded.state, "
         "reasons = excluded.reasons, components = excluded.components, last_report = excluded.last_report",
-        {dp.name, dp.state, json(dp.reasons).dump(), json(dp.component_versions).dump(),
-         std::to_string(dp.last_report), std::to_string(dp.registered_at ? dp.registered_at : dp.last_report)});
+        {dp.name, dp.state, json(dp.reasons).dump(), json(dp.component_versions).dump(), std::to_string(dp.last_report),
+         std::to_string(dp.registered_at ? dp.registered_at : dp.last_report)});
   }
 
   Result<std::vector<DataPlane>> DataPlanes() override {
@@ -229,9 +247,10 @@ class SqlStore : public Store {
       return true;
     };
     if (sqlite) {  // in-process: a primary-key lookup per record costs microseconds
-      const std::string sql = fmt::format("SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND "
-                                          "job_id = CAST($3 AS BIGINT) AND submit_time = CAST($4 AS BIGINT)",
-                                          columns);
+      const std::string sql = fmt::format(
+          "SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND "
+          "job_id = CAST($3 AS BIGINT) AND submit_time = CAST($4 AS BIGINT)",
+          columns);
       for (const auto* j : rows) {
         RETURN_IF_ERROR(c.Query(sql, {j->data_plane, j->cluster, N(j->job_id), N(j->submit_time)}, emit));
       }
@@ -246,7 +265,8 @@ class SqlStore : public Store {
         const size_t n = params.size();
         keys += fmt::format("{}(${}, ${}, CAST(${} AS BIGINT), CAST(${} AS BIGINT))", i == start ? "" : ",", n + 1,
                             n + 2, n + 3, n + 4);
-        params.insert(params.end(), {rows[i]->data_plane, rows[i]->cluster, N(rows[i]->job_id), N(rows[i]->submit_time)});
+        params.insert(params.end(),
+                      {rows[i]->data_plane, rows[i]->cluster, N(rows[i]->job_id), N(rows[i]->submit_time)});
       }
       RETURN_IF_ERROR(c.Query(fmt::format("SELECT {} FROM jobs WHERE (data_plane, cluster, job_id, submit_time) IN "
                                           "(VALUES {})",
@@ -288,8 +308,8 @@ class SqlStore : public Store {
         auto p = JobParams(*rows[i]);
         params.insert(params.end(), p.begin(), p.end());
       }
-      RETURN_IF_ERROR(c.Query(fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, values, conflict), params,
-                              nullptr));
+      RETURN_IF_ERROR(
+          c.Query(fmt::format("INSERT INTO jobs ({}) VALUES {}{}", kJobColumns, values, conflict), params, nullptr));
     }
     return Status::Ok();
   }
@@ -338,8 +358,9 @@ class SqlStore : public Store {
     }
     if (plan.use_rollup) {
       std::vector<SqlValue> p = {f.project, N(plan.rollup_from)};
-      std::string sql = "SELECT hour, user_name, state, wait_range, SUM(jobs), SUM(node_seconds) FROM job_rollup "
-                        "WHERE project = $1 AND hour >= CAST($2 AS BIGINT)";
+      std::string sql =
+          "SELECT hour, user_name, state, wait_range, SUM(jobs), SUM(node_seconds) FROM job_rollup "
+          "WHERE project = $1 AND hour >= CAST($2 AS BIGINT)";
       auto add_condition = [&](const std::string& column, const std::string& value) {
         p.push_back(value);
         sql += fmt::format(" AND {} = ${}", column, p.size());
@@ -398,11 +419,13 @@ class SqlStore : public Store {
     if (static_cast<int>(page.jobs.size()) > limit) {
       page.jobs.pop_back();
       const auto& last = page.jobs.back();
-      page.next = JobCursor{f.order,
-                            f.order == JobOrder::kStart ? last.start_time
-                            : f.order == JobOrder::kEnd ? last.end_time
-                                                        : 0,
-                            last.submit_time, last.data_plane, last.cluster, last.job_id};
+      page.next =
+          JobCursor{f.order,
+                    f.order == JobOrder::kStart ? last.start_time : f.order == JobOrder::kEnd ? last.end_time : 0,
+                    last.submit_time,
+                    last.data_plane,
+                    last.cluster,
+                    last.job_id};
     }
     return page;
   }
@@ -410,7 +433,8 @@ class SqlStore : public Store {
   Result<std::optional<JobRecord>> GetJob(const std::string& data_plane, const std::string& cluster, int64_t job_id,
                                           int64_t submit_time) override {
     std::optional<JobRecord> out;
-    std::string sql = fmt::format("SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND job_id = $3", kJobColumns);
+    std::string sql =
+        fmt::format("SELECT {} FROM jobs WHERE data_plane = $1 AND cluster = $2 AND job_id = $3", kJobColumns);
     std::vector<SqlValue> p = {data_plane, cluster, std::to_string(job_id)};
     if (submit_time) {
       sql += " AND submit_time = $4";
@@ -464,8 +488,8 @@ class SqlStore : public Store {
 
   Result<std::vector<Submission>> PendingSubmissions(const std::string& data_plane) override {
     std::vector<Submission> out;
-    RETURN_IF_ERROR(
-        QuerySubmissions("WHERE data_plane = $1 AND state = 'Pending' ORDER BY created_at LIMIT 100", {data_plane}, &out));
+    RETURN_IF_ERROR(QuerySubmissions("WHERE data_plane = $1 AND state = 'Pending' ORDER BY created_at LIMIT 100",
+                                     {data_plane}, &out));
     return out;
   }
 
@@ -496,8 +520,8 @@ class SqlStore : public Store {
 
   Result<std::vector<Cancellation>> PendingCancellations(const std::string& data_plane) override {
     std::vector<Cancellation> out;
-    RETURN_IF_ERROR(
-        QueryCancellations("WHERE data_plane = $1 AND state = 'Pending' ORDER BY created_at LIMIT 100", {data_plane}, &out));
+    RETURN_IF_ERROR(QueryCancellations("WHERE data_plane = $1 AND state = 'Pending' ORDER BY created_at LIMIT 100",
+                                       {data_plane}, &out));
     return out;
   }
 
@@ -529,11 +553,11 @@ class SqlStore : public Store {
 
   Result<std::vector<JobTemplate>> ProjectTemplates(const std::string& project) override {
     std::vector<JobTemplate> out;
-    RETURN_IF_ERROR(db_->Query(std::string(kTemplateSelect) + " WHERE project = $1 ORDER BY name", {project},
-                               [&](const SqlRow& r) {
-                                 out.push_back(TemplateFromRow(r));
-                                 return true;
-                               }));
+    RETURN_IF_ERROR(
+        db_->Query(std::string(kTemplateSelect) + " WHERE project = $1 ORDER BY name", {project}, [&](const SqlRow& r) {
+          out.push_back(TemplateFromRow(r));
+          return true;
+        }));
     return out;
   }
 
@@ -584,14 +608,16 @@ class SqlStore : public Store {
       return false;
     }));
     if (uid == 0) return Status::Errorf("no uid recorded for user {}", user);
-    if (uid > platform::kLastUid) return Status::Errorf("no free uid left for platform users (up to {})", platform::kLastUid);
+    if (uid > platform::kLastUid)
+      return Status::Errorf("no free uid left for platform users (up to {})", platform::kLastUid);
     return uid;
   }
 
   Status PutWorkspace(const WorkspaceRecord& w) override {
     return db_->Query(
         "INSERT INTO workspaces (id, project, data_plane, spec, desired, cancel_jobs, phase, message, created_at, "
-        "updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (id) DO UPDATE SET project = excluded.project, "
+        "updated_at) VALUES ($1,$2,$3,$4,$5,$6,$7,$8,$9,$10) ON CONFLICT (id) DO UPDATE SET project = "
+        "excluded.project, "
         "data_plane = excluded.data_plane, spec = excluded.spec, desired = excluded.desired, "
         "cancel_jobs = excluded.cancel_jobs, phase = excluded.phase, message = excluded.message, "
         "created_at = excluded.created_at, updated_at = excluded.updated_at",
@@ -676,9 +702,10 @@ class SqlStore : public Store {
   Result<std::vector<AuditEntry>> ListAudit(int limit, int64_t before_us) override {
     std::vector<AuditEntry> out;
     RETURN_IF_ERROR(db_->Query(
-        fmt::format("SELECT at_us, actor, action, target, detail, remote FROM audit_log {} ORDER BY at_us DESC, id DESC "
-                    "LIMIT {}",
-                    before_us ? "WHERE at_us < CAST($1 AS BIGINT)" : "", limit),
+        fmt::format(
+            "SELECT at_us, actor, action, target, detail, remote FROM audit_log {} ORDER BY at_us DESC, id DESC "
+            "LIMIT {}",
+            before_us ? "WHERE at_us < CAST($1 AS BIGINT)" : "", limit),
         before_us ? std::vector<SqlValue>{N(before_us)} : std::vector<SqlValue>{}, [&](const SqlRow& r) {
           out.push_back({I(r[0]), S(r[1]), S(r[2]), S(r[3]), S(r[4]), S(r[5])});
           return true;
@@ -686,7 +713,9 @@ class SqlStore : public Store {
     return out;
   }
 
-  void ObserveOperations(std::function<void(double, bool)> observer) override { db_->set_observer(std::move(observer)); }
+  void ObserveOperations(std::function<void(double, bool)> observer) override {
+    db_->set_observer(std::move(observer));
+  }
 
   Result<std::map<std::string, bool>> Flags() override {
     std::map<std::string, bool> out;
@@ -698,27 +727,28 @@ class SqlStore : public Store {
   }
 
   Status SetFlag(const std::string& name, bool value) override {
-    return db_->Query("INSERT INTO flags (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
-                      {name, std::string(value ? "1" : "0")});
+    return db_->Query(
+        "INSERT INTO flags (name, value) VALUES ($1, $2) ON CONFLICT (name) DO UPDATE SET value = excluded.value",
+        {name, std::string(value ? "1" : "0")});
   }
 
  private:
   Result<std::vector<WorkspaceRecord>> QueryWorkspaces(const std::string& where, const std::vector<SqlValue>& params) {
     std::vector<WorkspaceRecord> out;
     Status bad;
-    RETURN_IF_ERROR(db_->Query(
-        "SELECT spec, desired, cancel_jobs, phase, message, updated_at FROM workspaces " + where, params,
-        [&](const SqlRow& r) {
-          auto w = WorkspaceRecordFromJson(json::parse(S(r[0]), nullptr, false));
-          if (!w.ok()) {
-            bad = w.status();
-            return false;
-          }
-          w->desired = S(r[1]), w->cancel_jobs = I(r[2]) != 0, w->phase = S(r[3]), w->message = S(r[4]);
-          w->updated_at = I(r[5]);
-          out.push_back(std::move(*w));
-          return true;
-        }));
+    RETURN_IF_ERROR(db_->Query("SELECT spec, desired, cancel_jobs, phase, message, updated_at FROM workspaces " + where,
+                               params, [&](const SqlRow& r) {
+                                 auto w = WorkspaceRecordFromJson(json::parse(S(r[0]), nullptr, false));
+                                 if (!w.ok()) {
+                                   bad = w.status();
+                                   return false;
+                                 }
+                                 w->desired = S(r[1]), w->cancel_jobs = I(r[2]) != 0, w->phase = S(r[3]),
+                                 w->message = S(r[4]);
+                                 w->updated_at = I(r[5]);
+                                 out.push_back(std::move(*w));
+                                 return true;
+                               }));
     RETURN_IF_ERROR(bad);
     return out;
   }
@@ -726,7 +756,8 @@ class SqlStore : public Store {
   Status QueryTokens(const std::string& where, const std::vector<SqlValue>& params, std::vector<TokenInfo>* out) {
     return db_->Query(
         "SELECT token_hash, subject, role, projects, created_at, expires_at, last_used, revoked_at, created_by "
-        "FROM tokens " + where,
+        "FROM tokens " +
+            where,
         params, [&](const SqlRow& r) {
           TokenInfo t;
           t.id = S(r[0]).substr(0, 16);
@@ -743,8 +774,10 @@ class SqlStore : public Store {
   Status QueryCancellations(const std::string& where, const std::vector<SqlValue>& params,
                             std::vector<Cancellation>* out) {
     return db_->Query(
-        "SELECT id, data_plane, cluster, project, job_id, submit_time, job_user, requested_by, state, error, created_at "
-        "FROM cancellations " + where,
+        "SELECT id, data_plane, cluster, project, job_id, submit_time, job_user, requested_by, state, error, "
+        "created_at "
+        "FROM cancellations " +
+            where,
         params, [&](const SqlRow& r) {
           Cancellation c;
           c.id = S(r[0]), c.data_plane = S(r[1]), c.cluster = S(r[2]), c.project = S(r[3]);
@@ -758,7 +791,8 @@ class SqlStore : public Store {
   Status QuerySubmissions(const std::string& where, const std::vector<SqlValue>& params, std::vector<Submission>* out) {
     return db_->Query(
         "SELECT id, data_plane, project, workspace, user_name, script, sbatch_args, state, cluster, job_id, "
-        "submit_time, error, created_at FROM submissions " + where,
+        "submit_time, error, created_at FROM submissions " +
+            where,
         params, [&](const SqlRow& r) {
           Submission x;
           x.id = S(r[0]), x.data_plane = S(r[1]), x.project = S(r[2]), x.workspace = S(r[3]), x.user = S(r[4]);
@@ -778,10 +812,14 @@ class SqlStore : public Store {
 
 const char* RoleName(Role r) {
   switch (r) {
-    case Role::kAdmin: return "admin";
-    case Role::kAgent: return "agent";
-    case Role::kMetrics: return "metrics";
-    default: return "user";
+    case Role::kAdmin:
+      return "admin";
+    case Role::kAgent:
+      return "agent";
+    case Role::kMetrics:
+      return "metrics";
+    default:
+      return "user";
   }
 }
 

@@ -56,9 +56,9 @@ struct TokenInfo {
 // Who did what, when and from where: token changes, flag changes, project configuration,
 // submissions, workspace launches and stops, failed sign-ins.
 struct AuditEntry {
-  int64_t at_us = 0;  // unix microseconds
-  std::string actor;  // subject of the token, or "-" for a failed sign-in
-  std::string action; // e.g. token.create, flag.set, signin.failed
+  int64_t at_us = 0;   // unix microseconds
+  std::string actor;   // subject of the token, or "-" for a failed sign-in
+  std::string action;  // e.g. token.create, flag.set, signin.failed
   std::string target;
   std::string detail;
   std::string remote;  // client address
@@ -73,9 +73,9 @@ struct JobFilter {
   JobOrder order = JobOrder::kSubmit;
   std::string user;
   std::string state;
-  std::string workspace;  // the partition
+  std::string workspace;      // the partition
   std::string name_contains;  // part of the job name
-  int64_t from = 0;       // submit time range, unix seconds; 0: open
+  int64_t from = 0;           // submit time range, unix seconds; 0: open
   int64_t to = 0;
 };
 
@@ -110,8 +110,8 @@ struct JobStats {
 };
 // Queue-wait ranges of JobStats::wait: upper bounds in seconds (the last is open).
 inline const std::vector<std::pair<std::string, int64_t>>& WaitRanges() {
-  static const std::vector<std::pair<std::string, int64_t>> r = {
-      {"<10s", 10}, {"10s-1m", 60}, {"1m-10m", 600}, {"10m-1h", 3600}, {"1h-1d", 86400}, {">1d", 0}};
+  static const std::vector<std::pair<std::string, int64_t>> r = {{"<10s", 10},     {"10s-1m", 60},   {"1m-10m", 600},
+                                                                 {"10m-1h", 3600}, {"1h-1d", 86400}, {">1d", 0}};
   return r;
 }
 
@@ -143,8 +143,8 @@ struct Cancellation {
   std::string data_plane, cluster, project;
   int64_t job_id = 0;
   int64_t submit_time = 0;
-  std::string job_user;      // the job's owner
-  std::string requested_by;  // the owner or an admin
+  std::string job_user;           // the job's owner
+  std::string requested_by;       // the owner or an admin
   std::string state = "Pending";  // Pending | Done | Failed
   std::string error;              // Failed: why; Done: a note ("had already ended")
   int64_t created_at = 0;

@@ -26,7 +26,8 @@ std::optional<std::string> TemplateName(const httplib::Request& req, httplib::Re
   if (!http::ValidName(name)) {
     http::Error(res, 400,
                 fmt::format("template name must be a lowercase letter, then up to 62 lowercase letters, digits or "
-                            "'-' (got \"{}\")", name.substr(0, 64)),
+                            "'-' (got \"{}\")",
+                            name.substr(0, 64)),
                 "name");
     return std::nullopt;
   }
@@ -74,15 +75,17 @@ void AddTemplateRoutes(RouteTable& s, http::Auth* auth) {
     auto config = store->GetProject(project);
     if (!config.ok()) return http::Error(res, 503, config.status().message());
     if (!*config) {
-      return http::Error(res, 404, fmt::format("project {} is not configured (PUT /api/v1/projects/{} first)", project,
-                                               project));
+      return http::Error(res, 404,
+                         fmt::format("project {} is not configured (PUT /api/v1/projects/{} first)", project, project));
     }
     auto existing = store->ProjectTemplates(project);
     if (!existing.ok()) return http::Error(res, 503, existing.status().message());
-    bool replaces = std::any_of(existing->begin(), existing->end(), [&](const JobTemplate& e) { return e.name == *name; });
+    bool replaces =
+        std::any_of(existing->begin(), existing->end(), [&](const JobTemplate& e) { return e.name == *name; });
     if (!replaces && existing->size() >= kMaxTemplatesPerProject) {
-      return http::Error(res, 409, fmt::format("project {} has {} templates already, the most it may hold", project,
-                                               kMaxTemplatesPerProject));
+      return http::Error(
+          res, 409,
+          fmt::format("project {} has {} templates already, the most it may hold", project, kMaxTemplatesPerProject));
     }
     t->updated_at = jwt::UnixNow();
     t->updated_by = p->subject;

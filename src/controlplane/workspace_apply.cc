@@ -1,8 +1,8 @@
 #include "controlplane/workspace_apply.h"
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "controlplane/agent.h"
 #include "platform/catalog.h"

@@ -77,8 +77,8 @@ Status OnlyKnownFields(const json& j, std::initializer_list<const char*> known) 
 }  // namespace
 
 Result<ProjectConfig> ProjectConfigFromJson(const std::string& name, const json& j) {
-  RETURN_IF_ERROR(OnlyKnownFields(j, {"dataPlane", "defaultTier", "tiers", "maxWorkers", "idleTimeout",
-                                      "tokenLifetime", "datasets", "sysAdmins"}));
+  RETURN_IF_ERROR(OnlyKnownFields(
+      j, {"dataPlane", "defaultTier", "tiers", "maxWorkers", "idleTimeout", "tokenLifetime", "datasets", "sysAdmins"}));
   ProjectConfig p;
   p.name = name;
   RETURN_IF_ERROR(NameField("name", name));
@@ -97,7 +97,8 @@ Result<ProjectConfig> ProjectConfigFromJson(const std::string& name, const json&
   ASSIGN_OR_RETURN(p.token_lifetime_seconds,
                    DurationField(j, "tokenLifetime", p.token_lifetime_seconds, 10, 30 * 86400));
   ASSIGN_OR_RETURN(p.datasets, NameList(j, "datasets"));
-  for (size_t i = 0; i < p.datasets.size(); ++i) RETURN_IF_ERROR(NameField(fmt::format("datasets[{}]", i), p.datasets[i]));
+  for (size_t i = 0; i < p.datasets.size(); ++i)
+    RETURN_IF_ERROR(NameField(fmt::format("datasets[{}]", i), p.datasets[i]));
   if (p.datasets.empty()) p.datasets = {name};
   ASSIGN_OR_RETURN(p.sys_admins, NameList(j, "sysAdmins"));
   for (size_t i = 0; i < p.sys_admins.size(); ++i) {
@@ -121,8 +122,7 @@ json ToJson(const ProjectConfig& p) {
           {"updatedAt", p.updated_at}};
 }
 
-Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::string& user,
-                                       const json& request) {
+Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::string& user, const json& request) {
   RETURN_IF_ERROR(OnlyKnownFields(request, {"user", "name", "tier", "maxWorkers"}));
   auto slurm_user = platform::DeriveSlurmUserName(user);
   if (!slurm_user.ok()) return Status::InvalidArgument("user", slurm_user.status().message());
@@ -133,8 +133,8 @@ Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::
   w.admin = std::find(project.sys_admins.begin(), project.sys_admins.end(), user) != project.sys_admins.end();
   ASSIGN_OR_RETURN(w.id, StringField(request, "name", op::DefaultWorkspaceName(*slurm_user, project.name)));
   if (Status s = api::ValidateResourceName(w.id); !s.ok()) {
-    return Status::InvalidArgument(
-        "name", s.message() + (request.contains("name") ? "" : " (give another with \"name\")"));
+    return Status::InvalidArgument("name",
+                                   s.message() + (request.contains("name") ? "" : " (give another with \"name\")"));
   }
   ASSIGN_OR_RETURN(w.tier, StringField(request, "tier", project.default_tier));
   if (std::find(project.tiers.begin(), project.tiers.end(), w.tier) == project.tiers.end()) {

@@ -3,8 +3,8 @@
 #include <httplib.h>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "common/jwt.h"
 #include "controlplane/http_api.h"
@@ -26,8 +26,10 @@ std::optional<ProjectConfig> LoadProject(Store* store, const std::string& name, 
     return std::nullopt;
   }
   if (!*p) {
-    http::Error(res, 404, fmt::format("project {} is not configured (an admin sets its data plane with PUT "
-                                      "/api/v1/projects/{})", name, name));
+    http::Error(res, 404,
+                fmt::format("project {} is not configured (an admin sets its data plane with PUT "
+                            "/api/v1/projects/{})",
+                            name, name));
     return std::nullopt;
   }
   return **p;
@@ -141,7 +143,8 @@ void AddWorkspaceRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) 
     auto w = LoadWorkspace(store, req.matches[1], req.matches[2], res);
     if (!w) return;
     if (w->user != p->subject && p->role != Role::kAdmin) {
-      return http::Error(res, 403, fmt::format("workspace {} is {}'s; only they or an admin may stop it", w->id, w->user));
+      return http::Error(res, 403,
+                         fmt::format("workspace {} is {}'s; only they or an admin may stop it", w->id, w->user));
     }
     std::string cancel = req.get_param_value("cancelJobs");
     if (!cancel.empty() && cancel != "true" && cancel != "false") {

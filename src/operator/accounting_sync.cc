@@ -36,7 +36,7 @@ void AccountingSync::AdoptExisting(const std::string& cluster, const std::vector
   o.argv = {"sacctmgr", "-n", "-P", "show", "associations", "where", "cluster=" + cluster, "format=account,user"};
   o.timeout = std::chrono::milliseconds(20000);
   auto r = rt_->Exec(pod_, o);
-  if (!r.ok() || !r->ok()) return;  // the adds below find out
+  if (!r.ok() || !r->ok()) return;                        // the adds below find out
   std::set<std::pair<std::string, std::string>> present;  // (account, user); user empty: the account
   std::istringstream lines(r->out);
   for (std::string line; std::getline(lines, line);) {
@@ -55,8 +55,7 @@ void AccountingSync::AdoptExisting(const std::string& cluster, const std::vector
   spdlog::info("accounting: {} of {} association(s) already in slurmdbd", done_.size(), want.size());
 }
 
-Status AccountingSync::Sync(const std::string& cluster, const std::vector<Association>& want,
-                            OwnershipLedger* ledger) {
+Status AccountingSync::Sync(const std::string& cluster, const std::vector<Association>& want, OwnershipLedger* ledger) {
   if (!cluster_added_) AdoptExisting(cluster, want, ledger);
   if (!cluster_added_) {
     RETURN_IF_ERROR(Sacctmgr({"add", "cluster", cluster}));
@@ -71,7 +70,8 @@ Status AccountingSync::Sync(const std::string& cluster, const std::vector<Associ
     }
     // `add` gives a new user this level and leaves an existing user's level alone.
     std::string level = a.admin ? "Administrator" : "None";
-    RETURN_IF_ERROR(Sacctmgr({"add", "user", a.user, "Account=" + a.account, "Cluster=" + cluster, "AdminLevel=" + level}));
+    RETURN_IF_ERROR(
+        Sacctmgr({"add", "user", a.user, "Account=" + a.account, "Cluster=" + cluster, "AdminLevel=" + level}));
     std::string ours = ledger->AdminLevel(a.user);
     // A role change must reach an existing user too, but only a level hpcplane set is taken back.
     bool grant = a.admin && ours != "Administrator";

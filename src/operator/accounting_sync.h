@@ -30,8 +30,7 @@ struct Association {
 
 class AccountingSync {
  public:
-  AccountingSync(runtime::PodRuntime* rt, std::string controller_pod)
-      : rt_(rt), pod_(std::move(controller_pod)) {}
+  AccountingSync(runtime::PodRuntime* rt, std::string controller_pod) : rt_(rt), pod_(std::move(controller_pod)) {}
 
   Status Sync(const std::string& cluster, const std::vector<Association>& want, OwnershipLedger* ledger);
   bool Synced(const std::string& user) const;

@@ -64,9 +64,14 @@ const std::string& MungeSocket() {
 }
 
 std::vector<std::string> MungedCommand() {
-  return {"munged", "--foreground", "--key-file=/run/secrets/munge/munge.key", "--socket=" + MungeSocket(),
-          "--pid-file=/run/munge-state/munged.pid", "--seed-file=/run/munge-state/munged.seed",
-          "--log-file=/run/munge-state/munged.log", "--force"};
+  return {"munged",
+          "--foreground",
+          "--key-file=/run/secrets/munge/munge.key",
+          "--socket=" + MungeSocket(),
+          "--pid-file=/run/munge-state/munged.pid",
+          "--seed-file=/run/munge-state/munged.seed",
+          "--log-file=/run/munge-state/munged.log",
+          "--force"};
 }
 
 // A bash command that runs `exec_line` once host:port accepts a connection, trying every 50 ms;
@@ -102,10 +107,10 @@ void AddMungeSidecar(const BuildInputs& in, PodSpec* p) {
   munged.uid = in.munge.uid;
   munged.gid = in.munge.gid;
   munged.mounts = UserMounts(in, {
-      {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
-      MungeSocketMount(in),
-      {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
-  });
+                                     {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
+                                     MungeSocketMount(in),
+                                     {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
+                                 });
   munged.readiness.command = MungeProbeCommand();
   p->sidecars.push_back(std::move(munged));
 }
@@ -113,9 +118,9 @@ void AddMungeSidecar(const BuildInputs& in, PodSpec* p) {
 // What every Slurm pod mounts: users, config, and the munge socket.
 std::vector<Mount> CommonMounts(const BuildInputs& in) {
   return UserMounts(in, {
-      {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
-      MungeSocketMount(in),
-  });
+                            {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
+                            MungeSocketMount(in),
+                        });
 }
 
 void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
@@ -200,10 +205,10 @@ PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.gid = in.munge.gid;
   p.command = MungedCommand();
   p.mounts = UserMounts(in, {
-      {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
-      MungeSocketMount(in),
-      {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
-  });
+                                {MountSource::kSecret, kSecretMunge, "/run/secrets/munge", "", true},
+                                MungeSocketMount(in),
+                                {MountSource::kEmptyDir, "munge-state", "/run/munge-state", "", false},
+                            });
   p.readiness.command = MungeProbeCommand();
   p.liveness.command = p.readiness.command;
   p.liveness.period_seconds = 15;
@@ -222,8 +227,8 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
     // boot), so it waits as long as it takes. Later starts could run from the saved state: they
     // wait at most 5 s (slurmdbd answers well within a second of MariaDB), so a broken database
     // never keeps slurmctld down.
-    const std::string saved_state_and_5s = fmt::format("[ -e {}/last_tres ] && [ $((tries += 1)) -gt 100 ]",
-                                                       slurm::kStateSaveDir);
+    const std::string saved_state_and_5s =
+        fmt::format("[ -e {}/last_tres ] && [ $((tries += 1)) -gt 100 ]", slurm::kStateSaveDir);
     p.command = ExecOnceConnects(slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort, saved_state_and_5s, "exec slurmctld -D");
   }
   p.mounts = CommonMounts(in);
@@ -248,8 +253,8 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // instead of authenticating everything as its own user with munge.
   // Errors only: at info it logs two lines per request, and the operator asks every second.
   p.env = {{"SLURM_JWT", "daemon"}, {"SLURMRESTD_DEBUG", "2"}};
-  p.command = {"slurmrestd", "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38",
-               "0.0.0.0:" + std::to_string(c.spec.rest_port)};
+  p.command = {
+      "slurmrestd", "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38", "0.0.0.0:" + std::to_string(c.spec.rest_port)};
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);
   p.readiness.tcp_port = c.spec.rest_port;
@@ -316,19 +321,22 @@ PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // from scratch instead of serving a half-written system schema.
   const std::string opts =
       "--no-defaults --datadir=/var/lib/mysql --innodb-buffer-pool-size=32M --innodb-log-file-size=16M";
-  p.command = {"/bin/sh", "-ec",
-               "if [ ! -e /var/lib/mysql/.hpcplane-initialized ]; then\n"
-               "  find /var/lib/mysql -mindepth 1 -delete\n"
-               "  mariadb-install-db " + opts + " --auth-root-authentication-method=socket --skip-test-db >/dev/null\n"
-               "  touch /var/lib/mysql/.hpcplane-initialized\n"
-               "fi\n"
-               "exec mariadbd " + opts + " --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --port=" +
-                   std::to_string(slurm::kMariaDbPort) +
-                   " --bind-address=0.0.0.0 --skip-name-resolve --init-file=/run/secrets/db/init.sql"};
+  p.command = {
+      "/bin/sh", "-ec",
+      "if [ ! -e /var/lib/mysql/.hpcplane-initialized ]; then\n"
+      "  find /var/lib/mysql -mindepth 1 -delete\n"
+      "  mariadb-install-db " +
+          opts +
+          " --auth-root-authentication-method=socket --skip-test-db >/dev/null\n"
+          "  touch /var/lib/mysql/.hpcplane-initialized\n"
+          "fi\n"
+          "exec mariadbd " +
+          opts + " --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --port=" + std::to_string(slurm::kMariaDbPort) +
+          " --bind-address=0.0.0.0 --skip-name-resolve --init-file=/run/secrets/db/init.sql"};
   p.mounts = UserMounts(in, {
-      {MountSource::kSecret, kSecretDatabase, "/run/secrets/db", "", true},
-      {MountSource::kVolume, kVolumeDatabase, "/var/lib/mysql", "", false},
-  });
+                                {MountSource::kSecret, kSecretDatabase, "/run/secrets/db", "", true},
+                                {MountSource::kVolume, kVolumeDatabase, "/var/lib/mysql", "", false},
+                            });
   p.readiness.tcp_port = slurm::kMariaDbPort;
   // A hung server still accepts connections; `ping` needs it to answer (and exits 0 even when
   // refused access, so only a dead or hung server fails it).
@@ -341,8 +349,8 @@ PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
 
 std::string DatabaseInitSql(const std::string& password) {
   return "CREATE USER IF NOT EXISTS 'slurm'@'%' IDENTIFIED BY '" + password + "';\n" +
-         "ALTER USER 'slurm'@'%' IDENTIFIED BY '" + password + "';\n" +
-         "GRANT ALL PRIVILEGES ON " + slurm::kAccountingDatabase + ".* TO 'slurm'@'%';\n";
+         "ALTER USER 'slurm'@'%' IDENTIFIED BY '" + password + "';\n" + "GRANT ALL PRIVILEGES ON " +
+         slurm::kAccountingDatabase + ".* TO 'slurm'@'%';\n";
 }
 
 PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
@@ -359,16 +367,18 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // row per connection attempt), where a refused connection costs nothing.
   p.command = ExecOnceConnects(slurm::DatabaseHost(c), slurm::kMariaDbPort, "", "exec slurmdbd -D");
   p.mounts = UserMounts(in, {
-      MungeSocketMount(in),
-      {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
-      {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
-      // For the liveness probe's sacctmgr only (slurmdbd itself reads the secret).
-      {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
-  });
+                                MungeSocketMount(in),
+                                {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
+                                {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
+                                // For the liveness probe's sacctmgr only (slurmdbd itself reads the secret).
+                                {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
+                            });
   p.readiness.tcp_port = slurm::kSlurmdbdPort;
   // A hung slurmdbd still accepts connections; a query must be answered.
-  p.liveness.command = {"env", std::string("SLURM_CONF=") + slurm::kConfigDir + "/slurm.conf", "sacctmgr", "-n", "-P",
-                        "list", "cluster", "format=cluster"};
+  p.liveness.command = {"env",      std::string("SLURM_CONF=") + slurm::kConfigDir + "/slurm.conf",
+                        "sacctmgr", "-n",
+                        "-P",       "list",
+                        "cluster",  "format=cluster"};
   p.liveness.period_seconds = 30;  // as MariaDB's: a hung slurmdbd delays history, not jobs
   AddMungeSidecar(in, &p);
   return p;
@@ -378,8 +388,8 @@ runtime::ConfigMap BuildWorkspaceToolsConfigMap() {
   runtime::ConfigMap cm;
   cm.name = kConfigMapWorkspaceTools;
   cm.default_mode = 0755;
-  for (const char* cmd : {"sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "sacctmgr", "sprio",
-                          "sshare", "sstat", "sreport", "sdiag", "strigger"}) {
+  for (const char* cmd : {"sbatch", "squeue", "scancel", "sacct", "sinfo", "scontrol", "sacctmgr", "sprio", "sshare",
+                          "sstat", "sreport", "sdiag", "strigger"}) {
     cm.data[cmd] = fmt::format(
         "#!/bin/sh\n"
         "# hpcplane: authenticate with this workspace's token, read afresh on every call.\n"

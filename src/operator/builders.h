@@ -16,10 +16,10 @@ struct Account {
 };
 
 struct BuildInputs {
-  Account slurm;   // SlurmUser
-  Account munge;   // munged's user
-  Account nobody;  // slurmrestd and idle processes
-  Account mysql;   // MariaDB's user; uid -1 when MariaDB is not installed
+  Account slurm;            // SlurmUser
+  Account munge;            // munged's user
+  Account nobody;           // slurmrestd and idle processes
+  Account mysql;            // MariaDB's user; uid -1 when MariaDB is not installed
   std::string host_passwd;  // the host's /etc/passwd and /etc/group, extended with cluster users
   std::string host_group;
   // Each Slurm pod runs its own munged as a sidecar (Kubernetes: pods on different machines
@@ -51,9 +51,9 @@ inline constexpr const char* kSecretMunge = "munge-key";
 inline constexpr const char* kSecretJwt = "jwt-key";
 inline constexpr const char* kVolumeControllerState = "controller-state";
 inline constexpr const char* kVolumeMungeSocket = "munge-socket";
-inline constexpr const char* kSecretDatabase = "accounting-db";      // MariaDB's init.sql (owner mysql)
-inline constexpr const char* kSecretSlurmdbd = "slurmdbd-config";    // slurmdbd.conf (owner slurm)
-inline constexpr const char* kVolumeDatabase = "accounting-db";      // MariaDB's data directory
+inline constexpr const char* kSecretDatabase = "accounting-db";    // MariaDB's init.sql (owner mysql)
+inline constexpr const char* kSecretSlurmdbd = "slurmdbd-config";  // slurmdbd.conf (owner slurm)
+inline constexpr const char* kVolumeDatabase = "accounting-db";    // MariaDB's data directory
 inline constexpr const char* kConfigMapWorkspaceTools = "workspace-tools";
 // Members may use every workspace's partition and hold Slurm's administrator level.
 inline constexpr const char* kAdminGroup = "hpcadmins";
@@ -109,7 +109,6 @@ runtime::PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs&
 // SQL run by MariaDB at every start: the slurm account with the current password, and its grant.
 std::string DatabaseInitSql(const std::string& password);
 runtime::PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace& w, const BuildInputs& in);
-runtime::PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int ordinal,
-                                const BuildInputs& in);
+runtime::PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int ordinal, const BuildInputs& in);
 
 }  // namespace hpc::op

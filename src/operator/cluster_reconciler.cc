@@ -38,7 +38,8 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
     RETURN_IF_ERROR(rt_->ApplySecret({kSecretJwt, {{"jwt_hs256.key", key}}, in_.slurm.uid, in_.slurm.gid}));
   }
   if (c.spec.accounting.enabled) {
-    if (in_.mysql.uid < 0) return Status::Error("accounting needs MariaDB: install mariadb-server (scripts/install-deps.sh)");
+    if (in_.mysql.uid < 0)
+      return Status::Error("accounting needs MariaDB: install mariadb-server (scripts/install-deps.sh)");
     ASSIGN_OR_RETURN(auto db, rt_->GetSecret(kSecretDatabase));
     std::string password;
     if (db && db->data.count("password")) {
@@ -48,11 +49,11 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
       for (unsigned char ch : raw) password += fmt::format("{:02x}", ch);
       RETURN_IF_ERROR(rt_->ApplySecret({kSecretDatabase,
                                         {{"password", password}, {"init.sql", DatabaseInitSql(password)}},
-                                        in_.mysql.uid, in_.mysql.gid}));
+                                        in_.mysql.uid,
+                                        in_.mysql.gid}));
     }
-    RETURN_IF_ERROR(rt_->ApplySecret({kSecretSlurmdbd,
-                                      {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password)}},
-                                      in_.slurm.uid, in_.slurm.gid}));
+    RETURN_IF_ERROR(rt_->ApplySecret(
+        {kSecretSlurmdbd, {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password)}}, in_.slurm.uid, in_.slurm.gid}));
   }
   return Status::Ok();
 }
@@ -61,7 +62,8 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700}));
   // With sidecars each pod serves its own socket; there is nothing to share.
   if (!in_.munge_sidecars) RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}));
-  if (c.spec.accounting.enabled) RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700}));
+  if (c.spec.accounting.enabled)
+    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700}));
   for (const auto& d : c.spec.datasets) {
     // Shared by the cluster's users like /tmp: anyone may create, only owners may delete.
     RETURN_IF_ERROR(EnsureDatasetVolume(rt_, d));
@@ -159,8 +161,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
       // start side by side: slurmrestd and the login pod's clients only reach slurmctld when
       // asked something, so none waits for another to be ready (bring-up is the slowest pod,
       // not the sum of them); Ready still needs them all and Slurm answering.
-      {"munge",
-       [&] { return in_.munge_sidecars ? Status::Ok() : EnsurePod(BuildMungePod(c, in_), "munge", &st); },
+      {"munge", [&] { return in_.munge_sidecars ? Status::Ok() : EnsurePod(BuildMungePod(c, in_), "munge", &st); },
        true},
       // Accounting starts beside the controller. Inside their pods slurmdbd waits for MariaDB
       // and slurmctld for slurmdbd (on a first boot until it answers, later at most 5 s).
@@ -253,15 +254,17 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   bool ready = waiting.empty() && failures.empty() && slurm_ok;
   SetCondition(&st.conditions, "Ready", ready, ready ? "AllComponentsReady" : "NotReady",
                ready ? "every component is ready; Slurm answers"
-                     : (!failures.empty() ? failures.front() : !waiting.empty() ? waiting : "Slurm does not answer: " + slurm_error));
-  SetCondition(&st.conditions, "Progressing", !waiting.empty(), waiting.empty() ? "Converged" : "Waiting",
-               waiting);
+                     : (!failures.empty()  ? failures.front()
+                        : !waiting.empty() ? waiting
+                                           : "Slurm does not answer: " + slurm_error));
+  SetCondition(&st.conditions, "Progressing", !waiting.empty(), waiting.empty() ? "Converged" : "Waiting", waiting);
   // slurmrestd up before slurmctld is bring-up, not a fault.
   const bool rest_failing = rest_ready && controller_ready_ && !slurm_ok;
   bool degraded = degraded_ || !failures.empty() || rest_failing;
   std::string degraded_msg = !failures.empty() ? failures.front()
-                             : rest_failing ? "slurmrestd does not answer: " + slurm_error
-                             : degraded_ ? waiting : "";
+                             : rest_failing    ? "slurmrestd does not answer: " + slurm_error
+                             : degraded_       ? waiting
+                                               : "";
   SetCondition(&st.conditions, "Degraded", degraded, degraded ? "ComponentFailing" : "Healthy", degraded_msg);
   st.observed_generation = c.metadata.generation;
   return st;

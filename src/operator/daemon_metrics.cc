@@ -49,12 +49,13 @@ DaemonMetrics::DaemonMetrics()
                       .Help("Time from a job's submission to its start (cold starts included)")
                       .Register(*registry_)
                       .Add({}, prometheus::Histogram::BucketBoundaries{0.25, 0.5, 1, 2, 5, 10, 30, 60, 120, 300, 900})),
-      pass_duration_(prometheus::BuildHistogram()
-                         .Name("hpcplane_reconcile_pass_duration_seconds")
-                         .Help("Time of one reconcile pass")
-                         .Register(*registry_)
-                         .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,
-                                                                           2.5, 10})) {}
+      pass_duration_(
+          prometheus::BuildHistogram()
+              .Name("hpcplane_reconcile_pass_duration_seconds")
+              .Help("Time of one reconcile pass")
+              .Register(*registry_)
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10})) {
+}
 
 void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, const std::vector<slurm::SlurmJob>* jobs,
                                     const std::set<std::string>& workspace_partitions) {
@@ -90,15 +91,18 @@ void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, co
   }
   // Forget nodesets that are gone (stopped workspaces), so the map stays the size of the cluster.
   for (auto it = last_seen_.begin(); it != last_seen_.end();) {
-    bool present = std::any_of(nodesets.begin(), nodesets.end(), [&](const NodeSetView& n) { return n.name == it->first; });
+    bool present =
+        std::any_of(nodesets.begin(), nodesets.end(), [&](const NodeSetView& n) { return n.name == it->first; });
     it = present ? std::next(it) : last_seen_.erase(it);
   }
   for (const auto& [label, s] : sums) {
     desired_.Add({{"nodeset", label}}).Set(s.desired);
     pods_.Add({{"nodeset", label}}).Set(s.pods);
-    for (const auto& [state, v] : std::map<std::string, int>{
-             {"ready", s.ready}, {"busy", s.busy}, {"idle", s.idle}, {"draining", s.draining},
-             {"unhealthy", s.unhealthy}}) {
+    for (const auto& [state, v] : std::map<std::string, int>{{"ready", s.ready},
+                                                             {"busy", s.busy},
+                                                             {"idle", s.idle},
+                                                             {"draining", s.draining},
+                                                             {"unhealthy", s.unhealthy}}) {
       nodes_.Add({{"nodeset", label}, {"state", state}}).Set(v);
     }
   }

@@ -66,7 +66,7 @@ class DaemonMetrics {
   };
   std::map<std::string, Seen> last_seen_;
   std::set<std::pair<std::string, std::string>> pending_labels_;  // reset to 0 when they empty
-  std::set<int64_t> started_;                          // jobs whose start wait was observed
+  std::set<int64_t> started_;                                     // jobs whose start wait was observed
 };
 
 }  // namespace hpc::op

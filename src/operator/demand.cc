@@ -9,7 +9,13 @@ namespace hpc::op {
 
 bool IsCapacityReason(const std::string& reason) {
   static const std::set<std::string> capacity = {
-      "None", "Resources", "Priority", "PartitionConfig", "PartitionNodeLimit", "ReqNodeNotAvail", "NodeDown",
+      "None",
+      "Resources",
+      "Priority",
+      "PartitionConfig",
+      "PartitionNodeLimit",
+      "ReqNodeNotAvail",
+      "NodeDown",
       "Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions"};
   return capacity.count(reason) > 0;
 }
@@ -155,8 +161,8 @@ Demand ComputeDemand(const std::vector<const slurm::SlurmJob*>& jobs, const Node
         if (n.exclusive) {
           bins.push_back({0, 0, 0, true});
         } else {
-          bins.push_back({shape.cpus - n.cpus_per_node, shape.memory_mib - n.mem_per_node, shape.gpus - n.gpus_per_node,
-                          false});
+          bins.push_back(
+              {shape.cpus - n.cpus_per_node, shape.memory_mib - n.mem_per_node, shape.gpus - n.gpus_per_node, false});
         }
       }
     }

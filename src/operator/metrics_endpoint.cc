@@ -45,7 +45,8 @@ Result<std::unique_ptr<MetricsEndpoint>> MetricsEndpoint::Start(const std::strin
     res.set_content(render(), "text/plain; version=0.0.4; charset=utf-8");
   });
   e->http_->set_error_handler([](const httplib::Request&, httplib::Response& res) {
-    if (res.body.empty()) JsonError(res, res.status, res.status == 404 ? "only /metrics is served here" : "bad request");
+    if (res.body.empty())
+      JsonError(res, res.status, res.status == 404 ? "only /metrics is served here" : "bad request");
   });
   e->port_ = port == 0 ? e->http_->bind_to_any_port(host) : (e->http_->bind_to_port(host, port) ? port : -1);
   if (e->port_ < 0) return Status::Errorf("metrics: cannot listen on {}:{}", host, port);

@@ -70,8 +70,7 @@ Status NodeSetReconciler::Observe(const api::SlurmCluster& c, const api::NodeSet
   return Status::Ok();
 }
 
-void NodeSetReconciler::Repair(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass,
-                               api::NodeSetStatus* st) {
+void NodeSetReconciler::Repair(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass, api::NodeSetStatus* st) {
   RepairStuckNodes(ns, &pass->nodes, pass->now, st);
   ResetRestartedWorkers(ns, pass->pods, &pass->nodes, st, &pass->errors);
   pass->replaced = ApplyHealth(c, ns, pass->pods, &pass->nodes, pass->now, st, &pass->errors);
@@ -116,8 +115,8 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
       Demand demand = ComputeDemand(it == pending->end() ? kNone : it->second, shape, ns.spec.max_replicas,
                                     std::max(0, ns.spec.max_replicas - busy_nodes));
       desired = DesiredWorkers(busy_nodes, demand, min, ns.spec.max_replicas);
-      pass->demand_note = fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted,
-                                      demand.nodes_needed);
+      pass->demand_note =
+          fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted, demand.nodes_needed);
       std::string unfit_msg;
       for (const auto& u : demand.unfit) {
         std::string m = fmt::format("job {} {}", u.job_id, u.why);
@@ -163,8 +162,8 @@ void NodeSetReconciler::Act(const api::SlurmCluster& c, const api::NodeSet& ns, 
     if (!s.ok()) errors.push_back(s.message());
   }
   for (const auto& name : plan.drain) {
-    Status s = control_->DrainNode(name, fmt::format("{} scale-down of nodeset {}", slurm::kDrainReasonPrefix,
-                                                     ns.metadata.name));
+    Status s = control_->DrainNode(
+        name, fmt::format("{} scale-down of nodeset {}", slurm::kDrainReasonPrefix, ns.metadata.name));
     if (!s.ok()) errors.push_back(s.message());
   }
   for (const auto& name : plan.remove) {
@@ -221,11 +220,16 @@ void NodeSetReconciler::Report(const api::SlurmCluster& c, const api::NodeSet& n
       bool draining = n.Drain() || std::find(plan.drain.begin(), plan.drain.end(), p.name) != plan.drain.end();
       // Drained by a health check or by Slurm for a fault: out of service, but not on its way
       // out like a scale-down.
-      if (n.Drain() && (IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n))) ++st->unhealthy;
-      else if (draining) ++st->draining;
-      else if (n.Usable()) ++st->ready;
-      if (n.Busy()) ++st->busy;
-      else if (n.Usable()) ++st->idle;
+      if (n.Drain() && (IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n)))
+        ++st->unhealthy;
+      else if (draining)
+        ++st->draining;
+      else if (n.Usable())
+        ++st->ready;
+      if (n.Busy())
+        ++st->busy;
+      else if (n.Usable())
+        ++st->idle;
     }
   }
   const bool visible = pass.visible;
@@ -256,19 +260,21 @@ void NodeSetReconciler::ResetRestartedWorkers(const api::NodeSet& ns, const std:
     if (!restarted || it == nodes->end() || !it->second.Busy()) continue;
     auto& n = it->second;
     if (n.Drain() && n.reason.rfind(slurm::kDrainReasonPrefix, 0) != 0) {
-      AddEvent(st, "Warning", "WorkerRestarted",
-               fmt::format("worker {} restarted while Slurm counts a job on it; left to the admin who drained it", p.name));
+      AddEvent(
+          st, "Warning", "WorkerRestarted",
+          fmt::format("worker {} restarted while Slurm counts a job on it; left to the admin who drained it", p.name));
       continue;
     }
-    Status s = control_->ResetNode(p.name, fmt::format("{} worker pod restarted; its jobs ended with it",
-                                                       slurm::kDrainReasonPrefix));
+    Status s = control_->ResetNode(
+        p.name, fmt::format("{} worker pod restarted; its jobs ended with it", slurm::kDrainReasonPrefix));
     if (!s.ok()) {
       errors->push_back(s.message());
       continue;
     }
-    std::string msg = fmt::format("worker {} restarted and its jobs with it; set DOWN and resumed so Slurm ends "
-                                  "(and requeues) the jobs it still counted there",
-                                  p.name);
+    std::string msg = fmt::format(
+        "worker {} restarted and its jobs with it; set DOWN and resumed so Slurm ends "
+        "(and requeues) the jobs it still counted there",
+        p.name);
     AddEvent(st, "Warning", "WorkerRestarted", msg);
     spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
     n.state = "idle";
@@ -284,11 +290,10 @@ void NodeSetReconciler::ResetRestartedWorkers(const api::NodeSet& ns, const std:
   }
 }
 
-std::set<std::string> NodeSetReconciler::RestartUnregisteredWorkers(const api::NodeSet& ns,
-                                                                   const std::vector<runtime::PodStatus>& pods,
-                                                                   const std::map<std::string, slurm::SlurmNode>& nodes,
-                                                                   int64_t now, api::NodeSetStatus* st,
-                                                                   std::vector<std::string>* errors) {
+std::set<std::string> NodeSetReconciler::RestartUnregisteredWorkers(
+    const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
+    const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now, api::NodeSetStatus* st,
+    std::vector<std::string>* errors) {
   std::set<std::string> restarted;
   for (const auto& p : pods) {
     const bool lost = p.phase == runtime::PodPhase::kRunning && p.ready && !nodes.count(p.name);
@@ -342,22 +347,25 @@ void NodeSetReconciler::RegisterWorkersAgain(const api::NodeSet& ns, const std::
     o.argv = {"pkill", "-HUP", "-x", "slurmd"};
     o.timeout = std::chrono::seconds(10);
     auto r = rt_->Exec(p.name, o);
-    if (r.ok() && r->exit_code == 0) ++signalled;
-    else spdlog::warn("nodeset {}: could not ask slurmd in {} to register again", ns.metadata.name, p.name);
+    if (r.ok() && r->exit_code == 0)
+      ++signalled;
+    else
+      spdlog::warn("nodeset {}: could not ask slurmd in {} to register again", ns.metadata.name, p.name);
   }
   if (signalled > 0) {
-    std::string msg = fmt::format("slurmctld restarted; {} worker(s) asked to register again, so it learns which "
-                                  "jobs still run there",
-                                  signalled);
+    std::string msg = fmt::format(
+        "slurmctld restarted; {} worker(s) asked to register again, so it learns which "
+        "jobs still run there",
+        signalled);
     AddEvent(st, "Normal", "RegisteredAgain", msg);
     spdlog::info("nodeset {}: {}", ns.metadata.name, msg);
   }
 }
 
 std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
-                                                    const std::vector<runtime::PodStatus>& pods,
-                                                    std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
-                                                    api::NodeSetStatus* st, std::vector<std::string>* errors) {
+                                                     const std::vector<runtime::PodStatus>& pods,
+                                                     std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
+                                                     api::NodeSetStatus* st, std::vector<std::string>* errors) {
   const auto& hc = c.spec.health_checks;
   std::vector<HealthWorker> workers;
   std::map<std::string, slurm::HealthReport> reports;
@@ -388,8 +396,10 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
 
   auto note = [&](const std::string& type, const std::string& reason, const std::string& msg) {
     AddEvent(st, type, reason, msg);
-    if (type == "Warning") spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
-    else spdlog::info("nodeset {}: {}", ns.metadata.name, msg);
+    if (type == "Warning")
+      spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
+    else
+      spdlog::info("nodeset {}: {}", ns.metadata.name, msg);
   };
   for (const auto& d : plan.drain) {
     Status s = control_->DrainNode(d.pod, d.reason);
@@ -402,8 +412,9 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
     n.reason = d.reason;
     n.reason_changed_at = now;
     ++st->health_drains;
-    note("Warning", "Unhealthy", fmt::format("worker {} failed its health check ({}: {}); drained", d.pod,
-                                             reports[d.pod].check, reports[d.pod].detail));
+    note("Warning", "Unhealthy",
+         fmt::format("worker {} failed its health check ({}: {}); drained", d.pod, reports[d.pod].check,
+                     reports[d.pod].detail));
   }
   for (const auto& pod : plan.resume) {
     Status s = control_->ResumeNode(pod);
@@ -429,9 +440,9 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
       continue;
     }
     const std::string& reason = (*nodes)[pod].reason;
-    std::string by = IsHealthDrain(reason)
-                         ? fmt::format("by a health check ({})", reason.substr(std::string(slurm::kHealthDrainPrefix).size()))
-                         : fmt::format("by Slurm ({})", reason);
+    std::string by = IsHealthDrain(reason) ? fmt::format("by a health check ({})",
+                                                         reason.substr(std::string(slurm::kHealthDrainPrefix).size()))
+                                           : fmt::format("by Slurm ({})", reason);
     nodes->erase(pod);
     replaced.insert(pod);
     history.push_back(now);
@@ -470,8 +481,9 @@ void NodeSetReconciler::RepairStuckNodes(const api::NodeSet& ns, std::map<std::s
     }
     if (now - since < 2) continue;  // seen stuck and drained on two passes
     Status s = control_->ResetNode(name, fmt::format("{} clearing a stale allocation", slurm::kDrainReasonPrefix));
-    std::string msg = s.ok() ? fmt::format("worker {} was left allocated with no job (Slurm reconfigure); reset it", name)
-                             : s.message();
+    std::string msg = s.ok()
+                          ? fmt::format("worker {} was left allocated with no job (Slurm reconfigure); reset it", name)
+                          : s.message();
     AddEvent(st, s.ok() ? "Normal" : "Warning", "StaleAllocation", msg);
     spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
     if (s.ok()) {

@@ -56,9 +56,9 @@ class NodeSetReconciler {
   // What one pass saw and decided, handed from step to step.
   struct Pass {
     int64_t now = 0;
-    std::vector<runtime::PodStatus> pods;         // the nodeset's worker pods
+    std::vector<runtime::PodStatus> pods;           // the nodeset's worker pods
     std::map<std::string, slurm::SlurmNode> nodes;  // Slurm's nodes by name (when visible)
-    bool visible = false;                          // Slurm answered
+    bool visible = false;                           // Slurm answered
     std::string slurm_error = "slurmrestd is not ready";
     std::set<std::string> replaced;   // health replacements: gone for good, a new name takes over
     std::set<std::string> restarted;  // started again under the same name
@@ -103,24 +103,23 @@ class NodeSetReconciler {
   // node does not list it), every ready worker's slurmd is sent SIGHUP: it reloads its config
   // and registers at once. Nothing else changes on the worker; its jobs run on.
   void RegisterWorkersAgain(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
-                            const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now,
-                            api::NodeSetStatus* st);
+                            const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now, api::NodeSetStatus* st);
   // Drains, resumes and replaces workers by their health reports (operator/health_policy.h).
   // Updates `nodes` to what Slurm shows after the actions; returns the workers replaced.
   std::set<std::string> ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
                                     const std::vector<runtime::PodStatus>& pods,
-                                    std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
-                                    api::NodeSetStatus* st, std::vector<std::string>* errors);
+                                    std::map<std::string, slurm::SlurmNode>* nodes, int64_t now, api::NodeSetStatus* st,
+                                    std::vector<std::string>* errors);
   // How many more workers the rate limits allow now; -1 when unlimited.
   int Allowance(std::deque<int64_t>* history, int per_minute, int64_t now);
 
   runtime::PodRuntime* rt_;
   BuildInputs in_;
   slurm::SlurmControl* control_;
-  std::map<std::string, std::deque<int64_t>> created_, drained_;  // unix seconds, per nodeset
-  std::map<std::string, std::deque<int64_t>> replaced_;           // unix seconds, per nodeset
+  std::map<std::string, std::deque<int64_t>> created_, drained_;       // unix seconds, per nodeset
+  std::map<std::string, std::deque<int64_t>> replaced_;                // unix seconds, per nodeset
   std::map<std::string, std::map<std::string, int64_t>> stuck_since_;  // nodeset -> node -> first seen
-  std::map<std::string, int> restarts_seen_;  // worker pod -> its restart count at the last pass
+  std::map<std::string, int> restarts_seen_;           // worker pod -> its restart count at the last pass
   std::map<std::string, int64_t> unregistered_since_;  // ready worker pod -> first pass Slurm lacked its node
   int64_t unregistered_grace_ = kUnregisteredGraceSeconds;
   int64_t controller_started_at_ = 0;

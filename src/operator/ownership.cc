@@ -21,9 +21,10 @@ Result<OwnershipLedger> OwnershipLedger::Open(std::string path) {
     for (const auto& l : levels) valid = valid && l.is_string();
   }
   if (!valid) {
-    return Status::Errorf("{}: not a valid ownership record; hpcplane changes no partition or admin level until it "
-                          "is repaired or removed",
-                          ledger.path_);
+    return Status::Errorf(
+        "{}: not a valid ownership record; hpcplane changes no partition or admin level until it "
+        "is repaired or removed",
+        ledger.path_);
   }
   ledger.partitions_ = partitions.get<std::set<std::string>>();
   ledger.admin_levels_ = levels.get<std::map<std::string, std::string>>();

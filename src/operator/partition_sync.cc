@@ -71,7 +71,9 @@ Status SyncPartitions(const std::vector<api::NodeSet>& nodesets, slurm::SlurmRea
     Status s = a.kind == PartitionAction::kCreate   ? control->CreatePartition(a.partition, a.options)
                : a.kind == PartitionAction::kUpdate ? control->UpdatePartition(a.partition, a.options)
                                                     : control->DeletePartition(a.partition);
-    const char* verb = a.kind == PartitionAction::kCreate ? "created" : a.kind == PartitionAction::kUpdate ? "updated" : "deleted";
+    const char* verb = a.kind == PartitionAction::kCreate   ? "created"
+                       : a.kind == PartitionAction::kUpdate ? "updated"
+                                                            : "deleted";
     if (s.ok() && a.kind == PartitionAction::kDelete) s = ledger->ForgetPartition(a.partition);
     if (s.ok()) {
       std::string opts;

@@ -18,10 +18,10 @@ void PassSchedule::Done(Clock::time_point now, const PassOutcome& outcome, const
   last_ = now;
   stamp_ = stamp;
   idle_ = outcome.converged && outcome.idle;
-  Clock::duration wait = !outcome.converged      ? o_.converging
-                        : idle_                 ? o_.idle
-                        : outcome.any_autoscaled ? o_.autoscaled
-                                                : o_.steady;
+  Clock::duration wait = !outcome.converged       ? o_.converging
+                         : idle_                  ? o_.idle
+                         : outcome.any_autoscaled ? o_.autoscaled
+                                                  : o_.steady;
   if (outcome.duty_in) wait = std::min<Clock::duration>(wait, *outcome.duty_in);
   next_ = now + wait;
 }

@@ -40,15 +40,17 @@ std::string ChangeStamp(const std::vector<std::string>& paths) {
 }
 
 PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
-                   NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
-                   OwnershipLedger* ledger, JobListing* listing, DaemonMetrics* metrics) {
+                          NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec,
+                          AccountingSync& accounting, OwnershipLedger* ledger, JobListing* listing,
+                          DaemonMetrics* metrics) {
   PassOutcome outcome;
   auto c = store.LoadCluster();
   auto stored = store.LoadNodeSets();
   auto workspaces = store.LoadWorkspaces();
   if (!c.ok() || !stored.ok() || !workspaces.ok()) {
-    spdlog::error("store: {}", !c.ok() ? c.status().message()
-                               : !stored.ok() ? stored.status().message() : workspaces.status().message());
+    spdlog::error("store: {}", !c.ok()        ? c.status().message()
+                               : !stored.ok() ? stored.status().message()
+                                              : workspaces.status().message());
     return outcome;
   }
   // slurm.conf sees every workspace's partition (draining ones included).
@@ -57,8 +59,8 @@ PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, 
     // A released workspace (stopping, workers gone) no longer has a partition in Slurm's config.
     if (!(w.spec.stopping && w.status.released)) config_nodesets.push_back(WorkspaceNodeSet(w, false));
   }
-  api::SlurmClusterStatus cst = cluster_rec.Reconcile(*c, config_nodesets, WorkspaceUsers(*workspaces),
-                                                       WorkspaceDatasetGroups(*workspaces));
+  api::SlurmClusterStatus cst =
+      cluster_rec.Reconcile(*c, config_nodesets, WorkspaceUsers(*workspaces), WorkspaceDatasetGroups(*workspaces));
   (void)store.SaveClusterStatus(cst);
   const auto* ready = FindCondition(cst.conditions, "Ready");
   bool converged = ready && ready->status == "True";
@@ -68,13 +70,13 @@ PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, 
   std::optional<NodeSnapshot> snapshot;
   if (cluster_rec.reader()) snapshot.emplace(cluster_rec.reader());
   slurm::SlurmReader* reader = snapshot ? &*snapshot : nullptr;
-  const std::vector<slurm::SlurmJob>* jobs = listing->Get(cluster_rec.reader() != nullptr, [&] {
-    return slurm::SqueueJobs(&rt, ControllerPodName(*c));
-  });
+  const std::vector<slurm::SlurmJob>* jobs =
+      listing->Get(cluster_rec.reader() != nullptr, [&] { return slurm::SqueueJobs(&rt, ControllerPodName(*c)); });
   std::optional<std::vector<slurm::SlurmNode>> nodes;
   std::optional<PendingByPartition> pending;
   if (jobs) pending = GroupPending(*jobs);
-  outcome.idle = jobs != nullptr && std::none_of(jobs->begin(), jobs->end(), [](const auto& j) { return !j.Finished(); });
+  outcome.idle =
+      jobs != nullptr && std::none_of(jobs->begin(), jobs->end(), [](const auto& j) { return !j.Finished(); });
   std::optional<std::vector<std::string>> partitions;
   if (reader && !workspaces->empty()) {
     auto n = reader->Nodes();
@@ -83,8 +85,7 @@ PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, 
   if (reader && cluster_rec.controller_ready()) {
     // Users changes are remembered until applied: AllowGroups must see a new user.
     bool users_changed = cluster_rec.TakeUsersChanged();
-    if (Status s = SyncPartitions(config_nodesets, reader, cluster_rec.control(), users_changed, ledger);
-        !s.ok()) {
+    if (Status s = SyncPartitions(config_nodesets, reader, cluster_rec.control(), users_changed, ledger); !s.ok()) {
       spdlog::warn("partitions: {}", s.message());
       if (users_changed) cluster_rec.MarkUsersChanged();
     }
@@ -181,7 +182,8 @@ PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, 
     for (const auto& w : *workspaces) workspace_partitions.insert(w.metadata.name);
     for (const auto& ns : nodesets) {
       auto it = statuses.find(ns.metadata.name);
-      if (it != statuses.end()) views.push_back({ns.metadata.name, workspace_partitions.count(ns.metadata.name) > 0, &it->second});
+      if (it != statuses.end())
+        views.push_back({ns.metadata.name, workspace_partitions.count(ns.metadata.name) > 0, &it->second});
     }
     metrics->ObserveNodeSets(views, jobs, workspace_partitions);
     metrics->ObserveReconcileErrors("cluster", cluster_rec.last_errors());
@@ -207,9 +209,9 @@ void GiveDatasetsTheirGroups(const Store& store, const platform::Catalog& catalo
       w.spec.dataset_gids[d] = *gid;
       changed = true;
     }
-    if (changed && store.SaveWorkspace(w).ok()) spdlog::info("workspace {}: datasets now belong to their project groups", w.metadata.name);
+    if (changed && store.SaveWorkspace(w).ok())
+      spdlog::info("workspace {}: datasets now belong to their project groups", w.metadata.name);
   }
 }
-
 
 }  // namespace hpc::op

@@ -26,8 +26,9 @@ namespace hpc::op {
 // the cluster is idle, and when the next time-based duty (a token's renewal, a health check
 // interval) falls due. `metrics` may be null.
 PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
-                          NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec, AccountingSync& accounting,
-                          OwnershipLedger* ledger, JobListing* listing, DaemonMetrics* metrics);
+                          NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec,
+                          AccountingSync& accounting, OwnershipLedger* ledger, JobListing* listing,
+                          DaemonMetrics* metrics);
 
 // The change probe's stamp (pass_schedule.h): modification times of slurmctld's submit marker
 // and of the specs the CLI and the agent write. A few stat(2) calls, no process, no request.

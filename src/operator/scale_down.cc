@@ -56,8 +56,9 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const S
     if (!plan.drain.empty()) {
       std::string names;
       for (const auto& n : plan.drain) names += (names.empty() ? "" : ", ") + n;
-      notes.push_back(fmt::format("scale down {}→{}: draining {}{}", active, active - static_cast<int>(plan.drain.size()),
-                                  names, opts.idle_timeout ? " (idle past idleTimeout)" : ""));
+      notes.push_back(fmt::format("scale down {}→{}: draining {}{}", active,
+                                  active - static_cast<int>(plan.drain.size()), names,
+                                  opts.idle_timeout ? " (idle past idleTimeout)" : ""));
     }
   }
   if (slurm_visible) {

@@ -46,11 +46,11 @@ struct ScaleOptions {
 };
 
 struct ScalePlan {
-  std::vector<int> create;           // ordinals of new workers
-  std::vector<std::string> resume;   // our drains to undo, scale-up reuses them
+  std::vector<int> create;          // ordinals of new workers
+  std::vector<std::string> resume;  // our drains to undo, scale-up reuses them
   std::vector<std::string> drain;
-  std::vector<std::string> remove;   // delete pod, then delete the node from Slurm
-  std::string decision;              // human-readable summary; empty when nothing changes
+  std::vector<std::string> remove;  // delete pod, then delete the node from Slurm
+  std::string decision;             // human-readable summary; empty when nothing changes
 };
 
 ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const ScaleOptions& opts);

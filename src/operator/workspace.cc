@@ -69,32 +69,40 @@ std::vector<api::ClusterUser> WorkspaceUsers(const std::vector<api::Workspace>& 
 
 json WorkspaceSpecJson(const api::Workspace& w) {
   const auto& s = w.spec;
-  return {{"apiVersion", api::kApiVersion},
-          {"kind", api::kKindWorkspace},
-          {"metadata", {{"name", w.metadata.name}, {"namespace", s.cluster}, {"generation", w.metadata.generation}}},
-          {"spec",
-           {{"cluster", s.cluster},
-            {"user", {{"name", s.user.name}, {"uid", s.user.uid}, {"gid", s.user.gid}, {"admin", s.user.admin}}},
-            {"project", s.project},
-            {"tier", s.tier},
-            {"resources", {{"cpus", s.resources.cpus}, {"memoryMiB", s.resources.memory_mib}, {"gpus", s.resources.gpus}}},
-            {"maxWorkers", s.max_workers},
-            {"idleTimeoutSeconds", s.idle_timeout_seconds},
-            {"tokenLifetimeSeconds", s.token_lifetime_seconds},
-            {"datasets", s.datasets},
-            {"datasetGroups", s.dataset_gids},
-            {"stopping", s.stopping},
-            {"cancelJobs", s.cancel_jobs}}}};
+  return {
+      {"apiVersion", api::kApiVersion},
+      {"kind", api::kKindWorkspace},
+      {"metadata", {{"name", w.metadata.name}, {"namespace", s.cluster}, {"generation", w.metadata.generation}}},
+      {"spec",
+       {{"cluster", s.cluster},
+        {"user", {{"name", s.user.name}, {"uid", s.user.uid}, {"gid", s.user.gid}, {"admin", s.user.admin}}},
+        {"project", s.project},
+        {"tier", s.tier},
+        {"resources", {{"cpus", s.resources.cpus}, {"memoryMiB", s.resources.memory_mib}, {"gpus", s.resources.gpus}}},
+        {"maxWorkers", s.max_workers},
+        {"idleTimeoutSeconds", s.idle_timeout_seconds},
+        {"tokenLifetimeSeconds", s.token_lifetime_seconds},
+        {"datasets", s.datasets},
+        {"datasetGroups", s.dataset_gids},
+        {"stopping", s.stopping},
+        {"cancelJobs", s.cancel_jobs}}}};
 }
 
 json WorkspaceStatusJson(const api::WorkspaceStatus& s) {
   json conditions = json::array();
   for (const auto& c : s.conditions) {
-    conditions.push_back({{"type", c.type}, {"status", c.status}, {"reason", c.reason}, {"message", c.message},
+    conditions.push_back({{"type", c.type},
+                          {"status", c.status},
+                          {"reason", c.reason},
+                          {"message", c.message},
                           {"lastTransitionTime", c.last_transition_time}});
   }
-  return {{"phase", s.phase}, {"message", s.message}, {"tokenExpires", s.token_expires},
-          {"activeJobs", s.active_jobs}, {"released", s.released}, {"conditions", conditions}};
+  return {{"phase", s.phase},
+          {"message", s.message},
+          {"tokenExpires", s.token_expires},
+          {"activeJobs", s.active_jobs},
+          {"released", s.released},
+          {"conditions", conditions}};
 }
 
 Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
@@ -151,7 +159,8 @@ Status ValidateWorkspace(const api::Workspace& w) {
   if (Status s = api::ValidateResourceName(w.metadata.name); !s.ok()) {
     return Status::Errorf("{}: name: {}", subject, s.message());
   }
-  if (Status s = api::ValidateUserName(w.spec.user.name); !s.ok()) return Status::Errorf("{}: user: {}", subject, s.message());
+  if (Status s = api::ValidateUserName(w.spec.user.name); !s.ok())
+    return Status::Errorf("{}: user: {}", subject, s.message());
   // As for a cluster's users: never a system account (root, slurm, munge), whoever wrote it.
   for (const auto& [field, id] : {std::pair{"uid", w.spec.user.uid}, std::pair{"gid", w.spec.user.gid}}) {
     if (id < 1000 || id > 60000) {
@@ -169,7 +178,8 @@ Status ValidateWorkspace(const api::Workspace& w) {
                           w.spec.token_lifetime_seconds);
   }
   for (const auto& d : w.spec.datasets) {
-    if (Status s = api::ValidateResourceName(d); !s.ok()) return Status::Errorf("{}: datasets: {}", subject, s.message());
+    if (Status s = api::ValidateResourceName(d); !s.ok())
+      return Status::Errorf("{}: datasets: {}", subject, s.message());
   }
   return api::ValidateShape(WorkspaceNodeSet(w, false));
 }

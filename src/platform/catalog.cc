@@ -19,7 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-
 Result<json> ReadJsonFile(const std::string& path, json fallback) {
   if (!files::Exists(path)) return fallback;
   ASSIGN_OR_RETURN(std::string text, files::Read(path));
@@ -66,9 +65,7 @@ std::vector<Tier> BuiltinTiers() { return {{"small", 1, 1024, 0}, {"medium", 2, 
 
 }  // namespace
 
-bool PlatformUser::IsSysAdmin() const {
-  return std::find(roles.begin(), roles.end(), kRoleSysAdmin) != roles.end();
-}
+bool PlatformUser::IsSysAdmin() const { return std::find(roles.begin(), roles.end(), kRoleSysAdmin) != roles.end(); }
 
 NodeCapacity LocalNodeCapacity() {
   NodeCapacity n;
@@ -120,7 +117,8 @@ Result<PlatformUser> Catalog::FindUser(const std::string& name) const {
   for (const auto& u : users) {
     if (u.name == name || u.slurm_name == name) return u;
   }
-  return Status::Errorf("user \"{}\" is not in the platform's catalog (add it with `hpcplane users add {}`)", name, name);
+  return Status::Errorf("user \"{}\" is not in the platform's catalog (add it with `hpcplane users add {}`)", name,
+                        name);
 }
 
 Result<PlatformUser> Catalog::AddUser(const std::string& name, const std::vector<std::string>& roles,

@@ -224,8 +224,7 @@ class PodRuntime {
   /** Stops the pod (TERM, then KILL after the grace period) and releases what it held. */
   virtual Status DeletePod(const std::string& name) = 0;
   /** Pods whose labels include every pair of `selector`. */
-  virtual Result<std::vector<PodStatus>> ListPods(
-      const std::map<std::string, std::string>& selector = {}) = 0;
+  virtual Result<std::vector<PodStatus>> ListPods(const std::map<std::string, std::string>& selector = {}) = 0;
   virtual Result<std::optional<PodSpec>> GetPodSpec(const std::string& name) = 0;
 
   /** Runs a command inside a running pod as the given user and captures its output. */

@@ -7,8 +7,11 @@ using nlohmann::json;
 namespace {
 
 json MountJson(const Mount& m) {
-  return {{"source", static_cast<int>(m.source)}, {"name", m.name}, {"mountPath", m.mount_path},
-          {"subPath", m.sub_path}, {"readOnly", m.read_only}};
+  return {{"source", static_cast<int>(m.source)},
+          {"name", m.name},
+          {"mountPath", m.mount_path},
+          {"subPath", m.sub_path},
+          {"readOnly", m.read_only}};
 }
 
 json ResourceListJson(const ResourceList& r) {
@@ -29,25 +32,31 @@ ResourceList ResourceListFromJson(const json& j) {
 json SpecJson(const PodSpec& s) {
   json mounts = json::array();
   for (const auto& m : s.mounts) mounts.push_back(MountJson(m));
-  json out = {{"name", s.name},           {"labels", s.labels},
-          {"command", s.command},     {"env", s.env},
-          {"uid", s.uid},             {"gid", s.gid},
-          {"workingDir", s.working_dir}, {"mounts", mounts},
-          {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
-          {"liveness",
-           {{"httpPort", s.liveness.http_port},
-            {"command", s.liveness.command},
-            {"periodSeconds", s.liveness.period_seconds},
-            {"timeoutSeconds", s.liveness.timeout_seconds},
-            {"failureThreshold", s.liveness.failure_threshold}}},
-          {"restartPolicy", static_cast<int>(s.restart_policy)},
-          {"resources", {{"requests", ResourceListJson(s.resources.requests)}, {"limits", ResourceListJson(s.resources.limits)}}},
-          {"tmpMiB", s.tmp_mib}};
+  json out = {
+      {"name", s.name},
+      {"labels", s.labels},
+      {"command", s.command},
+      {"env", s.env},
+      {"uid", s.uid},
+      {"gid", s.gid},
+      {"workingDir", s.working_dir},
+      {"mounts", mounts},
+      {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
+      {"liveness",
+       {{"httpPort", s.liveness.http_port},
+        {"command", s.liveness.command},
+        {"periodSeconds", s.liveness.period_seconds},
+        {"timeoutSeconds", s.liveness.timeout_seconds},
+        {"failureThreshold", s.liveness.failure_threshold}}},
+      {"restartPolicy", static_cast<int>(s.restart_policy)},
+      {"resources",
+       {{"requests", ResourceListJson(s.resources.requests)}, {"limits", ResourceListJson(s.resources.limits)}}},
+      {"tmpMiB", s.tmp_mib}};
   if (!s.placement.empty()) {
     json tolerations = json::array();
     for (const auto& t : s.placement.tolerations) {
-      tolerations.push_back({{"key", t.key}, {"operator", t.op}, {"value", t.value}, {"effect", t.effect},
-                             {"seconds", t.seconds}});
+      tolerations.push_back(
+          {{"key", t.key}, {"operator", t.op}, {"value", t.value}, {"effect", t.effect}, {"seconds", t.seconds}});
     }
     out["placement"] = {{"nodeSelector", s.placement.node_selector},
                         {"tolerations", tolerations},
@@ -106,7 +115,8 @@ Result<PodSpec> SpecFromJson(const json& j) {
       const json& p = j.at("placement");
       s.placement.node_selector = p.at("nodeSelector").get<std::map<std::string, std::string>>();
       for (const auto& t : p.at("tolerations")) {
-        s.placement.tolerations.push_back({t.at("key"), t.at("operator"), t.at("value"), t.at("effect"), t.at("seconds")});
+        s.placement.tolerations.push_back(
+            {t.at("key"), t.at("operator"), t.at("value"), t.at("effect"), t.at("seconds")});
       }
       s.placement.priority_class = p.at("priorityClass");
       s.placement.image_pull_secrets = p.at("imagePullSecrets").get<std::vector<std::string>>();

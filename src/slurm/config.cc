@@ -79,7 +79,8 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "SelectType=select/cons_tres\n"
     << "SelectTypeParameters=CR_Core_Memory\n"
     // Only dynamic nodes: without a bound slurmctld refuses to start ("no nodes configured").
-    << "MaxNodeCount=" << c.spec.max_node_count << "\n"
+    << "MaxNodeCount=" << c.spec.max_node_count
+    << "\n"
     // Workers declare their shape with --conf; a pod is not expected to match host hardware.
     << "SlurmdParameters=config_overrides\n"
     << "ReturnToService=2\n"
@@ -90,7 +91,8 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "MailProg=/bin/true\n"
     // Drops the submitter's token from every task's environment: sbatch copies the caller's
     // environment into the job, and srun inside a job must use munge (slurmd has no auth/jwt).
-    << "TaskProlog=" << kScriptsDir << "/task_prolog\n"
+    << "TaskProlog=" << kScriptsDir
+    << "/task_prolog\n"
     // Daemons log to stderr; the runtime keeps it as the pod's log.
     << "SlurmctldDebug=info\n"
     << "SlurmdDebug=info\n";
@@ -177,8 +179,9 @@ bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf) 
       // hpcplane's health check lines: a cluster made before them gets them without a
       // reconfigure, at slurmctld's and each worker's next start (the checks' thresholds live
       // in the slurm-health config map and apply at once).
-      if (line == std::string("HealthCheckProgram=") + kHealthCheckProgram || line.rfind("HealthCheckInterval=", 0) == 0 ||
-          line == "HealthCheckNodeState=ANY" || line == std::string("Epilog=") + kHealthCheckProgram) {
+      if (line == std::string("HealthCheckProgram=") + kHealthCheckProgram ||
+          line.rfind("HealthCheckInterval=", 0) == 0 || line == "HealthCheckNodeState=ANY" ||
+          line == std::string("Epilog=") + kHealthCheckProgram) {
         continue;
       }
       out.push_back(line);
@@ -218,8 +221,9 @@ std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db
 std::string DynamicNodeConf(const api::NodeSet& ns) {
   std::string features = ns.metadata.name;
   for (const auto& f : ns.spec.features) features += "," + f;
-  std::string conf = fmt::format("CPUs={} Boards=1 SocketsPerBoard=1 CoresPerSocket={} ThreadsPerCore=1 RealMemory={} Feature={}",
-                                 ns.spec.resources.cpus, ns.spec.resources.cpus, ns.spec.resources.memory_mib, features);
+  std::string conf =
+      fmt::format("CPUs={} Boards=1 SocketsPerBoard=1 CoresPerSocket={} ThreadsPerCore=1 RealMemory={} Feature={}",
+                  ns.spec.resources.cpus, ns.spec.resources.cpus, ns.spec.resources.memory_mib, features);
   if (ns.spec.resources.gpus > 0) conf += fmt::format(" Gres=gpu:{}", ns.spec.resources.gpus);
   return conf;
 }

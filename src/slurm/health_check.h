@@ -46,7 +46,7 @@ struct HealthReport {
   bool present = false;  // the node's Extra holds a report
   int64_t at = 0;        // when the program wrote it
   bool ok = true;
-  std::string check;     // the first failing check
+  std::string check;  // the first failing check
   std::string detail;
 };
 

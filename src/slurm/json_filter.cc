@@ -86,8 +86,8 @@ class FilteringSax : public nlohmann::json_sax<json> {
   json root_;
   std::vector<json*> open_;  // containers being filled; pointers stay valid as only the last grows
   std::string key_;
-  bool skip_next_ = false;   // the value of the last key is not wanted
-  int skipping_ = 0;         // nesting inside an unwanted value
+  bool skip_next_ = false;  // the value of the last key is not wanted
+  int skipping_ = 0;        // nesting inside an unwanted value
   bool failed_ = false;
 };
 

@@ -160,10 +160,27 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
   // A job carries some 150 fields and the operator reads 19: the others are dropped while
   // parsing, which keeps a 10,000-job listing from taking hundreds of MiB as a document.
   // The jobs' (and errors') objects are 3 containers deep.
-  static const std::set<std::string> kKept = {
-      "job_id", "user_name", "job_state", "state_reason", "partition", "nodes", "submit_time", "start_time",
-      "node_count", "cpus", "minimum_cpus_per_node", "memory_per_node", "memory_per_cpu", "tres_per_node",
-      "shared", "array_task_string", "array_max_tasks", "restart_cnt", "dependency", "priority", "error"};
+  static const std::set<std::string> kKept = {"job_id",
+                                              "user_name",
+                                              "job_state",
+                                              "state_reason",
+                                              "partition",
+                                              "nodes",
+                                              "submit_time",
+                                              "start_time",
+                                              "node_count",
+                                              "cpus",
+                                              "minimum_cpus_per_node",
+                                              "memory_per_node",
+                                              "memory_per_cpu",
+                                              "tres_per_node",
+                                              "shared",
+                                              "array_task_string",
+                                              "array_max_tasks",
+                                              "restart_cnt",
+                                              "dependency",
+                                              "priority",
+                                              "error"};
   json j = ParseKeeping(body, 3, kKept);
   if (j.is_discarded() || !j.is_object()) return Status::Error("slurmrestd /jobs: answer is not JSON");
   RETURN_IF_ERROR(BodyErrors(j));

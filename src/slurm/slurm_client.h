@@ -53,8 +53,8 @@ struct SlurmPartition {
 struct SlurmJob {
   int64_t job_id = 0;
   std::string user;
-  std::string state;   // PENDING, RUNNING, ...
-  std::string reason;  // state_reason
+  std::string state;      // PENDING, RUNNING, ...
+  std::string reason;     // state_reason
   std::string partition;  // comma-separated when several were requested
   std::string nodes;
   int64_t submit_time = 0;
@@ -82,9 +82,9 @@ struct SlurmJob {
 
   // Ended for good: what squeue still lists for MinJobAge is history, not work.
   bool Finished() const {
-    static const std::set<std::string> ended = {"COMPLETED", "CANCELLED", "FAILED",   "TIMEOUT",
-                                                "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE",
-                                                "OUT_OF_MEMORY", "REVOKED", "SPECIAL_EXIT"};
+    static const std::set<std::string> ended = {"COMPLETED",     "CANCELLED", "FAILED",      "TIMEOUT",
+                                                "NODE_FAIL",     "PREEMPTED", "BOOT_FAIL",   "DEADLINE",
+                                                "OUT_OF_MEMORY", "REVOKED",   "SPECIAL_EXIT"};
     return ended.count(state) > 0;
   }
 };

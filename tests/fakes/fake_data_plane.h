@@ -18,7 +18,7 @@ class FakeDataPlane : public cp::DataPlaneAccess {
   Health health;
   std::map<std::string, api::Workspace> workspaces;
   std::vector<cp::WorkspaceCreation> created;
-  Status create_result = Status::Ok();  // what CreateWorkspace answers
+  Status create_result = Status::Ok();             // what CreateWorkspace answers
   std::vector<std::vector<std::string>> commands;  // every InController / InWorkspace argv
   std::function<Result<std::string>(const std::vector<std::string>&)> controller;
   std::function<ProcessResult(const api::Workspace&, const std::vector<std::string>&)> workspace;

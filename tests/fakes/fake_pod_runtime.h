@@ -26,11 +26,11 @@ class FakePodRuntime : public runtime::PodRuntime {
   std::map<std::string, runtime::Secret> secrets;
   std::map<std::string, uint32_t> volumes;  // name -> mode
   std::map<std::string, runtime::PodSpec> pods;
-  std::map<std::string, int> restarts;  // how often each pod was restarted, as ListPods reports it
+  std::map<std::string, int> restarts;        // how often each pod was restarted, as ListPods reports it
   std::map<std::string, int64_t> started_at;  // when each pod's process started (unix s); 0 when unset
-  std::set<std::string> not_ready;      // pods that run but whose readiness probe fails
-  std::vector<std::string> created;     // every CreatePod that made a pod, in order
-  std::vector<std::string> deleted;     // every DeletePod, in order
+  std::set<std::string> not_ready;            // pods that run but whose readiness probe fails
+  std::vector<std::string> created;           // every CreatePod that made a pod, in order
+  std::vector<std::string> deleted;           // every DeletePod, in order
   std::vector<ExecCall> execs;
   std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
 
@@ -91,7 +91,8 @@ class FakePodRuntime : public runtime::PodRuntime {
       st.restarts = restarts.count(name) ? restarts.at(name) : 0;
       st.started_at = started_at.count(name) ? started_at.at(name) : 0;
       // A running pod has an address; a stable one per name, as the local runtime's are.
-      st.ip = fmt::format("10.99.{}.{}", std::hash<std::string>{}(name) % 250, std::hash<std::string>{}(name) / 250 % 250 + 1);
+      st.ip = fmt::format("10.99.{}.{}", std::hash<std::string>{}(name) % 250,
+                          std::hash<std::string>{}(name) / 250 % 250 + 1);
       out.push_back(st);
     }
     return out;

@@ -36,9 +36,7 @@ class FakeSlurm : public slurm::SlurmReader, public slurm::SlurmControl {
     return partitions;
   }
 
-  Status DrainNode(const std::string& node, const std::string& /*reason*/) override {
-    return Record("drain " + node);
-  }
+  Status DrainNode(const std::string& node, const std::string& /*reason*/) override { return Record("drain " + node); }
   Status ResumeNode(const std::string& node) override { return Record("resume " + node); }
   Status DeleteNode(const std::string& node) override {
     std::erase_if(nodes, [&](const auto& n) { return n.name == node; });

@@ -45,9 +45,9 @@ TEST(AutoscaleIT, ScalesFromZeroAndBackToZero) {
   ASSERT_EQ(c.Up().exit_code, 0);
   EXPECT_EQ(Replicas(c), 0);
   EXPECT_TRUE(c.SinfoNodes().empty());
-  auto r = c.Login("alice", {"sbatch", "-N2", "--wait", "--chdir", "/shared", "-o", "az-%j.out", "--wrap",
-                             "srun hostname"},
-                   seconds(90));
+  auto r =
+      c.Login("alice", {"sbatch", "-N2", "--wait", "--chdir", "/shared", "-o", "az-%j.out", "--wrap", "srun hostname"},
+              seconds(90));
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   int64_t id = JobIdFrom(r.out);
   EXPECT_EQ(c.JobField(id, "JobState"), "COMPLETED");
@@ -144,7 +144,8 @@ TEST(AutoscaleIT, FailsClosedWhenSlurmIsUnreachable) {
   ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "COMPLETED"; }, seconds(30)));
   auto daemon_log = [&] { return files::Read(c.ClusterDir() + "/daemon.log").value_or(""); };
   EXPECT_TRUE(HoldsFor([&] { return Replicas(c) == 2; }, seconds(12)))  // well past idleTimeout
-      << "replicas " << Replicas(c) << "\n" << daemon_log();
+      << "replicas " << Replicas(c) << "\n"
+      << daemon_log();
   auto nodes = c.SinfoNodes();
   EXPECT_EQ(nodes.size(), 2u) << ::testing::PrintToString(nodes);
   auto cont = c.Cli({"exec", c.name() + "-restapi", "--", "pkill", "-CONT", "-x", "slurmrestd"});
@@ -177,8 +178,10 @@ int64_t SlurmrestdRssKiB(TestCluster& c) {
 TEST(AutoscaleIT, ReadingALargeQueueLeavesSlurmrestdFlat) {
   TestCluster c("arq", Elastic());
   ASSERT_EQ(c.Up().exit_code, 0);
-  auto r = c.Login("alice", {"bash", "-c", "for i in $(seq 500); do sbatch --hold -o /dev/null --wrap true >/dev/null || exit 1; done"},
-                   seconds(180));
+  auto r = c.Login(
+      "alice",
+      {"bash", "-c", "for i in $(seq 500); do sbatch --hold -o /dev/null --wrap true >/dev/null || exit 1; done"},
+      seconds(180));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int64_t before = SlurmrestdRssKiB(c);
   ASSERT_GT(before, 0);
@@ -217,7 +220,8 @@ TEST(AutoscaleIT, JobsAfterAnIdleGetWorkersSinglyAndInBursts) {
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int64_t id = JobIdFrom(r.out);
   ASSERT_TRUE(WaitFor([&] { return finished(id); }, seconds(20)))
-      << "job " << id << " is " << c.JobField(id, "JobState") << " after an idle; daemon log:\n" << log();
+      << "job " << id << " is " << c.JobField(id, "JobState") << " after an idle; daemon log:\n"
+      << log();
   auto waited = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - submitted);
   EXPECT_LT(waited.count(), 20000);
   EXPECT_NE(log().find("woken by a change"), std::string::npos);
@@ -225,7 +229,9 @@ TEST(AutoscaleIT, JobsAfterAnIdleGetWorkersSinglyAndInBursts) {
   // Back to zero and idle, then a burst of eight submissions as fast as sbatch returns.
   const int idle_before = idles();
   ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && idles() > idle_before; }, seconds(60))) << log();
-  auto burst = c.Login("alice", {"bash", "-c", "for i in 1 2 3 4 5 6 7 8; do sbatch --parsable -o /dev/null --wrap 'sleep 1' || exit 1; done"});
+  auto burst = c.Login(
+      "alice",
+      {"bash", "-c", "for i in 1 2 3 4 5 6 7 8; do sbatch --parsable -o /dev/null --wrap 'sleep 1' || exit 1; done"});
   ASSERT_EQ(burst.exit_code, 0) << burst.err;
   std::vector<int64_t> ids;
   std::istringstream lines(burst.out);
@@ -233,7 +239,8 @@ TEST(AutoscaleIT, JobsAfterAnIdleGetWorkersSinglyAndInBursts) {
   ASSERT_EQ(ids.size(), 8u) << burst.out;
   for (int64_t job : ids) {
     EXPECT_TRUE(WaitFor([&] { return c.JobField(job, "JobState") == "COMPLETED"; }, seconds(90)))
-        << "job " << job << " is " << c.JobField(job, "JobState") << "; daemon log:\n" << log();
+        << "job " << job << " is " << c.JobField(job, "JobState") << "; daemon log:\n"
+        << log();
   }
 
   // Idle again: one more single job.

@@ -10,8 +10,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
-#include "harness.h"
 #include "common/subprocess.h"
+#include "harness.h"
 
 namespace hpc::it {
 namespace {
@@ -112,7 +112,8 @@ TEST(ClusterIT, BringUpAndRunJobsAcrossTwoWorkers) {
     ++pods_seen;
     auto routes = RunProcess({"ip", "-n", ns, "route", "show"});
     ASSERT_TRUE(routes.ok());
-    for (const auto& line : SplitLines(routes->out)) EXPECT_NE(line.find("quickack 1"), std::string::npos) << ns << ": " << line;
+    for (const auto& line : SplitLines(routes->out))
+      EXPECT_NE(line.find("quickack 1"), std::string::npos) << ns << ": " << line;
   }
   EXPECT_GE(pods_seen, 6);
 }
@@ -134,8 +135,7 @@ TEST(ClusterIT, ScaleByHandKeepsBusyWorkerUntilJobEnds) {
   auto down1 = c.Cli({"scale", "nodeset", "cpu", "--replicas", "1"});
   ASSERT_EQ(down1.exit_code, 0) << down1.err;
   // The idle workers go; the busy one stays while its job runs.
-  ASSERT_TRUE(WaitFor([&] { return PodNames(c).count("cpu-0") == 0 && PodNames(c).count("cpu-1") == 0; },
-                      seconds(30)));
+  ASSERT_TRUE(WaitFor([&] { return PodNames(c).count("cpu-0") == 0 && PodNames(c).count("cpu-1") == 0; }, seconds(30)));
   EXPECT_EQ(JobField(c, id, "JobState"), "RUNNING");
   EXPECT_EQ(PodNames(c).count("cpu-2"), 1u);
   auto nodes = c.SinfoNodes();
@@ -160,7 +160,8 @@ TEST(ClusterIT, ControllerKill9IsRestartedWithJobsPreserved) {
   int64_t running =
       JobIdFrom(c.Login("alice", {"sbatch", "-J", "k9-running-job", "--chdir", "/shared", "--wrap", "sleep 120"}).out);
   int64_t queued = JobIdFrom(
-      c.Login("alice", {"sbatch", "-J", "k9-queued-job", "--chdir", "/shared", "--begin=now+3600", "--wrap", "true"}).out);
+      c.Login("alice", {"sbatch", "-J", "k9-queued-job", "--chdir", "/shared", "--begin=now+3600", "--wrap", "true"})
+          .out);
   ASSERT_GT(running, 0);
   ASSERT_GT(queued, 0);
   ASSERT_TRUE(WaitFor([&] { return JobField(c, running, "JobState") == "RUNNING"; }, seconds(30)));
@@ -183,7 +184,8 @@ TEST(ClusterIT, ControllerKill9IsRestartedWithJobsPreserved) {
       [&] {
         auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
         for (const auto& p : pods) {
-          if (p.value("name", "") == c.name() + "-controller") return p.value("restarts", 0) >= 1 && p.value("ready", false);
+          if (p.value("name", "") == c.name() + "-controller")
+            return p.value("restarts", 0) >= 1 && p.value("ready", false);
         }
         return false;
       },
@@ -299,8 +301,11 @@ TEST(ClusterIT, AnExistingClustersControllerWaitsForSlurmdbdButNotForABrokenData
   ASSERT_TRUE(files::WriteAtomic(c.ClusterDir() + "/runtime/volumes/accounting-db/ibdata1", "not a tablespace").ok());
   auto broken = restart(10);
   EXPECT_NE(broken.exit_code, 0) << broken.out;
-  EXPECT_TRUE(WaitFor([&] { return c.Login("root", {"scontrol", "ping"}).out.find("is UP") != std::string::npos; },
-                      seconds(30)))
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return c.Login("root", {"scontrol", "ping"}).out.find("is UP") != std::string::npos;
+      },
+      seconds(30)))
       << files::Read(controller_log).value_or("");
   auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
   ASSERT_TRUE(pods.is_array());
@@ -373,7 +378,8 @@ TEST(ClusterIT, InvalidSpecsCreateNothing) {
            "\n---\napiVersion: hpcplane.io/v1alpha1\nkind: NodeSet\nmetadata:\n  name: gpu\nspec:\n  minReplicas: 4\n"
            "  maxReplicas: 2\n",
        "nodeset \"gpu\": spec.maxReplicas: must be >= minReplicas (got 2 < 4)"},
-      {"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + c.name() + "\nspec:\n  colour: red\n",
+      {"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + c.name() +
+           "\nspec:\n  colour: red\n",
        "spec.colour: unknown field (line 6)"},
       {"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + c.name() + "\nspec: {network: [\n",
        "malformed YAML/JSON"},

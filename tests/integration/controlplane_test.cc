@@ -6,8 +6,8 @@
 
 #include <set>
 
-#include <gtest/gtest.h>
 #include <fmt/format.h>
+#include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
 
@@ -27,14 +27,17 @@ struct ControlPlaneEnv {
   std::string url = "http://127.0.0.1:" + std::to_string(port);
   std::unique_ptr<Background> server, agent;
 
-  ControlPlaneEnv() : cluster("cp", [] {
-    ClusterOptions o;
-    o.replicas = 0;
-    return o;
-  }()) {}
+  ControlPlaneEnv()
+      : cluster("cp", [] {
+          ClusterOptions o;
+          o.replicas = 0;
+          return o;
+        }()) {}
 
   std::string Dir() const { return cluster.state_dir() + "/controlplane"; }
-  std::string Token(const std::string& who) const { return Trim(files::Read(Dir() + "/" + who + ".token").value_or("")); }
+  std::string Token(const std::string& who) const {
+    return Trim(files::Read(Dir() + "/" + who + ".token").value_or(""));
+  }
 
   void StartServer() {
     server = std::make_unique<Background>(
@@ -47,8 +50,8 @@ struct ControlPlaneEnv {
   void StartAgent() {
     agent = std::make_unique<Background>(
         std::vector<std::string>{HPCPLANE_BIN, "--state-dir", cluster.state_dir(), "--cluster", cluster.name(), "agent",
-                                 "--server", url, "--token-file", Dir() + "/agent.token", "--name", "dp1",
-                                 "--interval", "1"},
+                                 "--server", url, "--token-file", Dir() + "/agent.token", "--name", "dp1", "--interval",
+                                 "1"},
         cluster.state_dir() + "/agent.log");
   }
   ProcessResult Api(const std::vector<std::string>& args, const std::string& token_file) {
@@ -62,16 +65,28 @@ struct ControlPlaneEnv {
     ASSERT_EQ(cluster.Up().exit_code, 0);
     if (local_workspace) {
       ASSERT_EQ(cluster.Cli({"users", "add", "ann"}).exit_code, 0);
-      ASSERT_EQ(cluster.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--max-workers", "2",
-                             "--idle-timeout", "30s"}, 120s).exit_code, 0);
+      ASSERT_EQ(cluster
+                    .Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--max-workers", "2",
+                          "--idle-timeout", "30s"},
+                         120s)
+                    .exit_code,
+                0);
     }
     StartServer();
     auto admin = "admin";
-    ASSERT_EQ(Api({"tokens", "create", "--subject", "dp1", "--role", "agent", "--out", Dir() + "/agent.token"}, admin).exit_code, 0);
+    ASSERT_EQ(Api({"tokens", "create", "--subject", "dp1", "--role", "agent", "--out", Dir() + "/agent.token"}, admin)
+                  .exit_code,
+              0);
     ASSERT_EQ(Api({"tokens", "create", "--subject", "ann", "--role", "user", "--project", "astro", "--out",
-                   Dir() + "/ann.token"}, admin).exit_code, 0);
+                   Dir() + "/ann.token"},
+                  admin)
+                  .exit_code,
+              0);
     ASSERT_EQ(Api({"tokens", "create", "--subject", "bob", "--role", "user", "--project", "bio", "--out",
-                   Dir() + "/bob.token"}, admin).exit_code, 0);
+                   Dir() + "/bob.token"},
+                  admin)
+                  .exit_code,
+              0);
     StartAgent();
   }
   // Every job record of project astro, through the paged API.
@@ -123,7 +138,9 @@ const json* Find(const std::vector<json>& jobs, int64_t id) {
 TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   ControlPlaneEnv env;
   env.Setup();
-  int64_t ok = Submit(env.cluster, {"--wrap", "python3 -c 'x=bytearray(60*2**20); import time; t=time.time()\nwhile time.time()-t<7: pass'"});
+  int64_t ok =
+      Submit(env.cluster,
+             {"--wrap", "python3 -c 'x=bytearray(60*2**20); import time; t=time.time()\nwhile time.time()-t<7: pass'"});
   int64_t failed = Submit(env.cluster, {"--wrap", "exit 3"});
   int64_t array = Submit(env.cluster, {"--array=0-1", "--wrap", "true"});
   ASSERT_GT(ok, 0);
@@ -138,13 +155,16 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
     return done;
   };
   std::vector<json> jobs;
-  ASSERT_TRUE(WaitFor([&] {
-    jobs = env.AllJobs();
-    const json* a = Find(jobs, ok);
-    const json* b = Find(jobs, failed);
-    return a && b && (*a)["state"] == "COMPLETED" && (*b)["state"] == "FAILED" &&
-           tasks(jobs) == std::set<std::string>{"0", "1"};
-  }, 120s)) << env.agent->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        jobs = env.AllJobs();
+        const json* a = Find(jobs, ok);
+        const json* b = Find(jobs, failed);
+        return a && b && (*a)["state"] == "COMPLETED" && (*b)["state"] == "FAILED" &&
+               tasks(jobs) == std::set<std::string>{"0", "1"};
+      },
+      120s))
+      << env.agent->Log();
   EXPECT_EQ((*Find(jobs, ok))["arrayJobId"], 0) << "a plain job is in no array";
   const json& a = *Find(jobs, ok);
   EXPECT_EQ(a["dataPlane"], "dp1");
@@ -162,7 +182,8 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   EXPECT_EQ(a["source"], "terminal");
   EXPECT_EQ((*Find(jobs, failed))["exitCode"], "3:0");
   // One job with its statistics, and the streamed export.
-  auto show = env.Api({"jobs", "show", "--project", "astro", "dp1/" + env.cluster.name() + "/" + std::to_string(ok)}, "ann");
+  auto show =
+      env.Api({"jobs", "show", "--project", "astro", "dp1/" + env.cluster.name() + "/" + std::to_string(ok)}, "ann");
   EXPECT_EQ(show.exit_code, 0) << show.err;
   EXPECT_NE(show.out.find("\"maxRssKiB\""), std::string::npos);
   auto csv = env.Api({"jobs", "export", "--project", "astro", "--format", "csv"}, "ann");
@@ -180,8 +201,9 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   EXPECT_EQ(bob.Get("/api/v1/openapi.json")->status, 200);
   httplib::Client agent(env.url);
   agent.set_bearer_token_auth(env.Token("agent"));
-  auto bad = agent.Post("/api/v1/dataplanes/dp1/jobs", R"({"jobs":[{"cluster":"c","jobId":"x","submitTime":1,"user":"u","state":"S"}]})",
-                        "application/json");
+  auto bad =
+      agent.Post("/api/v1/dataplanes/dp1/jobs",
+                 R"({"jobs":[{"cluster":"c","jobId":"x","submitTime":1,"user":"u","state":"S"}]})", "application/json");
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->status, 400);
   EXPECT_EQ(json::parse(bad->body)["error"]["field"], "jobs[0].jobId") << bad->body;
@@ -193,15 +215,17 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   EXPECT_EQ(limit->status, 400);
   EXPECT_EQ(json::parse(limit->body)["error"]["field"], "limit");
   // Submission through the API is gated by a flag, off by default.
-  auto submit = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro","script":"#!/bin/sh\ntrue"})",
-                         "application/json");
+  auto submit =
+      ann.Post("/api/v1/projects/astro/jobs",
+               R"({"dataPlane":"dp1","workspace":"ann-astro","script":"#!/bin/sh\ntrue"})", "application/json");
   EXPECT_EQ(submit->status, 403);
   EXPECT_NE(submit->body.find("EnableHPCJobs"), std::string::npos);
   EXPECT_NE(env.Api({"flags", "set", "EnableHPCJobs", "true"}, "ann").exit_code, 0);  // admins only
   ASSERT_EQ(env.Api({"flags", "set", "EnableHPCJobs", "true"}, "admin").exit_code, 0);
-  auto unknown = ann.Post("/api/v1/projects/astro/jobs",
-                          R"({"dataPlane":"dp1","workspace":"ann-astro","script":"#!/bin/sh\ntrue","options":{"foo":"1"}})",
-                          "application/json");
+  auto unknown =
+      ann.Post("/api/v1/projects/astro/jobs",
+               R"({"dataPlane":"dp1","workspace":"ann-astro","script":"#!/bin/sh\ntrue","options":{"foo":"1"}})",
+               "application/json");
   EXPECT_EQ(unknown->status, 400);
   EXPECT_EQ(json::parse(unknown->body)["error"]["field"], "options.foo") << unknown->body;
   // Through the API: run as ann in her workspace, and in the same history as terminal jobs.
@@ -212,18 +236,23 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   ASSERT_EQ(accepted->status, 202) << accepted->body;
   std::string sub_id = json::parse(accepted->body)["id"];
   int64_t api_job = 0;
-  ASSERT_TRUE(WaitFor([&] {
-    auto r = ann.Get("/api/v1/projects/astro/submissions/" + sub_id);
-    if (!r || r->status != 200) return false;
-    json j = json::parse(r->body);
-    api_job = j["jobId"].get<int64_t>();
-    return j["state"] == "Submitted";
-  }, 60s)) << env.agent->Log();
-  ASSERT_TRUE(WaitFor([&] {
-    jobs = env.AllJobs();
-    const json* j = Find(jobs, api_job);
-    return j && (*j)["state"] == "COMPLETED";
-  }, 90s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = ann.Get("/api/v1/projects/astro/submissions/" + sub_id);
+        if (!r || r->status != 200) return false;
+        json j = json::parse(r->body);
+        api_job = j["jobId"].get<int64_t>();
+        return j["state"] == "Submitted";
+      },
+      60s))
+      << env.agent->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        jobs = env.AllJobs();
+        const json* j = Find(jobs, api_job);
+        return j && (*j)["state"] == "COMPLETED";
+      },
+      90s));
   const json& via_api = *Find(jobs, api_job);
   EXPECT_EQ(via_api["source"], "api");
   EXPECT_EQ(via_api["user"], "ann");
@@ -258,12 +287,15 @@ TEST(ControlPlane, CancellingAJobGoesThroughTheAgent) {
   int64_t id = Submit(env.cluster, {"--wrap", "sleep 300"});
   ASSERT_GT(id, 0);
   json job;
-  ASSERT_TRUE(WaitFor([&] {
-    auto jobs = env.AllJobs();
-    const json* j = Find(jobs, id);
-    if (j) job = *j;
-    return j && ((*j)["state"] == "RUNNING" || (*j)["state"] == "PENDING");
-  }, 90s)) << env.agent->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto jobs = env.AllJobs();
+        const json* j = Find(jobs, id);
+        if (j) job = *j;
+        return j && ((*j)["state"] == "RUNNING" || (*j)["state"] == "PENDING");
+      },
+      90s))
+      << env.agent->Log();
   const std::string path = fmt::format("/api/v1/projects/astro/jobs/dp1/{}/{}/cancel?submitTime={}",
                                        job["cluster"].get<std::string>(), id, job["submitTime"].get<int64_t>());
   httplib::Client bob(env.url), ann(env.url);
@@ -273,15 +305,20 @@ TEST(ControlPlane, CancellingAJobGoesThroughTheAgent) {
   auto asked = ann.Post(path, "", "application/json");
   ASSERT_EQ(asked->status, 202) << asked->body;
   const std::string cid = json::parse(asked->body)["id"];
-  ASSERT_TRUE(WaitFor([&] {
-    auto r = ann.Get("/api/v1/projects/astro/cancellations/" + cid);
-    return r && r->status == 200 && json::parse(r->body)["state"] == "Done";
-  }, 60s)) << env.agent->Log();
-  ASSERT_TRUE(WaitFor([&] {
-    auto jobs = env.AllJobs();
-    const json* j = Find(jobs, id);
-    return j && (*j)["state"].get<std::string>().rfind("CANCELLED", 0) == 0;
-  }, 90s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = ann.Get("/api/v1/projects/astro/cancellations/" + cid);
+        return r && r->status == 200 && json::parse(r->body)["state"] == "Done";
+      },
+      60s))
+      << env.agent->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto jobs = env.AllJobs();
+        const json* j = Find(jobs, id);
+        return j && (*j)["state"].get<std::string>().rfind("CANCELLED", 0) == 0;
+      },
+      90s));
   auto again = ann.Post(path, "", "application/json");
   EXPECT_EQ(again->status, 409) << again->body;
   EXPECT_EQ(ann.Post("/api/v1/projects/astro/jobs/dp1/x/999999/cancel", "", "application/json")->status, 404);
@@ -293,7 +330,9 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   ASSERT_TRUE(WaitFor([&] { return env.DataPlane("dp1")["state"] == "Healthy"; }, 60s)) << env.agent->Log();
   httplib::Client ann(env.url);
   ann.set_bearer_token_auth(env.Token("ann"));
-  auto launch = [&](const std::string& body) { return ann.Post("/api/v1/projects/astro/workspaces", body, "application/json"); };
+  auto launch = [&](const std::string& body) {
+    return ann.Post("/api/v1/projects/astro/workspaces", body, "application/json");
+  };
   // No configuration yet: nothing to build the workspace from.
   auto unconfigured = launch("{}");
   EXPECT_EQ(unconfigured->status, 404);
@@ -304,7 +343,8 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("maxWorkers: must be an integer 1-128"), std::string::npos) << bad.err;
   auto set = env.Api({"projects", "set", "astro", "--data-plane", "dp1", "--max-workers", "1", "--idle-timeout", "30s",
-                      "--tier", "small"}, "admin");
+                      "--tier", "small"},
+                     "admin");
   ASSERT_EQ(set.exit_code, 0) << set.err;
   // Malformed requests name the field; a user outside the project is refused.
   auto tier = launch(R"({"tier":"gpu"})");
@@ -338,16 +378,19 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   auto users = env.cluster.Cli({"users", "list"});
   EXPECT_NE(users.out.find("ann"), std::string::npos);
   EXPECT_NE(users.out.find("20000"), std::string::npos) << users.out;
-  auto job = env.cluster.Cli({"workspace", "exec", "ann-astro", "--", "sbatch", "--parsable", "-o", "uid-%j.out",
-                              "--wrap", "id -u"});
+  auto job = env.cluster.Cli(
+      {"workspace", "exec", "ann-astro", "--", "sbatch", "--parsable", "-o", "uid-%j.out", "--wrap", "id -u"});
   ASSERT_EQ(job.exit_code, 0) << job.err;
   int64_t id = std::atoll(job.out.c_str());
   std::vector<json> jobs;
-  ASSERT_TRUE(WaitFor([&] {
-    jobs = env.AllJobs();
-    const json* j = Find(jobs, id);
-    return j && (*j)["state"] == "COMPLETED";
-  }, 150s)) << env.agent->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        jobs = env.AllJobs();
+        const json* j = Find(jobs, id);
+        return j && (*j)["state"] == "COMPLETED";
+      },
+      150s))
+      << env.agent->Log();
   EXPECT_EQ((*Find(jobs, id))["partition"], "ann-astro");
   auto out = env.cluster.Cli({"workspace", "exec", "ann-astro", "--", "cat", "uid-" + std::to_string(id) + ".out"});
   EXPECT_EQ(Trim(out.out), "20000") << out.err;
@@ -355,8 +398,9 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   // An API submission to a workspace the control plane launched needs no data plane name, and
   // is refused for another data plane.
   ASSERT_EQ(env.Api({"flags", "set", "EnableHPCJobs", "true"}, "admin").exit_code, 0);
-  auto elsewhere = ann.Post("/api/v1/projects/astro/jobs", R"({"workspace":"ann-astro","dataPlane":"dp9","script":"#!/bin/sh\ntrue"})",
-                            "application/json");
+  auto elsewhere =
+      ann.Post("/api/v1/projects/astro/jobs",
+               R"({"workspace":"ann-astro","dataPlane":"dp9","script":"#!/bin/sh\ntrue"})", "application/json");
   EXPECT_EQ(elsewhere->status, 409);
   EXPECT_EQ(json::parse(elsewhere->body)["error"]["field"], "workspace") << elsewhere->body;
   auto submitted = ann.Post("/api/v1/projects/astro/jobs", R"({"workspace":"ann-astro","script":"#!/bin/sh\nid -u\n"})",
@@ -364,10 +408,13 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   ASSERT_EQ(submitted->status, 202) << submitted->body;
   json sub = json::parse(submitted->body);
   EXPECT_EQ(sub["dataPlane"], "dp1");
-  ASSERT_TRUE(WaitFor([&] {
-    auto r = ann.Get("/api/v1/projects/astro/submissions/" + sub["id"].get<std::string>());
-    return r && r->status == 200 && json::parse(r->body)["state"] == "Submitted";
-  }, 60s)) << env.agent->Log();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = ann.Get("/api/v1/projects/astro/submissions/" + sub["id"].get<std::string>());
+        return r && r->status == 200 && json::parse(r->body)["state"] == "Submitted";
+      },
+      60s))
+      << env.agent->Log();
 
   // Stopped through the control plane: gone from the data plane, its history kept.
   EXPECT_EQ(bob.Delete("/api/v1/projects/astro/workspaces/ann-astro")->status, 403);
@@ -405,24 +452,31 @@ TEST(ControlPlane, Kill9OfAgentServerAndSlurmdbdLosesAndDuplicatesNothing) {
   // Every task Slurm accounted for is there exactly once, in its final state (slurmdbd stores
   // the last records a moment after the queue empties).
   std::map<int64_t, std::string> want;
-  ASSERT_TRUE(WaitFor([&] {
-    auto sacct = env.cluster.Login("root", {"sacct", "-n", "-X", "-P", "-a", "-u", "ann", "--format=JobIDRaw,State"});
-    want.clear();
-    for (const auto& line : SplitLines(sacct.out)) {
-      std::string state = line.substr(line.find('|') + 1);
-      if (state == "COMPLETED") want[std::atoll(line.c_str())] = state;
-    }
-    return want.size() == 200u;
-  }, 60s)) << want.size();
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto sacct =
+            env.cluster.Login("root", {"sacct", "-n", "-X", "-P", "-a", "-u", "ann", "--format=JobIDRaw,State"});
+        want.clear();
+        for (const auto& line : SplitLines(sacct.out)) {
+          std::string state = line.substr(line.find('|') + 1);
+          if (state == "COMPLETED") want[std::atoll(line.c_str())] = state;
+        }
+        return want.size() == 200u;
+      },
+      60s))
+      << want.size();
   std::vector<json> got;
-  ASSERT_TRUE(WaitFor([&] {
-    got = env.AllJobs();
-    if (got.size() != want.size()) return false;
-    for (const auto& j : got) {
-      if (!want.count(j["jobId"]) || want[j["jobId"]] != j["state"]) return false;
-    }
-    return true;
-  }, 60s)) << got.size() << " records";
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        got = env.AllJobs();
+        if (got.size() != want.size()) return false;
+        for (const auto& j : got) {
+          if (!want.count(j["jobId"]) || want[j["jobId"]] != j["state"]) return false;
+        }
+        return true;
+      },
+      60s))
+      << got.size() << " records";
   std::set<int64_t> ids;
   for (const auto& j : got) ids.insert(j["jobId"].get<int64_t>());
   EXPECT_EQ(ids.size(), 200u);

@@ -106,14 +106,15 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
   std::string yaml = "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: " + name_ +
                      "\nspec:\n  network:\n    subnet: " + subnet_prefix_ +
                      ".0/24\n  datasets:\n    - name: shared\n      mountPath: /shared\n  users:\n    - name: alice\n"
-                     "      uid: 2001\n    - name: bob\n      uid: 2002\n" + ExtraConfig(opts.extra_config) + opts.extra_cluster_spec + "---\napiVersion: hpcplane.io/v1alpha1\n"
+                     "      uid: 2001\n    - name: bob\n      uid: 2002\n" +
+                     ExtraConfig(opts.extra_config) + opts.extra_cluster_spec +
+                     "---\napiVersion: hpcplane.io/v1alpha1\n"
                      "kind: NodeSet\nmetadata:\n  name: cpu\nspec:\n" +
                      (opts.replicas >= 0 ? "  replicas: " + std::to_string(opts.replicas) + "\n" : std::string()) +
                      "  maxReplicas: " + std::to_string(opts.max_replicas) +
                      "\n  resources:\n    cpus: 1\n    memoryMiB: 500\n" +
                      (opts.tmp_mib > 0 ? "    tmpMiB: " + std::to_string(opts.tmp_mib) + "\n" : std::string()) +
-                     "  partition:\n    default: true\n" +
-                     opts.extra_nodeset_spec;
+                     "  partition:\n    default: true\n" + opts.extra_nodeset_spec;
   (void)files::WriteAtomic(manifest_, yaml);
 }
 

@@ -15,11 +15,11 @@ namespace hpc::it {
 struct ClusterOptions {
   int replicas = 2;  // -1: autoscaled (no spec.replicas)
   int max_replicas = 4;
-  int64_t tmp_mib = 0;  // the workers' /tmp size; 0: the default
-  std::string extra_nodeset_spec;  // more YAML lines under the nodeset's spec (2-space indented)
-  std::vector<std::string> extra_config;  // slurm.conf lines for spec.scheduling.extraConfig
-  std::string extra_cluster_spec;  // more YAML lines under the cluster's spec (2-space indented)
-  std::string state_parent;  // where the state dir is made ("" : $TMPDIR or /tmp)
+  int64_t tmp_mib = 0;                     // the workers' /tmp size; 0: the default
+  std::string extra_nodeset_spec;          // more YAML lines under the nodeset's spec (2-space indented)
+  std::vector<std::string> extra_config;   // slurm.conf lines for spec.scheduling.extraConfig
+  std::string extra_cluster_spec;          // more YAML lines under the cluster's spec (2-space indented)
+  std::string state_parent;                // where the state dir is made ("" : $TMPDIR or /tmp)
   std::vector<std::string> extra_up_args;  // e.g. {"--metrics-listen", "127.0.0.1:PORT"}
 };
 
@@ -33,7 +33,8 @@ class TestCluster {
   ProcessResult Down(bool purge = true);
 
   // Runs the hpcplane CLI against this cluster.
-  ProcessResult Cli(const std::vector<std::string>& args, std::chrono::milliseconds timeout = std::chrono::seconds(120));
+  ProcessResult Cli(const std::vector<std::string>& args,
+                    std::chrono::milliseconds timeout = std::chrono::seconds(120));
   // Runs a command in the cluster's login pod as `user`.
   ProcessResult Login(const std::string& user, const std::vector<std::string>& cmd,
                       std::chrono::milliseconds timeout = std::chrono::seconds(60));

@@ -34,7 +34,8 @@ int64_t Submit(TestCluster& c, const std::vector<std::string>& args) {
 ClusterOptions HealthOptions(const std::string& replace_after) {
   ClusterOptions o;
   o.replicas = 2;
-  o.extra_cluster_spec = "  healthChecks:\n    interval: 2s\n    timeout: 5s\n    replaceAfter: " + replace_after + "\n";
+  o.extra_cluster_spec =
+      "  healthChecks:\n    interval: 2s\n    timeout: 5s\n    replaceAfter: " + replace_after + "\n";
   o.tmp_mib = 16;
   return o;
 }
@@ -102,7 +103,8 @@ TEST(HealthIT, FreedSpaceResumesTheWorkerAndAnAdminsDrainStays) {
   ASSERT_EQ(drain.exit_code, 0) << drain.err;
   FillScratch(c, "cpu-1");
   FillScratch(c, "cpu-0");
-  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Reason").rfind("hpcplane:health:tmp:", 0) == 0; }, seconds(20)))
+  ASSERT_TRUE(
+      WaitFor([&] { return NodeField(c, "cpu-0", "Reason").rfind("hpcplane:health:tmp:", 0) == 0; }, seconds(20)))
       << Diagnose(c, "cpu-0");
 
   ASSERT_EQ(c.Cli({"exec", "cpu-0", "--", "rm", "/tmp/fill"}).exit_code, 0);
@@ -111,7 +113,8 @@ TEST(HealthIT, FreedSpaceResumesTheWorkerAndAnAdminsDrainStays) {
   // A CI run once took over 20 s here, without telling why: the bound is generous and a failure
   // prints what the check reported and the daemon's last words.
   ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "State").find("DRAIN") == std::string::npos; }, seconds(45)))
-      << NodeField(c, "cpu-0", "State") << "\n" << Diagnose(c, "cpu-0");
+      << NodeField(c, "cpu-0", "State") << "\n"
+      << Diagnose(c, "cpu-0");
   EXPECT_EQ(NodeField(c, "cpu-0", "Reason"), "");
   // cpu-1 reports healthy again, yet the admin's drain stays, and it was not replaced.
   ASSERT_TRUE(WaitFor([&] { return HasPassingReport(c, "cpu-1"); }, seconds(20)));

@@ -71,10 +71,18 @@ void SeeOnlyTheirPodAndTheirProjectsDatasets() {
   EXPECT_EQ(st.st_mode & 07777, 02770u);
   EXPECT_EQ(st.st_uid, 0u);
 
-  const std::vector<std::string> forbidden = {
-      "/datasets/bio", "/datasets/bio/notes.txt", bio_host, bio_host + "/notes.txt", c.state_dir(),
-      c.ClusterDir() + "/runtime/pods", "/var/lib/hpcplane-it", "/home", "/work", "/root",
-      "/proc/1/root/datasets", HPCPLANE_SOURCE_DIR};
+  const std::vector<std::string> forbidden = {"/datasets/bio",
+                                              "/datasets/bio/notes.txt",
+                                              bio_host,
+                                              bio_host + "/notes.txt",
+                                              c.state_dir(),
+                                              c.ClusterDir() + "/runtime/pods",
+                                              "/var/lib/hpcplane-it",
+                                              "/home",
+                                              "/work",
+                                              "/root",
+                                              "/proc/1/root/datasets",
+                                              HPCPLANE_SOURCE_DIR};
   // The probe sees what is there: it reports ann's own dataset and the pod's /tmp as open.
   auto sane = InWorkspace(c, "ann-astro", Probe({"/datasets/astro", "/tmp"}));
   EXPECT_NE(sane.out.find("OPEN /datasets/astro\nOPEN /tmp\n"), std::string::npos) << sane.out << sane.err;

@@ -27,10 +27,9 @@ class ServerMetricsIT : public ::testing::Test {
   void SetUp() override {
     dir_ = *files::MakeTempDir("hpcplane-metrics");
     port_ = FreeLoopbackPort();
-    server_ = std::make_unique<Background>(
-        std::vector<std::string>{HPCPLANE_BIN, "--state-dir", dir_, "server", "--listen",
-                                 "127.0.0.1:" + std::to_string(port_)},
-        dir_ + "/server.log");
+    server_ = std::make_unique<Background>(std::vector<std::string>{HPCPLANE_BIN, "--state-dir", dir_, "server",
+                                                                    "--listen", "127.0.0.1:" + std::to_string(port_)},
+                                           dir_ + "/server.log");
     ASSERT_TRUE(WaitFor(
         [&] {
           admin_ = Trim(files::Read(dir_ + "/controlplane/admin.token").value_or(""));
@@ -65,13 +64,20 @@ TEST_F(ServerMetricsIT, PromtoolAcceptsThemAndARealPrometheusScrapesThem) {
   const std::string agent = NewToken(R"({"subject":"dp1","role":"agent"})");
   ASSERT_FALSE(scraper.empty());
   // Traffic: a report, 3 records, a page, a 404 and a refused scrape by a user.
-  ASSERT_EQ(Client(agent).Post("/api/v1/dataplanes/dp1/report",
-                               R"({"state":"Healthy","componentVersions":{"slurm/slurmctld":"22.05.8"}})",
-                               "application/json")->status, 200);
+  ASSERT_EQ(Client(agent)
+                .Post("/api/v1/dataplanes/dp1/report",
+                      R"({"state":"Healthy","componentVersions":{"slurm/slurmctld":"22.05.8"}})", "application/json")
+                ->status,
+            200);
   json jobs = {{"jobs", json::array()}};
   for (int i = 1; i <= 3; ++i) {
-    jobs["jobs"].push_back({{"cluster", "c1"}, {"jobId", i}, {"submitTime", 100 + i}, {"user", "ann"},
-                            {"project", "astro"}, {"partition", "p"}, {"state", "COMPLETED"}});
+    jobs["jobs"].push_back({{"cluster", "c1"},
+                            {"jobId", i},
+                            {"submitTime", 100 + i},
+                            {"user", "ann"},
+                            {"project", "astro"},
+                            {"partition", "p"},
+                            {"state", "COMPLETED"}});
   }
   ASSERT_EQ(Client(agent).Post("/api/v1/dataplanes/dp1/jobs", jobs.dump(), "application/json")->status, 200);
   EXPECT_EQ(Client(admin_).Get("/api/v1/projects/astro/jobs?limit=2")->status, 200);
@@ -217,8 +223,7 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
   auto first = daemon.Get("/metrics");
   ASSERT_TRUE(first);
   ASSERT_EQ(first->status, 200);
-  EXPECT_NE(first->body.find(R"(hpcplane_nodeset_pods{nodeset="cpu"} 0)"), std::string::npos)
-      << first->body;
+  EXPECT_NE(first->body.find(R"(hpcplane_nodeset_pods{nodeset="cpu"} 0)"), std::string::npos) << first->body;
 
   auto dir = *files::MakeTempDir("hpcplane-prom");
   RemovedAtEnd cleanup{dir};
@@ -250,8 +255,8 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
       [&] {
         json v = query("/api/v1/query", {{"query", "hpcplane_nodeset_pods{nodeset=\"cpu\"}"}});
         return v.is_object() && !v["data"]["result"].empty() && v["data"]["result"][0]["value"][1] == "0" &&
-               query("/api/v1/query", {{"query", "max_over_time(" + desired + "[5m])"}})["data"]["result"][0]["value"][1] ==
-                   "2";
+               query("/api/v1/query",
+                     {{"query", "max_over_time(" + desired + "[5m])"}})["data"]["result"][0]["value"][1] == "2";
       },
       std::chrono::seconds(30)))
       << query("/api/v1/query", {{"query", "hpcplane_nodeset_pods{nodeset=\"cpu\"}"}}) << "\n"
@@ -260,10 +265,11 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
   auto unix_s = [](std::chrono::system_clock::time_point t) {
     return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(t.time_since_epoch()).count());
   };
-  json range = query("/api/v1/query_range", {{"query", desired},
-                                             {"start", unix_s(begin - std::chrono::seconds(2))},
-                                             {"end", unix_s(std::chrono::system_clock::now() + std::chrono::seconds(2))},
-                                             {"step", "1"}});
+  json range =
+      query("/api/v1/query_range", {{"query", desired},
+                                    {"start", unix_s(begin - std::chrono::seconds(2))},
+                                    {"end", unix_s(std::chrono::system_clock::now() + std::chrono::seconds(2))},
+                                    {"step", "1"}});
   ASSERT_FALSE(range["data"]["result"].empty()) << range;
   // The series in order, with repeats folded: 0, 2, 0.
   std::vector<std::string> seen;

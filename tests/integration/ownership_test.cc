@@ -10,8 +10,8 @@
 #include <gtest/gtest.h>
 
 #include "common/files.h"
-#include "harness.h"
 #include "common/subprocess.h"
+#include "harness.h"
 
 namespace hpc::it {
 namespace {

@@ -69,8 +69,14 @@ class ServerProcess {
 json Batch(int64_t first, int n) {
   json jobs = json::array();
   for (int i = 0; i < n; ++i) {
-    jobs.push_back({{"cluster", "c1"}, {"jobId", first + i}, {"submitTime", 1700000000 + first + i}, {"name", "j"},
-                    {"user", "ann"}, {"project", "astro"}, {"partition", "ann-astro"}, {"state", "COMPLETED"}});
+    jobs.push_back({{"cluster", "c1"},
+                    {"jobId", first + i},
+                    {"submitTime", 1700000000 + first + i},
+                    {"name", "j"},
+                    {"user", "ann"},
+                    {"project", "astro"},
+                    {"partition", "ann-astro"},
+                    {"state", "COMPLETED"}});
   }
   return {{"jobs", jobs}};
 }
@@ -168,11 +174,15 @@ TEST_P(StoreUnderFire, Kill9MidIngestLosesNoAcknowledgedRecordAndDuplicatesNone)
   f.project = "astro";
   std::set<std::tuple<std::string, int64_t>> seen;
   int64_t listed = 0;
-  ASSERT_TRUE((*store)->ExportJobs(f, [&](const cp::JobRecord& r) {
-    ++listed;
-    EXPECT_TRUE(seen.insert({r.data_plane, r.job_id}).second) << r.data_plane << " " << r.job_id << " twice";
-    return true;
-  }).ok());
+  ASSERT_TRUE((*store)
+                  ->ExportJobs(f,
+                               [&](const cp::JobRecord& r) {
+                                 ++listed;
+                                 EXPECT_TRUE(seen.insert({r.data_plane, r.job_id}).second)
+                                     << r.data_plane << " " << r.job_id << " twice";
+                                 return true;
+                               })
+                  .ok());
   EXPECT_GE(listed, expected_min);
   EXPECT_EQ(listed, *(*store)->CountJobs());
 }
@@ -191,7 +201,8 @@ TEST(Replicas, TwoServersOnOnePostgresServeOneApi) {
   ASSERT_EQ(made->status, 201) << made->body;
   const json ann = json::parse(made->body);
   EXPECT_EQ(b.Client(ann["token"]).Get("/api/v1/projects/astro/jobs")->status, 200);
-  ASSERT_EQ(b.Client(b.admin()).Put("/api/v1/flags/EnableHPCJobs", R"({"value":true})", "application/json")->status, 200);
+  ASSERT_EQ(b.Client(b.admin()).Put("/api/v1/flags/EnableHPCJobs", R"({"value":true})", "application/json")->status,
+            200);
   EXPECT_EQ(json::parse(a.Client(ann["token"]).Get("/api/v1/flags")->body)["flags"]["EnableHPCJobs"], true);
 
   // Agents post to either server at once; every record is there once, seen alike through both.
@@ -207,8 +218,8 @@ TEST(Replicas, TwoServersOnOnePostgresServeOneApi) {
       for (int n = 0; n < kBatches; ++n) {
         // Each batch twice, once through each server: an agent retrying elsewhere duplicates nothing.
         for (auto* c : {&ca, &cb}) {
-          auto r = c->Post("/api/v1/dataplanes/" + dp + "/jobs", Batch(1 + n * kBatch, kBatch).dump(),
-                           "application/json");
+          auto r =
+              c->Post("/api/v1/dataplanes/" + dp + "/jobs", Batch(1 + n * kBatch, kBatch).dump(), "application/json");
           if (!r || r->status != 200) ++failures;
         }
       }
@@ -220,8 +231,8 @@ TEST(Replicas, TwoServersOnOnePostgresServeOneApi) {
     int64_t n = 0;
     std::string cursor;
     while (true) {
-      auto r = s.Client(ann["token"]).Get("/api/v1/projects/astro/jobs?limit=1000" +
-                                          (cursor.empty() ? "" : "&cursor=" + cursor));
+      auto r = s.Client(ann["token"])
+                   .Get("/api/v1/projects/astro/jobs?limit=1000" + (cursor.empty() ? "" : "&cursor=" + cursor));
       if (!r || r->status != 200) return int64_t{-1};
       json page = json::parse(r->body);
       n += static_cast<int64_t>(page["jobs"].size());

@@ -27,7 +27,8 @@ TEST(LocalRuntime, PodOverItsMemoryLimitIsKilledAndRestarted) {
   runtime::PodSpec hog;
   hog.name = "hog";
   // Takes 200 MiB, then waits; its limit is 100 MiB.
-  hog.command = {"python3", "-c", "import time; x = bytearray(200 << 20); x[::4096] = b'x' * len(x[::4096]); time.sleep(600)"};
+  hog.command = {"python3", "-c",
+                 "import time; x = bytearray(200 << 20); x[::4096] = b'x' * len(x[::4096]); time.sleep(600)"};
   hog.resources.limits.memory_mib = 100;
   runtime::PodSpec calm = hog;
   calm.name = "calm";
@@ -45,15 +46,21 @@ TEST(LocalRuntime, PodOverItsMemoryLimitIsKilledAndRestarted) {
     }
     return out;
   };
-  EXPECT_TRUE(WaitFor([&] {
-    (*rt)->Supervise();
-    return pod("hog").restarts >= 1;
-  }, 60s)) << pod("hog").message;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        (*rt)->Supervise();
+        return pod("hog").restarts >= 1;
+      },
+      60s))
+      << pod("hog").message;
   // Its last exit says why, with the numbers; the pod under its limit runs on untouched.
-  EXPECT_TRUE(WaitFor([&] {
-    (*rt)->Supervise();
-    return pod("hog").message.find("over its memory limit of 100 MiB") != std::string::npos;
-  }, 10s)) << pod("hog").message;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        (*rt)->Supervise();
+        return pod("hog").message.find("over its memory limit of 100 MiB") != std::string::npos;
+      },
+      10s))
+      << pod("hog").message;
   EXPECT_EQ(pod("calm").restarts, 0);
   // The memory limit is enforced, the CPU limit is not, and the status says so.
   EXPECT_TRUE(pod("hog").not_enforced.empty());

@@ -3,8 +3,8 @@
 // bounded, numbers are parsed strictly, and a bad --listen is refused before anything is made.
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/socket.h>
 #include <poll.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <thread>
@@ -60,7 +60,9 @@ class RawConnection {
   }
   ~RawConnection() { ::close(fd_); }
   bool connected() const { return connected_; }
-  bool Send(const std::string& s) { return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size()); }
+  bool Send(const std::string& s) {
+    return ::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(s.size());
+  }
   // What the server sent until it closed, or until `timeout` passed.
   std::string ReadUntilClosed(std::chrono::milliseconds timeout) {
     std::string out;
@@ -87,13 +89,19 @@ class ServerHardening : public ::testing::Test {
   void Start(const std::vector<std::string>& extra) {
     dir_ = *files::MakeTempDir("hpcplane-srv");
     port_ = FreeLoopbackPort();
-    std::vector<std::string> argv = {HPCPLANE_BIN, "--state-dir", dir_, "server", "--listen",
-                                     "127.0.0.1:" + std::to_string(port_), "--max-connections-per-client", "20",
-                                     "--request-deadline", "3"};
+    std::vector<std::string> argv = {HPCPLANE_BIN,
+                                     "--state-dir",
+                                     dir_,
+                                     "server",
+                                     "--listen",
+                                     "127.0.0.1:" + std::to_string(port_),
+                                     "--max-connections-per-client",
+                                     "20",
+                                     "--request-deadline",
+                                     "3"};
     argv.insert(argv.end(), extra.begin(), extra.end());
     server_ = std::make_unique<Background>(argv, dir_ + "/server.log");
-    ASSERT_TRUE(WaitFor([&] { return httplib::Client(Url()).Get("/api/v1/flags") != nullptr; }, 20s))
-        << server_->Log();
+    ASSERT_TRUE(WaitFor([&] { return httplib::Client(Url()).Get("/api/v1/flags") != nullptr; }, 20s)) << server_->Log();
     token_ = Trim(files::Read(dir_ + "/controlplane/admin.token").value_or(""));
   }
   void TearDown() override {
@@ -273,13 +281,16 @@ TEST_F(ServerHardening, TokensExpireCanBeListedAndRevokedAndEveryChangeIsAudited
   EXPECT_TRUE(entry["lastUsed"].is_number()) << entry;
   EXPECT_FALSE(entry.contains("token"));
   // It expires.
-  ASSERT_TRUE(WaitFor([&] {
-    auto r = ann.Get("/api/v1/projects/astro/jobs");
-    return r && r->status == 401 && ErrorOf(r->body)["message"] == "token " + id + " expired";
-  }, 10s));
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        auto r = ann.Get("/api/v1/projects/astro/jobs");
+        return r && r->status == 401 && ErrorOf(r->body)["message"] == "token " + id + " expired";
+      },
+      10s));
   // Another one is revoked by its id.
-  auto second = json::parse(admin.Post("/api/v1/tokens", R"({"subject":"ann","role":"user","projects":["astro"]})",
-                                       "application/json")->body);
+  auto second = json::parse(
+      admin.Post("/api/v1/tokens", R"({"subject":"ann","role":"user","projects":["astro"]})", "application/json")
+          ->body);
   ann.set_bearer_token_auth(second["token"].get<std::string>());
   EXPECT_EQ(ann.Get("/api/v1/projects/astro/jobs")->status, 200);
   auto gone = admin.Delete("/api/v1/tokens/" + second["id"].get<std::string>());
@@ -310,8 +321,9 @@ TEST_F(ServerHardening, TokensExpireCanBeListedAndRevokedAndEveryChangeIsAudited
   EXPECT_EQ(audit->body.find(token), std::string::npos);
   // Users may not read it.
   httplib::Client user(Url());
-  user.set_bearer_token_auth(json::parse(admin.Post("/api/v1/tokens", R"({"subject":"ben","role":"user"})",
-                                                    "application/json")->body)["token"].get<std::string>());
+  user.set_bearer_token_auth(
+      json::parse(admin.Post("/api/v1/tokens", R"({"subject":"ben","role":"user"})", "application/json")->body)["token"]
+          .get<std::string>());
   EXPECT_EQ(user.Get("/api/v1/audit")->status, 403);
 }
 
@@ -320,8 +332,8 @@ TEST_F(ServerHardening, TokensExpireCanBeListedAndRevokedAndEveryChangeIsAudited
 TEST_F(ServerHardening, JobTemplatesAreAdminsToWriteMembersToReadAndCheckedLikeSubmissions) {
   auto admin = Admin();
   auto token_of = [&](const std::string& subject, const std::string& project) {
-    auto r = admin.Post("/api/v1/tokens",
-                        json{{"subject", subject}, {"role", "user"}, {"projects", {project}}}.dump(), "application/json");
+    auto r = admin.Post("/api/v1/tokens", json{{"subject", subject}, {"role", "user"}, {"projects", {project}}}.dump(),
+                        "application/json");
     EXPECT_EQ(r->status, 201) << r->body;
     return json::parse(r->body)["token"].get<std::string>();
   };
@@ -355,7 +367,8 @@ TEST_F(ServerHardening, JobTemplatesAreAdminsToWriteMembersToReadAndCheckedLikeS
     EXPECT_TRUE(r.ok());
     return r.ok() ? *r : ProcessResult{};
   };
-  auto set = cli({"set", "astro", "cli-t", "--script", dir_ + "/t.sh", "--option", "nodes=2", "--description", "from the CLI"});
+  auto set = cli(
+      {"set", "astro", "cli-t", "--script", dir_ + "/t.sh", "--option", "nodes=2", "--description", "from the CLI"});
   EXPECT_EQ(set.exit_code, 0) << set.err;
   auto list = cli({"list", "astro"});
   EXPECT_NE(list.out.find("cli-t"), std::string::npos) << list.out;
@@ -387,22 +400,22 @@ TEST_F(ServerHardening, JobTemplatesAreAdminsToWriteMembersToReadAndCheckedLikeS
   EXPECT_EQ(json::parse(ann.Get("/api/v1/projects/astro/templates/sweep")->body)["script"], "#!/bin/sh\nsrun hostname");
   // Submitting from a template: the flag on, an unknown template and a bad override refused.
   ASSERT_EQ(admin.Put("/api/v1/flags/EnableHPCJobs", R"({"value":true})", "application/json")->status, 200);
-  auto unknown = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro","template":"nope"})",
-                          "application/json");
+  auto unknown = ann.Post("/api/v1/projects/astro/jobs",
+                          R"({"dataPlane":"dp1","workspace":"ann-astro","template":"nope"})", "application/json");
   EXPECT_EQ(unknown->status, 400);
   EXPECT_EQ(ErrorOf(unknown->body)["field"], "template") << unknown->body;
-  auto override_bad = ann.Post("/api/v1/projects/astro/jobs",
-                               R"({"dataPlane":"dp1","workspace":"ann-astro","template":"sweep","options":{"chdir":"/"}})",
-                               "application/json");
+  auto override_bad = ann.Post(
+      "/api/v1/projects/astro/jobs",
+      R"({"dataPlane":"dp1","workspace":"ann-astro","template":"sweep","options":{"chdir":"/"}})", "application/json");
   EXPECT_EQ(override_bad->status, 400);
   EXPECT_EQ(ErrorOf(override_bad->body)["field"], "options.chdir") << override_bad->body;
-  auto no_script = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro"})",
-                            "application/json");
+  auto no_script =
+      ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro"})", "application/json");
   EXPECT_EQ(ErrorOf(no_script->body)["field"], "script") << no_script->body;
   // From a good template, the request passes every check of its own and stops only where no
   // data plane dp1 has reported Slurm.
-  auto from = ann.Post("/api/v1/projects/astro/jobs", R"({"dataPlane":"dp1","workspace":"ann-astro","template":"sweep"})",
-                       "application/json");
+  auto from = ann.Post("/api/v1/projects/astro/jobs",
+                       R"({"dataPlane":"dp1","workspace":"ann-astro","template":"sweep"})", "application/json");
   EXPECT_EQ(from->status, 409) << from->body;
   EXPECT_NE(from->body.find("dp1"), std::string::npos) << from->body;
   // Deleted once; the second time there is nothing to delete.
@@ -410,7 +423,8 @@ TEST_F(ServerHardening, JobTemplatesAreAdminsToWriteMembersToReadAndCheckedLikeS
   EXPECT_EQ(admin.Delete("/api/v1/projects/astro/templates/sweep")->status, 404);
   // A project holds 50 at most: the 51st is refused, replacing one of the 50 is not.
   for (int i = 0; i < 50; ++i) {
-    ASSERT_EQ(admin.Put("/api/v1/projects/astro/templates/t" + std::to_string(i), good, "application/json")->status, 201);
+    ASSERT_EQ(admin.Put("/api/v1/projects/astro/templates/t" + std::to_string(i), good, "application/json")->status,
+              201);
   }
   EXPECT_EQ(admin.Put("/api/v1/projects/astro/templates/t50", good, "application/json")->status, 409);
   EXPECT_EQ(admin.Put("/api/v1/projects/astro/templates/t7", good, "application/json")->status, 200);
@@ -457,10 +471,22 @@ TEST_F(ServerHardening, CsvExportNeutralisesFormulasAndWorkspaceIdsStayInTheirPr
   httplib::Client agent(Url());
   agent.set_bearer_token_auth(agent_token.get<std::string>());
   json jobs = {{"jobs",
-                {{{"cluster", "c1"}, {"jobId", 1}, {"submitTime", 100}, {"name", "=HYPERLINK(\"http://x\")"},
-                  {"user", "ann"}, {"project", "astro"}, {"partition", "ann-astro"}, {"state", "COMPLETED"}},
-                 {{"cluster", "c1"}, {"jobId", 2}, {"submitTime", 101}, {"name", "plain-name"}, {"user", "ann"},
-                  {"project", "astro"}, {"partition", "ann-astro"}, {"state", "COMPLETED"}}}}};
+                {{{"cluster", "c1"},
+                  {"jobId", 1},
+                  {"submitTime", 100},
+                  {"name", "=HYPERLINK(\"http://x\")"},
+                  {"user", "ann"},
+                  {"project", "astro"},
+                  {"partition", "ann-astro"},
+                  {"state", "COMPLETED"}},
+                 {{"cluster", "c1"},
+                  {"jobId", 2},
+                  {"submitTime", 101},
+                  {"name", "plain-name"},
+                  {"user", "ann"},
+                  {"project", "astro"},
+                  {"partition", "ann-astro"},
+                  {"state", "COMPLETED"}}}}};
   auto up = agent.Post("/api/v1/dataplanes/dp1/jobs", jobs.dump(), "application/json");
   ASSERT_TRUE(up);
   ASSERT_EQ(up->status, 200) << up->body;
@@ -479,8 +505,12 @@ TEST_F(ServerHardening, CsvExportNeutralisesFormulasAndWorkspaceIdsStayInTheirPr
     ASSERT_EQ(r->status, 200) << r->body;
   }
   auto user_token = [&](const std::string& who, const std::string& project) {
-    return json::parse(admin.Post("/api/v1/tokens", json{{"subject", who}, {"role", "user"}, {"projects", {project}}}.dump(),
-                                  "application/json")->body)["token"].get<std::string>();
+    return json::parse(admin
+                           .Post("/api/v1/tokens",
+                                 json{{"subject", who}, {"role", "user"}, {"projects", {project}}}.dump(),
+                                 "application/json")
+                           ->body)["token"]
+        .get<std::string>();
   };
   httplib::Client carol(Url()), dave(Url());
   carol.set_bearer_token_auth(user_token("carol", "proja"));
@@ -494,7 +524,8 @@ TEST_F(ServerHardening, CsvExportNeutralisesFormulasAndWorkspaceIdsStayInTheirPr
   EXPECT_EQ(ErrorOf(taken->body)["message"], "workspace id carol-proja is taken; choose another name");
   // Stopped and settled, it is still not another project's to take over.
   ASSERT_EQ(carol.Delete("/api/v1/projects/proja/workspaces/carol-proja")->status, 202);
-  EXPECT_EQ(dave.Post("/api/v1/projects/projb/workspaces", R"({"name":"carol-proja"})", "application/json")->status, 409);
+  EXPECT_EQ(dave.Post("/api/v1/projects/projb/workspaces", R"({"name":"carol-proja"})", "application/json")->status,
+            409);
   auto still = carol.Get("/api/v1/projects/proja/workspaces/carol-proja");
   ASSERT_EQ(still->status, 200);
   EXPECT_EQ(json::parse(still->body)["project"], "proja");
@@ -503,17 +534,17 @@ TEST_F(ServerHardening, CsvExportNeutralisesFormulasAndWorkspaceIdsStayInTheirPr
 TEST(ServerTls, ServesHttpsThatClientsVerifyAndRefusesPlainHttpOffLoopback) {
   auto dir = *files::MakeTempDir("hpcplane-tls");
   // A self-signed certificate for 127.0.0.1, made with the openssl command.
-  auto gen = RunProcess({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj",
-                         "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", dir + "/key.pem", "-out",
-                         dir + "/cert.pem"});
+  auto gen =
+      RunProcess({"openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1",
+                  "-addext", "subjectAltName=IP:127.0.0.1", "-keyout", dir + "/key.pem", "-out", dir + "/cert.pem"});
   ASSERT_TRUE(gen.ok() && gen->exit_code == 0) << (gen.ok() ? gen->err : gen.status().message());
   // Plain HTTP off loopback is refused before anything listens.
   auto plain = RunProcess({HPCPLANE_BIN, "--state-dir", dir, "server", "--listen", "0.0.0.0:0"});
   ASSERT_TRUE(plain.ok());
   EXPECT_NE(plain->exit_code, 0);
   EXPECT_NE(plain->err.find("refusing plain HTTP on 0.0.0.0"), std::string::npos) << plain->err;
-  auto nokey = RunProcess({HPCPLANE_BIN, "--state-dir", dir, "server", "--listen", "127.0.0.1:0", "--tls-cert",
-                           dir + "/cert.pem"});
+  auto nokey = RunProcess(
+      {HPCPLANE_BIN, "--state-dir", dir, "server", "--listen", "127.0.0.1:0", "--tls-cert", dir + "/cert.pem"});
   ASSERT_TRUE(nokey.ok());
   EXPECT_NE(nokey->exit_code, 0);
   EXPECT_NE(nokey->err.find("--tls-key"), std::string::npos) << nokey->err;

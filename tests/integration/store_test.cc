@@ -145,7 +145,8 @@ TEST_P(StoreTest, KeysetPagesByStartAndEndTimeCoverEveryRecordOnce) {
 
 TEST_P(StoreTest, KeysetPagesCoverEveryRecordOnceWithFilters) {
   std::vector<cp::JobRecord> jobs;
-  for (int i = 1; i <= 250; ++i) jobs.push_back(Job(i, 1000 + i / 3, i % 5 == 0 ? "bob" : "ann", i % 7 == 0 ? "FAILED" : "COMPLETED"));
+  for (int i = 1; i <= 250; ++i)
+    jobs.push_back(Job(i, 1000 + i / 3, i % 5 == 0 ? "bob" : "ann", i % 7 == 0 ? "FAILED" : "COMPLETED"));
   ASSERT_TRUE(store_->UpsertJobs(jobs).ok());
   cp::JobFilter f;
   f.project = "astro";
@@ -371,8 +372,9 @@ TEST_P(StoreTest, TheRollupMigrationFillsItFromTheRecordsKept) {
   store_.reset();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/cp.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE job_rollup; DELETE FROM schema_migrations WHERE version = 10", nullptr, nullptr,
-                         nullptr), SQLITE_OK)
+  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE job_rollup; DELETE FROM schema_migrations WHERE version = 10", nullptr,
+                         nullptr, nullptr),
+            SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);
   auto reopened = cp::OpenStore(url_);
@@ -449,8 +451,11 @@ TEST_P(StoreTest, ProjectsUidsAndWorkspaces) {
   auto none = store_->GetProject("astro");
   ASSERT_TRUE(none.ok()) << none.status().message();
   EXPECT_FALSE(*none);
-  auto config = cp::ProjectConfigFromJson(
-      "astro", {{"dataPlane", "dp1"}, {"tiers", {"medium"}}, {"maxWorkers", 3}, {"idleTimeout", "1m"}, {"sysAdmins", {"carol"}}});
+  auto config = cp::ProjectConfigFromJson("astro", {{"dataPlane", "dp1"},
+                                                    {"tiers", {"medium"}},
+                                                    {"maxWorkers", 3},
+                                                    {"idleTimeout", "1m"},
+                                                    {"sysAdmins", {"carol"}}});
   ASSERT_TRUE(config.ok()) << config.status().message();
   config->updated_at = 42;
   ASSERT_TRUE(store_->PutProject(*config).ok());
@@ -568,7 +573,8 @@ TEST_P(StoreTest, TokensExpireAreListedWithoutSecretsAndRevokedOnce) {
 
 TEST_P(StoreTest, AuditEntriesComeBackNewestFirstInPages) {
   for (int i = 0; i < 5; ++i) {
-    ASSERT_TRUE(store_->AppendAudit({1000 + i, "admin", "flag.set", "F" + std::to_string(i), "true", "127.0.0.1"}).ok());
+    ASSERT_TRUE(
+        store_->AppendAudit({1000 + i, "admin", "flag.set", "F" + std::to_string(i), "true", "127.0.0.1"}).ok());
   }
   ASSERT_TRUE(store_->AppendAudit({1004, "-", "signin.failed", "", "unknown token", "10.0.0.1"}).ok());  // same time
   auto first = store_->ListAudit(3);

@@ -27,8 +27,8 @@ void AddUser(TestCluster& c, const std::string& name, const std::string& role = 
 
 void Launch(TestCluster& c, const std::string& user, const std::string& project,
             const std::vector<std::string>& extra = {}) {
-  std::vector<std::string> args = {"workspace", "launch", "--user", user, "--project", project, "--tier", "small",
-                                   "--max-workers", "2", "--idle-timeout", "5s"};
+  std::vector<std::string> args = {"workspace", "launch", "--user",        user, "--project",      project,
+                                   "--tier",    "small",  "--max-workers", "2",  "--idle-timeout", "5s"};
   args.insert(args.end(), extra.begin(), extra.end());
   auto r = c.Cli(args, 120s);
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -96,7 +96,8 @@ TEST(Workspace, TwoUsersRunOnTheirOwnWorkersAndStopLeavesNothingBehind) {
   auto out_b = InWorkspace(c, "ben-bio", {"cat", "/datasets/bio/out-" + std::to_string(b) + ".txt"});
   EXPECT_EQ(out_b.out, std::to_string(Uid(c, "ben")) + "\nben-bio-0\n");
   struct stat st {};
-  ASSERT_EQ(::stat((c.ClusterDir() + "/runtime/volumes/dataset-astro/out-" + std::to_string(a) + ".txt").c_str(), &st), 0);
+  ASSERT_EQ(::stat((c.ClusterDir() + "/runtime/volumes/dataset-astro/out-" + std::to_string(a) + ".txt").c_str(), &st),
+            0);
   EXPECT_EQ(static_cast<int64_t>(st.st_uid), Uid(c, "ann"));
   // The workspace shell runs as the user, never root.
   EXPECT_EQ(Trim(InWorkspace(c, "ann-astro", {"id", "-un"}).out), "ann");
@@ -140,7 +141,8 @@ TEST(Workspace, TwoUsersRunOnTheirOwnWorkersAndStopLeavesNothingBehind) {
   EXPECT_EQ(Sacct(c, a, "ExitCode"), "0:0");
   EXPECT_EQ(Sacct(c, a, "NodeList"), "ann-astro-0");
   EXPECT_EQ(Sacct(c, ann_long, "State").rfind("CANCELLED", 0), 0u) << Sacct(c, ann_long, "State");
-  auto steps = c.Login("root", {"sacct", "-n", "-P", "-j", std::to_string(a), "--format=JobID,Elapsed,TotalCPU,MaxRSS"});
+  auto steps =
+      c.Login("root", {"sacct", "-n", "-P", "-j", std::to_string(a), "--format=JobID,Elapsed,TotalCPU,MaxRSS"});
   EXPECT_NE(steps.out.find(std::to_string(a) + ".batch|"), std::string::npos) << steps.out;
 }
 
@@ -172,11 +174,13 @@ TEST(Workspace, UserNamesAreCheckedAndOnlySysAdminsAdministerSlurm) {
   // SysAdmin maps to Slurm's administrator level: scontrol changes work for carol ...
   auto admin = InWorkspace(c, "carol-ops", {"scontrol", "update", "PartitionName=dan-ml", "MaxTime=30"});
   EXPECT_EQ(admin.exit_code, 0) << admin.err;
-  EXPECT_NE(c.Login("root", {"scontrol", "show", "partition", "dan-ml"}).out.find("MaxTime=00:30:00"), std::string::npos);
+  EXPECT_NE(c.Login("root", {"scontrol", "show", "partition", "dan-ml"}).out.find("MaxTime=00:30:00"),
+            std::string::npos);
   // ... and are refused for dan, even on his own partition.
   auto user = InWorkspace(c, "dan-ml", {"scontrol", "update", "PartitionName=dan-ml", "MaxTime=60"});
   EXPECT_NE(user.exit_code, 0);
-  EXPECT_NE(c.Login("root", {"scontrol", "show", "partition", "dan-ml"}).out.find("MaxTime=00:30:00"), std::string::npos);
+  EXPECT_NE(c.Login("root", {"scontrol", "show", "partition", "dan-ml"}).out.find("MaxTime=00:30:00"),
+            std::string::npos);
   // Admins may use every workspace's partition; dan may not use carol's.
   int64_t j = Submit(c, "carol-ops", {"-p", "dan-ml", "-o", "/dev/null", "--wrap", "true"});
   EXPECT_GT(j, 0);

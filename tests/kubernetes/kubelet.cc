@@ -51,11 +51,11 @@
 #include <thread>
 #include <vector>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <httplib.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
+#include <nlohmann/json.hpp>
 
 #include "common/files.h"
 #include "common/jwt.h"
@@ -90,8 +90,9 @@ struct Args {
   std::string node = "test-node-0";
 };
 
-int64_t NowUnix() { return std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::system_clock::now().time_since_epoch()).count(); }
+int64_t NowUnix() {
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
 
 std::string Rfc3339(int64_t unix_seconds) {
   std::time_t t = unix_seconds;
@@ -141,7 +142,7 @@ struct HostedPod {
   ContainerRun main;
   bool main_started = false;
   int64_t start_time = 0;
-  std::string waiting;  // why it cannot run, when it cannot
+  std::string waiting;                                             // why it cannot run, when it cannot
   std::map<std::string, std::pair<std::string, int>> config_maps;  // volume dir -> (config map, mode)
   json last_status;
 };
@@ -212,10 +213,11 @@ class Kubelet {
                  {"metadata", {{"name", args_.node}, {"labels", {{"kubernetes.io/hostname", args_.node}}}}}};
     auto created = api_->Post("/api/v1/nodes", node);
     if (!created.ok() && created.status().code() != hpc::StatusCode::kAlreadyExists) return created.status();
-    json status = {{"status",
-                    {{"addresses", json::array({{{"type", "InternalIP"}, {"address", "127.0.0.1"}}})},
-                     {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", exec_port}}}}},
-                     {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}})}}}};
+    json status = {
+        {"status",
+         {{"addresses", json::array({{{"type", "InternalIP"}, {"address", "127.0.0.1"}}})},
+          {"daemonEndpoints", {{"kubeletEndpoint", {{"Port", exec_port}}}}},
+          {"conditions", json::array({{{"type", "Ready"}, {"status", "True"}, {"reason", "KubeletReady"}}})}}}};
     return api_->MergePatch("/api/v1/nodes/" + args_.node + "/status", status).status();
   }
 
@@ -320,8 +322,10 @@ class Kubelet {
         paths[name] = v["hostPath"].value("path", "");
         continue;
       } else {
-        return Status::Errorf("volume {}: only configMap, secret, emptyDir, persistentVolumeClaim and hostPath "
-                              "are run by the stand-in kubelet", name);
+        return Status::Errorf(
+            "volume {}: only configMap, secret, emptyDir, persistentVolumeClaim and hostPath "
+            "are run by the stand-in kubelet",
+            name);
       }
       paths[name] = dir;
     }
@@ -341,7 +345,8 @@ class Kubelet {
       return Status::Errorf("container {}: no command (images are not run here, so there is no entrypoint)", container);
     }
     for (const auto& e : c.value("env", json::array())) {
-      if (!e.contains("value")) return Status::Errorf("container {}: env {}: only value is supported", container, e.value("name", ""));
+      if (!e.contains("value"))
+        return Status::Errorf("container {}: env {}: only value is supported", container, e.value("name", ""));
       s.env[e.value("name", "")] = e.value("value", "");
     }
     const json pod_sc = pod["spec"].value("securityContext", json::object());
@@ -376,8 +381,8 @@ class Kubelet {
         s.mounts.push_back({rt::MountSource::kHostPath, copy, path, "", true});
         continue;
       }
-      s.mounts.push_back({rt::MountSource::kHostPath, source->second, path, sub_path,
-                          projected || m.value("readOnly", false)});
+      s.mounts.push_back(
+          {rt::MountSource::kHostPath, source->second, path, sub_path, projected || m.value("readOnly", false)});
       if (path == kImageUsersDir) {
         // What the Slurm image does with links (images/slurm.Containerfile): /etc/passwd and
         // /etc/group are the mounted directory's files, and follow its updates.
@@ -391,8 +396,10 @@ class Kubelet {
       if (j.contains("exec")) p.command = j["exec"].value("command", std::vector<std::string>{});
       return p;
     };
-    if (c.contains("readinessProbe")) s.readiness = probe(c["readinessProbe"]);
-    else if (c.contains("startupProbe")) s.readiness = probe(c["startupProbe"]);
+    if (c.contains("readinessProbe"))
+      s.readiness = probe(c["readinessProbe"]);
+    else if (c.contains("startupProbe"))
+      s.readiness = probe(c["startupProbe"]);
     if (c.contains("livenessProbe")) {
       const json& l = c["livenessProbe"];
       if (l.contains("httpGet")) s.liveness.http_port = l["httpGet"].value("port", 0);
@@ -404,7 +411,7 @@ class Kubelet {
     s.resources.limits.memory_mib =
         MiB(c.value("resources", json::object()).value("limits", json::object()).value("memory", ""));
     const std::string policy = pod["spec"].value("restartPolicy", "Always");
-    s.restart_policy = policy == "Never" ? rt::RestartPolicy::kNever
+    s.restart_policy = policy == "Never"       ? rt::RestartPolicy::kNever
                        : policy == "OnFailure" ? rt::RestartPolicy::kOnFailure
                                                : rt::RestartPolicy::kAlways;
     s.labels = {{"kubelet.hpcplane.io/pod", pod["metadata"].value("uid", "")}};
@@ -520,8 +527,8 @@ class Kubelet {
   }
 
   static json ContainerStatus(const ContainerRun& c, const rt::PodStatus* st) {
-    json s = {{"name", c.name}, {"image", "local"}, {"imageID", ""}, {"ready", false}, {"restartCount", 0},
-              {"started", false}};
+    json s = {{"name", c.name}, {"image", "local"},  {"imageID", ""},
+              {"ready", false}, {"restartCount", 0}, {"started", false}};
     if (!st) {
       s["state"] = {{"waiting", {{"reason", "PodInitializing"}}}};
       return s;
@@ -533,8 +540,9 @@ class Kubelet {
       s["started"] = true;
       s["state"] = {{"running", {{"startedAt", Rfc3339(st->started_at)}}}};
     } else if (st->phase == rt::PodPhase::kSucceeded || st->phase == rt::PodPhase::kFailed) {
-      s["state"] = {{"terminated", {{"exitCode", st->phase == rt::PodPhase::kSucceeded ? 0 : 1},
-                                    {"reason", st->phase == rt::PodPhase::kSucceeded ? "Completed" : "Error"}}}};
+      s["state"] = {{"terminated",
+                     {{"exitCode", st->phase == rt::PodPhase::kSucceeded ? 0 : 1},
+                      {"reason", st->phase == rt::PodPhase::kSucceeded ? "Completed" : "Error"}}}};
     } else {
       s["state"] = {{"waiting", {{"reason", "ContainerCreating"}, {"message", st->message}}}};
     }
@@ -596,7 +604,8 @@ class Kubelet {
     auto runtime = runtimes_.find(p.ns + "/" + p.cluster);
     if (runtime != runtimes_.end()) {
       if (p.main_started) Warn(runtime->second->DeletePod(p.main.local), "stop container");
-      for (auto init = p.inits.rbegin(); init != p.inits.rend(); ++init) Warn(runtime->second->DeletePod(init->local), "stop init container");
+      for (auto init = p.inits.rbegin(); init != p.inits.rend(); ++init)
+        Warn(runtime->second->DeletePod(init->local), "stop init container");
     }
     ::unlink(ExecFile(args_.dir, p.ns, p.name).c_str());
     Warn(hpc::files::RemoveAll(p.dir), "remove pod directory");

@@ -53,8 +53,8 @@ class KubernetesRuntimeTest : public ::testing::Test {
     namespace_ = "t-" + std::to_string(std::hash<std::string>{}(info->name()) % 1000000007);
     conn->namespace_name = namespace_;
     api_ = std::make_shared<ApiClient>(*conn, RetryPolicy{4, std::chrono::milliseconds(50)});
-    auto ns = api_->Post("/api/v1/namespaces", {{"apiVersion", "v1"}, {"kind", "Namespace"},
-                                                {"metadata", {{"name", namespace_}}}});
+    auto ns = api_->Post("/api/v1/namespaces",
+                         {{"apiVersion", "v1"}, {"kind", "Namespace"}, {"metadata", {{"name", namespace_}}}});
     ASSERT_TRUE(ns.ok() || ns.status().code() == StatusCode::kAlreadyExists) << ns.status().message();
     ctx_.namespace_name = namespace_;
     ctx_.cluster = "research";
@@ -109,9 +109,8 @@ class KubernetesRuntimeTest : public ::testing::Test {
         });
       });
     }
-    EXPECT_TRUE(WaitFor([&] {
-      return std::all_of(informers_.begin(), informers_.end(), [](const auto& i) { return i->synced(); });
-    }));
+    EXPECT_TRUE(WaitFor(
+        [&] { return std::all_of(informers_.begin(), informers_.end(), [](const auto& i) { return i->synced(); }); }));
     return caches;
   }
 
@@ -202,8 +201,9 @@ TEST_F(KubernetesRuntimeTest, ConfigMapsAndSecretsRoundTripWithModesAndOwners) {
   // An unchanged apply writes nothing; a changed one replaces.
   const std::string rv = (*raw)["metadata"]["resourceVersion"];
   ASSERT_TRUE(rt_->ApplySecret({"munge-key", {{"munge.key", binary}}, 64031, 64031}).ok());
-  EXPECT_EQ((*api_->Get("/api/v1/namespaces/" + namespace_ + "/secrets/research-munge-key"))["metadata"]["resourceVersion"],
-            rv);
+  EXPECT_EQ(
+      (*api_->Get("/api/v1/namespaces/" + namespace_ + "/secrets/research-munge-key"))["metadata"]["resourceVersion"],
+      rv);
   ASSERT_TRUE(rt_->ApplyConfigMap({"slurm-scripts", {{"task_prolog", "#!/bin/sh\nexit 0\n"}}, 0755}).ok());
   EXPECT_EQ((*rt_->GetConfigMap("slurm-scripts"))->data.at("task_prolog"), "#!/bin/sh\nexit 0\n");
   EXPECT_FALSE(*rt_->GetConfigMap("absent"));
@@ -273,14 +273,14 @@ TEST_F(KubernetesRuntimeTest, PodsAreCreatedOnceComparedBySpecAndReportedByStatu
   EXPECT_FALSE(rt_->Supervise().settled);
 
   // What a kubelet reports once the pod runs.
-  ASSERT_TRUE(api_->MergePatch(path + "/status",
-                               {{"status",
-                                 {{"phase", "Running"},
-                                  {"podIP", "10.1.2.3"},
-                                  {"startTime", "2026-12-01T00:00:00Z"},
-                                  {"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
-                                  {"containerStatuses", {{{"name", "worker"}, {"restartCount", 2}}}}}}})
-                  .ok());
+  ASSERT_TRUE(
+      api_->MergePatch(path + "/status", {{"status",
+                                           {{"phase", "Running"},
+                                            {"podIP", "10.1.2.3"},
+                                            {"startTime", "2026-12-01T00:00:00Z"},
+                                            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
+                                            {"containerStatuses", {{{"name", "worker"}, {"restartCount", 2}}}}}}})
+          .ok());
   listed = rt_->ListPods({});
   ASSERT_TRUE(listed.ok() && listed->size() == 1u);
   const PodStatus& st = (*listed)[0];
@@ -312,7 +312,9 @@ TEST_F(KubernetesRuntimeTest, ExecRunsThroughTheNodesKubeletWithStdinOutputAndEx
     json body = json::parse(req.body);
     {
       std::lock_guard<std::mutex> lock(mu);
-      last = {{"pod", req.matches[2]}, {"container", req.matches[3]}, {"command", body["command"]},
+      last = {{"pod", req.matches[2]},
+              {"container", req.matches[3]},
+              {"command", body["command"]},
               {"auth", req.get_header_value("Authorization")}};
     }
     const std::vector<std::string> cmd = body["command"];
@@ -337,7 +339,8 @@ TEST_F(KubernetesRuntimeTest, ExecRunsThroughTheNodesKubeletWithStdinOutputAndEx
     }
   } stop{kubelet, serving};
   const std::string node = "node-" + namespace_;
-  ASSERT_TRUE(api_->Post("/api/v1/nodes", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}}).ok());
+  ASSERT_TRUE(
+      api_->Post("/api/v1/nodes", {{"apiVersion", "v1"}, {"kind", "Node"}, {"metadata", {{"name", node}}}}).ok());
   ASSERT_TRUE(api_->MergePatch("/api/v1/nodes/" + node + "/status",
                                {{"status", {{"daemonEndpoints", {{"kubeletEndpoint", {{"Port", port}}}}}}}})
                   .ok());
@@ -377,9 +380,9 @@ TEST_F(KubernetesRuntimeTest, ExecRunsThroughTheNodesKubeletWithStdinOutputAndEx
   r = rt_->Exec("cpu-0", o);
   ASSERT_TRUE(r.ok()) << r.status().message();
   EXPECT_EQ(r->exit_code, 3) << "NonZeroExitCode carries the code";
-  EXPECT_EQ(last["command"], json({"setpriv", "--reuid=slurm", "--regid=slurm", "--init-groups", "--", "env",
-                                   "--chdir=/", "USER=slurm", "LOGNAME=slurm", "HOME=/tmp",
-                                   "SLURM_CONF=/etc/slurm/slurm.conf", "scontrol", "fail"}));
+  EXPECT_EQ(last["command"],
+            json({"setpriv", "--reuid=slurm", "--regid=slurm", "--init-groups", "--", "env", "--chdir=/", "USER=slurm",
+                  "LOGNAME=slurm", "HOME=/tmp", "SLURM_CONF=/etc/slurm/slurm.conf", "scontrol", "fail"}));
 
   o.user = "root";
   o.env.clear();
@@ -403,16 +406,15 @@ TEST_F(KubernetesRuntimeTest, ExecRunsThroughTheNodesKubeletWithStdinOutputAndEx
 TEST_F(KubernetesRuntimeTest, ObjectsHpcplaneDidNotMakeAreNeverReplacedOrDeleted) {
   const std::string base = "/api/v1/namespaces/" + namespace_ + "/";
   // An admin's ConfigMap, PVC and pod under the names the cluster would use.
-  ASSERT_TRUE(api_->Post(base + "configmaps", {{"metadata", {{"name", "research-slurm-config"}}},
-                                               {"data", {{"slurm.conf", "admin's\n"}}}})
+  ASSERT_TRUE(api_->Post(base + "configmaps",
+                         {{"metadata", {{"name", "research-slurm-config"}}}, {"data", {{"slurm.conf", "admin's\n"}}}})
                   .ok());
-  ASSERT_TRUE(api_->Post(base + "persistentvolumeclaims",
-                         {{"metadata", {{"name", "research-dataset-shared"}}},
-                          {"spec", {{"accessModes", {"ReadWriteOnce"}}}}})
+  ASSERT_TRUE(api_->Post(base + "persistentvolumeclaims", {{"metadata", {{"name", "research-dataset-shared"}}},
+                                                           {"spec", {{"accessModes", {"ReadWriteOnce"}}}}})
                   .ok());
-  ASSERT_TRUE(api_->Post(base + "pods", {{"metadata", {{"name", "research-login"},
-                                                       {"labels", {{"hpcplane.io/cluster", "research"}}}}},
-                                         {"spec", {{"containers", {{{"name", "m"}, {"image", "x"}}}}}}})
+  ASSERT_TRUE(api_->Post(base + "pods",
+                         {{"metadata", {{"name", "research-login"}, {"labels", {{"hpcplane.io/cluster", "research"}}}}},
+                          {"spec", {{"containers", {{{"name", "m"}, {"image", "x"}}}}}}})
                   .ok());
   Status s = rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "ours\n"}}});
   EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition) << s.message();
@@ -423,12 +425,12 @@ TEST_F(KubernetesRuntimeTest, ObjectsHpcplaneDidNotMakeAreNeverReplacedOrDeleted
   EXPECT_FALSE(rt_->DeletePod("research-login").ok());
   EXPECT_TRUE(rt_->Teardown().ok()) << "teardown sees only the cluster's own pods";
   EXPECT_TRUE(rt_->ListPods({})->empty()) << "a pod without hpcplane's label is not the cluster's";
-  for (const char* path : {"configmaps/research-slurm-config", "persistentvolumeclaims/research-dataset-shared",
-                           "pods/research-login"}) {
+  for (const char* path :
+       {"configmaps/research-slurm-config", "persistentvolumeclaims/research-dataset-shared", "pods/research-login"}) {
     EXPECT_TRUE(api_->Get(base + path).ok()) << path << " was deleted";
   }
-  EXPECT_EQ((*api_->Get(base + "persistentvolumeclaims/research-dataset-shared"))["metadata"].value(
-                "annotations", json::object()),
+  EXPECT_EQ((*api_->Get(base + "persistentvolumeclaims/research-dataset-shared"))["metadata"].value("annotations",
+                                                                                                    json::object()),
             json::object())
       << "nothing written to it either";
 }

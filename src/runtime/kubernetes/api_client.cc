@@ -56,13 +56,20 @@ Status StatusForHttp(int code, const std::string& what, const std::string& body)
   const std::string reason = j.is_object() ? j.value("reason", "") : "";
   switch (code) {
     case 400:
-    case 422: return Status::InvalidArgument("", message);
-    case 401: return Status::Unauthenticated(message);
-    case 403: return Status::PermissionDenied(message);
-    case 404: return Status::NotFound(message);
-    case 409: return reason == "AlreadyExists" ? Status::AlreadyExists(message) : Status::Conflict(message);
-    case 410: return Status::FailedPrecondition(message);
-    default: return code == 429 || code >= 500 ? Status::Unavailable(message) : Status::Error(message);
+    case 422:
+      return Status::InvalidArgument("", message);
+    case 401:
+      return Status::Unauthenticated(message);
+    case 403:
+      return Status::PermissionDenied(message);
+    case 404:
+      return Status::NotFound(message);
+    case 409:
+      return reason == "AlreadyExists" ? Status::AlreadyExists(message) : Status::Conflict(message);
+    case 410:
+      return Status::FailedPrecondition(message);
+    default:
+      return code == 429 || code >= 500 ? Status::Unavailable(message) : Status::Error(message);
   }
 }
 
@@ -110,12 +117,14 @@ Result<Connection> LoadKubeconfig(const std::string& path) {
     if (!context) return Status::InvalidArgument("", fmt::format("kubeconfig {}: no context \"{}\"", path, current));
     YAML::Node cluster = named("clusters", context["cluster"].as<std::string>(""))["cluster"];
     YAML::Node user = named("users", context["user"].as<std::string>(""))["user"];
-    if (!cluster) return Status::InvalidArgument("", fmt::format("kubeconfig {}: context \"{}\" has no cluster", path, current));
+    if (!cluster)
+      return Status::InvalidArgument("", fmt::format("kubeconfig {}: context \"{}\" has no cluster", path, current));
     Connection c;
     c.server = cluster["server"].as<std::string>("");
     if (c.server.rfind("https://", 0) != 0) {
       return Status::InvalidArgument("", fmt::format("kubeconfig {}: server \"{}\": only https:// is supported "
-                                                     "(a bearer token is never sent in the clear)", path, c.server));
+                                                     "(a bearer token is never sent in the clear)",
+                                                     path, c.server));
     }
     if (cluster["insecure-skip-tls-verify"] && cluster["insecure-skip-tls-verify"].as<bool>(false)) {
       return Status::InvalidArgument("", fmt::format("kubeconfig {}: insecure-skip-tls-verify is refused", path));
@@ -185,8 +194,8 @@ Result<std::string> ApiClient::BearerToken() const {
   return token;
 }
 
-Result<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path,
-                                            const std::string& body, const std::string& content_type) {
+Result<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path, const std::string& body,
+                                            const std::string& content_type) {
   ASSIGN_OR_RETURN(std::string token, BearerToken());
   httplib::Headers headers = {
       {"Authorization", "Bearer " + token}, {"Accept", "application/json"}, {"User-Agent", UserAgent()}};
@@ -279,7 +288,8 @@ Result<WatchEnd> ApiClient::Watch(const std::string& path, const std::string& re
   std::string error_body;
   auto r = http->Get(
       url.c_str(),
-      httplib::Headers{{"Authorization", "Bearer " + token}, {"Accept", "application/json"}, {"User-Agent", UserAgent()}},
+      httplib::Headers{
+          {"Authorization", "Bearer " + token}, {"Accept", "application/json"}, {"User-Agent", UserAgent()}},
       [&](const httplib::Response& response) {
         code = response.status;
         return true;

@@ -23,10 +23,10 @@ namespace hpc::runtime::kubernetes {
 
 // Where the API is and who the operator is to it.
 struct Connection {
-  std::string server;        // https://HOST:PORT
-  std::string ca_pem;        // the CA that signed the server's certificate; empty: the system's CAs
-  std::string token_file;    // read at every request: service account tokens are rotated
-  std::string token;         // used when there is no token file (a kubeconfig's `token:`)
+  std::string server;      // https://HOST:PORT
+  std::string ca_pem;      // the CA that signed the server's certificate; empty: the system's CAs
+  std::string token_file;  // read at every request: service account tokens are rotated
+  std::string token;       // used when there is no token file (a kubeconfig's `token:`)
   std::string namespace_name = "default";
 };
 

@@ -112,8 +112,9 @@ asio::awaitable<void> Run(asio::ssl::context& tls, Endpoint where, std::string t
     ws.binary(true);
     if (!stdin_data.empty()) {
       if (protocol != kProtocolV5) {
-        session->status = Status::FailedPrecondition(
-            fmt::format("exec: the API server speaks {}, which cannot close stdin", protocol.empty() ? "no channel protocol" : protocol));
+        session->status =
+            Status::FailedPrecondition(fmt::format("exec: the API server speaks {}, which cannot close stdin",
+                                                   protocol.empty() ? "no channel protocol" : protocol));
         co_return;
       }
       std::string frame(1, static_cast<char>(kStdin));

@@ -68,9 +68,9 @@ bool KubernetesRuntime::Owned(const json& object) const {
 }
 
 Status KubernetesRuntime::NotOwned(const std::string& plural, const std::string& object_name) const {
-  return Status::FailedPrecondition(fmt::format(
-      "{} {}/{} exists and is not hpcplane's (no labels {}={}, {}={}): left as it is; rename or remove it",
-      plural, ctx_.namespace_name, object_name, kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster));
+  return Status::FailedPrecondition(
+      fmt::format("{} {}/{} exists and is not hpcplane's (no labels {}={}, {}={}): left as it is; rename or remove it",
+                  plural, ctx_.namespace_name, object_name, kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster));
 }
 
 Status KubernetesRuntime::DeleteObject(const std::string& plural, const std::string& name) {
@@ -127,8 +127,8 @@ Status KubernetesRuntime::Upsert(const std::string& plural, const json& object) 
     last = replaced.status();
     if (last.code() != StatusCode::kConflict) return last;
   }
-  return Status::Conflict(fmt::format("{} {}: still conflicting after {} tries: {}", plural, name, kConflictRetries,
-                                      last.message()));
+  return Status::Conflict(
+      fmt::format("{} {}: still conflicting after {} tries: {}", plural, name, kConflictRetries, last.message()));
 }
 
 Status KubernetesRuntime::ApplyConfigMap(const ConfigMap& cm) {
@@ -216,10 +216,12 @@ Result<MountedObjects> KubernetesRuntime::MountedFor(const PodSpec& spec) {
       if (!s) return Status::FailedPrecondition(fmt::format("pod {}: secret {} does not exist yet", spec.name, m.name));
     } else if (m.source == MountSource::kConfigMap) {
       ASSIGN_OR_RETURN(auto cm, GetConfigMap(m.name));
-      if (!cm) return Status::FailedPrecondition(fmt::format("pod {}: config map {} does not exist yet", spec.name, m.name));
+      if (!cm)
+        return Status::FailedPrecondition(fmt::format("pod {}: config map {} does not exist yet", spec.name, m.name));
     } else if (m.source == MountSource::kVolume) {
       ASSIGN_OR_RETURN(auto pvc, GetObject("persistentvolumeclaims", m.name));
-      if (!pvc) return Status::FailedPrecondition(fmt::format("pod {}: volume {} does not exist yet", spec.name, m.name));
+      if (!pvc)
+        return Status::FailedPrecondition(fmt::format("pod {}: volume {} does not exist yet", spec.name, m.name));
       Volume v;
       v.name = m.name;
       ParseOwner((*pvc)["metadata"], &v.owner_uid, &v.owner_gid);
@@ -311,8 +313,8 @@ Result<std::vector<PodStatus>> KubernetesRuntime::ListPods(const std::map<std::s
   }
   std::string labels = fmt::format("{}={},{}={}", kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster);
   for (const auto& [k, v] : selector) labels += fmt::format(",{}={}", k, v);
-  ASSIGN_OR_RETURN(json list, api_->Get(fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}",
-                                                    ctx_.namespace_name, QueryEscape(labels))));
+  ASSIGN_OR_RETURN(json list, api_->Get(fmt::format("/api/v1/namespaces/{}/pods?labelSelector={}", ctx_.namespace_name,
+                                                    QueryEscape(labels))));
   for (const auto& pod : list.value("items", json::array())) out.push_back(StatusOf(pod));
   return out;
 }
@@ -327,7 +329,8 @@ Result<std::optional<PodSpec>> KubernetesRuntime::PodSpecOf(const std::string& n
   if (!Owned(*pod)) return NotOwned("pods", ObjectName(ctx_, name));
   const std::string spec_json = (*pod)["metadata"].value("annotations", json::object()).value(kPodSpecAnnotation, "");
   auto j = json::parse(spec_json, nullptr, false);
-  if (j.is_discarded()) return Status::Internal(fmt::format("pod {}: no readable {} annotation", name, kPodSpecAnnotation));
+  if (j.is_discarded())
+    return Status::Internal(fmt::format("pod {}: no readable {} annotation", name, kPodSpecAnnotation));
   ASSIGN_OR_RETURN(PodSpec spec, SpecFromJson(j));
   return std::optional<PodSpec>(std::move(spec));
 }
@@ -347,12 +350,19 @@ Result<ProcessResult> KubernetesRuntime::Exec(const std::string& pod, const Exec
   const bool as_root = opts.user.empty() || opts.user == "root";
   if (!as_root) {
     if (spec->uid != 0) {
-      return Status::FailedPrecondition(fmt::format("pod {}: cannot exec as {}: its container runs as uid {}, not root",
-                                                    pod, opts.user, spec->uid));
+      return Status::FailedPrecondition(
+          fmt::format("pod {}: cannot exec as {}: its container runs as uid {}, not root", pod, opts.user, spec->uid));
     }
-    r.argv = {"setpriv", "--reuid=" + opts.user, "--regid=" + opts.user, "--init-groups", "--", "env",
-              "--chdir=" + (opts.working_dir.empty() ? std::string("/") : opts.working_dir), "USER=" + opts.user,
-              "LOGNAME=" + opts.user, "HOME=/tmp"};
+    r.argv = {"setpriv",
+              "--reuid=" + opts.user,
+              "--regid=" + opts.user,
+              "--init-groups",
+              "--",
+              "env",
+              "--chdir=" + (opts.working_dir.empty() ? std::string("/") : opts.working_dir),
+              "USER=" + opts.user,
+              "LOGNAME=" + opts.user,
+              "HOME=/tmp"};
   }
   for (const auto& [k, v] : opts.env) r.argv.push_back(k + "=" + v);
   r.argv.insert(r.argv.end(), opts.argv.begin(), opts.argv.end());

@@ -57,11 +57,16 @@ std::string VolumeName(const std::string& kind, const std::string& object) {
 
 std::string VolumeNameFor(const Mount& m, size_t host_path_index) {
   switch (m.source) {
-    case MountSource::kConfigMap: return VolumeName("config", m.name);
-    case MountSource::kSecret: return VolumeName("secret", m.name);
-    case MountSource::kVolume: return VolumeName("data", m.name);
-    case MountSource::kEmptyDir: return VolumeName("scratch", m.name);
-    case MountSource::kHostPath: return fmt::format("host-{}", host_path_index);
+    case MountSource::kConfigMap:
+      return VolumeName("config", m.name);
+    case MountSource::kSecret:
+      return VolumeName("secret", m.name);
+    case MountSource::kVolume:
+      return VolumeName("data", m.name);
+    case MountSource::kEmptyDir:
+      return VolumeName("scratch", m.name);
+    case MountSource::kHostPath:
+      return fmt::format("host-{}", host_path_index);
   }
   return "";
 }
@@ -168,9 +173,9 @@ json VolumeClaimObject(const Volume& volume, const ObjectContext& ctx) {
   json o = {{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", Metadata(ctx, volume.name, {})}};
   o["metadata"]["annotations"] = {{kOwnerAnnotation, fmt::format("{}:{}", volume.owner_uid, volume.owner_gid)},
                                   {kModeAnnotation, Octal(volume.mode)}};
-  json spec = {{"accessModes", {volume.shared ? "ReadWriteMany" : "ReadWriteOnce"}},
-               {"resources",
-                {{"requests", {{"storage", volume.shared ? ctx.shared_volume_size : ctx.state_volume_size}}}}}};
+  json spec = {
+      {"accessModes", {volume.shared ? "ReadWriteMany" : "ReadWriteOnce"}},
+      {"resources", {{"requests", {{"storage", volume.shared ? ctx.shared_volume_size : ctx.state_volume_size}}}}}};
   if (!ctx.storage_class.empty()) spec["storageClassName"] = ctx.storage_class;
   o["spec"] = spec;
   return o;
@@ -180,17 +185,16 @@ json HostsServiceObject(const ObjectContext& ctx) {
   json o = {{"apiVersion", "v1"}, {"kind", "Service"}, {"metadata", Metadata(ctx, HostsServiceName(ctx), {})}};
   // Headless: one DNS record per pod (hostname.subdomain), published before a pod is ready so a
   // starting slurmd reaches slurmctld and slurmctld reaches it.
-  o["spec"] = {{"clusterIP", "None"},
-               {"publishNotReadyAddresses", true},
-               {"selector", {{"hpcplane.io/cluster", ctx.cluster}}}};
+  o["spec"] = {
+      {"clusterIP", "None"}, {"publishNotReadyAddresses", true}, {"selector", {{"hpcplane.io/cluster", ctx.cluster}}}};
   return o;
 }
 
 Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const ObjectContext& ctx) {
   if (spec.command.empty()) return Status::Errorf("pod {}: command is empty", spec.name);
   VolumeSet volumes;
-  const std::string main_name = spec.labels.count("hpcplane.io/component") ? spec.labels.at("hpcplane.io/component")
-                                                                            : std::string("main");
+  const std::string main_name =
+      spec.labels.count("hpcplane.io/component") ? spec.labels.at("hpcplane.io/component") : std::string("main");
 
   // The main container.
   json main = {{"name", main_name},
@@ -262,8 +266,8 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
       case MountSource::kConfigMap: {
         auto mode = mounted.config_map_modes.find(m.name);
         int default_mode = mode == mounted.config_map_modes.end() ? 0644 : mode->second;
-        pod_volumes.push_back({{"name", name},
-                               {"configMap", {{"name", ObjectName(ctx, m.name)}, {"defaultMode", default_mode}}}});
+        pod_volumes.push_back(
+            {{"name", name}, {"configMap", {{"name", ObjectName(ctx, m.name)}, {"defaultMode", default_mode}}}});
         break;
       }
       case MountSource::kSecret: {
@@ -272,8 +276,8 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
           return Status::Errorf("pod {}: mounts secret \"{}\", which was not applied", spec.name, m.name);
         }
         const std::string staging = VolumeName("staged", m.name);
-        pod_volumes.push_back({{"name", staging},
-                               {"secret", {{"secretName", ObjectName(ctx, m.name)}, {"defaultMode", 0400}}}});
+        pod_volumes.push_back(
+            {{"name", staging}, {"secret", {{"secretName", ObjectName(ctx, m.name)}, {"defaultMode", 0400}}}});
         pod_volumes.push_back({{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "16Mi"}}}});
         const std::string from = std::string(kSecretStagingDir) + "/" + m.name;
         const std::string to = std::string(kSecretCopyDir) + "/" + m.name;
@@ -281,8 +285,8 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
         prepare_mounts.push_back({{"name", name}, {"mountPath", to}});
         const std::string owner = fmt::format("{}:{}", s->second.owner_uid, s->second.owner_gid);
         script += fmt::format("chown {0} {1} && chmod 0755 {1}\n", owner, ShellQuote(to));
-        script += fmt::format("for f in {}/*; do install -o {} -g {} -m 0600 \"$f\" {}/; done\n",
-                              ShellQuote(from), s->second.owner_uid, s->second.owner_gid, ShellQuote(to));
+        script += fmt::format("for f in {}/*; do install -o {} -g {} -m 0600 \"$f\" {}/; done\n", ShellQuote(from),
+                              s->second.owner_uid, s->second.owner_gid, ShellQuote(to));
         break;
       }
       case MountSource::kVolume: {
@@ -325,7 +329,8 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
       {"hostname", spec.name},
       {"subdomain", HostsServiceName(ctx)},
       // Short names (`cpu-0`, `<cluster>-controller`) resolve as through /etc/hosts locally.
-      {"dnsConfig", {{"searches", {fmt::format("{}.{}.svc.cluster.local", HostsServiceName(ctx), ctx.namespace_name)}}}},
+      {"dnsConfig",
+       {{"searches", {fmt::format("{}.{}.svc.cluster.local", HostsServiceName(ctx), ctx.namespace_name)}}}},
       {"restartPolicy", kRestart.at(spec.restart_policy)},
       // Slurm's pods have no business with the Kubernetes API or other services' variables.
       {"automountServiceAccountToken", false},

@@ -36,7 +36,7 @@ struct ObjectContext {
 // What a pod's mounts refer to, as the runtime last applied them: the pod translation needs each
 // secret's and volume's owner, and each config map's file mode.
 struct MountedObjects {
-  std::map<std::string, Secret> secrets;        // data may be empty: only the owner is read
+  std::map<std::string, Secret> secrets;  // data may be empty: only the owner is read
   std::map<std::string, Volume> volumes;
   std::map<std::string, int> config_map_modes;  // absent: 0644
 };

@@ -21,8 +21,8 @@ Result<std::vector<std::string>> LocalRuntime::ExecArgv(const std::string& pod, 
   const PodState& st = *loaded;
   if (!st.Alive()) return Status::Errorf("pod {} is not running", pod);
   if (opts.argv.empty()) return Status::Error("exec: no command given");
-  std::vector<std::string> argv = {"nsenter", "--target", std::to_string(st.pid), "--net", "--uts",
-                                   "--mount", "--pid", "--root", "--wd=/", "--"};
+  std::vector<std::string> argv = {
+      "nsenter", "--target", std::to_string(st.pid), "--net", "--uts", "--mount", "--pid", "--root", "--wd=/", "--"};
   if (opts.user != "root") {
     // Every user has a private group named after it (see slurm-users).
     argv.insert(argv.end(), {"setpriv", "--reuid=" + opts.user, "--regid=" + opts.user, "--init-groups", "--"});
@@ -62,8 +62,7 @@ Result<int> LocalRuntime::ExecInteractive(const std::string& pod, const ExecOpti
   signal(SIGINT, SIG_IGN);
   signal(SIGQUIT, SIG_IGN);
   int status = 0;
-  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 

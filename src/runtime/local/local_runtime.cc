@@ -19,8 +19,8 @@
 #include <sstream>
 #include <thread>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include "common/files.h"
 #include "runtime/local/hosts_file.h"
@@ -82,7 +82,8 @@ Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options) {
   Network net(NamesFor(options.cluster_key), subnet);
   std::unique_ptr<LocalRuntime> rt(new LocalRuntime(std::move(options), std::move(net)));
   RETURN_IF_ERROR(rt->UpdateHosts());
-  RETURN_IF_ERROR(files::WriteAtomic(rt->opts_.dir + "/resolv.conf", "# pods resolve names from /etc/hosts only\noptions timeout:1 attempts:1\n"));
+  RETURN_IF_ERROR(files::WriteAtomic(rt->opts_.dir + "/resolv.conf",
+                                     "# pods resolve names from /etc/hosts only\noptions timeout:1 attempts:1\n"));
   return rt;
 }
 
@@ -165,10 +166,16 @@ Result<LocalRuntime::PodState> LocalRuntime::LoadState(const std::string& pod) c
 }
 
 Status LocalRuntime::SaveState(const std::string& pod, const PodState& st) const {
-  json j = {{"pid", st.pid},         {"pidStart", st.pid_start}, {"ip", st.ip},
-            {"restarts", st.restarts}, {"consecutiveFailures", st.consecutive_failures},
-            {"ready", st.ready},     {"stopped", st.stopped},   {"lastExit", st.last_exit},
-            {"startedAt", st.started_at}, {"message", st.message}};
+  json j = {{"pid", st.pid},
+            {"pidStart", st.pid_start},
+            {"ip", st.ip},
+            {"restarts", st.restarts},
+            {"consecutiveFailures", st.consecutive_failures},
+            {"ready", st.ready},
+            {"stopped", st.stopped},
+            {"lastExit", st.last_exit},
+            {"startedAt", st.started_at},
+            {"message", st.message}};
   return files::WriteAtomic(PodDir(pod) + "/state.json", j.dump());
 }
 
@@ -183,9 +190,15 @@ Result<std::optional<PodSpec>> LocalRuntime::GetPodSpec(const std::string& name)
 Result<std::string> LocalRuntime::ResolveMountSource(const PodSpec& spec, const Mount& m) {
   std::string base;
   switch (m.source) {
-    case MountSource::kConfigMap: base = opts_.dir + "/configmaps/" + m.name; break;
-    case MountSource::kSecret: base = opts_.dir + "/secrets/" + m.name; break;
-    case MountSource::kVolume: base = VolumePath(m.name); break;
+    case MountSource::kConfigMap:
+      base = opts_.dir + "/configmaps/" + m.name;
+      break;
+    case MountSource::kSecret:
+      base = opts_.dir + "/secrets/" + m.name;
+      break;
+    case MountSource::kVolume:
+      base = VolumePath(m.name);
+      break;
     case MountSource::kEmptyDir: {
       base = PodDir(spec.name) + "/empty/" + m.name;
       if (!files::Exists(base)) {
@@ -194,7 +207,9 @@ Result<std::string> LocalRuntime::ResolveMountSource(const PodSpec& spec, const 
       }
       break;
     }
-    case MountSource::kHostPath: base = m.name; break;
+    case MountSource::kHostPath:
+      base = m.name;
+      break;
   }
   std::string path = m.sub_path.empty() ? base : base + "/" + m.sub_path;
   if (!files::Exists(path)) {
@@ -291,8 +306,8 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
     ::dup2(a->null_fd, 0);
     ::dup2(a->log_fd, 1);
     ::dup2(a->log_fd, 2);
-    char* const argv[] = {const_cast<char*>("hpcplane"), const_cast<char*>("__pod-init"),
-                          const_cast<char*>(a->plan), nullptr};
+    char* const argv[] = {const_cast<char*>("hpcplane"), const_cast<char*>("__pod-init"), const_cast<char*>(a->plan),
+                          nullptr};
     ::execv(a->exe, argv);
     _exit(127);
   };

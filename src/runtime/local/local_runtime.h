@@ -76,9 +76,9 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   std::map<std::string, int64_t> next_start_ms_;
   std::map<std::string, int64_t> next_memory_check_ms_;
   std::map<std::string, int64_t> next_liveness_ms_;
-  std::map<std::string, int> liveness_failures_;          // in a row
+  std::map<std::string, int> liveness_failures_;   // in a row
   std::map<std::string, std::string> killed_why_;  // pod -> why it was killed (memory limit or
-                                                          // liveness), until its exit is seen
+                                                   // liveness), until its exit is seen
 };
 
 // Resident memory (KiB) of the descendants of a process (/proc/<pid>/task/*/children), not

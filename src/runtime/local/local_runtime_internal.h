@@ -39,8 +39,7 @@ inline int64_t NowMs() {
       .count();
 }
 inline int64_t UnixNow() {
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }
 
 // The stored form of a pod's spec (pods/<name>/spec.json).

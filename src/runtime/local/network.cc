@@ -149,7 +149,8 @@ Status Network::EnsurePod(const std::string& pod, const std::string& ip) {
 // here, `sacctmgr add user` took 0.65 s (6 RPCs) and `sacctmgr show` 0.21 s; with quick ACKs on
 // the pods' routes 0.05 s and 0.04 s. The routes are the pod's own, made here.
 std::string Network::QuickAckRoute(const std::string& dev, const std::string& src) const {
-  return fmt::format("route replace {}.0/24 dev {} proto kernel scope link src {} quickack 1", subnet_.prefix, dev, src);
+  return fmt::format("route replace {}.0/24 dev {} proto kernel scope link src {} quickack 1", subnet_.prefix, dev,
+                     src);
 }
 
 std::vector<std::string> Network::PodRoutes(const std::string& ip) const {

@@ -26,9 +26,8 @@ nlohmann::json ToJson(const LaunchPlan& p) {
   for (const auto& m : p.mounts) {
     mounts.push_back({{"source", m.source}, {"target", m.target}, {"readOnly", m.read_only}});
   }
-  return {{"hostname", p.hostname}, {"rootDir", p.root_dir}, {"tmpMiB", p.tmp_mib},
-          {"netns", p.netns_path}, {"mounts", mounts},
-          {"command", p.command},   {"env", p.env},          {"uid", p.uid},
+  return {{"hostname", p.hostname}, {"rootDir", p.root_dir},      {"tmpMiB", p.tmp_mib}, {"netns", p.netns_path},
+          {"mounts", mounts},       {"command", p.command},       {"env", p.env},        {"uid", p.uid},
           {"gid", p.gid},           {"workingDir", p.working_dir}};
 }
 
@@ -40,8 +39,8 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     p.tmp_mib = j.at("tmpMiB").get<int64_t>();
     p.netns_path = j.at("netns").get<std::string>();
     for (const auto& m : j.at("mounts")) {
-      p.mounts.push_back({m.at("source").get<std::string>(), m.at("target").get<std::string>(),
-                          m.at("readOnly").get<bool>()});
+      p.mounts.push_back(
+          {m.at("source").get<std::string>(), m.at("target").get<std::string>(), m.at("readOnly").get<bool>()});
     }
     p.command = j.at("command").get<std::vector<std::string>>();
     p.env = j.at("env").get<std::vector<std::string>>();
@@ -117,11 +116,11 @@ void ShowHostPath(const std::string& root, const std::string& path) {
 // The system part of the pod's root (see the contract in pod_init.h).
 constexpr const char* kSystemDirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
 constexpr const char* kEtcEntries[] = {
-    "alternatives", "bash.bashrc",  "debian_version", "environment", "gai.conf",   "host.conf",
-    "inputrc",      "ld.so.cache",  "ld.so.conf",     "ld.so.conf.d", "locale.alias", "localtime",
-    "login.defs",   "mime.types",   "mysql",          "networks",     "nsswitch.conf", "os-release",
-    "perl",         "profile",      "profile.d",      "protocols",    "python3",     "python3.11",
-    "rpc",          "services",     "shells",         "ssl",          "terminfo",    "timezone",
+    "alternatives", "bash.bashrc", "debian_version", "environment",  "gai.conf",      "host.conf",
+    "inputrc",      "ld.so.cache", "ld.so.conf",     "ld.so.conf.d", "locale.alias",  "localtime",
+    "login.defs",   "mime.types",  "mysql",          "networks",     "nsswitch.conf", "os-release",
+    "perl",         "profile",     "profile.d",      "protocols",    "python3",       "python3.11",
+    "rpc",          "services",    "shells",         "ssl",          "terminfo",      "timezone",
     "mtab"};
 
 void BuildSystemRoot(const std::string& root, int64_t tmp_mib) {

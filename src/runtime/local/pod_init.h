@@ -36,7 +36,7 @@ struct LaunchMount {
 // Everything pod-init needs, resolved to host paths by the runtime.
 struct LaunchPlan {
   std::string hostname;
-  std::string root_dir;  // an empty host directory the pod's root is assembled on
+  std::string root_dir;    // an empty host directory the pod's root is assembled on
   int64_t tmp_mib = 1024;  // size of /tmp (and of /dev/shm)
   std::string netns_path;
   std::vector<LaunchMount> mounts;

@@ -69,7 +69,7 @@ SupervisionResult LocalRuntime::Supervise() {
           // Hung, not dead: as PID 1 of the pod, its death ends every process in it; the exit
           // below restarts it by its policy.
           killed_why_[name] = fmt::format("killed: its liveness probe failed {} times in a row ({} s apart)",
-                                                 liveness_failures_[name], live.period_seconds);
+                                          liveness_failures_[name], live.period_seconds);
           liveness_failures_[name] = 0;
           spdlog::warn("pod {} {}", name, killed_why_[name]);
           ::kill(st->pid, SIGKILL);
@@ -82,8 +82,8 @@ SupervisionResult LocalRuntime::Supervise() {
         int64_t rss_mib = DescendantsRssKiB(st->pid) / 1024;
         if (rss_mib > limit_mib) {
           // As PID 1 of the pod, its death ends every process in it; the exit below restarts it.
-          killed_why_[name] = fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB",
-                                                 rss_mib, limit_mib);
+          killed_why_[name] =
+              fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB", rss_mib, limit_mib);
           spdlog::warn("pod {} {}", name, killed_why_[name]);
           ::kill(st->pid, SIGKILL);
         }
@@ -151,7 +151,8 @@ Status LocalRuntime::Teardown() {
   for (const auto& entry : files::ListDir("/proc")) {
     if (entry.find_first_not_of("0123456789") != std::string::npos) continue;
     auto cmdline = files::Read("/proc/" + entry + "/cmdline");
-    if (!cmdline.ok() || cmdline->find("__pod-init") == std::string::npos || cmdline->find(marker) == std::string::npos) {
+    if (!cmdline.ok() || cmdline->find("__pod-init") == std::string::npos ||
+        cmdline->find(marker) == std::string::npos) {
       continue;
     }
     pid_t pid = std::stoi(entry);

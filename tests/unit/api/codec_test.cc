@@ -1,8 +1,8 @@
 #include "api/codec.h"
 
 #include <gtest/gtest.h>
-#include <nlohmann/json.hpp>
 #include <yaml-cpp/yaml.h>
+#include <nlohmann/json.hpp>
 
 #include "api/validation.h"
 
@@ -58,14 +58,15 @@ TEST(CodecTest, HealthChecksDecodeWithDefaultsAndRoundTrip) {
   EXPECT_EQ(m->nodesets[0].spec.resources.tmp_mib, 64);
   EXPECT_EQ(m->nodesets[0].spec.health_check_scripts.at("gpu-ecc"), "#!/bin/sh\nexit 0\n");
 
-  auto counted = DecodeManifest(std::string(kCluster) +
-                                    "  healthChecks:\n    maxUnhealthy: 3\n    replaceAfter: 2m\n    interval: 5s\n",
-                                "t.yaml");
+  auto counted = DecodeManifest(
+      std::string(kCluster) + "  healthChecks:\n    maxUnhealthy: 3\n    replaceAfter: 2m\n    interval: 5s\n",
+      "t.yaml");
   ASSERT_TRUE(counted.ok()) << counted.status().message();
   const auto& hc = counted->clusters[0].spec.health_checks;
   EXPECT_EQ(hc.MaxUnhealthy(100), 3);
   EXPECT_EQ(hc.replace_after_seconds, 120);
-  auto again = DecodeManifest(ToJson(counted->clusters[0]).dump() + "\n---\n" + ToJson(m->nodesets[0]).dump(), "t.json");
+  auto again =
+      DecodeManifest(ToJson(counted->clusters[0]).dump() + "\n---\n" + ToJson(m->nodesets[0]).dump(), "t.json");
   ASSERT_TRUE(again.ok()) << again.status().message();
   EXPECT_EQ(again->clusters[0].spec.health_checks.interval_seconds, 5);
   EXPECT_EQ(again->clusters[0].spec.health_checks.max_unhealthy, "3");
@@ -113,48 +114,56 @@ INSTANTIATE_TEST_SUITE_P(
                     "(line 17)"},
         InvalidCase{"zero cpus", WithNodeSet("  resources:\n    cpus: 0\n"),
                     "t.yaml: nodeset \"gpu\": spec.resources.cpus: must be 1-1024 (got 0)"},
-        InvalidCase{"replicas above max", WithNodeSet("  maxReplicas: 2\n  replicas: 3\n"),
-                    "t.yaml: nodeset \"gpu\": spec.replicas: must be between minReplicas and maxReplicas (got 3, max 2)"},
-        InvalidCase{"bad name", WithNodeSet("  maxReplicas: 2\n", "GPU_nodes"),
-                    "t.yaml: nodeset \"GPU_nodes\": metadata.name: must be 1-20 lowercase letters, digits or '-', start "
-                    "with a letter and not end with '-' (got \"GPU_nodes\")"},
-        InvalidCase{"partition option injection", WithNodeSet("  partition:\n    options:\n      AllowGroups: \"a b\"\n"),
+        InvalidCase{
+            "replicas above max", WithNodeSet("  maxReplicas: 2\n  replicas: 3\n"),
+            "t.yaml: nodeset \"gpu\": spec.replicas: must be between minReplicas and maxReplicas (got 3, max 2)"},
+        InvalidCase{
+            "bad name", WithNodeSet("  maxReplicas: 2\n", "GPU_nodes"),
+            "t.yaml: nodeset \"GPU_nodes\": metadata.name: must be 1-20 lowercase letters, digits or '-', start "
+            "with a letter and not end with '-' (got \"GPU_nodes\")"},
+        InvalidCase{"partition option injection",
+                    WithNodeSet("  partition:\n    options:\n      AllowGroups: \"a b\"\n"),
                     "t.yaml: nodeset \"gpu\": spec.partition.options.AllowGroups: value must be one token without "
                     "spaces (got \"a b\")"},
-        InvalidCase{"owned partition option", WithNodeSet("  partition:\n    options:\n      Nodes: ALL\n"),
-                    "t.yaml: nodeset \"gpu\": spec.partition.options.Nodes: is set by hpcplane and cannot be overridden"},
-        InvalidCase{"wrong apiVersion",
-                    "apiVersion: v1\nkind: NodeSet\nmetadata:\n  name: a\n",
+        InvalidCase{
+            "owned partition option", WithNodeSet("  partition:\n    options:\n      Nodes: ALL\n"),
+            "t.yaml: nodeset \"gpu\": spec.partition.options.Nodes: is set by hpcplane and cannot be overridden"},
+        InvalidCase{"wrong apiVersion", "apiVersion: v1\nkind: NodeSet\nmetadata:\n  name: a\n",
                     "t.yaml: nodeset \"a\": apiVersion: must be hpcplane.io/v1alpha1 (got \"v1\")"},
         InvalidCase{"unknown kind", "apiVersion: hpcplane.io/v1alpha1\nkind: Pod\nmetadata:\n  name: a\n",
                     "t.yaml: document 1: kind: must be SlurmCluster or NodeSet (got \"Pod\")"},
         InvalidCase{"malformed yaml", "apiVersion: hpcplane.io/v1alpha1\nkind: [NodeSet\n",
                     "t.yaml: line 3, column 1: malformed YAML/JSON: end of sequence flow not found"},
-        InvalidCase{"public subnet",
-                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  network:\n    "
-                    "subnet: 8.8.8.0/24\n",
-                    "t.yaml: cluster \"c\": spec.network.subnet: must be in a private range (10/8, 172.16/12, 192.168/16) "
-                    "(got \"8.8.8.0/24\")"},
-        InvalidCase{"reserved user",
-                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
-                    "name: root\n      uid: 2000\n",
-                    "t.yaml: cluster \"c\": spec.users[0].name: user name \"root\" is a reserved system name and cannot "
-                    "be a Slurm user"},
-        InvalidCase{"invalid user name",
-                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
-                    "name: Alice\n      uid: 2000\n",
-                    "t.yaml: cluster \"c\": spec.users[0].name: user name \"Alice\" is not a valid Linux user name: it "
-                    "must match ^[a-z_][a-z0-9_-]{0,31}$ (a lowercase letter or underscore, then up to 31 lowercase "
-                    "letters, digits, '_' or '-')"},
-        InvalidCase{"system uid",
-                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
-                    "name: bob\n      uid: 0\n",
-                    "t.yaml: cluster \"c\": spec.users[0].uid: must be 1000-60000, outside system ids (got 0)"},
-        InvalidCase{"extra config newline",
-                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  scheduling:\n "
-                    "   extraConfig: [\"not a line\"]\n",
-                    "t.yaml: cluster \"c\": spec.scheduling.extraConfig[0]: must be one slurm.conf line of the form "
-                    "Key=Value (got \"not a line\")"},
+        InvalidCase{
+            "public subnet",
+            "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  network:\n    "
+            "subnet: 8.8.8.0/24\n",
+            "t.yaml: cluster \"c\": spec.network.subnet: must be in a private range (10/8, 172.16/12, 192.168/16) "
+            "(got \"8.8.8.0/24\")"},
+        InvalidCase{
+            "reserved user",
+            "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
+            "name: root\n      uid: 2000\n",
+            "t.yaml: cluster \"c\": spec.users[0].name: user name \"root\" is a reserved system name and cannot "
+            "be a Slurm user"},
+        InvalidCase{
+            "invalid user name",
+            "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
+            "name: Alice\n      uid: 2000\n",
+            "t.yaml: cluster \"c\": spec.users[0].name: user name \"Alice\" is not a valid Linux user name: it "
+            "must match ^[a-z_][a-z0-9_-]{0,31}$ (a lowercase letter or underscore, then up to 31 lowercase "
+            "letters, digits, '_' or '-')"},
+        InvalidCase{
+            "system uid",
+            "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
+            "name: bob\n      uid: 0\n",
+            "t.yaml: cluster \"c\": spec.users[0].uid: must be 1000-60000, outside system ids (got 0)"},
+        InvalidCase{
+            "extra config newline",
+            "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  scheduling:\n "
+            "   extraConfig: [\"not a line\"]\n",
+            "t.yaml: cluster \"c\": spec.scheduling.extraConfig[0]: must be one slurm.conf line of the form "
+            "Key=Value (got \"not a line\")"},
         InvalidCase{"dataset over /etc",
                     "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  datasets:\n  "
                     "  - name: d\n      mountPath: /etc\n",
@@ -165,17 +174,17 @@ INSTANTIATE_TEST_SUITE_P(
                     "  - name: d\n      mountPath: /usr/local/data\n",
                     "t.yaml: cluster \"c\": spec.datasets[0].mountPath: must be an absolute path outside the system "
                     "directories (got \"/usr/local/data\")"},
-        InvalidCase{"tiny slurmrestd memory limit",
-                    "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  restApi:\n    "
-                    "memoryLimitMiB: 10\n",
-                    "t.yaml: cluster \"c\": spec.restApi.memoryLimitMiB: must be 0 (no limit) or 64-1048576 (got 10)"},
+        InvalidCase{
+            "tiny slurmrestd memory limit",
+            "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  restApi:\n    "
+            "memoryLimitMiB: 10\n",
+            "t.yaml: cluster \"c\": spec.restApi.memoryLimitMiB: must be 0 (no limit) or 64-1048576 (got 10)"},
         InvalidCase{"number for a string", WithNodeSet("  maxReplicas: 2\n  features: [fast, 7]\n"),
                     "t.yaml: nodeset \"gpu\": spec.features[1]: must be a string (got the plain value 7; quote it if "
                     "a string is meant) (line 18)"},
         InvalidCase{"quoted number for an integer", WithNodeSet("  maxReplicas: \"2\"\n"),
                     "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be an integer (got \"2\") (line 17)"},
-        InvalidCase{"yes for a boolean",
-                    std::string(kCluster) + "  accounting:\n    enabled: yes\n",
+        InvalidCase{"yes for a boolean", std::string(kCluster) + "  accounting:\n    enabled: yes\n",
                     "t.yaml: cluster \"c1\": spec.accounting.enabled: must be true or false (got \"yes\") (line 12)"},
         InvalidCase{"boolean for a label", WithNodeSet("  maxReplicas: 2\n", "gpu\n  labels:\n    gpu: true"),
                     "t.yaml: nodeset \"gpu\": metadata.labels.gpu: must be a string (got the plain value true; quote "
@@ -334,11 +343,15 @@ TEST(CodecTest, MalformedDocumentsAreRefusedQuicklyWithTheirLine) {
   EXPECT_EQ(late.status().message(), "t.yaml: line 11: malformed YAML/JSON: the document cannot be read");
   // Errors in a later document count lines from the file's start.
   auto second = DecodeManifest(WithNodeSet("  maxReplicas: x\n"), "t.yaml");
-  EXPECT_EQ(second.status().message(), "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be an integer (got \"x\") (line 17)");
+  EXPECT_EQ(second.status().message(),
+            "t.yaml: nodeset \"gpu\": spec.maxReplicas: must be an integer (got \"x\") (line 17)");
   // Markers with content on their line, document ends, and empty documents.
-  auto ok = DecodeManifest("--- " + std::string(R"({"apiVersion":"hpcplane.io/v1alpha1","kind":"NodeSet","metadata":{"name":"a"},"spec":{"maxReplicas":1}})") +
-                               "\n...\n---\n---\n# nothing\n",
-                           "t.yaml");
+  auto ok = DecodeManifest(
+      "--- " +
+          std::string(
+              R"({"apiVersion":"hpcplane.io/v1alpha1","kind":"NodeSet","metadata":{"name":"a"},"spec":{"maxReplicas":1}})") +
+          "\n...\n---\n---\n# nothing\n",
+      "t.yaml");
   ASSERT_TRUE(ok.ok()) << ok.status().message();
   EXPECT_EQ(ok->nodesets.size(), 1u);
 }

@@ -36,8 +36,8 @@ std::string Mismatch(const json& schema, const json& value, const std::string& p
     if (!value.is_object()) return path + ": not an object";
     for (const auto& [k, v] : value.items()) {
       const json* sub = schema.contains("properties") && schema["properties"].contains(k) ? &schema["properties"][k]
-                        : schema.contains("additionalProperties")                      ? &schema["additionalProperties"]
-                                                                                        : nullptr;
+                        : schema.contains("additionalProperties") ? &schema["additionalProperties"]
+                                                                  : nullptr;
       if (!sub) return path + "." + k + ": unknown field";
       if (auto m = Mismatch(*sub, v, path + "." + k); !m.empty()) return m;
     }

@@ -82,12 +82,12 @@ TEST(KubernetesRenderTest, EveryObjectOfTheClusterAndNoSecretValue) {
       EXPECT_FALSE(o["data"]) << key << " prints secret data";
     }
   }
-  for (const char* want : {"Service/research-hosts", "ConfigMap/research-slurm-config", "ConfigMap/research-slurm-users",
-                           "Secret/research-munge-key", "Secret/research-jwt-key", "Secret/research-slurmdbd-config",
-                           "PersistentVolumeClaim/research-controller-state",
-                           "PersistentVolumeClaim/research-accounting-db", "PersistentVolumeClaim/research-dataset-shared",
-                           "Pod/research-controller", "Pod/research-restapi", "Pod/research-mariadb",
-                           "Pod/research-slurmdbd", "Pod/research-cpu-0", "Pod/research-cpu-1"}) {
+  for (const char* want :
+       {"Service/research-hosts", "ConfigMap/research-slurm-config", "ConfigMap/research-slurm-users",
+        "Secret/research-munge-key", "Secret/research-jwt-key", "Secret/research-slurmdbd-config",
+        "PersistentVolumeClaim/research-controller-state", "PersistentVolumeClaim/research-accounting-db",
+        "PersistentVolumeClaim/research-dataset-shared", "Pod/research-controller", "Pod/research-restapi",
+        "Pod/research-mariadb", "Pod/research-slurmdbd", "Pod/research-cpu-0", "Pod/research-cpu-1"}) {
     EXPECT_TRUE(names.count(want)) << want;
   }
   EXPECT_FALSE(names.count("Pod/research-munge")) << "munged runs beside each daemon instead";

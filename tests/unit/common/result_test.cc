@@ -24,7 +24,8 @@ TEST(StatusTest, CodesAndFieldsSurviveContext) {
   EXPECT_EQ(outer.field(), "spec.replicas");
 
   EXPECT_EQ(bad.InField("items[2]").field(), "items[2].spec.replicas");
-  EXPECT_EQ(Status::InvalidArgument("", "must be an object").InField("jobs[0]").message(), "jobs[0]: must be an object");
+  EXPECT_EQ(Status::InvalidArgument("", "must be an object").InField("jobs[0]").message(),
+            "jobs[0]: must be an object");
   EXPECT_EQ(Status::Unavailable("store").InField("x").message(), "store");  // only invalid input has a field
 
   EXPECT_STREQ(StatusCodeName(Status::FailedPrecondition("later").code()), "FailedPrecondition");

@@ -17,14 +17,14 @@ JobRecord Job(int64_t submit, int64_t start, const std::string& state = "COMPLET
 // Each wait falls in the range WaitRanges() names; a job not started in none.
 TEST(JobRollup, WaitRangesFollowTheirUpperBounds) {
   EXPECT_EQ(WaitRangeOf(0, 100), -1);
-  EXPECT_EQ(WaitRangeOf(105, 100), 0);    // <10s
-  EXPECT_EQ(WaitRangeOf(110, 100), 1);    // 10s-1m
-  EXPECT_EQ(WaitRangeOf(699, 100), 2);    // 1m-10m
-  EXPECT_EQ(WaitRangeOf(700, 100), 3);    // 10 minutes exactly: 10m-1h
+  EXPECT_EQ(WaitRangeOf(105, 100), 0);  // <10s
+  EXPECT_EQ(WaitRangeOf(110, 100), 1);  // 10s-1m
+  EXPECT_EQ(WaitRangeOf(699, 100), 2);  // 1m-10m
+  EXPECT_EQ(WaitRangeOf(700, 100), 3);  // 10 minutes exactly: 10m-1h
   EXPECT_EQ(WaitRangeOf(100 + 3599, 100), 3);
   EXPECT_EQ(WaitRangeOf(100 + 86399, 100), 4);
   EXPECT_EQ(WaitRangeOf(100 + 86400, 100), 5);  // >1d
-  EXPECT_EQ(WaitRangeOf(90, 100), 0);     // started "before" submit (clock skew): no wait
+  EXPECT_EQ(WaitRangeOf(90, 100), 0);           // started "before" submit (clock skew): no wait
   EXPECT_NE(WaitRangeSql().find("WHEN start_time - submit_time < 86400 THEN 4 ELSE 5 END"), std::string::npos)
       << WaitRangeSql();
 }

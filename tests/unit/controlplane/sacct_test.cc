@@ -11,7 +11,8 @@ TEST(Sacct, FoldsStepsIntoTheirJobWithTheLargestRss) {
   const std::string out =
       "demo|7|train|ann|astro|ann-astro|COMPLETED|0:0|1700000000|1700000005|1700000065|60|01:02.500||1|ann-astro-0|"
       "billing=1,cpu=1,mem=1024M,node=1|7\n"
-      "demo|7.batch|batch||astro||COMPLETED|0:0|1700000005|1700000005|1700000065|60|01:02.500|91620K|1|ann-astro-0|cpu=1|"
+      "demo|7.batch|batch||astro||COMPLETED|0:0|1700000005|1700000005|1700000065|60|01:02.500|91620K|1|ann-astro-0|cpu="
+      "1|"
       "7.batch\n"
       "demo|7.0|python||astro||COMPLETED|0:0|1700000006|1700000006|1700000060|54|00:50|2G|1|ann-astro-0|cpu=1|7.0\n"
       "demo|8|x|ann|astro|ann-astro|CANCELLED by 20000|0:15|1700000100|0|1700000101|0|00:00:00||0|None assigned||8\n";

@@ -10,8 +10,11 @@ namespace {
 using nlohmann::json;
 
 ProjectConfig Astro() {
-  auto p = ProjectConfigFromJson("astro", {{"dataPlane", "dp1"}, {"tiers", {"small", "medium"}}, {"maxWorkers", 4},
-                                           {"tokenLifetime", "2h"}, {"datasets", {"astro", "sky"}}});
+  auto p = ProjectConfigFromJson("astro", {{"dataPlane", "dp1"},
+                                           {"tiers", {"small", "medium"}},
+                                           {"maxWorkers", 4},
+                                           {"tokenLifetime", "2h"},
+                                           {"datasets", {"astro", "sky"}}});
   EXPECT_TRUE(p.ok()) << p.status().message();
   return *p;
 }
@@ -36,11 +39,19 @@ TEST(ProjectConfig, RefusalsNameTheField) {
   EXPECT_EQ(Error(ProjectConfigFromJson("bio", json::object())).rfind("dataPlane: required", 0), 0u);
   EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", 7}})), "dataPlane: must be a string");
   EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "Bad_Name"}})).rfind("dataPlane: must be 1-20", 0), 0u);
-  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"maxWorkers", 0}})), "maxWorkers: must be an integer 1-128");
-  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"idleTimeout", "soon"}})).rfind("idleTimeout: ", 0), 0u);
-  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"tokenLifetime", "1s"}})).rfind("tokenLifetime: must be between", 0), 0u);
-  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"datasets", {"ok", 3}}})), "datasets[1]: must be a string");
-  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"sysAdmins", {"root"}}})).rfind("sysAdmins[0]: ", 0), 0u);
+  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"maxWorkers", 0}})),
+            "maxWorkers: must be an integer 1-128");
+  EXPECT_EQ(
+      Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"idleTimeout", "soon"}})).rfind("idleTimeout: ", 0),
+      0u);
+  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"tokenLifetime", "1s"}}))
+                .rfind("tokenLifetime: must be between", 0),
+            0u);
+  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"datasets", {"ok", 3}}})),
+            "datasets[1]: must be a string");
+  EXPECT_EQ(
+      Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"sysAdmins", {"root"}}})).rfind("sysAdmins[0]: ", 0),
+      0u);
   EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"colour", "red"}})), "colour: unknown field");
 }
 

@@ -46,7 +46,8 @@ TEST(BuildersTest, EveryDaemonHasALivenessProbeThatNeedsAnAnswer) {
   }
   // slurmdbd's probe asks slurmdbd through sacctmgr, which needs slurm.conf in the pod.
   auto dbd = BuildSlurmdbdPod(c, in);
-  EXPECT_NE(std::find(dbd.liveness.command.begin(), dbd.liveness.command.end(), "sacctmgr"), dbd.liveness.command.end());
+  EXPECT_NE(std::find(dbd.liveness.command.begin(), dbd.liveness.command.end(), "sacctmgr"),
+            dbd.liveness.command.end());
   ASSERT_NE(FindMount(dbd, "/etc/slurm"), nullptr);
 }
 

@@ -26,7 +26,8 @@ TEST(DaemonMetrics, CountsDecisionsSumsWorkspacesAndResetsPendingCounts) {
   cpu.desired = 0;
   ann.desired = 1, ann.replicas = 1, ann.busy = 1;
   ben.desired = 2, ben.replicas = 1, ben.idle = 1;
-  std::vector<DaemonMetrics::NodeSetView> views = {{"cpu", false, &cpu}, {"ann-astro", true, &ann}, {"ben-bio", true, &ben}};
+  std::vector<DaemonMetrics::NodeSetView> views = {
+      {"cpu", false, &cpu}, {"ann-astro", true, &ann}, {"ben-bio", true, &ben}};
   std::vector<slurm::SlurmJob> jobs = {Job(1, "cpu", "PENDING", 100, 0), Job(2, "ann-astro", "PENDING", 100, 0),
                                        Job(3, "ben-bio", "RUNNING", 100, 103)};
   m.ObserveNodeSets(views, &jobs, {"ann-astro", "ben-bio"});

@@ -21,15 +21,15 @@ const NodeShape kShape{4, 8000, 0};
 
 // Each pending reason either is demand (capacity) or is not.
 TEST(DemandTest, CapacityReasonsCountOthersDoNot) {
-  for (const char* r : {"None", "Resources", "Priority", "PartitionConfig", "PartitionNodeLimit", "ReqNodeNotAvail",
-                        "NodeDown"}) {
+  for (const char* r :
+       {"None", "Resources", "Priority", "PartitionConfig", "PartitionNodeLimit", "ReqNodeNotAvail", "NodeDown"}) {
     EXPECT_TRUE(IsCapacityReason(r)) << r;
     auto d = ComputeDemand({Pending(1, r)}, "cpu", kShape, 8, 8);
     EXPECT_EQ(d.nodes_needed, 1) << r;
   }
-  for (const char* r : {"JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime",
-                        "Reservation", "Licenses", "QOSMaxJobsPerUserLimit", "AssocGrpCpuLimit", "AssocMaxJobsLimit",
-                        "PartitionDown", "InvalidAccount"}) {
+  for (const char* r :
+       {"JobHeldUser", "JobHeldAdmin", "Dependency", "DependencyNeverSatisfied", "BeginTime", "Reservation", "Licenses",
+        "QOSMaxJobsPerUserLimit", "AssocGrpCpuLimit", "AssocMaxJobsLimit", "PartitionDown", "InvalidAccount"}) {
     EXPECT_FALSE(IsCapacityReason(r)) << r;
     auto d = ComputeDemand({Pending(1, r)}, "cpu", kShape, 8, 8);
     EXPECT_EQ(d.nodes_needed, 0) << r;
@@ -105,7 +105,7 @@ TEST(DemandTest, GpuJobs) {
   g.gpus_per_node = 2;
   NodeShape gpu{8, 32000, 4};
   EXPECT_EQ(ComputeDemand({g, g, g}, "cpu", gpu, 8, 8).nodes_needed, 2);  // 2 + 2 | 2
-  auto d = ComputeDemand({g}, "cpu", kShape, 8, 8);                      // no GPUs on the shape
+  auto d = ComputeDemand({g}, "cpu", kShape, 8, 8);                       // no GPUs on the shape
   EXPECT_EQ(d.nodes_needed, 0);
   ASSERT_EQ(d.unfit.size(), 1u);
   EXPECT_EQ(d.unfit[0].why, "needs 2 GPUs per node, a worker has 0");

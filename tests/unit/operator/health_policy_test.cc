@@ -41,8 +41,8 @@ HealthOptions Opts(int max_unhealthy = 1, int64_t replace_after = 600, int repla
 
 // A failing report drains the worker with the check's name and detail behind the prefix.
 TEST(HealthPolicyTest, AFailingWorkerIsDrainedWithTheCheckInTheReason) {
-  auto plan = PlanHealth({Worker("cpu-0", Fail(kNow - 5, "tmp", "/tmp has 1 MiB free")), Worker("cpu-1", Ok(kNow))},
-                         Opts());
+  auto plan =
+      PlanHealth({Worker("cpu-0", Fail(kNow - 5, "tmp", "/tmp has 1 MiB free")), Worker("cpu-1", Ok(kNow))}, Opts());
   ASSERT_EQ(plan.drain.size(), 1u);
   EXPECT_EQ(plan.drain[0].pod, "cpu-0");
   EXPECT_EQ(plan.drain[0].reason, "hpcplane:health:tmp: /tmp has 1 MiB free");
@@ -110,8 +110,9 @@ TEST(HealthPolicyTest, ReplacedOnlyWhenIdlePastReplaceAfterWithinBudget) {
   auto due = PlanHealth({HealthDrained("cpu-0", kNow - 700, Fail(kNow))}, Opts(1, 600));
   EXPECT_EQ(due.replace, (std::vector<std::string>{"cpu-0"}));
   EXPECT_EQ(due.unhealthy, 0);
-  auto budget = PlanHealth({HealthDrained("cpu-0", kNow - 700, Fail(kNow)), HealthDrained("cpu-1", kNow - 700, Fail(kNow))},
-                           Opts(2, 600, 1));
+  auto budget =
+      PlanHealth({HealthDrained("cpu-0", kNow - 700, Fail(kNow)), HealthDrained("cpu-1", kNow - 700, Fail(kNow))},
+                 Opts(2, 600, 1));
   EXPECT_EQ(budget.replace.size(), 1u);
   auto none = PlanHealth({HealthDrained("cpu-0", kNow - 700, Fail(kNow))}, Opts(1, 600, 0));
   EXPECT_TRUE(none.replace.empty());

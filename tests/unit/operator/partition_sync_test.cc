@@ -48,8 +48,8 @@ TEST(PlanPartitions, CreatesMissingOnesWithTheirRegisteredWorkers) {
 }
 
 TEST(PlanPartitions, AddsWorkersThatAreNotMembersAndAppliesStates) {
-  auto plan = PlanPartitions({Ns("a", "DRAIN")}, {{"a", "UP"}},
-                             {Node("a-0", "a", {"a"}), Node("a-1", "a", {})}, false, {"a"});
+  auto plan =
+      PlanPartitions({Ns("a", "DRAIN")}, {{"a", "UP"}}, {Node("a-0", "a", {"a"}), Node("a-1", "a", {})}, false, {"a"});
   ASSERT_EQ(plan.size(), 1u);
   EXPECT_EQ(plan[0].kind, PartitionAction::kUpdate);
   EXPECT_EQ(plan[0].options, (std::vector<std::string>{"Nodes=a-0,a-1", "State=DRAIN"}));
@@ -163,8 +163,8 @@ TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
   // The change probe's hook reaches older clusters at slurmctld's next start, not by reconfigure.
   EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "JobSubmitPlugins=lua\n"));
   EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "HealthCheckProgram=/run/slurm-scripts/health_check\n"
-                                                  "HealthCheckInterval=30\nHealthCheckNodeState=ANY\n"
-                                                  "Epilog=/run/slurm-scripts/health_check\n"));
+                                                    "HealthCheckInterval=30\nHealthCheckNodeState=ANY\n"
+                                                    "Epilog=/run/slurm-scripts/health_check\n"));
   EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "Epilog=/opt/site/epilog\n"));  // an admin's is theirs
 }
 

@@ -10,7 +10,12 @@ namespace {
 TEST(RunSteps, WaitingAndFailingAreToldApartByCode) {
   std::vector<std::string> ran;
   auto step = [&](std::string name, Status s, bool stop = false) {
-    return Step{name, [&ran, name, s] { ran.push_back(name); return s; }, stop};
+    return Step{name,
+                [&ran, name, s] {
+                  ran.push_back(name);
+                  return s;
+                },
+                stop};
   };
   auto out = RunSteps("test", {step("a", Status::Ok()), step("b", Status::FailedPrecondition("waiting for x")),
                                step("c", Status::Error("disk full")), step("d", Status::FailedPrecondition("y"))});
@@ -28,9 +33,15 @@ TEST(RunSteps, WaitingAndFailingAreToldApartByCode) {
 TEST(RunSteps, AStepOthersNeedStopsTheRunWhetherWaitingOrFailing) {
   std::vector<std::string> ran;
   auto step = [&](std::string name, Status s, bool stop = false) {
-    return Step{name, [&ran, name, s] { ran.push_back(name); return s; }, stop};
+    return Step{name,
+                [&ran, name, s] {
+                  ran.push_back(name);
+                  return s;
+                },
+                stop};
   };
-  auto out = RunSteps("test", {step("keys", Status::FailedPrecondition("no entropy yet"), true), step("pods", Status::Ok())});
+  auto out =
+      RunSteps("test", {step("keys", Status::FailedPrecondition("no entropy yet"), true), step("pods", Status::Ok())});
   EXPECT_EQ(ran, std::vector<std::string>{"keys"});
   ran.clear();
   out = RunSteps("test", {step("keys", Status::Ok(), true), step("pods", Status::Ok())});

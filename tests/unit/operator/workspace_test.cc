@@ -100,13 +100,15 @@ TEST(WorkspaceResource, DecodesWithDefaultsAndRefusesWithTheFieldPath) {
 
   auto wrong_type = api::DecodeWorkspace(
       R"({"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "ws-bob"},
-          "spec": {"cluster": "research", "maxWorkers": "9"}})", "Workspace slurm/ws-bob");
+          "spec": {"cluster": "research", "maxWorkers": "9"}})",
+      "Workspace slurm/ws-bob");
   ASSERT_FALSE(wrong_type.ok());
   EXPECT_NE(wrong_type.status().message().find("spec.maxWorkers: must be an integer"), std::string::npos)
       << wrong_type.status().message();
   auto unknown = api::DecodeWorkspace(
       R"({"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "ws-bob"},
-          "spec": {"cluster": "research", "user": {"name": "bob", "uid": 2002, "sudo": true}}})", "Workspace slurm/ws-bob");
+          "spec": {"cluster": "research", "user": {"name": "bob", "uid": 2002, "sudo": true}}})",
+      "Workspace slurm/ws-bob");
   ASSERT_FALSE(unknown.ok());
   EXPECT_NE(unknown.status().message().find("spec.user.sudo"), std::string::npos) << unknown.status().message();
   auto kind = api::DecodeWorkspace(R"({"apiVersion": "hpcplane.io/v1alpha1", "kind": "NodeSet"})", "x");

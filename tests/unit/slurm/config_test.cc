@@ -61,7 +61,8 @@ TEST(SlurmConfTest, SchedulingSettingsAndGpus) {
   c.spec.priority_type = "priority/multifactor";
   c.spec.extra_config = {"PriorityWeightFairshare=1000"};
   std::string conf = RenderSlurmConf(c, {NodeSet("gpu", 2)});
-  EXPECT_TRUE(HasLine(conf, "SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,sched_interval=1,bf_interval=5"))
+  EXPECT_TRUE(
+      HasLine(conf, "SchedulerParameters=batch_sched_delay=0,sched_min_interval=100000,sched_interval=1,bf_interval=5"))
       << conf;
   EXPECT_TRUE(HasLine(conf, "PriorityType=priority/multifactor"));
   EXPECT_TRUE(HasLine(conf, "PriorityWeightFairshare=1000"));

@@ -40,7 +40,8 @@ class HealthCheckScriptTest : public ::testing::Test {
  protected:
   void SetUp() override {
     dir_ = *files::MakeTempDir("hpcplane-health");
-    for (const char* d : {"bin", "health", "tmp", "spool", "proc", "data"}) ASSERT_TRUE(files::MakeDirs(dir_ + "/" + d).ok());
+    for (const char* d : {"bin", "health", "tmp", "spool", "proc", "data"})
+      ASSERT_TRUE(files::MakeDirs(dir_ + "/" + d).ok());
     ASSERT_TRUE(files::WriteAtomic(dir_ + "/health_check", HealthCheckScript(), 0755).ok());
     Fake("scontrol", fmt::format("echo \"$@\" >> {}/scontrol.log", dir_));
     Fake("munge", fmt::format("[ ! -e {}/munge-down ]", dir_));
@@ -60,14 +61,15 @@ class HealthCheckScriptTest : public ::testing::Test {
     std::string d = fmt::format("{}/proc/{}", dir_, pid);
     ASSERT_TRUE(files::MakeDirs(d).ok());
     ASSERT_TRUE(files::WriteAtomic(d + "/status", fmt::format("Name:\t{}\nState:\tS (sleeping)\nPPid:\t{}\n"
-                                                                 "Uid:\t{}\t{}\t{}\t{}\nVmRSS:\t{} kB\n",
-                                                                 name, ppid, uid, uid, uid, uid, rss_kib))
+                                                              "Uid:\t{}\t{}\t{}\t{}\nVmRSS:\t{} kB\n",
+                                                              name, ppid, uid, uid, uid, uid, rss_kib))
                     .ok());
   }
   std::string Settings(int min_free) const {
-    return fmt::format("MIN_FREE={}\nTMP_DIR={d}/tmp\nSPOOL_DIR={d}/spool\nPROC_DIR={d}/proc\nLOCK_FILE={d}/lock\n"
-                       "REQUIRE_MOUNTS=0\nTIMEOUT=1\n",
-                       min_free, fmt::arg("d", dir_));
+    return fmt::format(
+        "MIN_FREE={}\nTMP_DIR={d}/tmp\nSPOOL_DIR={d}/spool\nPROC_DIR={d}/proc\nLOCK_FILE={d}/lock\n"
+        "REQUIRE_MOUNTS=0\nTIMEOUT=1\n",
+        min_free, fmt::arg("d", dir_));
   }
 
   // Runs the program for worker cpu-3 and returns the Extra it reported.
@@ -76,8 +78,10 @@ class HealthCheckScriptTest : public ::testing::Test {
     (void)files::RemoveAll(dir_ + "/scontrol.log");
     RunOptions opts;
     opts.timeout = std::chrono::seconds(20);
-    opts.extra_env = {{"HPCPLANE_HEALTH_FOREGROUND", "1"}, {"HPCPLANE_NODE", "cpu-3"},
-                      {"HPCPLANE_HEALTH_DIR", dir_ + "/health"}, {"PATH", dir_ + "/bin:/usr/sbin:/usr/bin:/bin"}};
+    opts.extra_env = {{"HPCPLANE_HEALTH_FOREGROUND", "1"},
+                      {"HPCPLANE_NODE", "cpu-3"},
+                      {"HPCPLANE_HEALTH_DIR", dir_ + "/health"},
+                      {"PATH", dir_ + "/bin:/usr/sbin:/usr/bin:/bin"}};
     for (auto& [k, v] : env) opts.extra_env[k] = v;
     auto r = RunProcess({dir_ + "/health_check"}, opts);
     EXPECT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().message());
@@ -136,7 +140,9 @@ TEST_F(HealthCheckScriptTest, AUserProcessOutsideAnyJobFails) {
   AddProcess(30, 1, 1002, "python3", 10 * 1024);
   AddProcess(31, 30, 1002, "python3", 5 * 1024);
   AddProcess(32, 1, 1003, "defunct");  // a zombie holds nothing
-  ASSERT_TRUE(files::WriteAtomic(dir_ + "/proc/32/status", "Name:\tdefunct\nState:\tZ (zombie)\nPPid:\t1\nUid:\t1003\t1003\t1003\t1003\n").ok());
+  ASSERT_TRUE(files::WriteAtomic(dir_ + "/proc/32/status",
+                                 "Name:\tdefunct\nState:\tZ (zombie)\nPPid:\t1\nUid:\t1003\t1003\t1003\t1003\n")
+                  .ok());
   auto r = RunAndParse();
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.check, "processes");
@@ -165,10 +171,11 @@ TEST_F(HealthCheckScriptTest, AdminChecksFailOnExitAndOnTimeout) {
   EXPECT_EQ(r.detail, "exit 3: ECC errors: 3_ _x_ _y_");
   // Another nodeset's scripts are not this worker's.
   ASSERT_TRUE(files::RemoveAll(dir_ + "/health/" + HealthCheckScriptKey("cpu", "ecc")).ok());
-  ASSERT_TRUE(files::WriteAtomic(dir_ + "/health/" + HealthCheckScriptKey("gpu", "ecc"), "#!/bin/sh\nexit 1\n", 0755).ok());
+  ASSERT_TRUE(
+      files::WriteAtomic(dir_ + "/health/" + HealthCheckScriptKey("gpu", "ecc"), "#!/bin/sh\nexit 1\n", 0755).ok());
   EXPECT_TRUE(RunAndParse().ok);
-  ASSERT_TRUE(files::WriteAtomic(dir_ + "/health/" + HealthCheckScriptKey("cpu", "hang"), "#!/bin/sh\nsleep 30\n", 0755)
-                  .ok());
+  ASSERT_TRUE(
+      files::WriteAtomic(dir_ + "/health/" + HealthCheckScriptKey("cpu", "hang"), "#!/bin/sh\nsleep 30\n", 0755).ok());
   auto start = std::chrono::steady_clock::now();
   auto hung = RunAndParse();
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
@@ -181,10 +188,11 @@ TEST_F(HealthCheckScriptTest, AdminChecksFailOnExitAndOnTimeout) {
 // and a job's end never wait for the checks.
 TEST_F(HealthCheckScriptTest, DetachesFromSlurmd) {
   ASSERT_TRUE(files::WriteAtomic(dir_ + "/health/cpu.conf", settings_).ok());
-  ASSERT_TRUE(files::WriteAtomic(dir_ + "/health/" + HealthCheckScriptKey("cpu", "slow"), "#!/bin/sh\nsleep 0.5\n", 0755)
-                  .ok());
+  ASSERT_TRUE(
+      files::WriteAtomic(dir_ + "/health/" + HealthCheckScriptKey("cpu", "slow"), "#!/bin/sh\nsleep 0.5\n", 0755).ok());
   RunOptions opts;
-  opts.extra_env = {{"HPCPLANE_NODE", "cpu-3"}, {"HPCPLANE_HEALTH_DIR", dir_ + "/health"},
+  opts.extra_env = {{"HPCPLANE_NODE", "cpu-3"},
+                    {"HPCPLANE_HEALTH_DIR", dir_ + "/health"},
                     {"PATH", dir_ + "/bin:/usr/sbin:/usr/bin:/bin"}};
   auto start = std::chrono::steady_clock::now();
   auto r = RunProcess({dir_ + "/health_check"}, opts);
@@ -207,13 +215,15 @@ TEST_F(HealthCheckScriptTest, ReportsThoughSlurmdKillsItsProcessGroupOnExit) {
   constexpr int kRuns = 10;
   RunOptions opts;
   opts.timeout = std::chrono::seconds(60);
-  opts.extra_env = {{"HPCPLANE_NODE", "cpu-3"}, {"HPCPLANE_HEALTH_DIR", dir_ + "/health"},
+  opts.extra_env = {{"HPCPLANE_NODE", "cpu-3"},
+                    {"HPCPLANE_HEALTH_DIR", dir_ + "/health"},
                     {"PATH", dir_ + "/bin:/usr/sbin:/usr/bin:/bin"}};
   // Job control gives each run a process group of its own, which is killed once it exits. Each
   // run waits for the previous report, since one run at a time holds the lock.
   const std::string slurmd = fmt::format(
       "set -m; for i in $(seq {runs}); do \"{p}\" & pid=$!; wait $pid; kill -TERM -- -$pid 2>/dev/null; "
-      "for t in $(seq 100); do [ \"$(wc -l < {d}/scontrol.log 2>/dev/null)\" = \"$i\" ] && break; sleep 0.05; done; done",
+      "for t in $(seq 100); do [ \"$(wc -l < {d}/scontrol.log 2>/dev/null)\" = \"$i\" ] && break; sleep 0.05; done; "
+      "done",
       fmt::arg("runs", kRuns), fmt::arg("p", dir_ + "/health_check"), fmt::arg("d", dir_));
   auto r = RunProcess({"/bin/bash", "-c", slurmd}, opts);
   ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().message());
