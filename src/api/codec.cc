@@ -10,6 +10,7 @@
 #include "api/spec_fields.h"
 #include "api/validation.h"
 #include "common/files.h"
+#include "common/printable.h"
 
 namespace hpc::api {
 namespace {
@@ -173,7 +174,7 @@ class FieldReader {
     if (at.IsDefined() && at.Mark().line >= 0) {
       where = fmt::format(" (line {})", g_document_first_line + at.Mark().line + 1);
     }
-    *error_ = Status::Errorf("{}: {}{}", path, why, where);
+    *error_ = Status::Errorf("{}: {}{}", Printable(path), Printable(why), where);
   }
   bool ok() const { return error_->ok(); }
 
@@ -229,7 +230,7 @@ void DecodeNodeSetSpec(const YAML::Node& node, NodeSetSpec* s, Status* err) {
 
 std::string Subject(const std::string& kind, const std::string& name) {
   std::string k = kind == kKindNodeSet ? "nodeset" : kind == kKindSlurmCluster ? "cluster" : kind;
-  return fmt::format("{} \"{}\"", k, name.empty() ? "<unnamed>" : name);
+  return fmt::format("{} \"{}\"", Printable(k), name.empty() ? "<unnamed>" : Printable(name));
 }
 
 }  // namespace
@@ -377,7 +378,8 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& sour
     std::string subject = Subject(kind, meta.name);
     if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
     if (api_version != kApiVersion) {
-      return Status::Errorf("{}: {}: apiVersion: must be {} (got \"{}\")", source, subject, kApiVersion, api_version);
+      return Status::Errorf("{}: {}: apiVersion: must be {} (got \"{}\")", source, subject, kApiVersion,
+                            Printable(api_version));
     }
     top.Has("status");  // accepted and ignored, as Kubernetes does on apply
     if (kind == kKindSlurmCluster) {
@@ -399,7 +401,7 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& sour
       out.nodesets.push_back(std::move(n));
     } else {
       return Status::Errorf("{}: document {}: kind: must be {} or {} (got \"{}\")", source, index, kKindSlurmCluster,
-                            kKindNodeSet, kind);
+                            kKindNodeSet, Printable(kind));
     }
   }
   if (out.clusters.empty() && out.nodesets.empty()) {
@@ -428,7 +430,7 @@ Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& so
   if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
   if (api_version != kApiVersion || kind != kKindWorkspace) {
     return Status::Errorf("{}: {}: must be apiVersion {}, kind {} (got {}, {})", source, subject, kApiVersion,
-                          kKindWorkspace, api_version, kind);
+                          kKindWorkspace, Printable(api_version), Printable(kind));
   }
   top.Has("status");  // the operator's to write
   FieldReader spec(top.Get("spec"), "spec", &err);

@@ -6,31 +6,19 @@
 #include <regex>
 #include <set>
 
+#include "common/printable.h"
+
 namespace hpc::api {
 namespace {
 
 constexpr int kMaxReplicas = 240;
 
-// Control characters a refused value carried are shown escaped: the message stays one line.
-std::string OneLine(const std::string& text) {
-  std::string out;
-  for (unsigned char c : text) {
-    if (c == '\n')
-      out += "\\n";
-    else if (c == '\r')
-      out += "\\r";
-    else if (c == '\t')
-      out += "\\t";
-    else if (c < 0x20 || c == 0x7f)
-      out += fmt::format("\\x{:02x}", c);
-    else
-      out += static_cast<char>(c);
-  }
-  return out;
-}
+// Control characters a refused value carried are shown escaped, in the subject (the resource's
+// own name) as in the reason: the message stays one line.
+std::string OneLine(const std::string& text) { return Printable(text); }
 
 Status FieldError(const std::string& subject, const std::string& path, const std::string& why) {
-  return Status::Errorf("{}: {}: {}", subject, path, OneLine(why));
+  return Status::Errorf("{}: {}: {}", OneLine(subject), path, OneLine(why));
 }
 
 // Values that end up inside slurm.conf must not be able to add lines or options of their own.

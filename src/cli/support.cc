@@ -7,6 +7,7 @@
 #include "api/validation.h"
 #include "app/runtime_factory.h"
 #include "common/files.h"
+#include "common/printable.h"
 #include "embedded_cluster.h"
 #include "operator/store.h"
 
@@ -35,7 +36,8 @@ int ExitCodeFor(StatusCode code) {
 }
 
 int Fail(const Status& s) {
-  std::cerr << "error: " << s.message() << "\n";
+  // Messages echo names and values from users: never a raw control character to the terminal.
+  std::cerr << "error: " << PrintableLines(s.message()) << "\n";
   return ExitCodeFor(s.code());
 }
 

@@ -126,6 +126,27 @@ TEST(HealthIT, FreedSpaceResumesTheWorkerAndAnAdminsDrainStays) {
   EXPECT_EQ(c.NodeSetStatusField("healthDrains"), "1");
 }
 
+// At the default settings (interval 30s) the checks report from the worker's start and every
+// interval after: a full /tmp drains the worker within one interval and a pass. Before the
+// program waited for its detached copy to leave slurmd's process group, slurmd killed the copy
+// in most runs and a worker at the defaults never reported at all.
+TEST(HealthIT, AtTheDefaultSettingsAFullScratchDrainsTheWorkerWithinAnInterval) {
+  ClusterOptions o;
+  o.replicas = 1;
+  o.tmp_mib = 16;
+  TestCluster c("hd", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return HasPassingReport(c, "cpu-0"); }, seconds(40))) << Diagnose(c, "cpu-0");
+  const std::string first = NodeField(c, "cpu-0", "Extra");
+  // The next run, one interval (30 s) later, reports again.
+  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Extra") != first; }, seconds(40))) << Diagnose(c, "cpu-0");
+  FillScratch(c, "cpu-0");
+  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Reason").rfind("hpcplane:health:tmp: /tmp has ", 0) == 0; },
+                      seconds(40)))
+      << Diagnose(c, "cpu-0");
+  EXPECT_NE(NodeField(c, "cpu-0", "State").find("DRAIN"), std::string::npos);
+}
+
 // slurmctld itself drains a worker when it cannot launch a job there (here: the same drain,
 // set as the slurm user): the worker is replaced once idle past replaceAfter. The same reason
 // set by root, an admin, stays.

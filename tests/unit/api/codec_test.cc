@@ -75,6 +75,20 @@ TEST(CodecTest, HealthChecksDecodeWithDefaultsAndRoundTrip) {
 }
 
 // JSON is accepted by the same decoder.
+// A name holding ESC, BEL, NUL and a newline (YAML escapes) is refused with a message that holds
+// none of those bytes: the name is echoed escaped, in the subject as in the reason.
+TEST(CodecTest, ARefusedNameIsEchoedWithoutControlCharacters) {
+  for (const std::string kind : {"SlurmCluster", "NodeSet"}) {
+    const std::string text = "apiVersion: hpcplane.io/v1alpha1\nkind: " + kind +
+                             "\nmetadata:\n  name: \"a\\e]0;pwned\\ab\\0c\\nd\"\nspec: {}\n";
+    auto m = DecodeManifest(text, "hostile.yaml");
+    ASSERT_FALSE(m.ok()) << kind;
+    const std::string msg = m.status().message();
+    for (unsigned char c : msg) EXPECT_FALSE(c < 0x20 || c == 0x7f) << kind << ": byte " << int(c) << " in " << msg;
+    EXPECT_NE(msg.find("a\\x1b]0;pwned\\x07b\\x00c\\nd"), std::string::npos) << msg;
+  }
+}
+
 TEST(CodecTest, DecodesJson) {
   auto m = DecodeManifest(
       R"({"apiVersion":"hpcplane.io/v1alpha1","kind":"NodeSet","metadata":{"name":"cpu"},"spec":{"maxReplicas":2}})",
