@@ -329,7 +329,12 @@ class SlurmOnKubernetesTest(unittest.TestCase):
         self.wait("the workspace to be Stopped",
                   lambda: ((self.get("workspace", "ws-bob") or {}).get("status") or {}).get("phase") == "Stopped",
                   timeout=90)
-        self.assertNotIn(f"{CLUSTER}-ws-bob-login", self.pods())
+        # Its login pod is deleted by then: gone, or terminating within its grace period (a pod's
+        # deletion is graceful; the kubelet ends it, slower when the machine is busy), then gone.
+        login = self.pods().get(f"{CLUSTER}-ws-bob-login")
+        self.assertTrue(login is None or "deletionTimestamp" in login["metadata"], login)
+        self.wait("the workspace's login pod to be gone", lambda: f"{CLUSTER}-ws-bob-login" not in self.pods(),
+                  timeout=60)
         self.assertNotIn("ws-bob", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
         self.assertIsNone(self.get("secret", f"{CLUSTER}-ws-bob-token"))
         # Nothing left to clean up: the finalizer comes off (right after the status), and its
