@@ -2,6 +2,9 @@
 BUILD ?= build
 JOBS ?= 2
 CMAKE_FLAGS ?=
+# cmake --build runs make below this one: without this every line of its output is framed by
+# "Entering directory" messages.
+MAKEFLAGS += --no-print-directory
 CONFIGURE = cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 
 .PHONY: all deps deps-demo configure build debug lint format unittest test integration benchsmoke faults demo \
