@@ -13,12 +13,10 @@ namespace {
 
 constexpr int kMaxReplicas = 240;
 
-// Control characters a refused value carried are shown escaped, in the subject (the resource's
-// own name) as in the reason: the message stays one line.
-std::string OneLine(const std::string& text) { return Printable(text); }
-
+// Control characters a refused value carried are shown escaped (common/printable.h), in the
+// subject (the resource's own name) as in the reason: the message stays one line.
 Status FieldError(const std::string& subject, const std::string& path, const std::string& why) {
-  return Status::Errorf("{}: {}: {}", OneLine(subject), path, OneLine(why));
+  return Status::Errorf("{}: {}: {}", Printable(subject), path, Printable(why));
 }
 
 // Values that end up inside slurm.conf must not be able to add lines or options of their own.
@@ -148,7 +146,8 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
       if (Status s = ValidateLabels(subject, {{t.key, ""}}, at + ".key"); !s.ok()) return s;
     }
     if (t.op != "" && t.op != "Equal" && t.op != "Exists") {
-      return FieldError(subject, at + ".operator", fmt::format("must be Equal or Exists (got \"{}\")", OneLine(t.op)));
+      return FieldError(subject, at + ".operator",
+                        fmt::format("must be Equal or Exists (got \"{}\")", Printable(t.op)));
     }
     if (t.op == "Exists" && !t.value.empty()) return FieldError(subject, at + ".value", "must be empty with Exists");
     if (t.key.empty() && t.op != "Exists")
@@ -161,7 +160,7 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
     if (t.effect != "" && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute") {
       return FieldError(
           subject, at + ".effect",
-          fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute (got \"{}\")", OneLine(t.effect)));
+          fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute (got \"{}\")", Printable(t.effect)));
     }
     if (t.seconds && (t.effect != "NoExecute" || *t.seconds < 0)) {
       return FieldError(subject, at + ".tolerationSeconds", "is for NoExecute only, and >= 0");
@@ -178,8 +177,9 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
       }
       static const std::set<std::string> kOps = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
       if (!kOps.count(e.op)) {
-        return FieldError(subject, here + ".operator",
-                          fmt::format("must be In, NotIn, Exists, DoesNotExist, Gt or Lt (got \"{}\")", OneLine(e.op)));
+        return FieldError(
+            subject, here + ".operator",
+            fmt::format("must be In, NotIn, Exists, DoesNotExist, Gt or Lt (got \"{}\")", Printable(e.op)));
       }
       if ((e.op == "In" || e.op == "NotIn") && e.values.empty()) {
         return FieldError(subject, here + ".values", fmt::format("must hold at least one value with {}", e.op));
@@ -221,7 +221,7 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
     if (pod.seccomp_type != "RuntimeDefault" && pod.seccomp_type != "Localhost" && pod.seccomp_type != "Unconfined") {
       return FieldError(
           subject, seccomp + ".type",
-          fmt::format("must be RuntimeDefault, Localhost or Unconfined (got \"{}\")", OneLine(pod.seccomp_type)));
+          fmt::format("must be RuntimeDefault, Localhost or Unconfined (got \"{}\")", Printable(pod.seccomp_type)));
     }
     static const std::regex relative("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$");
     const std::string& profile = pod.seccomp_localhost_profile;
