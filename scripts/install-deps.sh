@@ -14,7 +14,7 @@ build=(
   build-essential cmake pkg-config
   libyaml-cpp-dev nlohmann-json3-dev libcpp-httplib-dev libssl-dev libsqlite3-dev libpq-dev
   libspdlog-dev libfmt-dev libcli11-dev libboost1.74-dev libgtest-dev libgmock-dev libbenchmark-dev
-  prometheus-cpp-dev
+  prometheus-cpp-dev libseccomp-dev
 )
 # To run a cluster.
 run=(

@@ -3,6 +3,7 @@
 #include "operator/store.h"
 #include "runtime/local/network.h"
 #include "runtime/local/pod_init.h"
+#include "runtime/local/pod_exec.h"
 
 namespace hpc::app {
 namespace {
@@ -60,5 +61,7 @@ Status CheckSubnetFree(const op::ClusterPaths& p, const std::string& cluster_nam
 }
 
 int RunPodInit(const char* plan) { return runtime::local::RunPodInit(plan); }
+
+int RunPodExec(int argc, char** argv) { return runtime::local::RunPodExec(argc, argv); }
 
 }  // namespace hpc::app

@@ -34,4 +34,8 @@ Status CheckSubnetFree(const op::ClusterPaths& p, const std::string& cluster_nam
 // The first process of a local pod (`hpcplane __pod-init PLAN`); returns its exit code.
 int RunPodInit(const char* plan);
 
+// `hpcplane __pod-exec CGROUP_DIR... -- PROGRAM [ARG...]`: a process that exec starts in a local
+// pod, held as the pod's own processes are; returns only on failure.
+int RunPodExec(int argc, char** argv);
+
 }  // namespace hpc::app

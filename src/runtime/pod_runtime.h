@@ -142,6 +142,9 @@ struct PodSpec {
   int64_t tmp_mib = 0;
   std::vector<Sidecar> sidecars;
   Placement placement;
+  // The pod manages cgroups below its own (slurmd confines each job in one). Local runtime: the
+  // pod's cgroup directories are writable inside it; elsewhere they are read-only.
+  bool delegate_cgroups = false;
   bool operator==(const PodSpec&) const = default;
 };
 

@@ -51,7 +51,8 @@ json SpecJson(const PodSpec& s) {
       {"restartPolicy", static_cast<int>(s.restart_policy)},
       {"resources",
        {{"requests", ResourceListJson(s.resources.requests)}, {"limits", ResourceListJson(s.resources.limits)}}},
-      {"tmpMiB", s.tmp_mib}};
+      {"tmpMiB", s.tmp_mib},
+      {"delegateCgroups", s.delegate_cgroups}};
   if (!s.placement.empty()) {
     json tolerations = json::array();
     for (const auto& t : s.placement.tolerations) {
@@ -103,6 +104,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
       s.resources.limits.memory_mib = j.value("memoryLimitMiB", int64_t{0});
     }
     s.tmp_mib = j.value("tmpMiB", int64_t{0});
+    s.delegate_cgroups = j.value("delegateCgroups", false);
     if (j.contains("liveness")) {  // specs written before liveness probes have none
       const json& l = j.at("liveness");
       s.liveness.http_port = l.at("httpPort");

@@ -174,7 +174,9 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   EXPECT_EQ(a["partition"], "ann-astro");
   EXPECT_EQ(a["exitCode"], "0:0");
   EXPECT_EQ(a["nodes"], 1);
-  EXPECT_EQ(a["nodeList"], "ann-astro-0");
+  // Four jobs queue at once and the nodeset may grow to two workers: the job runs on
+  // whichever came up first, so the record names one of them.
+  EXPECT_TRUE(a["nodeList"] == "ann-astro-0" || a["nodeList"] == "ann-astro-1") << a["nodeList"];
   EXPECT_GE(a["elapsedSeconds"].get<int64_t>(), 7);
   EXPECT_GE(a["cpuSeconds"].get<int64_t>(), 5);
   EXPECT_GT(a["maxRssKiB"].get<int64_t>(), 60 * 1024);  // the 60 MiB the job held

@@ -62,12 +62,99 @@ TEST(LocalRuntime, PodOverItsMemoryLimitIsKilledAndRestarted) {
       10s))
       << pod("hog").message;
   EXPECT_EQ(pod("calm").restarts, 0);
-  // The memory limit is enforced, the CPU limit is not, and the status says so.
+  // The memory limit is enforced; the CPU limit is where the host has cgroups, and the status
+  // says which.
   EXPECT_TRUE(pod("hog").not_enforced.empty());
-  ASSERT_EQ(pod("calm").not_enforced.size(), 1u);
-  EXPECT_EQ(pod("calm").not_enforced[0].rfind("limits.cpus: not enforced", 0), 0u) << pod("calm").not_enforced[0];
+  if ((*rt)->cgroup_hierarchy() == runtime::local::CgroupHierarchy::kNone) {
+    ASSERT_EQ(pod("calm").not_enforced.size(), 1u);
+    EXPECT_EQ(pod("calm").not_enforced[0].rfind("limits.cpus: not enforced", 0), 0u) << pod("calm").not_enforced[0];
+  } else {
+    EXPECT_TRUE(pod("calm").not_enforced.empty()) << pod("calm").not_enforced[0];
+  }
   EXPECT_EQ(pod("calm").phase, runtime::PodPhase::kRunning);
   ASSERT_TRUE((*rt)->Teardown().ok());
+  rt->reset();
+  (void)files::RemoveAll(*dir);
+}
+
+runtime::local::LocalRuntime::Options RuntimeOptions(const std::string& dir, const std::string& name, int subnet_byte) {
+  runtime::local::LocalRuntime::Options o;
+  o.dir = dir + "/runtime";
+  o.cluster_key = dir + "/" + name;
+  o.subnet = "10.239." + std::to_string(subnet_byte) + ".0/24";
+  o.self_exe = HPCPLANE_BIN;
+  o.supervise = true;
+  return o;
+}
+
+// Runs `script` in the pod as root, or as uid/gid 65534 with `unprivileged` (these pods have no
+// /etc/passwd of their own).
+std::string ExecIn(runtime::PodRuntime& rt, const std::string& pod, const std::string& script,
+                   bool unprivileged = false) {
+  runtime::ExecOptions e;
+  e.argv = {"sh", "-c", script};
+  if (unprivileged) e.argv.insert(e.argv.begin(), {"setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"});
+  auto r = rt.Exec(pod, e);
+  if (!r.ok()) return "exec failed: " + r.status().message();
+  return Trim(r->out) + (r->exit_code != 0 ? " (exit " + std::to_string(r->exit_code) + ")" : "");
+}
+
+// Every process of a pod, its init's children and what exec starts in it alike, is in the pod's
+// own cgroups, which enforce its CPU limit and are all it sees of the hierarchy; only a pod that
+// delegates may create cgroups below its own; no process in any pod creates a user namespace.
+TEST(LocalRuntime, PodsLiveInTheirOwnCgroupsAndCreateNoUserNamespaces) {
+  auto dir = files::MakeTempDir("hpcplane-rt");
+  ASSERT_TRUE(dir.ok());
+  auto rt = runtime::local::LocalRuntime::Create(RuntimeOptions(*dir, "cgroups", (::getpid() + 128) % 256));
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  if ((*rt)->cgroup_hierarchy() != runtime::local::CgroupHierarchy::kV1) {
+    GTEST_SKIP() << "this host has no cgroup v1 hierarchy: the test checks v1's files";
+  }
+  runtime::PodSpec plain;
+  plain.name = "plain";
+  plain.command = {"sleep", "600"};
+  plain.resources.limits.cpus = 1;
+  plain.resources.limits.memory_mib = 300;
+  runtime::PodSpec delegating = plain;
+  delegating.name = "delegating";
+  delegating.delegate_cgroups = true;
+  ASSERT_TRUE((*rt)->CreatePod(plain).ok());
+  ASSERT_TRUE((*rt)->CreatePod(delegating).ok());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        (*rt)->Supervise();
+        auto pods = (*rt)->ListPods({});
+        return pods.ok() && pods->size() == 2 && (*pods)[0].phase == runtime::PodPhase::kRunning &&
+               (*pods)[1].phase == runtime::PodPhase::kRunning;
+      },
+      30s));
+  // The limits, as the pod itself reads them.
+  EXPECT_EQ(ExecIn(**rt, "plain", "cat /sys/fs/cgroup/cpu/cpu.cfs_quota_us"), "100000");
+  EXPECT_EQ(ExecIn(**rt, "plain", "cat /sys/fs/cgroup/memory/memory.limit_in_bytes"), std::to_string(300 << 20));
+  // Its processes are in its cgroup: the pod's command (PID 2, under the pod's init) and exec's.
+  const std::string own = ExecIn(**rt, "plain", "grep :memory: /proc/2/cgroup; grep :memory: /proc/self/cgroup");
+  EXPECT_NE(own.find(":memory:/hpcplane/"), std::string::npos) << own;
+  EXPECT_EQ(own.substr(0, own.find('\n')), own.substr(own.find('\n') + 1)) << own;
+  EXPECT_EQ(own.substr(own.size() - std::string("/plain").size()), "/plain") << own;
+  // Nothing of the host's hierarchy: only the pod's controllers.
+  EXPECT_EQ(ExecIn(**rt, "plain", "ls /sys/fs/cgroup/memory | grep -c '^hpcplane$'"), "0 (exit 1)");
+  // Delegation: root in the delegating pod creates a cgroup below its own; in the other it cannot.
+  EXPECT_EQ(ExecIn(**rt, "delegating", "mkdir /sys/fs/cgroup/memory/job && echo made"), "made");
+  EXPECT_NE(ExecIn(**rt, "plain", "mkdir /sys/fs/cgroup/memory/job 2>/dev/null && echo made"), "made");
+  // No user namespaces, neither for root nor for a user, while ordinary processes still start.
+  for (bool unprivileged : {false, true}) {
+    EXPECT_EQ(ExecIn(**rt, "plain", "unshare -Ur true 2>/dev/null; echo $?", unprivileged), "1") << unprivileged;
+    EXPECT_EQ(ExecIn(**rt, "plain", "unshare -U true 2>/dev/null; echo $?", unprivileged), "1") << unprivileged;
+    EXPECT_EQ(ExecIn(**rt, "plain", "python3 -c 'import os; pid = os.fork(); pid or os._exit(0); print(os.waitpid(pid, 0)[1])'", unprivileged),
+              "0")
+        << unprivileged;
+  }
+  // What the pods held of the hierarchy goes with them, the delegated cgroup too.
+  const std::string key = runtime::local::NamesFor(*dir + "/cgroups").key;
+  EXPECT_TRUE(files::Exists("/sys/fs/cgroup/memory/hpcplane/" + key + "/delegating/job"));
+  ASSERT_TRUE((*rt)->Teardown().ok());
+  EXPECT_FALSE(files::Exists("/sys/fs/cgroup/memory/hpcplane/" + key));
+  EXPECT_FALSE(files::Exists("/sys/fs/cgroup/cpu/hpcplane/" + key));
   rt->reset();
   (void)files::RemoveAll(*dir);
 }

@@ -21,8 +21,14 @@ Result<std::vector<std::string>> LocalRuntime::ExecArgv(const std::string& pod, 
   const PodState& st = *loaded;
   if (!st.Alive()) return Status::Errorf("pod {} is not running", pod);
   if (opts.argv.empty()) return Status::Error("exec: no command given");
-  std::vector<std::string> argv = {
-      "nsenter", "--target", std::to_string(st.pid), "--net", "--uts", "--mount", "--pid", "--root", "--wd=/", "--"};
+  // What runs in the pod by exec is held as its own processes are: in its cgroups, without user
+  // namespaces (pod_exec.h).
+  std::vector<std::string> argv = {opts_.self_exe, "__pod-exec"};
+  for (const auto& dir : cgroups_.Dirs(pod)) {
+    if (files::Exists(dir.host_dir)) argv.push_back(dir.host_dir);  // a pod started before cgroups has none
+  }
+  argv.insert(argv.end(), {"--", "nsenter", "--target", std::to_string(st.pid), "--net", "--uts", "--mount", "--pid",
+                           "--root", "--wd=/", "--"});
   if (opts.user != "root") {
     // Every user has a private group named after it (see slurm-users).
     argv.insert(argv.end(), {"setpriv", "--reuid=" + opts.user, "--regid=" + opts.user, "--init-groups", "--"});

@@ -80,7 +80,8 @@ Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options) {
     RETURN_IF_ERROR(files::MakeDirs(options.dir + sub, std::string(sub) == "/secrets" ? 0700 : 0755));
   }
   Network net(NamesFor(options.cluster_key), subnet);
-  std::unique_ptr<LocalRuntime> rt(new LocalRuntime(std::move(options), std::move(net)));
+  PodCgroups cgroups(DetectCgroupHierarchy(), "/sys/fs/cgroup", net.names().key);
+  std::unique_ptr<LocalRuntime> rt(new LocalRuntime(std::move(options), std::move(net), std::move(cgroups)));
   RETURN_IF_ERROR(rt->UpdateHosts());
   RETURN_IF_ERROR(files::WriteAtomic(rt->opts_.dir + "/resolv.conf",
                                      "# pods resolve names from /etc/hosts only\noptions timeout:1 attempts:1\n"));
@@ -285,6 +286,13 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   plan.uid = spec.uid;
   plan.gid = spec.gid;
   plan.working_dir = spec.working_dir;
+  if (Status s = cgroups_.Create(spec.name, spec.resources.limits); !s.ok()) {
+    st->message = s.message();
+    return s.WithContext("pod " + spec.name);
+  }
+  for (const auto& dir : cgroups_.Dirs(spec.name)) {
+    plan.cgroups.push_back({dir.host_dir, dir.pod_path, !spec.delegate_cgroups});
+  }
   const std::string plan_path = PodDir(spec.name) + "/launch.json";
   RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(plan).dump(2), 0600));
 
@@ -356,10 +364,14 @@ Status LocalRuntime::StopProcess(PodState* st) {
 }
 
 Status LocalRuntime::DeletePod(const std::string& name) {
-  if (!files::Exists(PodDir(name))) return network_.DeletePod(name);
+  if (!files::Exists(PodDir(name))) {
+    RETURN_IF_ERROR(cgroups_.Remove(name));
+    return network_.DeletePod(name);
+  }
   auto st = LoadState(name);
   if (st.ok()) RETURN_IF_ERROR(StopProcess(&*st).WithContext("pod " + name));
   RETURN_IF_ERROR(network_.DeletePod(name));
+  RETURN_IF_ERROR(cgroups_.Remove(name).WithContext("pod " + name));
   spdlog::info("pod {} deleted", name);
   RETURN_IF_ERROR(files::RemoveAll(PodDir(name)));
   return UpdateHosts();
@@ -403,7 +415,7 @@ Result<std::vector<PodStatus>> LocalRuntime::ListPods(const std::map<std::string
     ps.started_at = st->started_at;
     ps.message = st->message;
     ps.resources = (*spec)->resources;
-    ps.not_enforced = NotEnforced(ps.resources);
+    ps.not_enforced = NotEnforced(ps.resources, cgroups_.hierarchy() != CgroupHierarchy::kNone);
     if (st->Alive()) {
       ps.phase = PodPhase::kRunning;
       ps.ready = st->ready;

@@ -14,6 +14,7 @@
 #include <string>
 
 #include "runtime/local/network.h"
+#include "runtime/local/pod_cgroups.h"
 #include "runtime/pod_runtime.h"
 
 namespace hpc::runtime::local {
@@ -51,10 +52,14 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   Status Teardown() override;
   /** Host path of a volume; for the CLI's own use (e.g. printing where output landed). */
   std::string VolumePath(const std::string& name) const { return opts_.dir + "/volumes/" + name; }
+  /** The cgroup hierarchy pods get on this host: kNone where it has none this runtime can use
+   *  (pods then run unconfined; the memory limit is enforced by the supervisor). */
+  CgroupHierarchy cgroup_hierarchy() const { return cgroups_.hierarchy(); }
 
  private:
   struct PodState;
-  LocalRuntime(Options opts, Network net) : opts_(std::move(opts)), network_(std::move(net)) {}
+  LocalRuntime(Options opts, Network net, PodCgroups cgroups)
+      : opts_(std::move(opts)), network_(std::move(net)), cgroups_(std::move(cgroups)) {}
 
   std::string PodDir(const std::string& pod) const { return opts_.dir + "/pods/" + pod; }
   Result<PodState> LoadState(const std::string& pod) const;
@@ -70,6 +75,7 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
 
   Options opts_;
   Network network_;
+  PodCgroups cgroups_;
   std::map<pid_t, int> reaped_;  // exit statuses of our children, by pid
   // Supervision timers (steady-clock ms), kept in memory: a new daemon probes and starts at once.
   std::map<std::string, int64_t> next_probe_ms_;

@@ -45,11 +45,12 @@ inline int64_t UnixNow() {
 // The stored form of a pod's spec (pods/<name>/spec.json).
 using runtime::SpecFromJson;
 using runtime::SpecJson;
-// What this runtime does not enforce of a pod's resources. Memory limits are enforced by the
-// supervisor (resident memory checked every second; the pod is killed and restarted); nothing
-// here confines CPU time or devices, and every pod runs on this one machine, so requests
+// What this runtime does not enforce of a pod's resources. With `cgroups` (pod_cgroups.h) the
+// kernel enforces memory and CPU limits; without, the supervisor enforces the memory limit
+// (resident memory checked every second; the pod is killed and restarted) and nothing confines
+// CPU time. Devices are never confined, and every pod runs on this one machine, so requests
 // reserve nothing either (Slurm's node definitions are what divides the machine).
-std::vector<std::string> NotEnforced(const Resources& r);
+std::vector<std::string> NotEnforced(const Resources& r, bool cgroups);
 
 // Whether a TCP connection to ip:port is accepted within the timeout.
 bool TcpConnects(const std::string& ip, int port, int timeout_ms);

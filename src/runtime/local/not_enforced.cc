@@ -2,13 +2,16 @@
 
 namespace hpc::runtime::local {
 
-// What this runtime does not enforce of a pod's resources. Memory limits are enforced by the
-// supervisor (resident memory checked every second; the pod is killed and restarted); nothing
-// here confines CPU time or devices, and every pod runs on this one machine, so requests
+// What this runtime does not enforce of a pod's resources. With `cgroups` (pod_cgroups.h) the
+// kernel enforces memory and CPU limits; without, the supervisor enforces the memory limit
+// (resident memory checked every second; the pod is killed and restarted) and nothing confines
+// CPU time. Devices are never confined, and every pod runs on this one machine, so requests
 // reserve nothing either (Slurm's node definitions are what divides the machine).
-std::vector<std::string> NotEnforced(const Resources& r) {
+std::vector<std::string> NotEnforced(const Resources& r, bool cgroups) {
   std::vector<std::string> out;
-  if (r.limits.cpus > 0) out.push_back("limits.cpus: not enforced: the local runtime does not confine CPU time");
+  if (r.limits.cpus > 0 && !cgroups) {
+    out.push_back("limits.cpus: not enforced: this host has no cgroup hierarchy the local runtime can use");
+  }
   if (r.limits.gpus > 0 || r.requests.gpus > 0) {
     out.push_back("gpus: not isolated: the local runtime does not confine devices; Slurm's GRES divides them");
   }

@@ -18,17 +18,36 @@
 #include <filesystem>
 
 #include "common/files.h"
+#include "runtime/local/pod_cgroups.h"
+#include "runtime/local/user_namespaces.h"
 
 namespace hpc::runtime::local {
 
-nlohmann::json ToJson(const LaunchPlan& p) {
+namespace {
+
+nlohmann::json MountsJson(const std::vector<LaunchMount>& in) {
   nlohmann::json mounts = nlohmann::json::array();
-  for (const auto& m : p.mounts) {
-    mounts.push_back({{"source", m.source}, {"target", m.target}, {"readOnly", m.read_only}});
+  for (const auto& m : in) mounts.push_back({{"source", m.source}, {"target", m.target}, {"readOnly", m.read_only}});
+  return mounts;
+}
+
+std::vector<LaunchMount> MountsFromJson(const nlohmann::json& j) {
+  std::vector<LaunchMount> out;
+  for (const auto& m : j) {
+    out.push_back({m.at("source").get<std::string>(), m.at("target").get<std::string>(), m.at("readOnly").get<bool>()});
   }
-  return {{"hostname", p.hostname}, {"rootDir", p.root_dir},      {"tmpMiB", p.tmp_mib}, {"netns", p.netns_path},
-          {"mounts", mounts},       {"command", p.command},       {"env", p.env},        {"uid", p.uid},
-          {"gid", p.gid},           {"workingDir", p.working_dir}};
+  return out;
+}
+
+}  // namespace
+
+nlohmann::json ToJson(const LaunchPlan& p) {
+  return {{"hostname", p.hostname},   {"rootDir", p.root_dir},
+          {"tmpMiB", p.tmp_mib},      {"netns", p.netns_path},
+          {"mounts", MountsJson(p.mounts)}, {"cgroups", MountsJson(p.cgroups)},
+          {"command", p.command},     {"env", p.env},
+          {"uid", p.uid},             {"gid", p.gid},
+          {"workingDir", p.working_dir}};
 }
 
 Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
@@ -38,10 +57,8 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     p.root_dir = j.at("rootDir").get<std::string>();
     p.tmp_mib = j.at("tmpMiB").get<int64_t>();
     p.netns_path = j.at("netns").get<std::string>();
-    for (const auto& m : j.at("mounts")) {
-      p.mounts.push_back(
-          {m.at("source").get<std::string>(), m.at("target").get<std::string>(), m.at("readOnly").get<bool>()});
-    }
+    p.mounts = MountsFromJson(j.at("mounts"));
+    p.cgroups = MountsFromJson(j.value("cgroups", nlohmann::json::array()));
     p.command = j.at("command").get<std::vector<std::string>>();
     p.env = j.at("env").get<std::vector<std::string>>();
     p.uid = j.at("uid").get<int64_t>();
@@ -56,7 +73,11 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
 namespace {
 
 [[noreturn]] void Die(const std::string& what) {
-  std::fprintf(stderr, "pod-init: %s: %s\n", what.c_str(), std::strerror(errno));
+  if (errno != 0) {
+    std::fprintf(stderr, "pod-init: %s: %s\n", what.c_str(), std::strerror(errno));
+  } else {
+    std::fprintf(stderr, "pod-init: %s\n", what.c_str());
+  }
   std::fflush(stderr);
   _exit(127);
 }
@@ -123,7 +144,34 @@ constexpr const char* kEtcEntries[] = {
     "rpc",          "services",    "shells",         "ssl",          "terminfo",      "timezone",
     "mtab"};
 
-void BuildSystemRoot(const std::string& root, int64_t tmp_mib) {
+// Moves this process (and so everything the pod will run) into the pod's cgroups.
+void JoinCgroups(const std::vector<LaunchMount>& cgroups) {
+  for (const auto& cg : cgroups) {
+    if (Status s = JoinCgroup(cg.source); !s.ok()) {
+      errno = 0;
+      Die(s.message());
+    }
+  }
+}
+
+// /sys/fs/cgroup shows the pod's own cgroups only: a fresh tmpfs (v1: one directory per
+// controller) or the pod's directory itself (v2), never the host's hierarchy.
+void ShowPodCgroups(const std::string& root, const std::vector<LaunchMount>& cgroups) {
+  if (cgroups.empty()) return;
+  const std::string base = root + "/sys/fs/cgroup";
+  const bool per_controller = cgroups.front().target != "/sys/fs/cgroup";
+  if (per_controller) {
+    MountOrDie("tmpfs", base.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=1m");
+  }
+  for (const auto& cg : cgroups) {
+    const std::string target = root + cg.target;
+    EnsureMountPoint(target, true);
+    Bind(cg.source, target, cg.read_only);
+  }
+  if (per_controller) MountOrDie(nullptr, base.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+void BuildSystemRoot(const std::string& root, int64_t tmp_mib, const std::vector<LaunchMount>& cgroups) {
   const std::string tmp_opts = "mode=1777,size=" + std::to_string(tmp_mib) + "m";
   MountOrDie("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64m");
   for (const char* dir : kSystemDirs) ShowHostPath(root, dir);
@@ -141,6 +189,7 @@ void BuildSystemRoot(const std::string& root, int64_t tmp_mib) {
   MakeDirOrDie(root + "/proc", 0555);
   MakeDirOrDie(root + "/sys", 0555);
   Bind("/sys", root + "/sys", true);
+  ShowPodCgroups(root, cgroups);
   // A minimal /dev: the usual character devices, a private pseudo-terminal instance, shm.
   const std::string dev = root + "/dev";
   MakeDirOrDie(dev, 0755);
@@ -187,6 +236,7 @@ int RunPodInit(const std::string& plan_path) {
   }
   LaunchPlan plan = std::move(plan_or).value();
 
+  JoinCgroups(plan.cgroups);
   // Mount changes stay inside this pod.
   MountOrDie(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
   int netfd = ::open(plan.netns_path.c_str(), O_RDONLY | O_CLOEXEC);
@@ -201,7 +251,7 @@ int RunPodInit(const std::string& plan_path) {
     if (fd < 0) Die("open mount source " + m.source);
     sources.emplace_back(fd, m);
   }
-  BuildSystemRoot(plan.root_dir, plan.tmp_mib);
+  BuildSystemRoot(plan.root_dir, plan.tmp_mib, plan.cgroups);
   // Parents before children, so nested mount paths land on top of their parents.
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
     return std::count(a.second.target.begin(), a.second.target.end(), '/') <
@@ -218,6 +268,12 @@ int RunPodInit(const std::string& plan_path) {
   EnterRoot(plan.root_dir);
   // A /proc of this pod's PID namespace: `ps` inside shows the pod's processes only.
   MountOrDie("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+
+  // From here on neither this init nor anything it starts creates a user namespace.
+  if (Status denied = DenyUserNamespaces(); !denied.ok()) {
+    errno = 0;
+    Die(denied.message());
+  }
 
   sigset_t all, old;
   sigfillset(&all);

@@ -13,7 +13,7 @@
 //  - a private /tmp and /dev/shm (tmpfs of tmp_mib each), /run (tmpfs), /var with empty lib,
 //    log, spool, cache and tmp, an empty /root;
 //  - a minimal /dev (null, zero, full, random, urandom, tty, a private devpts), /proc of the
-//    pod's PID namespace, /sys read-only.
+//    pod's PID namespace, /sys read-only with only the pod's own cgroups under /sys/fs/cgroup.
 // Nothing else of the host is there: no state dir, /home, /root, /var/lib/*, /work, other pods'
 // or clusters' files. Daemons that need more get it through explicit mounts.
 #pragma once
@@ -40,6 +40,9 @@ struct LaunchPlan {
   int64_t tmp_mib = 1024;  // size of /tmp (and of /dev/shm)
   std::string netns_path;
   std::vector<LaunchMount> mounts;
+  // The pod's cgroup directories (pod_cgroups.h): init joins each, and the pod sees them at
+  // their targets (under /sys/fs/cgroup), writable only when the pod delegates.
+  std::vector<LaunchMount> cgroups;
   std::vector<std::string> command;
   std::vector<std::string> env;  // KEY=VALUE
   int64_t uid = 0;

@@ -76,7 +76,9 @@ SupervisionResult LocalRuntime::Supervise() {
         }
       }
       const int64_t limit_mib = (*spec)->resources.limits.memory_mib;
-      if (limit_mib > 0 && now >= next_memory_check_ms_[name]) {
+      // Without cgroups the supervisor is what enforces the memory limit.
+      const bool unconfined = cgroups_.hierarchy() == CgroupHierarchy::kNone;
+      if (unconfined && limit_mib > 0 && now >= next_memory_check_ms_[name]) {
         next_memory_check_ms_[name] = now + 1000;
         // What runs under the pod's init: the init is hpcplane's, not the workload's.
         int64_t rss_mib = DescendantsRssKiB(st->pid) / 1024;
@@ -98,6 +100,11 @@ SupervisionResult LocalRuntime::Supervise() {
         const auto policy = (*spec)->restart_policy;
         bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
         st->message = fmt::format("exited with status {}", st->last_exit);
+        if (st->last_exit == 128 + SIGKILL && cgroups_.OomKills(name) > 0) {
+          // The kernel enforced the limit: the pod's main process is what it killed.
+          killed_why_[name] = fmt::format("killed: its processes went over its memory limit of {} MiB (OOM killer)",
+                                          (*spec)->resources.limits.memory_mib);
+        }
         if (auto k = killed_why_.find(name); k != killed_why_.end()) {
           st->message = k->second;
           killed_why_.erase(k);
@@ -160,6 +167,8 @@ Status LocalRuntime::Teardown() {
     ::kill(pid, SIGKILL);
   }
   Status s = network_.DeleteAll();
+  if (!s.ok() && first.ok()) first = s;
+  s = cgroups_.RemoveAll();
   if (!s.ok() && first.ok()) first = s;
   return first;
 }
