@@ -135,9 +135,15 @@ void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
 
 }  // namespace
 
-runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets) {
-  return {kConfigMapSlurm,
-          {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets)}, {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
+runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                                       slurm::JobCgroups cgroups) {
+  runtime::ConfigMap cm{kConfigMapSlurm,
+                        {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups)},
+                         {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
+  const bool any_gpu =
+      std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
+  if (cgroups != slurm::JobCgroups::kNone) cm.data["cgroup.conf"] = slurm::RenderCgroupConf(cgroups, any_gpu);
+  return cm;
 }
 
 runtime::ConfigMap BuildScriptsConfigMap() {
@@ -295,6 +301,8 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   AddDatasets(ns.spec.datasets, &p);
   p.readiness.tcp_port = slurm::kSlurmdPort;
   p.tmp_mib = ns.spec.resources.tmp_mib;
+  // slurmd creates a cgroup per job below the pod's own (RenderCgroupConf).
+  p.delegate_cgroups = in.job_cgroups != slurm::JobCgroups::kNone;
   // The worker's shape, as slurmd advertises it (DynamicNodeConf): what the pod must be placed
   // with. Devices cannot be overcommitted, so GPUs are a limit too (as Kubernetes requires).
   p.resources.requests = {ns.spec.resources.cpus, ns.spec.resources.memory_mib, ns.spec.resources.gpus};

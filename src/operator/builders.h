@@ -7,6 +7,7 @@
 
 #include "api/types.h"
 #include "runtime/pod_runtime.h"
+#include "slurm/config.h"
 
 namespace hpc::op {
 
@@ -30,6 +31,9 @@ struct BuildInputs {
   // subPath, is never updated in a running pod, so users added later would be unknown to it),
   // instead of as the two files mounted by name (local: updated in place).
   bool users_from_directory = false;
+  // How slurmd confines jobs (slurm/config.h); anything but kNone delegates the worker pods'
+  // cgroups to them.
+  slurm::JobCgroups job_cgroups = slurm::JobCgroups::kNone;
 };
 
 // Where pods find slurm-users when it is mounted whole (BuildInputs::users_from_directory); the
@@ -79,7 +83,8 @@ std::string WorkspaceTokenSecretName(const api::Workspace& w);
 runtime::ConfigMap BuildScriptsConfigMap();
 // Each nodeset's health check settings and its admin's check scripts (slurm/health_check.h).
 runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
-runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                                       slurm::JobCgroups cgroups = slurm::JobCgroups::kNone);
 // A project dataset's group: its volume is root:<group> 2770; members reach it, nobody else.
 struct DatasetGroup {
   std::string name;  // DatasetGroupName(dataset)

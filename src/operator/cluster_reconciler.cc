@@ -88,7 +88,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
                                        const std::vector<DatasetGroup>& dataset_groups) {
   runtime::ConfigMap users = BuildUsersConfigMap(c, extra_users, in_, dataset_groups);
   ASSIGN_OR_RETURN(auto existing_users, rt_->GetConfigMap(kConfigMapUsers));
-  runtime::ConfigMap cm = BuildSlurmConfigMap(c, nodesets);
+  runtime::ConfigMap cm = BuildSlurmConfigMap(c, nodesets, in_.job_cgroups);
   ASSIGN_OR_RETURN(auto existing, rt_->GetConfigMap(kConfigMapSlurm));
   // Users first: partitions resolve AllowGroups against them when created or updated.
   bool changed = !existing || existing->data != cm.data || !existing_users || existing_users->data != users.data;

@@ -52,7 +52,24 @@ std::string ControllerHost(const api::SlurmCluster& c) { return c.metadata.name 
 std::string SlurmdbdHost(const api::SlurmCluster& c) { return c.metadata.name + "-slurmdbd"; }
 std::string DatabaseHost(const api::SlurmCluster& c) { return c.metadata.name + "-mariadb"; }
 
-std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in) {
+std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu) {
+  if (cgroups == JobCgroups::kNone) return "";
+  std::ostringstream o;
+  o << "# Rendered by hpcplane. Do not edit: hpcplane rewrites it.\n"
+    << "CgroupPlugin=" << (cgroups == JobCgroups::kV1 ? "cgroup/v1" : "cgroup/v2") << "\n"
+    // What the worker pod sees at /sys/fs/cgroup is its own cgroup, delegated to slurmd.
+    << "CgroupMountpoint=/sys/fs/cgroup\n";
+  if (cgroups == JobCgroups::kV1) o << "CgroupAutomount=no\n";
+  // slurmd is the pod's own process, not a systemd unit.
+  if (cgroups == JobCgroups::kV2) o << "IgnoreSystemd=yes\n";
+  o << "ConstrainCores=yes\n"
+    << "ConstrainRAMSpace=yes\n";
+  if (any_gpu) o << "ConstrainDevices=yes\n";
+  return o.str();
+}
+
+std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in,
+                            JobCgroups cgroups) {
   std::vector<api::NodeSet> nodesets = nodesets_in;
   std::sort(nodesets.begin(), nodesets.end(),
             [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
@@ -71,9 +88,10 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "SlurmdSpoolDir=" << kSlurmdSpoolDir << "\n"
     << "SlurmctldPidFile=/run/slurmctld.pid\n"
     << "SlurmdPidFile=/run/slurmd.pid\n"
-    // Pods share the host kernel; cgroup plugins would fight over the host's hierarchy.
-    << "ProctrackType=proctrack/linuxproc\n"
-    << "TaskPlugin=task/none\n"
+    // Confined (cgroup.conf): each job in a cgroup of its worker pod's delegated subtree, bound to
+    // its cores. Otherwise processes are tracked by their parentage and nothing is confined.
+    << (cgroups != JobCgroups::kNone ? "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n"
+                                     : "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n")
     << "JobAcctGatherType=jobacct_gather/linux\n"
     << "MpiDefault=none\n"
     << "SelectType=select/cons_tres\n"

@@ -38,7 +38,17 @@ std::string ControllerHost(const api::SlurmCluster& c);
 std::string SlurmdbdHost(const api::SlurmCluster& c);
 std::string DatabaseHost(const api::SlurmCluster& c);
 
-std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+// How slurmd confines jobs: with the cgroup hierarchy its worker pod manages below its own (the
+// pod runtime delegates it), or not at all (kNone: processes are tracked, nothing is confined).
+// cgroup v2 outside a systemd unit needs Slurm 23.02's IgnoreSystemd.
+enum class JobCgroups { kNone, kV1, kV2 };
+
+std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                            JobCgroups cgroups = JobCgroups::kNone);
+
+// cgroup.conf, next to slurm.conf, for confined jobs: a job gets the cores and memory it was
+// allocated and no more (and only its GPUs, where nodesets have some). Empty for kNone.
+std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu);
 
 // SchedulerParameters= for slurm.conf: hpcplane's defaults (quick scheduling of work on newly
 // registered workers), each left out where the admin's `admin` tokens set the same key, then theirs.

@@ -266,8 +266,9 @@ int RunPodInit(const std::string& plan_path) {
     ::close(fd);
   }
   EnterRoot(plan.root_dir);
-  // A /proc of this pod's PID namespace: `ps` inside shows the pod's processes only.
-  MountOrDie("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  // A /proc of this pod's PID namespace: `ps` inside shows the pod's processes only, and a user
+  // only their own (hidepid=2: two tenants' jobs on one worker do not see each other's).
+  MountOrDie("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
 
   // From here on neither this init nor anything it starts creates a user namespace.
   if (Status denied = DenyUserNamespaces(); !denied.ok()) {
