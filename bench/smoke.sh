@@ -45,6 +45,7 @@ smoke_one() {
       run scale "cost vs scale: done" env SIZES="1 2" PENDING="0 10" NODESETS="1 2" WINDOW=2 bash "$here/scale.sh" "$build"
       run plot_scale "</svg>" python3 "$here/plot_scale.py" "$logs/scale.log"
       ;;
+    health_drain) run health_drain "ratio" env INTERVALS="4 2" bash "$here/health_drain.sh" "$build/hpcplane" ;;
     idle_cost) run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build" ;;
     # console_render runs history_query.sh as its sacct peer (20 real jobs, the job table copied to 2000).
     console_render)
@@ -55,7 +56,7 @@ smoke_one() {
   esac
 }
 all="decision_cost up_to_ready cold_start warm_dispatch trace_replay controlplane api_load throughput scale idle_cost
-  console_render"
+  console_render health_drain"
 if [ $# -gt 1 ]; then
   shift
   for name in "$@"; do smoke_one "$name"; done

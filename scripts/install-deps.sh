@@ -19,7 +19,7 @@ build=(
 # To run a cluster.
 run=(
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
-  iproute2 util-linux procps curl openssl
+  iproute2 util-linux procps curl openssl nftables
 )
 # To run the tests, the benchmark smoke run and lint.
 test=(

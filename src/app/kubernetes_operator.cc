@@ -76,7 +76,8 @@ std::vector<Watched> WatchedResources() {
           {"configmaps", "/api/v1", ours},
           {"secrets", "/api/v1", ours},
           {"services", "/api/v1", ours},
-          {"persistentvolumeclaims", "/api/v1", ours}};
+          {"persistentvolumeclaims", "/api/v1", ours},
+          {"networkpolicies", "/apis/networking.k8s.io/v1", ours}};
 }
 
 // The SlurmCluster ("namespace/name") a changed object belongs to; empty for none.

@@ -25,7 +25,20 @@ class RecordingRuntime : public runtime::PodRuntime {
   std::map<std::string, runtime::Secret> secrets;
   std::map<std::string, runtime::Volume> volumes;
   std::map<std::string, runtime::PodSpec> pods;
+  std::map<std::string, runtime::NetworkPolicy> network_policies;
 
+  Status ApplyNetworkPolicy(const runtime::NetworkPolicy& p) override {
+    network_policies[p.name] = p;
+    return Status::Ok();
+  }
+  Result<std::optional<runtime::NetworkPolicy>> GetNetworkPolicy(const std::string& name) override {
+    auto it = network_policies.find(name);
+    return it == network_policies.end() ? std::nullopt : std::optional(it->second);
+  }
+  Status DeleteNetworkPolicy(const std::string& name) override {
+    network_policies.erase(name);
+    return Status::Ok();
+  }
   Status ApplyConfigMap(const runtime::ConfigMap& cm) override {
     config_maps[cm.name] = cm;
     return Status::Ok();
@@ -155,6 +168,7 @@ Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions
   for (const auto& [name, cm] : rt.config_maps) objects.push_back(k8s::ConfigMapObject(cm, ctx));
   for (const auto& [name, s] : rt.secrets) objects.push_back(k8s::SecretObject(s, ctx, /*include_data=*/false));
   for (const auto& [name, v] : rt.volumes) objects.push_back(k8s::VolumeClaimObject(v, ctx));
+  for (const auto& [name, p] : rt.network_policies) objects.push_back(k8s::NetworkPolicyObject(p, ctx));
   for (const auto& [name, spec] : rt.pods) {
     ASSIGN_OR_RETURN(json pod, k8s::PodObject(spec, mounted, ctx));
     objects.push_back(std::move(pod));

@@ -2,8 +2,8 @@
 
 #include "operator/store.h"
 #include "runtime/local/network.h"
-#include "runtime/local/pod_init.h"
 #include "runtime/local/pod_exec.h"
+#include "runtime/local/pod_init.h"
 
 namespace hpc::app {
 namespace {

@@ -11,13 +11,15 @@
 #include <spdlog/spdlog.h>
 
 #include "common/jwt.h"
+#include "common/printable.h"
 
 namespace hpc::cp::http {
 using nlohmann::json;
 
 void Error(httplib::Response& res, int code, const std::string& message, const std::string& field) {
-  json e = {{"code", code}, {"message", message}};
-  if (!field.empty()) e["field"] = field;
+  // Messages may echo what a client sent: a client that prints them meets no control character.
+  json e = {{"code", code}, {"message", Printable(message)}};
+  if (!field.empty()) e["field"] = Printable(field);
   res.status = code;
   // Messages may quote what a client sent; bytes that are not UTF-8 are replaced, never thrown on.
   res.set_content(json{{"error", e}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json");

@@ -137,9 +137,9 @@ void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
 
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                                        slurm::JobCgroups cgroups) {
-  runtime::ConfigMap cm{kConfigMapSlurm,
-                        {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups)},
-                         {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
+  runtime::ConfigMap cm{
+      kConfigMapSlurm,
+      {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups)}, {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
   const bool any_gpu =
       std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
   if (cgroups != slurm::JobCgroups::kNone) cm.data["cgroup.conf"] = slurm::RenderCgroupConf(cgroups, any_gpu);

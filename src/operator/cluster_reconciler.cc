@@ -7,6 +7,7 @@
 #include "common/jwt.h"
 #include "common/subprocess.h"
 #include "operator/conditions.h"
+#include "operator/network_flows.h"
 #include "slurm/config.h"
 
 namespace hpc::op {
@@ -54,6 +55,14 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
     }
     RETURN_IF_ERROR(rt_->ApplySecret(
         {kSecretSlurmdbd, {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password)}}, in_.slurm.uid, in_.slurm.gid}));
+  }
+  return Status::Ok();
+}
+
+Status ClusterReconciler::EnsureNetworkPolicies(const api::SlurmCluster& c) {
+  for (const auto& wanted : BuildNetworkPolicies(c)) {
+    ASSIGN_OR_RETURN(auto have, rt_->GetNetworkPolicy(wanted.name));
+    if (!have || *have != wanted) RETURN_IF_ERROR(rt_->ApplyNetworkPolicy(wanted));
   }
   return Status::Ok();
 }
@@ -156,6 +165,8 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   std::vector<Step> steps = {
       {"secrets", [&] { return EnsureSecrets(c); }, true},
       {"volumes", [&] { return EnsureVolumes(c); }, true},
+      // Before any pod: a pod's first packet meets the policy that selects it.
+      {"network", [&] { return EnsureNetworkPolicies(c); }, true},
       {"config", [&] { return EnsureConfig(c, nodesets, extra_users, dataset_groups); }, true},
       // Every Slurm daemon and client authenticates with munge, so munged comes first. The rest
       // start side by side: slurmrestd and the login pod's clients only reach slurmctld when

@@ -59,6 +59,7 @@ class ClusterReconciler {
  private:
   Status EnsureSecrets(const api::SlurmCluster& c);
   Status EnsureVolumes(const api::SlurmCluster& c);
+  Status EnsureNetworkPolicies(const api::SlurmCluster& c);
   Status EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                       const std::vector<api::ClusterUser>& extra_users,
                       const std::vector<DatasetGroup>& dataset_groups);

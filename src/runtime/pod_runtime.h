@@ -192,6 +192,24 @@ struct Volume {
   bool shared = false;
 };
 
+// Which pods may open connections to which: the ingress half of a Kubernetes NetworkPolicy, as
+// much of it as hpcplane uses. A pod that no policy selects accepts connections from anyone; a
+// pod that some policy selects accepts only what one of the selecting policies' rules allows.
+// Replies to a pod's own connections always pass, and so does what the runtime's own host opens
+// (probes, the operator). Selectors match pod labels (every pair must match).
+using LabelSelector = std::map<std::string, std::string>;
+struct IngressRule {
+  std::vector<LabelSelector> from;  // pods any of these select
+  std::vector<int> tcp_ports;       // to these TCP ports; empty: to every port and protocol
+  bool operator==(const IngressRule&) const = default;
+};
+struct NetworkPolicy {
+  std::string name;
+  LabelSelector pod_selector;
+  std::vector<IngressRule> ingress;  // empty: the selected pods accept no connection from pods
+  bool operator==(const NetworkPolicy&) const = default;
+};
+
 struct ExecOptions {
   std::string user = "root";  // a user known inside the pod
   std::map<std::string, std::string> env;
@@ -215,6 +233,11 @@ class PodRuntime {
   virtual Status ApplySecret(const Secret& secret) = 0;
   virtual Result<std::optional<Secret>> GetSecret(const std::string& name) = 0;
   virtual Status DeleteSecret(const std::string& name) = 0;
+
+  /** Creates or replaces a network policy; it holds for pods created later too. */
+  virtual Status ApplyNetworkPolicy(const NetworkPolicy& policy) = 0;
+  virtual Result<std::optional<NetworkPolicy>> GetNetworkPolicy(const std::string& name) = 0;
+  virtual Status DeleteNetworkPolicy(const std::string& name) = 0;
 
   /** Ensures a persistent volume exists; its data survives pod restarts and `down`. */
   virtual Status EnsureVolume(const Volume& volume) = 0;

@@ -142,4 +142,24 @@ Result<PodSpec> SpecFromJson(const json& j) {
   }
 }
 
+json NetworkPolicyJson(const NetworkPolicy& p) {
+  json ingress = json::array();
+  for (const auto& r : p.ingress) ingress.push_back({{"from", r.from}, {"tcpPorts", r.tcp_ports}});
+  return {{"name", p.name}, {"podSelector", p.pod_selector}, {"ingress", ingress}};
+}
+
+Result<NetworkPolicy> NetworkPolicyFromJson(const json& j) {
+  try {
+    NetworkPolicy p;
+    p.name = j.at("name").get<std::string>();
+    p.pod_selector = j.at("podSelector").get<LabelSelector>();
+    for (const auto& r : j.at("ingress")) {
+      p.ingress.push_back({r.at("from").get<std::vector<LabelSelector>>(), r.at("tcpPorts").get<std::vector<int>>()});
+    }
+    return p;
+  } catch (const json::exception& e) {
+    return Status::Errorf("network policy: {}", e.what());
+  }
+}
+
 }  // namespace hpc::runtime

@@ -13,4 +13,8 @@ namespace hpc::runtime {
 nlohmann::json SpecJson(const PodSpec& s);
 Result<PodSpec> SpecFromJson(const nlohmann::json& j);
 
+// A network policy as JSON, the same way (the local runtime keeps networkpolicies/NAME.json).
+nlohmann::json NetworkPolicyJson(const NetworkPolicy& p);
+Result<NetworkPolicy> NetworkPolicyFromJson(const nlohmann::json& j);
+
 }  // namespace hpc::runtime

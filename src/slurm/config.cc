@@ -56,7 +56,8 @@ std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu) {
   if (cgroups == JobCgroups::kNone) return "";
   std::ostringstream o;
   o << "# Rendered by hpcplane. Do not edit: hpcplane rewrites it.\n"
-    << "CgroupPlugin=" << (cgroups == JobCgroups::kV1 ? "cgroup/v1" : "cgroup/v2") << "\n"
+    << "CgroupPlugin=" << (cgroups == JobCgroups::kV1 ? "cgroup/v1" : "cgroup/v2")
+    << "\n"
     // What the worker pod sees at /sys/fs/cgroup is its own cgroup, delegated to slurmd.
     << "CgroupMountpoint=/sys/fs/cgroup\n";
   if (cgroups == JobCgroups::kV1) o << "CgroupAutomount=no\n";

@@ -24,6 +24,7 @@ class FakePodRuntime : public runtime::PodRuntime {
 
   std::map<std::string, runtime::ConfigMap> config_maps;
   std::map<std::string, runtime::Secret> secrets;
+  std::map<std::string, runtime::NetworkPolicy> network_policies;
   std::map<std::string, uint32_t> volumes;  // name -> mode
   std::map<std::string, runtime::PodSpec> pods;
   std::map<std::string, int> restarts;        // how often each pod was restarted, as ListPods reports it
@@ -44,6 +45,18 @@ class FakePodRuntime : public runtime::PodRuntime {
   }
   Status DeleteConfigMap(const std::string& name) override {
     config_maps.erase(name);
+    return Status::Ok();
+  }
+  Status ApplyNetworkPolicy(const runtime::NetworkPolicy& p) override {
+    network_policies[p.name] = p;
+    return Status::Ok();
+  }
+  Result<std::optional<runtime::NetworkPolicy>> GetNetworkPolicy(const std::string& name) override {
+    auto it = network_policies.find(name);
+    return it == network_policies.end() ? std::optional<runtime::NetworkPolicy>() : std::optional(it->second);
+  }
+  Status DeleteNetworkPolicy(const std::string& name) override {
+    network_policies.erase(name);
     return Status::Ok();
   }
   Status ApplySecret(const runtime::Secret& s) override {

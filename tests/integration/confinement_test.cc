@@ -42,7 +42,8 @@ TEST(ConfinementIT, JobsGetTheCoresAndMemoryTheyAskedForAndNothingOutlivesThem) 
   TestCluster c("confine", TwoCpuWorker());
   ASSERT_EQ(c.Up().exit_code, 0);
   // One CPU of the worker's two: nproc and the cpuset say so; two CPUs give two.
-  EXPECT_EQ(Srun(c, "alice", {"-c1"}, "nproc; grep -c . /sys/fs/cgroup/cpuset/slurm_*/uid_2001/job_$SLURM_JOB_ID/cpuset.cpus"),
+  EXPECT_EQ(Srun(c, "alice", {"-c1"},
+                 "nproc; grep -c . /sys/fs/cgroup/cpuset/slurm_*/uid_2001/job_$SLURM_JOB_ID/cpuset.cpus"),
             "1\n1");
   EXPECT_EQ(Srun(c, "alice", {"-c1"}, "python3 -c 'import os; print(len(os.sched_getaffinity(0)))'"), "1");
   EXPECT_EQ(Srun(c, "alice", {"-c2"}, "nproc"), "2");

@@ -145,7 +145,9 @@ TEST(LocalRuntime, PodsLiveInTheirOwnCgroupsAndCreateNoUserNamespaces) {
   for (bool unprivileged : {false, true}) {
     EXPECT_EQ(ExecIn(**rt, "plain", "unshare -Ur true 2>/dev/null; echo $?", unprivileged), "1") << unprivileged;
     EXPECT_EQ(ExecIn(**rt, "plain", "unshare -U true 2>/dev/null; echo $?", unprivileged), "1") << unprivileged;
-    EXPECT_EQ(ExecIn(**rt, "plain", "python3 -c 'import os; pid = os.fork(); pid or os._exit(0); print(os.waitpid(pid, 0)[1])'", unprivileged),
+    EXPECT_EQ(ExecIn(**rt, "plain",
+                     "python3 -c 'import os; pid = os.fork(); pid or os._exit(0); print(os.waitpid(pid, 0)[1])'",
+                     unprivileged),
               "0")
         << unprivileged;
   }

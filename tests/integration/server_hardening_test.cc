@@ -145,6 +145,57 @@ TEST_F(ServerHardening, OversizedBodiesAre413UnreadAndErrorsOfTheHttpLayerAreJso
   EXPECT_TRUE(Alive());
 }
 
+// A hostile value (ESC, BEL, NUL, a newline) in a path, a query or a body field is refused, and
+// neither the raw answer nor the message a client decodes from it holds any of those bytes: a
+// client that prints the error cannot have its terminal rewritten.
+TEST_F(ServerHardening, ControlCharactersInRequestsNeverComeBackRawInAnswers) {
+  const std::string evil = std::string("a\x1b]0;pwned\x07") + "b" + std::string(1, '\0') + "c\nd";
+  const std::string evil_json = json(evil).dump();  // "a\u001b]0;pwned\u0007b\u0000c\nd"
+  const std::string evil_url = "a%1B%5D0%3Bpwned%07b%00c%0Ad";
+  struct Case {
+    std::string method, path, body;
+  };
+  const std::vector<Case> cases = {
+      {"POST", "/api/v1/tokens", R"({"subject": )" + evil_json + R"(, "role": "user", "projects": ["astro"]})"},
+      {"POST", "/api/v1/tokens", R"({"subject": "ann", "role": )" + evil_json + "}"},
+      {"POST", "/api/v1/tokens", R"({"subject": "ann", "role": "user", "projects": [)" + evil_json + "]}"},
+      {"POST", "/api/v1/projects/astro/jobs",
+       R"({"dataPlane": "dp1", "script": "#!/bin/sh\ntrue", "partition": )" + evil_json + "}"},
+      {"POST", "/api/v1/projects/astro/jobs", R"({"dataPlane": )" + evil_json + R"(, "script": "#!/bin/sh\ntrue"})"},
+      {"POST", "/api/v1/projects/astro/jobs", R"({)" + evil_json + R"(: 1})"},
+      {"PUT", "/api/v1/flags/EnableHPCJobs", evil_json},
+      {"GET", "/api/v1/projects/astro/jobs?user=" + evil_url, ""},
+      {"GET", "/api/v1/projects/astro/jobs?limit=" + evil_url, ""},
+      {"GET", "/api/v1/" + evil_url, ""},
+      {"POST", "/api/v1/session", R"({"token": )" + evil_json + "}"},
+  };
+  for (const auto& c : cases) {
+    const std::string what = c.method + " " + c.path + " " + c.body;
+    std::string raw =
+        RawRequest(port_, c.method + " " + c.path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token_ +
+                              "\r\nContent-Type: application/json\r\nContent-Length: " + std::to_string(c.body.size()) +
+                              "\r\nConnection: close\r\n\r\n" + c.body);
+    ASSERT_FALSE(raw.empty()) << what;
+    const int status = std::atoi(raw.substr(9, 3).c_str());
+    EXPECT_GE(status, 400) << what << ": " << raw;
+    EXPECT_LT(status, 500) << what << ": " << raw;
+    for (unsigned char b : raw) {
+      EXPECT_FALSE(b == 0x1b || b == 0x07 || b == 0) << what << ": byte " << int(b) << " in the answer " << raw;
+    }
+    const size_t body_at = raw.find("\r\n\r\n");
+    ASSERT_NE(body_at, std::string::npos) << raw;
+    json err = ErrorOf(raw.substr(body_at + 4));
+    ASSERT_TRUE(err.is_object()) << what << ": " << raw;
+    for (const auto& [key, value] : err.items()) {
+      if (!value.is_string()) continue;
+      for (unsigned char b : value.get<std::string>()) {
+        EXPECT_FALSE(b < 0x20 || b == 0x7f) << what << ": byte " << int(b) << " in error." << key << ": " << value;
+      }
+    }
+  }
+  EXPECT_TRUE(Alive()) << server_->Log();
+}
+
 // Guards the 500s (with the exception text in a header) for fields of the wrong type.
 TEST_F(ServerHardening, FieldsOfTheWrongTypeAre400WithoutInternals) {
   auto cli = Admin();

@@ -106,6 +106,7 @@ BUILTIN = [
     Resource("", "v1", "events", "Event", True, short_names=["ev"]),
     Resource("", "v1", "serviceaccounts", "ServiceAccount", True, short_names=["sa"]),
     Resource("coordination.k8s.io", "v1", "leases", "Lease", True),
+    Resource("networking.k8s.io", "v1", "networkpolicies", "NetworkPolicy", True, short_names=["netpol"]),
     Resource("apiextensions.k8s.io", "v1", "customresourcedefinitions", "CustomResourceDefinition", False,
              status=True, short_names=["crd", "crds"]),
 ]

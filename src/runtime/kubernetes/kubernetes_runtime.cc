@@ -41,8 +41,14 @@ int64_t ParseTime(const std::string& rfc3339) {
 KubernetesRuntime::KubernetesRuntime(std::shared_ptr<ApiClient> api, ObjectContext ctx)
     : api_(std::move(api)), ctx_(std::move(ctx)) {}
 
+std::string KubernetesRuntime::CollectionPath(const std::string& plural) const {
+  // Everything hpcplane writes is in the core group, but network policies.
+  const char* group = plural == "networkpolicies" ? "/apis/networking.k8s.io/v1" : "/api/v1";
+  return fmt::format("{}/namespaces/{}/{}", group, ctx_.namespace_name, plural);
+}
+
 std::string KubernetesRuntime::Path(const std::string& plural, const std::string& name) const {
-  std::string p = fmt::format("/api/v1/namespaces/{}/{}", ctx_.namespace_name, plural);
+  std::string p = CollectionPath(plural);
   if (!name.empty()) p += "/" + ObjectName(ctx_, name);
   return p;
 }
@@ -85,7 +91,7 @@ Status KubernetesRuntime::DeleteObject(const std::string& plural, const std::str
 
 Status KubernetesRuntime::Upsert(const std::string& plural, const json& object) {
   const std::string name = object["metadata"]["name"];
-  const std::string path = fmt::format("/api/v1/namespaces/{}/{}", ctx_.namespace_name, plural);
+  const std::string path = CollectionPath(plural);
   Status last = Status::Ok();
   ObjectCache* cache = caches_.Synced(plural);
   for (int attempt = 0; attempt < kConflictRetries; ++attempt) {
@@ -151,6 +157,19 @@ Result<std::optional<ConfigMap>> KubernetesRuntime::GetConfigMap(const std::stri
 }
 
 Status KubernetesRuntime::DeleteConfigMap(const std::string& name) { return DeleteObject("configmaps", name); }
+
+Status KubernetesRuntime::ApplyNetworkPolicy(const NetworkPolicy& policy) {
+  return Upsert("networkpolicies", NetworkPolicyObject(policy, ctx_));
+}
+
+Result<std::optional<NetworkPolicy>> KubernetesRuntime::GetNetworkPolicy(const std::string& name) {
+  ASSIGN_OR_RETURN(auto o, GetObject("networkpolicies", name));
+  if (!o) return std::optional<NetworkPolicy>();
+  ASSIGN_OR_RETURN(NetworkPolicy p, NetworkPolicyFromObject(name, *o));
+  return std::optional<NetworkPolicy>(std::move(p));
+}
+
+Status KubernetesRuntime::DeleteNetworkPolicy(const std::string& name) { return DeleteObject("networkpolicies", name); }
 
 Status KubernetesRuntime::ApplySecret(const Secret& secret) {
   RETURN_IF_ERROR(Upsert("secrets", SecretObject(secret, ctx_)));

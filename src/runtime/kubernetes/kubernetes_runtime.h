@@ -37,6 +37,9 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   Status ApplyConfigMap(const ConfigMap& cm) override;
   Result<std::optional<ConfigMap>> GetConfigMap(const std::string& name) override;
   Status DeleteConfigMap(const std::string& name) override;
+  Status ApplyNetworkPolicy(const NetworkPolicy& policy) override;
+  Result<std::optional<NetworkPolicy>> GetNetworkPolicy(const std::string& name) override;
+  Status DeleteNetworkPolicy(const std::string& name) override;
   Status ApplySecret(const Secret& secret) override;
   Result<std::optional<Secret>> GetSecret(const std::string& name) override;
   Status DeleteSecret(const std::string& name) override;
@@ -58,6 +61,7 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   void UseCaches(Caches caches) { caches_ = std::move(caches); }
 
  private:
+  std::string CollectionPath(const std::string& plural) const;
   std::string Path(const std::string& plural, const std::string& name = "") const;
   // Creates the object, or replaces it keeping its resourceVersion; retried on conflicts.
   Status Upsert(const std::string& plural, const nlohmann::json& object);

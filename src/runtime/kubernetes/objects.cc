@@ -146,6 +146,47 @@ std::string ObjectName(const ObjectContext& ctx, const std::string& name) {
 
 std::string HostsServiceName(const ObjectContext& ctx) { return ctx.cluster + "-hosts"; }
 
+json NetworkPolicyObject(const NetworkPolicy& policy, const ObjectContext& ctx) {
+  json ingress = json::array();
+  for (const auto& rule : policy.ingress) {
+    json from = json::array();
+    for (const auto& selector : rule.from) from.push_back({{"podSelector", {{"matchLabels", selector}}}});
+    json r = {{"from", from}};
+    if (!rule.tcp_ports.empty()) {
+      json ports = json::array();
+      for (int port : rule.tcp_ports) ports.push_back({{"protocol", "TCP"}, {"port", port}});
+      r["ports"] = ports;
+    }
+    ingress.push_back(r);
+  }
+  return {
+      {"apiVersion", "networking.k8s.io/v1"},
+      {"kind", "NetworkPolicy"},
+      {"metadata", Metadata(ctx, policy.name, {})},
+      {"spec",
+       {{"podSelector", {{"matchLabels", policy.pod_selector}}}, {"policyTypes", {"Ingress"}}, {"ingress", ingress}}}};
+}
+
+Result<NetworkPolicy> NetworkPolicyFromObject(const std::string& name, const json& object) {
+  try {
+    NetworkPolicy p;
+    p.name = name;
+    const json& spec = object.at("spec");
+    p.pod_selector = spec.at("podSelector").value("matchLabels", json::object()).get<LabelSelector>();
+    for (const auto& r : spec.value("ingress", json::array())) {
+      IngressRule rule;
+      for (const auto& f : r.value("from", json::array())) {
+        rule.from.push_back(f.at("podSelector").value("matchLabels", json::object()).get<LabelSelector>());
+      }
+      for (const auto& port : r.value("ports", json::array())) rule.tcp_ports.push_back(port.at("port").get<int>());
+      p.ingress.push_back(std::move(rule));
+    }
+    return p;
+  } catch (const json::exception& e) {
+    return Status::Errorf("network policy {}: {}", name, e.what());
+  }
+}
+
 json ConfigMapObject(const ConfigMap& cm, const ObjectContext& ctx) {
   json o = {{"apiVersion", "v1"}, {"kind", "ConfigMap"}, {"metadata", Metadata(ctx, cm.name, {})}};
   o["metadata"]["annotations"] = {{kModeAnnotation, Octal(static_cast<uint32_t>(cm.default_mode))}};

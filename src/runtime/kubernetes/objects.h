@@ -53,6 +53,9 @@ nlohmann::json ConfigMapObject(const ConfigMap& cm, const ObjectContext& ctx);
 nlohmann::json SecretObject(const Secret& secret, const ObjectContext& ctx, bool include_data = true);
 nlohmann::json VolumeClaimObject(const Volume& volume, const ObjectContext& ctx);
 nlohmann::json HostsServiceObject(const ObjectContext& ctx);
+// A networking.k8s.io/v1 NetworkPolicy (ingress only), and the policy read back from one.
+nlohmann::json NetworkPolicyObject(const NetworkPolicy& policy, const ObjectContext& ctx);
+Result<NetworkPolicy> NetworkPolicyFromObject(const std::string& name, const nlohmann::json& object);
 // Refuses a spec that cannot be expressed (a mount of a secret or volume not in `mounted`).
 Result<nlohmann::json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const ObjectContext& ctx);
 

@@ -24,6 +24,7 @@
 
 #include "common/files.h"
 #include "runtime/local/hosts_file.h"
+#include "runtime/local/pod_firewall.h"
 #include "runtime/local/pod_init.h"
 
 namespace hpc::runtime::local {
@@ -76,7 +77,7 @@ Result<std::map<std::string, std::string>> ReadDataDir(const std::string& dir) {
 
 Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options) {
   ASSIGN_OR_RETURN(Subnet subnet, ParseSubnet(options.subnet));
-  for (const char* sub : {"/configmaps", "/secrets", "/volumes", "/pods"}) {
+  for (const char* sub : {"/configmaps", "/secrets", "/volumes", "/pods", "/networkpolicies"}) {
     RETURN_IF_ERROR(files::MakeDirs(options.dir + sub, std::string(sub) == "/secrets" ? 0700 : 0755));
   }
   Network net(NamesFor(options.cluster_key), subnet);
@@ -85,7 +86,58 @@ Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options) {
   RETURN_IF_ERROR(rt->UpdateHosts());
   RETURN_IF_ERROR(files::WriteAtomic(rt->opts_.dir + "/resolv.conf",
                                      "# pods resolve names from /etc/hosts only\noptions timeout:1 attempts:1\n"));
+  // The supervisor (re)loads the policies, e.g. after the host restarted and lost its rules.
+  if (rt->opts_.supervise) RETURN_IF_ERROR(rt->SyncFirewall());
   return rt;
+}
+
+// ---- network policies ----
+
+Status LocalRuntime::ApplyNetworkPolicy(const NetworkPolicy& policy) {
+  if (!IsValidName(policy.name)) return Status::Errorf("network policy name \"{}\" is invalid", policy.name);
+  RETURN_IF_ERROR(
+      files::WriteAtomic(opts_.dir + "/networkpolicies/" + policy.name + ".json", NetworkPolicyJson(policy).dump(2)));
+  return SyncFirewall();
+}
+
+Result<std::optional<NetworkPolicy>> LocalRuntime::GetNetworkPolicy(const std::string& name) {
+  const std::string path = opts_.dir + "/networkpolicies/" + name + ".json";
+  if (!IsValidName(name) || !files::Exists(path)) return std::optional<NetworkPolicy>();
+  ASSIGN_OR_RETURN(std::string text, files::Read(path));
+  json j = json::parse(text, nullptr, false);
+  ASSIGN_OR_RETURN(NetworkPolicy p, NetworkPolicyFromJson(j));
+  return std::optional<NetworkPolicy>(std::move(p));
+}
+
+Status LocalRuntime::DeleteNetworkPolicy(const std::string& name) {
+  if (!IsValidName(name)) return Status::Errorf("network policy name \"{}\" is invalid", name);
+  ::unlink((opts_.dir + "/networkpolicies/" + name + ".json").c_str());
+  return SyncFirewall();
+}
+
+Status LocalRuntime::SyncFirewall() {
+  std::vector<NetworkPolicy> policies;
+  for (const auto& file : files::ListDir(opts_.dir + "/networkpolicies")) {
+    if (file.size() < 6 || file.substr(file.size() - 5) != ".json") continue;
+    ASSIGN_OR_RETURN(auto p, GetNetworkPolicy(file.substr(0, file.size() - 5)));
+    if (p) policies.push_back(std::move(*p));
+  }
+  if (policies.empty()) {
+    // No policy, no table: nothing is filtered (and nftables is not needed).
+    if (!firewall_loaded_ || !firewall_loaded_->empty()) RETURN_IF_ERROR(DeleteNftablesTable(FirewallTable()));
+    firewall_loaded_ = "";
+    return Status::Ok();
+  }
+  std::vector<FirewalledPod> pods;
+  for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
+    auto spec = GetPodSpec(name);
+    if (spec.ok() && *spec) pods.push_back({name, (*spec)->labels, network_.names().HostVeth(name)});
+  }
+  const std::string script = RenderPodFirewall(FirewallTable(), network_.names().HostVethPrefix(), policies, pods);
+  if (script == firewall_loaded_) return Status::Ok();
+  RETURN_IF_ERROR(LoadNftables(script));
+  firewall_loaded_ = script;
+  return Status::Ok();
 }
 
 // ---- config maps, secrets, volumes ----
@@ -248,6 +300,8 @@ Status LocalRuntime::CreatePod(const PodSpec& spec) {
   st.ip = network_.subnet().Address(host);
   RETURN_IF_ERROR(SaveState(spec.name, st));
   RETURN_IF_ERROR(files::WriteAtomic(PodDir(spec.name) + "/spec.json", SpecJson(spec).dump(2)));
+  // The pod's first packet already meets the policies that select it.
+  RETURN_IF_ERROR(SyncFirewall().WithContext("pod " + spec.name));
   Status started = StartPod(spec, &st);
   RETURN_IF_ERROR(SaveState(spec.name, st));
   return started;
@@ -374,6 +428,7 @@ Status LocalRuntime::DeletePod(const std::string& name) {
   RETURN_IF_ERROR(cgroups_.Remove(name).WithContext("pod " + name));
   spdlog::info("pod {} deleted", name);
   RETURN_IF_ERROR(files::RemoveAll(PodDir(name)));
+  RETURN_IF_ERROR(SyncFirewall());
   return UpdateHosts();
 }
 

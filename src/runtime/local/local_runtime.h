@@ -5,12 +5,13 @@
 //
 // Layout of `dir`:
 //   configmaps/<name>/<key>   secrets/<name>/<key> (0700 dir, 0600 files)   volumes/<name>/
-//   pods/<name>/{spec.json,state.json,launch.json,log,empty/<vol>/}
+//   pods/<name>/{spec.json,state.json,launch.json,log,empty/<vol>/}   networkpolicies/<name>.json
 #pragma once
 
 #include <chrono>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "runtime/local/network.h"
@@ -38,6 +39,9 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   Status ApplySecret(const Secret& secret) override;
   Result<std::optional<Secret>> GetSecret(const std::string& name) override;
   Status DeleteSecret(const std::string& name) override;
+  Status ApplyNetworkPolicy(const NetworkPolicy& policy) override;
+  Result<std::optional<NetworkPolicy>> GetNetworkPolicy(const std::string& name) override;
+  Status DeleteNetworkPolicy(const std::string& name) override;
   Status EnsureVolume(const Volume& volume) override;
   Status CreatePod(const PodSpec& spec) override;
   Status DeletePod(const std::string& name) override;
@@ -72,10 +76,15 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   bool ProbeReady(const PodSpec& spec, const PodState& st);
   bool ProbeAlive(const PodSpec& spec, const PodState& st);
   Result<std::string> ResolveMountSource(const PodSpec& spec, const Mount& m);
+  // Brings the cluster's nftables table (pod_firewall.h) in line with its policies and pods.
+  Status SyncFirewall();
+  std::string FirewallTable() const { return "hpcplane_" + network_.names().key; }
 
   Options opts_;
   Network network_;
   PodCgroups cgroups_;
+  // The firewall script last loaded ("": no table); unknown until the first sync.
+  std::optional<std::string> firewall_loaded_;
   std::map<pid_t, int> reaped_;  // exit statuses of our children, by pid
   // Supervision timers (steady-clock ms), kept in memory: a new daemon probes and starts at once.
   std::map<std::string, int64_t> next_probe_ms_;

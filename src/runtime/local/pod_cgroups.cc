@@ -24,8 +24,8 @@ namespace {
 
 // The v1 hierarchies pods get. Slurm's cgroup/v1 plugin uses freezer (proctrack), cpuset,
 // memory and devices (task) and cpuacct (accounting); cpu carries CPU limits; pids is counted.
-constexpr const char* kV1Controllers[] = {"cpu", "cpuacct", "cpu,cpuacct", "cpuset", "memory", "freezer", "devices",
-                                          "pids"};
+constexpr const char* kV1Controllers[] = {"cpu",    "cpuacct", "cpu,cpuacct", "cpuset",
+                                          "memory", "freezer", "devices",     "pids"};
 // The controllers a v2 pod gets, enabled from the root down to it.
 constexpr const char* kV2Controllers = "+cpu +cpuset +memory +pids";
 constexpr int64_t kCpuPeriodUs = 100000;

@@ -42,11 +42,16 @@ std::vector<LaunchMount> MountsFromJson(const nlohmann::json& j) {
 }  // namespace
 
 nlohmann::json ToJson(const LaunchPlan& p) {
-  return {{"hostname", p.hostname},   {"rootDir", p.root_dir},
-          {"tmpMiB", p.tmp_mib},      {"netns", p.netns_path},
-          {"mounts", MountsJson(p.mounts)}, {"cgroups", MountsJson(p.cgroups)},
-          {"command", p.command},     {"env", p.env},
-          {"uid", p.uid},             {"gid", p.gid},
+  return {{"hostname", p.hostname},
+          {"rootDir", p.root_dir},
+          {"tmpMiB", p.tmp_mib},
+          {"netns", p.netns_path},
+          {"mounts", MountsJson(p.mounts)},
+          {"cgroups", MountsJson(p.cgroups)},
+          {"command", p.command},
+          {"env", p.env},
+          {"uid", p.uid},
+          {"gid", p.gid},
           {"workingDir", p.working_dir}};
 }
 
@@ -168,7 +173,8 @@ void ShowPodCgroups(const std::string& root, const std::vector<LaunchMount>& cgr
     EnsureMountPoint(target, true);
     Bind(cg.source, target, cg.read_only);
   }
-  if (per_controller) MountOrDie(nullptr, base.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  if (per_controller)
+    MountOrDie(nullptr, base.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
 void BuildSystemRoot(const std::string& root, int64_t tmp_mib, const std::vector<LaunchMount>& cgroups) {

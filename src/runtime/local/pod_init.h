@@ -13,7 +13,8 @@
 //  - a private /tmp and /dev/shm (tmpfs of tmp_mib each), /run (tmpfs), /var with empty lib,
 //    log, spool, cache and tmp, an empty /root;
 //  - a minimal /dev (null, zero, full, random, urandom, tty, a private devpts), /proc of the
-//    pod's PID namespace (each user sees only their own processes), /sys read-only with only the pod's own cgroups under /sys/fs/cgroup.
+//    pod's PID namespace (each user sees only their own processes), /sys read-only with only the pod's own cgroups
+//    under /sys/fs/cgroup.
 // Nothing else of the host is there: no state dir, /home, /root, /var/lib/*, /work, other pods'
 // or clusters' files. Daemons that need more get it through explicit mounts.
 #pragma once

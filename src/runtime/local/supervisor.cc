@@ -1,4 +1,5 @@
 #include "runtime/local/local_runtime_internal.h"
+#include "runtime/local/pod_firewall.h"
 
 #include <signal.h>
 #include <sys/wait.h>
@@ -170,6 +171,9 @@ Status LocalRuntime::Teardown() {
   if (!s.ok() && first.ok()) first = s;
   s = cgroups_.RemoveAll();
   if (!s.ok() && first.ok()) first = s;
+  s = DeleteNftablesTable(FirewallTable());  // the policies stay, and hold again at the next start
+  if (!s.ok() && first.ok()) first = s;
+  firewall_loaded_.reset();
   return first;
 }
 

@@ -188,5 +188,23 @@ TEST(BuildersTest, UsersConfigMapAddsPrivateGroups) {
   EXPECT_NE(cm.data.at("users.json").find("\"alice\""), std::string::npos);
 }
 
+// Where jobs are confined, the worker pods (and only they) get their cgroups delegated, and
+// cgroup.conf sits next to slurm.conf.
+TEST(BuildersTest, ConfinedWorkersGetTheirCgroupsDelegatedAndCgroupConf) {
+  api::NodeSet ns;
+  ns.metadata.name = "cpu";
+  ns.spec.resources.cpus = 2;
+  BuildInputs in = Inputs();
+  EXPECT_FALSE(BuildWorkerPod(Cluster(), ns, 0, in).delegate_cgroups);
+  EXPECT_EQ(BuildSlurmConfigMap(Cluster(), {ns}).data.count("cgroup.conf"), 0u);
+  in.job_cgroups = slurm::JobCgroups::kV1;
+  EXPECT_TRUE(BuildWorkerPod(Cluster(), ns, 0, in).delegate_cgroups);
+  EXPECT_FALSE(BuildControllerPod(Cluster(), in).delegate_cgroups);
+  EXPECT_FALSE(BuildLoginPod(Cluster(), in).delegate_cgroups);
+  const auto cm = BuildSlurmConfigMap(Cluster(), {ns}, slurm::JobCgroups::kV1);
+  ASSERT_EQ(cm.data.count("cgroup.conf"), 1u);
+  EXPECT_NE(cm.data.at("cgroup.conf").find("ConstrainCores=yes"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpc::op

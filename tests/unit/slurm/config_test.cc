@@ -178,5 +178,27 @@ TEST(RestClientTest, ReportsErrorsInBody) {
   EXPECT_FALSE(RestClient::ParseNodes("<html>").ok());
 }
 
+// Confined jobs: cgroup plugins in slurm.conf and a cgroup.conf that constrains cores and
+// memory (devices only where there are GPUs); unconfined clusters keep process tracking only.
+TEST(SlurmConfTest, ConfinedJobsUseCgroupPluginsAndConstrainCoresAndMemory) {
+  const std::string off = RenderSlurmConf(Cluster(), {NodeSet("cpu")});
+  EXPECT_TRUE(HasLine(off, "ProctrackType=proctrack/linuxproc")) << off;
+  EXPECT_TRUE(HasLine(off, "TaskPlugin=task/none")) << off;
+  EXPECT_EQ(RenderCgroupConf(JobCgroups::kNone, false), "");
+  const std::string on = RenderSlurmConf(Cluster(), {NodeSet("cpu")}, JobCgroups::kV1);
+  EXPECT_TRUE(HasLine(on, "ProctrackType=proctrack/cgroup")) << on;
+  EXPECT_TRUE(HasLine(on, "TaskPlugin=task/cgroup,task/affinity")) << on;
+  const std::string v1 = RenderCgroupConf(JobCgroups::kV1, false);
+  for (const char* line :
+       {"CgroupPlugin=cgroup/v1", "CgroupMountpoint=/sys/fs/cgroup", "ConstrainCores=yes", "ConstrainRAMSpace=yes"}) {
+    EXPECT_TRUE(HasLine(v1, line)) << line << "\n" << v1;
+  }
+  EXPECT_FALSE(HasLine(v1, "ConstrainDevices=yes")) << v1;
+  EXPECT_TRUE(HasLine(RenderCgroupConf(JobCgroups::kV1, true), "ConstrainDevices=yes"));
+  const std::string v2 = RenderCgroupConf(JobCgroups::kV2, false);
+  EXPECT_TRUE(HasLine(v2, "CgroupPlugin=cgroup/v2")) << v2;
+  EXPECT_TRUE(HasLine(v2, "IgnoreSystemd=yes")) << v2;
+}
+
 }  // namespace
 }  // namespace hpc::slurm
