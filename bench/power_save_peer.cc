@@ -45,6 +45,9 @@ int main(int argc, char** argv) {
   auto* rt = &b.rt;
   const auto* cluster = &b.cluster;
   auto inputs = op::HostBuildInputs();
+  if (!inputs.ok()) return std::fprintf(stderr, "%s\n", inputs.status().message().c_str()), 1;
+  // The cluster's slurm.conf confines jobs as the daemon's does, so its slurmd needs the same.
+  inputs->job_cgroups = app::HostJobCgroups();
   const std::string requests = paths.RuntimeDir() + "/volumes/controller-state/peer/requests";
   size_t handled = 0;
   api::NodeSet cloud;

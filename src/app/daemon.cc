@@ -102,10 +102,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     return 1;
   }
   auto rt = std::move(rt_or).value();
-  // Jobs are confined where the workers' cgroups can be delegated to slurmd: cgroup v1 hosts.
-  // Slurm runs in a v2 hierarchy outside systemd only from 23.02 (IgnoreSystemd); Debian 12
-  // has 22.05, so there jobs stay unconfined until the cluster runs a newer Slurm.
-  if (rt->cgroup_hierarchy() == runtime::local::CgroupHierarchy::kV1) inputs->job_cgroups = slurm::JobCgroups::kV1;
+  inputs->job_cgroups = HostJobCgroups();
   if (RunningDaemon(p) != 0) {
     spdlog::error("another daemon already runs for cluster {}", p.name);
     return 1;

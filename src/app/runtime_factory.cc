@@ -60,6 +60,11 @@ Status CheckSubnetFree(const op::ClusterPaths& p, const std::string& cluster_nam
   return Status::Ok();
 }
 
+slurm::JobCgroups HostJobCgroups() {
+  return runtime::local::DetectCgroupHierarchy() == runtime::local::CgroupHierarchy::kV1 ? slurm::JobCgroups::kV1
+                                                                                         : slurm::JobCgroups::kNone;
+}
+
 int RunPodInit(const char* plan) { return runtime::local::RunPodInit(plan); }
 
 int RunPodExec(int argc, char** argv) { return runtime::local::RunPodExec(argc, argv); }

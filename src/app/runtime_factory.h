@@ -11,6 +11,7 @@
 #include "operator/daemon.h"
 #include "runtime/local/local_runtime.h"
 #include "runtime/pod_runtime.h"
+#include "slurm/config.h"
 
 namespace hpc::app {
 
@@ -30,6 +31,11 @@ Status TeardownRuntime(const op::ClusterPaths& p, const std::string& self_exe);
 
 // Refuses a subnet that another cluster's network already holds, before anything is created.
 Status CheckSubnetFree(const op::ClusterPaths& p, const std::string& cluster_name, const std::string& subnet);
+
+// How slurmd confines jobs in local worker pods: with cgroup v1 where this host has it.
+// Slurm runs in a v2 hierarchy outside systemd only from 23.02 (IgnoreSystemd); Debian 12 has
+// 22.05, so there jobs stay unconfined until the cluster runs a newer Slurm.
+slurm::JobCgroups HostJobCgroups();
 
 // The first process of a local pod (`hpcplane __pod-init PLAN`); returns its exit code.
 int RunPodInit(const char* plan);

@@ -333,6 +333,13 @@ def main():
         code, body = zed.call("GET", "/api/v1/session")
         check(code == 200 and body["subject"] == "zed" and body["projects"] == ["astro"],
               f"the token created in the console signs zed in for astro ({code} {body})")
+        # A hostile subject is refused with a message whose control characters are escaped.
+        driver.execute_script("document.getElementById('tok-subject').value = arguments[0];", "a\x1b]0;pwned\x07b\x00c")
+        driver.find_element(By.ID, "tok-create").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "tok-err-subject"), "must be a lowercase name"))
+        said = driver.execute_script("return document.getElementById('tok-err-subject').textContent;")
+        check(not any(ch in said for ch in "\x1b\x07\x00\n") and "\\x1b" in said,
+              f"a subject with ESC, BEL and NUL is refused with them escaped ({said!r})")
         # A job template for project astro, written in the console: a refused option shows its
         # message next to the field and stores nothing; a good one is listed.
         wait.until(EC.presence_of_element_located((By.ID, "tpl-form")))

@@ -29,7 +29,7 @@ BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else os.path.join(S
 HPCPLANE = os.path.join(BUILD, "hpcplane")
 EXAMPLE = os.path.join(SOURCE, "deploy/kubernetes/examples/cluster.yaml")
 NS = "slurm"
-KINDS = "pods,configmaps,secrets,persistentvolumeclaims,services"
+KINDS = "pods,configmaps,secrets,persistentvolumeclaims,services,networkpolicies"
 
 
 
@@ -158,7 +158,7 @@ class OperatorTest(unittest.TestCase):
         print(f"\noperator requests in the window: {sent}", file=sys.stderr)
         self.assertGreaterEqual(sent.get("create pods", 0), 1, sent)
         for resource in ("pods", "configmaps", "secrets", "services", "persistentvolumeclaims",
-                         "slurmclusters", "nodesets", "workspaces"):
+                         "networkpolicies", "slurmclusters", "nodesets", "workspaces"):
             for verb in ("get", "list"):
                 self.assertEqual(sent.get(f"{verb} {resource}", 0), 0,
                                  f"a pass sent {verb} {resource}; it should read the cache: {sent}")

@@ -24,8 +24,10 @@ namespace {
 
 // The v1 hierarchies pods get. Slurm's cgroup/v1 plugin uses freezer (proctrack), cpuset,
 // memory and devices (task) and cpuacct (accounting); cpu carries CPU limits; pids is counted.
-constexpr const char* kV1Controllers[] = {"cpu",    "cpuacct", "cpu,cpuacct", "cpuset",
-                                          "memory", "freezer", "devices",     "pids"};
+// The named systemd hierarchy and the hybrid's empty v2 one are there because Slurm tells the
+// host's layout by them (without /sys/fs/cgroup/systemd slurmd refuses to start).
+constexpr const char* kV1Controllers[] = {"cpu",     "cpuacct", "cpu,cpuacct", "cpuset",  "memory",
+                                          "freezer", "devices", "pids",        "systemd", "unified"};
 // The controllers a v2 pod gets, enabled from the root down to it.
 constexpr const char* kV2Controllers = "+cpu +cpuset +memory +pids";
 constexpr int64_t kCpuPeriodUs = 100000;
@@ -124,7 +126,8 @@ PodCgroups::PodCgroups(CgroupHierarchy hierarchy, std::string root, std::string 
 std::vector<std::string> PodCgroups::Controllers() const {
   std::vector<std::string> out;
   for (const char* c : kV1Controllers) {
-    if (IsDir(root_ + "/" + c) && IsFsType(root_ + "/" + c, CGROUP_SUPER_MAGIC)) out.push_back(c);
+    const std::string dir = root_ + "/" + c;
+    if (IsDir(dir) && (IsFsType(dir, CGROUP_SUPER_MAGIC) || IsFsType(dir, CGROUP2_SUPER_MAGIC))) out.push_back(c);
   }
   return out;
 }
