@@ -396,6 +396,12 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
   }
   if (!place.affinity.is_null()) pod_spec["affinity"] = place.affinity;
   if (!place.security_context.is_null()) pod_spec["securityContext"] = place.security_context;
+  // No user namespaces in any pod (as on the local runtime): the container runtime's default
+  // seccomp profile refuses them to processes without CAP_SYS_ADMIN. An admin's own profile
+  // for a nodeset's pods wins.
+  if (!pod_spec.contains("securityContext") || !pod_spec["securityContext"].contains("seccompProfile")) {
+    pod_spec["securityContext"]["seccompProfile"] = {{"type", "RuntimeDefault"}};
+  }
   if (!place.priority_class.empty()) pod_spec["priorityClassName"] = place.priority_class;
   if (!place.image_pull_secrets.empty()) {
     json secrets = json::array();

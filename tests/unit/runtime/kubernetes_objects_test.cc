@@ -119,6 +119,23 @@ TEST(KubernetesObjectsTest, AnUnprivilegedUserCannotEscalate) {
   EXPECT_EQ((*pod)["metadata"]["name"], "research-restapi") << "not prefixed twice";
 }
 
+// Every pod runs under the runtime's default seccomp profile (no user namespaces), unless the
+// admin gave the nodeset's pods a profile of their own.
+TEST(KubernetesObjectsTest, PodsRunUnderTheDefaultSeccompProfileUnlessTheAdminChoseOne) {
+  PodSpec p;
+  p.name = "cpu-0";
+  p.command = {"slurmd"};
+  auto pod = PodObject(p, {}, Context());
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ((*pod)["spec"]["securityContext"]["seccompProfile"], json::parse(R"({"type": "RuntimeDefault"})"));
+  p.placement.security_context = {{"seccompProfile", {{"type", "Localhost"}, {"localhostProfile", "hpc.json"}}},
+                                  {"fsGroup", 3000}};
+  auto own = PodObject(p, {}, Context());
+  ASSERT_TRUE(own.ok());
+  EXPECT_EQ((*own)["spec"]["securityContext"]["seccompProfile"]["type"], "Localhost");
+  EXPECT_EQ((*own)["spec"]["securityContext"]["fsGroup"], 3000);
+}
+
 TEST(KubernetesObjectsTest, SecretsReachTheContainerOwnedAndPrivate) {
   PodSpec p;
   p.name = "research-controller";
