@@ -347,6 +347,7 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   for (const auto& dir : cgroups_.Dirs(spec.name)) {
     plan.cgroups.push_back({dir.host_dir, dir.pod_path, !spec.delegate_cgroups});
   }
+  oom_kills_at_start_[spec.name] = cgroups_.OomKills(spec.name);
   const std::string plan_path = PodDir(spec.name) + "/launch.json";
   RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(plan).dump(2), 0600));
 

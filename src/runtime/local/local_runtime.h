@@ -90,6 +90,7 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   std::map<std::string, int64_t> next_probe_ms_;
   std::map<std::string, int64_t> next_start_ms_;
   std::map<std::string, int64_t> next_memory_check_ms_;
+  std::map<std::string, int64_t> oom_kills_at_start_;  // the pod cgroup's OOM kill count when it started
   std::map<std::string, int64_t> next_liveness_ms_;
   std::map<std::string, int> liveness_failures_;   // in a row
   std::map<std::string, std::string> killed_why_;  // pod -> why it was killed (memory limit or

@@ -169,7 +169,6 @@ std::vector<PodCgroupDir> PodCgroups::Dirs(const std::string& pod) const {
 
 Status PodCgroups::Create(const std::string& pod, const ResourceList& limits) const {
   if (hierarchy_ == CgroupHierarchy::kNone) return Status::Ok();
-  RETURN_IF_ERROR(Remove(pod));
   if (hierarchy_ == CgroupHierarchy::kV2) {
     std::string dir = root_;
     for (const std::string& level : {std::string("hpcplane"), key_, pod}) {

@@ -38,12 +38,13 @@ class PodCgroups {
   PodCgroups(CgroupHierarchy hierarchy, std::string root, std::string key);
 
   CgroupHierarchy hierarchy() const { return hierarchy_; }
-  /** Creates the pod's directories afresh (removing what an earlier run of it left) and sets
-   *  its limits: memory (limits.memory_mib) and CPU time (limits.cpus). */
+  /** Creates the pod's directories unless they exist and sets its limits: memory
+   *  (limits.memory_mib) and CPU time (limits.cpus). A restarted pod keeps its directories:
+   *  an exec still ending in them must not hold up the restart. */
   Status Create(const std::string& pod, const ResourceList& limits) const;
   /** The pod's directories; empty when the host has no usable hierarchy. */
   std::vector<PodCgroupDir> Dirs(const std::string& pod) const;
-  /** How many times the kernel's OOM killer has killed a process of the pod since Create. */
+  /** How many times the kernel's OOM killer has killed a process of the pod's cgroup. */
   int64_t OomKills(const std::string& pod) const;
   /** Removes the pod's directories and everything it created below them (empty by then: its
    *  processes are gone). Waits briefly for exiting processes to leave. */

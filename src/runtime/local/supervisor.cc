@@ -101,7 +101,7 @@ SupervisionResult LocalRuntime::Supervise() {
         const auto policy = (*spec)->restart_policy;
         bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
         st->message = fmt::format("exited with status {}", st->last_exit);
-        if (st->last_exit == 128 + SIGKILL && cgroups_.OomKills(name) > 0) {
+        if (st->last_exit == 128 + SIGKILL && cgroups_.OomKills(name) > oom_kills_at_start_[name]) {
           // The kernel enforced the limit: the pod's main process is what it killed.
           killed_why_[name] = fmt::format("killed: its processes went over its memory limit of {} MiB (OOM killer)",
                                           (*spec)->resources.limits.memory_mib);
