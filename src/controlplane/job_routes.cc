@@ -35,14 +35,12 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
     f->workspace = req.get_param_value("workspace");
     f->name_contains = req.get_param_value("name");
     // Names are checked like everywhere else: a filter that could match nothing is a mistake.
-    for (const auto& [param, value] : {std::pair<const char*, const std::string&>{"user", f->user},
-                                       std::pair<const char*, const std::string&>{"workspace", f->workspace}}) {
-      if (!value.empty() && !ValidName(value)) {
-        http::Error(res, 400, fmt::format("{} must be a lowercase name (got \"{}\")", param, value.substr(0, 64)),
-                    param);
-        return false;
-      }
-    }
+    auto valid_name = [&res](const char* param, const std::string& value) {
+      if (value.empty() || ValidName(value)) return true;
+      http::Error(res, 400, fmt::format("{} must be a lowercase name (got \"{}\")", param, value.substr(0, 64)), param);
+      return false;
+    };
+    if (!valid_name("user", f->user) || !valid_name("workspace", f->workspace)) return false;
     if (!f->state.empty() && f->state.find_first_not_of("ABCDEFGHIJKLMNOPQRSTUVWXYZ_") != std::string::npos) {
       http::Error(res, 400,
                   "state must be a Slurm job state such as COMPLETED (got \"" + f->state.substr(0, 40) + "\")",
