@@ -441,6 +441,36 @@ Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& so
   return w;
 }
 
+Result<Environment> DecodeEnvironment(const std::string& text, const std::string& source) {
+  if (text.size() > kMaxManifestBytes) return Status::Errorf("{}: larger than {} bytes", source, kMaxManifestBytes);
+  YAML::Node doc;
+  try {
+    doc = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    return Status::Errorf("{}: not YAML or JSON: {}", source, e.msg);
+  }
+  Status err;
+  FieldReader top(doc, "", &err);
+  if (!err.ok()) return err.WithContext(source);
+  std::string api_version, kind;
+  top.String("apiVersion", &api_version);
+  top.String("kind", &kind);
+  Environment e;
+  DecodeMeta(top, &e.metadata, &err);
+  const std::string subject = Subject("environment", e.metadata.name);
+  if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
+  if (api_version != kApiVersion || kind != kKindEnvironment) {
+    return Status::Errorf("{}: {}: must be apiVersion {}, kind {} (got {}, {})", source, subject, kApiVersion,
+                          kKindEnvironment, Printable(api_version), Printable(kind));
+  }
+  FieldReader spec(top.Get("spec"), "spec", &err);
+  WalkEnvironmentSpec(spec, &e.spec);
+  spec.Finish();
+  top.Finish();
+  if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
+  return e;
+}
+
 Result<Manifest> DecodeManifestFile(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, files::ReadAtMost(path, kMaxManifestBytes));
   return DecodeManifest(text, path);
@@ -499,7 +529,8 @@ nlohmann::json ToJson(const SlurmCluster& c) {
       {"kind", kKindSlurmCluster},
       {"metadata", MetaJson(c.metadata)},
       {"spec",
-       {{"network", {{"subnet", s.subnet}}},
+       {{"environment", s.environment},
+        {"network", {{"subnet", s.subnet}}},
         {"restApi", {{"port", s.rest_port}, {"memoryLimitMiB", s.rest_memory_limit_mib}}},
         {"login", {{"enabled", s.login_enabled}}},
         {"nodeSetDefaults", {{"minReplicaCount", s.min_replica_count}}},
@@ -558,6 +589,7 @@ nlohmann::json ToJson(const NodeSet& n) {
   const auto& s = n.spec;
   nlohmann::json spec = {
       {"cluster", s.cluster},
+      {"environment", s.environment},
       {"maxReplicas", s.max_replicas},
       {"idleTimeout", FormatDuration(s.idle_timeout_seconds)},
       {"resources",
@@ -728,6 +760,20 @@ NodeSetStatus NodeSetStatusFromJson(const nlohmann::json& j) {
     s.events.push_back({e.value("time", ""), e.value("type", ""), e.value("reason", ""), e.value("message", "")});
   }
   return s;
+}
+
+nlohmann::json ToJson(const Environment& e) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : e.spec.files) files.push_back({{"path", f.path}, {"content", f.content}, {"mode", f.mode}});
+  return {{"apiVersion", kApiVersion},
+          {"kind", kKindEnvironment},
+          {"metadata", MetaJson(e.metadata)},
+          {"spec",
+           {{"suite", e.spec.suite},
+            {"purpose", e.spec.purpose},
+            {"packages", e.spec.packages},
+            {"files", files},
+            {"postInstall", e.spec.post_install}}}};
 }
 
 }  // namespace hpc::api

@@ -29,7 +29,11 @@ Result<Manifest> DecodeManifestFile(const std::string& path);
 // ("spec.maxWorkers: must be an integer"); fields left out keep WorkspaceSpec's defaults.
 Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& source);
 
+// One Environment resource (`hpcplane environments build -f`), checked as DecodeWorkspace is.
+Result<Environment> DecodeEnvironment(const std::string& text, const std::string& source);
+
 nlohmann::json ToJson(const SlurmCluster& c);
+nlohmann::json ToJson(const Environment& e);
 nlohmann::json ToJson(const NodeSet& n);
 // A nodeset's node affinity and pod securityContext as Kubernetes writes them (`affinity`,
 // `securityContext`); null when unset. What the decoder reads is what these print.

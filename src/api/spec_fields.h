@@ -26,6 +26,7 @@ void WalkDatasets(R& r, std::vector<Dataset>* out) {
 
 template <typename R>
 void WalkClusterSpec(R& r, SlurmClusterSpec* s) {
+  r.String("environment", &s->environment);
   r.Object("network", [&](R& net) { net.String("subnet", &s->subnet); });
   r.Object("restApi", [&](R& rest) {
     rest.Integer("port", &s->rest_port);
@@ -66,6 +67,7 @@ void WalkClusterSpec(R& r, SlurmClusterSpec* s) {
 template <typename R>
 void WalkNodeSetSpec(R& r, NodeSetSpec* s) {
   r.String("cluster", &s->cluster);
+  r.String("environment", &s->environment);
   r.OptionalInt("replicas", &s->replicas);
   r.OptionalInt("minReplicas", &s->min_replicas);
   r.Integer("maxReplicas", &s->max_replicas);
@@ -158,6 +160,19 @@ void WalkWorkspaceSpec(R& r, WorkspaceSpec* s) {
   r.IntegerMap("datasetGroups", &s->dataset_gids);
   r.Bool("stopping", &s->stopping);
   r.Bool("cancelJobs", &s->cancel_jobs);
+}
+
+template <typename R>
+void WalkEnvironmentSpec(R& r, EnvironmentSpec* s) {
+  r.String("suite", &s->suite);
+  r.String("purpose", &s->purpose);
+  r.StringList("packages", &s->packages);
+  r.ObjectList("files", &s->files, [](R& f, EnvironmentFile* file) {
+    f.String("path", &file->path);
+    f.String("content", &file->content);
+    f.Integer("mode", &file->mode);
+  });
+  r.String("postInstall", &s->post_install);
 }
 
 }  // namespace hpc::api

@@ -14,6 +14,7 @@ inline constexpr const char* kApiVersion = "hpcplane.io/v1alpha1";
 inline constexpr const char* kKindSlurmCluster = "SlurmCluster";
 inline constexpr const char* kKindNodeSet = "NodeSet";
 inline constexpr const char* kKindWorkspace = "Workspace";
+inline constexpr const char* kKindEnvironment = "Environment";
 
 struct ObjectMeta {
   std::string name;
@@ -77,6 +78,9 @@ struct HealthChecksSpec {
 
 struct SlurmClusterSpec {
   std::string subnet;  // CIDR /24 for the local runtime; empty: derived from the name
+  // The cluster compute environment (an Environment's name, api/environments.h) every Slurm pod
+  // runs from; empty: the newest built-in. It decides the Slurm release.
+  std::string environment;
   int rest_port = 6820;
   // slurmrestd is restarted above this much memory (0: never). Slurm 22.05's slurmrestd keeps
   // the memory of every job listing it serves: listing 5,000 jobs once a second grew it to
@@ -172,6 +176,9 @@ struct PartitionSpec {
 
 struct NodeSetSpec {
   std::string cluster;
+  // The environment this nodeset's workers run from; empty: the cluster's. It must carry the
+  // cluster's Slurm release.
+  std::string environment;
   std::optional<int> replicas;      // workers pinned by hand; unset: autoscaled from demand
   std::optional<int> min_replicas;  // empty: the cluster's minReplicaCount
   int max_replicas = 4;
@@ -261,6 +268,30 @@ struct Workspace {
   ObjectMeta metadata;  // name: the workspace id; namespace_: the cluster
   WorkspaceSpec spec;
   WorkspaceStatus status;
+};
+
+// A compute environment: a root file system built from a Debian suite and packages
+// (mmdebstrap), that a cluster's pods (purpose "cluster": Slurm's daemons, MPI) or a workspace's
+// login pod (purpose "workspace": the Slurm CLI and the user's tools) run from.
+struct EnvironmentFile {
+  std::string path;  // absolute, inside the image
+  std::string content;
+  int mode = 0644;
+  bool operator==(const EnvironmentFile&) const = default;
+};
+
+struct EnvironmentSpec {
+  std::string suite;    // Debian suite: bookworm, trixie, sid, ...
+  std::string purpose;  // cluster | workspace
+  std::vector<std::string> packages;
+  std::vector<EnvironmentFile> files;
+  std::string post_install;  // a shell script run in the image as root once packages are in
+  bool operator==(const EnvironmentSpec&) const = default;
+};
+
+struct Environment {
+  ObjectMeta metadata;
+  EnvironmentSpec spec;
 };
 
 }  // namespace hpc::api

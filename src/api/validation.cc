@@ -6,6 +6,7 @@
 #include <regex>
 #include <set>
 
+#include "api/environments.h"
 #include "common/printable.h"
 
 namespace hpc::api {
@@ -330,6 +331,11 @@ Status Validate(const SlurmCluster& c) {
     return FieldError(subject, "metadata.name", st.message());
   }
   RETURN_IF_ERROR(ValidateLabels(subject, c.metadata.labels));
+  if (!s.environment.empty()) {
+    if (Status st = ValidateEnvironmentName(s.environment); !st.ok()) {
+      return FieldError(subject, "spec.environment", st.message());
+    }
+  }
   static const std::regex cidr(R"(^(\d{1,3})\.(\d{1,3})\.(\d{1,3})\.0/24$)");
   std::smatch m;
   in_addr addr{};
@@ -409,6 +415,11 @@ Status ValidateShape(const NodeSet& n) {
     return FieldError(subject, "metadata.name", st.message());
   }
   RETURN_IF_ERROR(ValidateLabels(subject, n.metadata.labels));
+  if (!s.environment.empty()) {
+    if (Status st = ValidateEnvironmentName(s.environment); !st.ok()) {
+      return FieldError(subject, "spec.environment", st.message());
+    }
+  }
   if (!s.cluster.empty()) {
     if (Status st = ValidateResourceName(s.cluster); !st.ok()) return FieldError(subject, "spec.cluster", st.message());
   }

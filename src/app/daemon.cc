@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "app/environments.h"
 #include "app/local_data_plane.h"
 #include "app/runtime_factory.h"
 #include "app/slurm_token_source.h"
@@ -96,6 +97,10 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     spdlog::error("{}", inputs.status().message());
     return 1;
   }
+  if (Status s = ResolveClusterImages(p.state_dir, *cluster, &*inputs); !s.ok()) {
+    spdlog::error("{}", s.message());
+    return 1;
+  }
   auto rt_or = OpenSupervisingRuntime(p, cluster->spec.subnet, self_exe);
   if (!rt_or.ok()) {
     spdlog::error("{}", rt_or.status().message());
@@ -125,8 +130,9 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   slurm::ScontrolInPod control(rt.get(), ControllerPodName(*cluster));
   ClusterReconciler cluster_rec(
       rt.get(), *inputs,
-      [&tokens](const std::string& host, int port) {
-        return std::make_unique<slurm::RestClient>(host, port, "slurm", [&tokens] { return tokens.Get(); });
+      [&tokens, api = inputs->release.RestApiPath()](const std::string& host, int port) {
+        return std::make_unique<slurm::RestClient>(
+            host, port, "slurm", [&tokens] { return tokens.Get(); }, api);
       },
       &control);
   NodeSetReconciler nodeset_rec(rt.get(), *inputs, &control);

@@ -1,5 +1,6 @@
 #include "app/runtime_factory.h"
 
+#include "app/environments.h"
 #include "operator/store.h"
 #include "runtime/local/network.h"
 #include "runtime/local/pod_exec.h"
@@ -15,6 +16,7 @@ Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenLocal(const op::Cluste
   o.cluster_key = p.NetworkKey();
   o.subnet = subnet;
   o.self_exe = self_exe;
+  o.image_store = ImageStoreDir(p.state_dir);
   o.supervise = supervise;
   return runtime::local::LocalRuntime::Create(o);
 }

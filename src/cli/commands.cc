@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/controlplane_commands.h"
+#include "cli/environment_commands.h"
 #include "cli/inspect_commands.h"
 #include "cli/kubernetes_commands.h"
 #include "cli/lifecycle_commands.h"
@@ -99,6 +100,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   auto run_controlplane_commands = AddControlPlaneCommands(app, g);
   auto run_project_commands = AddProjectCommands(app);
   auto run_kubernetes_commands = AddKubernetesCommands(app);
+  auto run_environment_commands = AddEnvironmentCommands(app, g);
 
   try {
     app.parse(argc, argv);
@@ -125,6 +127,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   if (int rc = run_workspace_commands(); rc >= 0) return rc;
   if (int rc = run_project_commands(); rc >= 0) return rc;
   if (int rc = run_kubernetes_commands(); rc >= 0) return rc;
+  if (int rc = run_environment_commands(); rc >= 0) return rc;
   return run_controlplane_commands();
 }
 

@@ -16,8 +16,10 @@
 
 #include "api/codec.h"
 #include "api/validation.h"
+#include "app/environments.h"
 #include "app/runtime_factory.h"
 #include "common/files.h"
+#include "common/printable.h"
 #include "controlplane/server.h"
 #include "embedded_cluster.h"
 #include "operator/conditions.h"
@@ -190,6 +192,18 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
   if (m.clusters.empty()) return Fail(Status::Errorf("{}: `up` needs a SlurmCluster", file));
   const api::SlurmCluster& c = m.clusters[0];
   op::ClusterPaths p{g.state_dir, c.metadata.name};
+  // The images the pods run from, built on first use (the first `up` of a release takes a
+  // minute or two; later ones reuse them).
+  {
+    std::vector<api::NodeSet> nodesets = m.nodesets;
+    if (stored) {
+      auto saved = op::Store(stored->Dir()).LoadNodeSets();
+      if (saved.ok()) nodesets = *saved;
+    }
+    Status images = app::EnsureClusterImages(
+        g.state_dir, c, nodesets, [](const std::string& line) { std::cout << "  " << Printable(line) << std::endl; });
+    if (!images.ok()) return Fail(images);
+  }
   pid_t running = op::RunningDaemon(p);
   if (running == 0) {
     // A subnet held by another cluster's network is refused before anything is created.

@@ -89,6 +89,19 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Run
   pollfd fds[2] = {{out_pipe[0], POLLIN, 0}, {err_pipe[0], POLLIN, 0}};
   int open_fds = 2;
   char buf[8192];
+  std::string partial[2];
+  auto emit_lines = [&](int i, bool at_end) {
+    if (!opts.on_line) return;
+    size_t nl;
+    while ((nl = partial[i].find('\n')) != std::string::npos) {
+      opts.on_line(partial[i].substr(0, nl));
+      partial[i].erase(0, nl + 1);
+    }
+    if (at_end && !partial[i].empty()) {
+      opts.on_line(partial[i]);
+      partial[i].clear();
+    }
+  };
   while (open_fds > 0) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
     if (left.count() <= 0) {
@@ -103,7 +116,10 @@ Result<ProcessResult> RunProcess(const std::vector<std::string>& argv, const Run
       ssize_t r = ::read(fds[i].fd, buf, sizeof buf);
       if (r > 0) {
         (i == 0 ? res.out : res.err).append(buf, static_cast<size_t>(r));
+        if (opts.on_line) partial[i].append(buf, static_cast<size_t>(r));
+        emit_lines(i, false);
       } else {
+        emit_lines(i, true);
         ::close(fds[i].fd);
         fds[i].fd = -1;
         --open_fds;

@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
@@ -25,6 +26,9 @@ struct RunOptions {
   std::chrono::milliseconds timeout{30000};
   std::map<std::string, std::string> extra_env;
   std::string stdin_data;
+  // Called with each line of output (stdout or stderr, without its newline) as it arrives,
+  // besides capturing it: progress of long commands.
+  std::function<void(const std::string& line)> on_line;
 };
 
 // Fails only when the program cannot be started; a non-zero exit is in the result.

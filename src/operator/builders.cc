@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/codec.h"
+#include "api/environments.h"
 #include "operator/workspace.h"
 #include "slurm/config.h"
 #include "slurm/health_check.h"
@@ -40,6 +41,11 @@ std::string WorkspaceLoginPodName(const api::Workspace& w) { return w.metadata.n
 std::string WorkspaceTokenSecretName(const api::Workspace& w) { return w.metadata.name + "-token"; }
 
 namespace {
+
+std::string ImageFor(const BuildInputs& in, const std::string& environment) {
+  auto it = in.images.find(environment);
+  return it == in.images.end() ? std::string() : it->second;
+}
 
 std::map<std::string, std::string> Labels(const api::SlurmCluster& c, const std::string& component) {
   return {{kLabelCluster, c.metadata.name}, {kLabelComponent, component}};
@@ -136,13 +142,15 @@ void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
 }  // namespace
 
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
-                                       slurm::JobCgroups cgroups) {
-  runtime::ConfigMap cm{
-      kConfigMapSlurm,
-      {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups)}, {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
+                                       const BuildInputs& in) {
+  const slurm::JobCgroups cgroups = in.job_cgroups;
+  runtime::ConfigMap cm{kConfigMapSlurm,
+                        {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups, in.release)},
+                         {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
   const bool any_gpu =
       std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
-  if (cgroups != slurm::JobCgroups::kNone) cm.data["cgroup.conf"] = slurm::RenderCgroupConf(cgroups, any_gpu);
+  if (cgroups != slurm::JobCgroups::kNone)
+    cm.data["cgroup.conf"] = slurm::RenderCgroupConf(cgroups, any_gpu, in.release);
   return cm;
 }
 
@@ -205,6 +213,7 @@ runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const std::ve
 
 PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = MungePodName(c);
   p.labels = Labels(c, "munge");
   p.uid = in.munge.uid;
@@ -223,6 +232,7 @@ PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
 
 PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = ControllerPodName(c);
   p.labels = Labels(c, "controller");
   // Started as root; slurmctld drops to SlurmUser itself.
@@ -250,6 +260,7 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
 
 PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = RestApiPodName(c);
   p.labels = Labels(c, "restapi");
   // slurmrestd refuses to run as root or SlurmUser.
@@ -259,8 +270,13 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // instead of authenticating everything as its own user with munge.
   // Errors only: at info it logs two lines per request, and the operator asks every second.
   p.env = {{"SLURM_JWT", "daemon"}, {"SLURMRESTD_DEBUG", "2"}};
-  p.command = {
-      "slurmrestd", "-a", "rest_auth/jwt", "-s", "openapi/v0.0.38", "0.0.0.0:" + std::to_string(c.spec.rest_port)};
+  // 23.11 on: plugins by component, every data parser loaded; before, one versioned plugin.
+  p.command = {"slurmrestd",
+               "-a",
+               "rest_auth/jwt",
+               "-s",
+               in.release.RestPluginsByComponent() ? "openapi/slurmctld" : "openapi/v0.0.38",
+               "0.0.0.0:" + std::to_string(c.spec.rest_port)};
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);
   p.readiness.tcp_port = c.spec.rest_port;
@@ -273,6 +289,7 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
 
 PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = LoginPodName(c);
   p.labels = Labels(c, "login");
   // The login pod only hosts users' `exec` sessions; its own process holds no privilege.
@@ -287,6 +304,7 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
 
 PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int ordinal, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::WorkerEnvironment(ns, c));
   p.name = WorkerPodName(ns, ordinal);
   p.labels = Labels(c, "worker");
   p.labels[kLabelNodeSet] = ns.metadata.name;
@@ -321,14 +339,18 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
 
 PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = MariaDbPodName(c);
   p.labels = Labels(c, "mariadb");
   p.uid = in.mysql.uid;
   p.gid = in.mysql.gid;
   // The data directory is initialised once; the marker makes an interrupted first start retry
   // from scratch instead of serving a half-written system schema.
+  // Slurm's settings: its lock wait, and (MariaDB 11.6 on, "loose" where older ones lack it) no
+  // snapshot isolation, with which slurmdbd exits on a write conflict.
   const std::string opts =
-      "--no-defaults --datadir=/var/lib/mysql --innodb-buffer-pool-size=32M --innodb-log-file-size=16M";
+      "--no-defaults --datadir=/var/lib/mysql --innodb-buffer-pool-size=32M --innodb-log-file-size=16M "
+      "--innodb-lock-wait-timeout=900 --loose-innodb-snapshot-isolation=OFF";
   p.command = {
       "/bin/sh", "-ec",
       "if [ ! -e /var/lib/mysql/.hpcplane-initialized ]; then\n"
@@ -363,6 +385,7 @@ std::string DatabaseInitSql(const std::string& password) {
 
 PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = SlurmdbdPodName(c);
   p.labels = Labels(c, "slurmdbd");
   // slurmdbd.conf must be owned by SlurmUser and 0600: the pod runs as SlurmUser from the start.
@@ -425,6 +448,7 @@ std::map<std::string, std::string> WorkspaceShellEnv(const api::Workspace& w) {
 
 PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace& w, const BuildInputs& in) {
   PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = WorkspaceLoginPodName(w);
   p.labels = Labels(c, "workspace-login");
   p.labels[kLabelWorkspace] = w.metadata.name;

@@ -2,12 +2,14 @@
 // everything from the host (user ids, /etc/passwd) comes in through BuildInputs.
 #pragma once
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "api/types.h"
 #include "runtime/pod_runtime.h"
 #include "slurm/config.h"
+#include "slurm/release.h"
 
 namespace hpc::op {
 
@@ -34,6 +36,13 @@ struct BuildInputs {
   // How slurmd confines jobs (slurm/config.h); anything but kNone delegates the worker pods'
   // cgroups to them.
   slurm::JobCgroups job_cgroups = slurm::JobCgroups::kNone;
+  // The Slurm release the cluster's images carry (slurmrestd's plugins, slurm.conf's options).
+  slurm::Release release;
+  // Environment name -> the image pods of that environment run (PodSpec::image); an
+  // environment not listed runs without one (the host's system, or the Kubernetes image).
+  std::map<std::string, std::string> images;
+  // The munge the pods run (the cluster image's, else the host's), for status.
+  std::string munge_version;
 };
 
 // Where pods find slurm-users when it is mounted whole (BuildInputs::users_from_directory); the
@@ -83,8 +92,9 @@ std::string WorkspaceTokenSecretName(const api::Workspace& w);
 runtime::ConfigMap BuildScriptsConfigMap();
 // Each nodeset's health check settings and its admin's check scripts (slurm/health_check.h).
 runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+// slurm.conf (and cgroup.conf when jobs are confined) for the release and cgroups of `in`.
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
-                                       slurm::JobCgroups cgroups = slurm::JobCgroups::kNone);
+                                       const BuildInputs& in = {});
 // A project dataset's group: its volume is root:<group> 2770; members reach it, nobody else.
 struct DatasetGroup {
   std::string name;  // DatasetGroupName(dataset)

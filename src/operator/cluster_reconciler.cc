@@ -12,20 +12,6 @@
 
 namespace hpc::op {
 
-namespace {
-// munged's version ("munge-0.5.15 (2022-06-22)" -> "0.5.15"); the pods run the host's munge.
-const std::string& MungeVersion() {
-  static const std::string version = [] {
-    auto r = RunProcess({"munged", "-V"});
-    if (!r.ok() || !r->ok()) return std::string();
-    std::string out = r->out.empty() ? r->err : r->out;
-    if (out.rfind("munge-", 0) != 0) return std::string();
-    return out.substr(6, out.find_first_of(" \n") - 6);
-  }();
-  return version;
-}
-}  // namespace
-
 Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
   // Generated once and kept: a new munge or JWT key would invalidate every credential in use.
   ASSIGN_OR_RETURN(auto munge, rt_->GetSecret(kSecretMunge));
@@ -97,7 +83,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
                                        const std::vector<DatasetGroup>& dataset_groups) {
   runtime::ConfigMap users = BuildUsersConfigMap(c, extra_users, in_, dataset_groups);
   ASSIGN_OR_RETURN(auto existing_users, rt_->GetConfigMap(kConfigMapUsers));
-  runtime::ConfigMap cm = BuildSlurmConfigMap(c, nodesets, in_.job_cgroups);
+  runtime::ConfigMap cm = BuildSlurmConfigMap(c, nodesets, in_);
   ASSIGN_OR_RETURN(auto existing, rt_->GetConfigMap(kConfigMapSlurm));
   // Users first: partitions resolve AllowGroups against them when created or updated.
   bool changed = !existing || existing->data != cm.data || !existing_users || existing_users->data != users.data;
@@ -253,7 +239,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
       // One Slurm installation serves every daemon of a local cluster.
       if (slurmdbd_ready_) st.component_versions["slurm/slurmdbd"] = *version;
       // Slurm answering means munge authenticates between its daemons.
-      if (!MungeVersion().empty()) st.component_versions["munge"] = MungeVersion();
+      if (!in_.munge_version.empty()) st.component_versions["munge"] = in_.munge_version;
     } else {
       slurm_error = version.status().message();
     }

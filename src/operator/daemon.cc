@@ -36,6 +36,11 @@ Result<BuildInputs> HostBuildInputs() {
   in.mysql = LookupAccount("mysql").value_or(Account{-1, -1});
   ASSIGN_OR_RETURN(in.host_passwd, files::Read("/etc/passwd"));
   ASSIGN_OR_RETURN(in.host_group, files::Read("/etc/group"));
+  // munged's version ("munge-0.5.15 (2022-06-22)" -> "0.5.15"), for pods that run the host's.
+  if (auto r = RunProcess({"munged", "-V"}); r.ok() && r->ok()) {
+    std::string out = r->out.empty() ? r->err : r->out;
+    if (out.rfind("munge-", 0) == 0) in.munge_version = out.substr(6, out.find_first_of(" \n") - 6);
+  }
   return in;
 }
 

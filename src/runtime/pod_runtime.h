@@ -127,6 +127,10 @@ inline constexpr int64_t kDefaultPodTmpMiB = 1024;
 struct PodSpec {
   std::string name;  // also the pod's host name
   std::map<std::string, std::string> labels;
+  // The image the pod's system directories come from: local runtime, an image of its store
+  // ("name@sha256:<digest>", local/image_store.h); empty: the host's. The Kubernetes runtime
+  // runs its configured image and leaves this aside.
+  std::string image;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int64_t uid = 0;  // the main process's user; 0 only for daemons that drop privileges themselves

@@ -35,6 +35,7 @@ json SpecJson(const PodSpec& s) {
   json out = {
       {"name", s.name},
       {"labels", s.labels},
+      {"image", s.image},
       {"command", s.command},
       {"env", s.env},
       {"uid", s.uid},
@@ -88,6 +89,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     PodSpec s;
     s.name = j.at("name");
     s.labels = j.at("labels").get<std::map<std::string, std::string>>();
+    s.image = j.value("image", "");
     s.command = j.at("command").get<std::vector<std::string>>();
     s.env = j.at("env").get<std::map<std::string, std::string>>();
     s.uid = j.at("uid");

@@ -52,7 +52,7 @@ std::string ControllerHost(const api::SlurmCluster& c) { return c.metadata.name 
 std::string SlurmdbdHost(const api::SlurmCluster& c) { return c.metadata.name + "-slurmdbd"; }
 std::string DatabaseHost(const api::SlurmCluster& c) { return c.metadata.name + "-mariadb"; }
 
-std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu) {
+std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu, const Release& release) {
   if (cgroups == JobCgroups::kNone) return "";
   std::ostringstream o;
   o << "# Rendered by hpcplane. Do not edit: hpcplane rewrites it.\n"
@@ -60,7 +60,8 @@ std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu) {
     << "\n"
     // What the worker pod sees at /sys/fs/cgroup is its own cgroup, delegated to slurmd.
     << "CgroupMountpoint=/sys/fs/cgroup\n";
-  if (cgroups == JobCgroups::kV1) o << "CgroupAutomount=no\n";
+  // Retired in 23.11 (slurmd no longer mounts anything itself).
+  if (cgroups == JobCgroups::kV1 && !release.AtLeast(23, 11)) o << "CgroupAutomount=no\n";
   // slurmd is the pod's own process, not a systemd unit.
   if (cgroups == JobCgroups::kV2) o << "IgnoreSystemd=yes\n";
   o << "ConstrainCores=yes\n"
@@ -70,7 +71,7 @@ std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu) {
 }
 
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in,
-                            JobCgroups cgroups) {
+                            JobCgroups cgroups, const Release& release) {
   std::vector<api::NodeSet> nodesets = nodesets_in;
   std::sort(nodesets.begin(), nodesets.end(),
             [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
@@ -141,6 +142,11 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     o << "HealthCheckProgram=" << kHealthCheckProgram << "\n"
       << "HealthCheckInterval=" << hc.interval_seconds << "\n"
       << "HealthCheckNodeState=ANY\n";
+    // 25.11 bounds how long slurmd waits for the program (default 60 s), below the interval.
+    // The check detaches from slurmd at once (health_check.h); this only bounds a hung start.
+    if (release.AtLeast(25, 11)) {
+      o << "HealthCheckTimeout=" << std::max<int64_t>(1, std::min(hc.timeout_seconds, hc.interval_seconds - 1)) << "\n";
+    }
   }
   if (hc.enabled && !AdminSets(c, "Epilog")) o << "Epilog=" << kHealthCheckProgram << "\n";
   for (const auto& line : c.spec.extra_config) o << line << "\n";
@@ -226,7 +232,7 @@ std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db
     << "DbdHost=" << SlurmdbdHost(c) << "\n"
     << "DbdPort=" << kSlurmdbdPort << "\n"
     << "SlurmUser=slurm\n"
-    << "PidFile=/run/slurmdbd.pid\n"
+    << "PidFile=/tmp/slurmdbd.pid\n"  // slurmdbd runs as SlurmUser, which cannot write /run
     << "DebugLevel=info\n"
     << "StorageType=accounting_storage/mysql\n"
     << "StorageHost=" << DatabaseHost(c) << "\n"

@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "api/types.h"
+#include "slurm/release.h"
 
 namespace hpc::slurm {
 
@@ -43,12 +44,14 @@ std::string DatabaseHost(const api::SlurmCluster& c);
 // cgroup v2 outside a systemd unit needs Slurm 23.02's IgnoreSystemd.
 enum class JobCgroups { kNone, kV1, kV2 };
 
+// `release` is the Slurm the cluster runs: options that release lacks or has retired are left
+// out, settings it requires put in.
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
-                            JobCgroups cgroups = JobCgroups::kNone);
+                            JobCgroups cgroups = JobCgroups::kNone, const Release& release = {});
 
 // cgroup.conf, next to slurm.conf, for confined jobs: a job gets the cores and memory it was
 // allocated and no more (and only its GPUs, where nodesets have some). Empty for kNone.
-std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu);
+std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu, const Release& release = {});
 
 // SchedulerParameters= for slurm.conf: hpcplane's defaults (quick scheduling of work on newly
 // registered workers), each left out where the admin's `admin` tokens set the same key, then theirs.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 #include <set>
 
 #include <httplib.h>
@@ -13,7 +14,6 @@ namespace hpc::slurm {
 using nlohmann::json;
 
 namespace {
-constexpr const char* kApi = "/slurm/v0.0.38";
 
 std::string Lower(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return std::tolower(c); });
@@ -24,18 +24,63 @@ std::string Upper(std::string s) {
   return s;
 }
 
-// Integers slurmrestd may send as null or as Slurm's NO_VAL/INFINITE sentinels: 0 then.
-int64_t Int(const json& obj, const char* key) {
+// The two shapes of Slurm's JSON: data parser v0.0.38 (Slurm 22.05) and v0.0.40 on (23.11 on,
+// what squeue --json and slurmrestd give on 24.11 and 26.05). Later versions write numbers that
+// may be unset or infinite as {"set": true, "infinite": false, "number": N}, and states and flags
+// as lists of strings (["IDLE", "DYNAMIC_NORM"]) where v0.0.38 has a string and a separate
+// flags list.
+
+// A number, or the number of such an object; nullopt when absent, unset or infinite.
+std::optional<double> Number(const json& obj, const char* key) {
   auto it = obj.find(key);
-  if (it == obj.end() || !it->is_number()) return 0;
-  double v = it->get<double>();
-  if (v < 0 || v >= 4294967294.0) return 0;
-  return static_cast<int64_t>(v);
+  if (it == obj.end()) return std::nullopt;
+  if (it->is_number()) return it->get<double>();
+  if (it->is_object() && it->value("set", false) && !it->value("infinite", false)) {
+    auto n = it->find("number");
+    if (n != it->end() && n->is_number()) return n->get<double>();
+  }
+  return std::nullopt;
+}
+
+// Integers slurmrestd may send as null, unset, infinite or as Slurm's NO_VAL/INFINITE
+// sentinels: 0 then.
+int64_t Int(const json& obj, const char* key) {
+  auto v = Number(obj, key);
+  if (!v || *v < 0 || *v >= 4294967294.0) return 0;
+  return static_cast<int64_t>(*v);
 }
 
 std::string Str(const json& obj, const char* key) {
   auto it = obj.find(key);
   return it != obj.end() && it->is_string() ? it->get<std::string>() : std::string();
+}
+
+// A list of strings, or a comma-separated string of them.
+std::vector<std::string> Strings(const json& obj, const char* key) {
+  std::vector<std::string> out;
+  auto it = obj.find(key);
+  if (it == obj.end()) return out;
+  if (it->is_array()) {
+    for (const auto& v : *it) {
+      if (v.is_string()) out.push_back(v.get<std::string>());
+    }
+  } else if (it->is_string()) {
+    const std::string s = it->get<std::string>();
+    size_t start = 0;
+    while (start < s.size()) {
+      size_t comma = s.find(',', start);
+      if (comma == std::string::npos) comma = s.size();
+      if (comma > start) out.push_back(s.substr(start, comma - start));
+      start = comma + 1;
+    }
+  }
+  return out;
+}
+
+// A state: a string (v0.0.38), or the first of a list whose others are flags (v0.0.40 on).
+std::string State(const json& obj, const char* key) {
+  auto states = Strings(obj, key);
+  return states.empty() ? std::string() : states.front();
 }
 
 // GPUs per node in a TRES string such as "gres:gpu:2", "gres/gpu=2" or "gres:gpu:a100:1".
@@ -80,13 +125,17 @@ Result<std::string> RestClient::Get(const std::string& path) {
 }
 
 Result<std::string> RestClient::Ping() {
-  ASSIGN_OR_RETURN(std::string body, Get(std::string(kApi) + "/ping"));
+  ASSIGN_OR_RETURN(std::string body, Get(api_ + "/ping"));
   json j = json::parse(body, nullptr, false);
   if (j.is_discarded() || !j.is_object()) return Status::Error("slurmrestd /ping: answer is not JSON");
   RETURN_IF_ERROR(BodyErrors(j));
   for (const auto& p : j.value("pings", json::array())) {
-    if (p.value("ping", "") == "UP") {
-      std::string release = j["meta"]["Slurm"].value("release", "");
+    if (!p.is_object()) continue;
+    // v0.0.38: "ping": "UP"; later: "pinged": "UP" (and "responding": true).
+    if (Str(p, "ping") == "UP" || Str(p, "pinged") == "UP") {
+      const json meta = j.value("meta", json::object());
+      const json slurm = meta.contains("slurm") ? meta["slurm"] : meta.value("Slurm", json::object());
+      std::string release = slurm.is_object() ? Str(slurm, "release") : "";
       return release.empty() ? std::string("unknown") : release;
     }
   }
@@ -94,17 +143,17 @@ Result<std::string> RestClient::Ping() {
 }
 
 Result<std::vector<SlurmNode>> RestClient::Nodes() {
-  ASSIGN_OR_RETURN(std::string body, Get(std::string(kApi) + "/nodes"));
+  ASSIGN_OR_RETURN(std::string body, Get(api_ + "/nodes"));
   return ParseNodes(body);
 }
 
 Result<std::vector<SlurmJob>> RestClient::Jobs() {
-  ASSIGN_OR_RETURN(std::string body, Get(std::string(kApi) + "/jobs"));
+  ASSIGN_OR_RETURN(std::string body, Get(api_ + "/jobs"));
   return ParseJobs(body);
 }
 
 Result<std::vector<SlurmPartition>> RestClient::Partitions() {
-  ASSIGN_OR_RETURN(std::string body, Get(std::string(kApi) + "/partitions"));
+  ASSIGN_OR_RETURN(std::string body, Get(api_ + "/partitions"));
   return ParsePartitions(body);
 }
 
@@ -114,7 +163,13 @@ Result<std::vector<SlurmPartition>> RestClient::ParsePartitions(const std::strin
   RETURN_IF_ERROR(BodyErrors(j));
   std::vector<SlurmPartition> out;
   try {
-    for (const auto& p : j.at("partitions")) out.push_back({Str(p, "name"), Upper(Str(p, "state"))});
+    for (const auto& p : j.at("partitions")) {
+      // v0.0.40 on: the state is in "partition": {"state": ["UP"]}.
+      std::string state = State(p, "state");
+      if (state.empty() && p.contains("partition") && p["partition"].is_object())
+        state = State(p["partition"], "state");
+      out.push_back({Str(p, "name"), Upper(state)});
+    }
   } catch (const json::exception& e) {
     return Status::Errorf("slurmrestd /partitions: unexpected answer: {}", e.what());
   }
@@ -130,21 +185,16 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
     for (const auto& n : j.at("nodes")) {
       SlurmNode node;
       node.name = Str(n, "name");
-      node.state = Lower(Str(n, "state").empty() ? "unknown" : Str(n, "state"));
-      for (const auto& f : n.value("state_flags", json::array())) node.flags.insert(Upper(f.get<std::string>()));
+      auto states = Strings(n, "state");
+      node.state = Lower(states.empty() ? "unknown" : states.front());
+      for (size_t i = 1; i < states.size(); ++i) node.flags.insert(Upper(states[i]));
+      for (const auto& f : Strings(n, "state_flags")) node.flags.insert(Upper(f));
       node.reason = Str(n, "reason");
       node.reason_set_by = Str(n, "reason_set_by_user");
       node.reason_changed_at = Int(n, "reason_changed_at");
       node.extra = Str(n, "extra");
-      std::string features = Str(n, "features");
-      size_t start = 0;
-      while (start < features.size()) {
-        size_t comma = features.find(',', start);
-        if (comma == std::string::npos) comma = features.size();
-        if (comma > start) node.features.insert(features.substr(start, comma - start));
-        start = comma + 1;
-      }
-      for (const auto& p : n.value("partitions", json::array())) node.partitions.insert(p.get<std::string>());
+      for (const auto& f : Strings(n, "features")) node.features.insert(f);
+      for (const auto& p : Strings(n, "partitions")) node.partitions.insert(p);
       node.cpus = static_cast<int>(Int(n, "cpus"));
       node.alloc_cpus = static_cast<int>(Int(n, "alloc_cpus"));
       node.last_busy = Int(n, "last_busy");
@@ -175,6 +225,7 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
                                               "memory_per_cpu",
                                               "tres_per_node",
                                               "shared",
+                                              "exclusive",
                                               "array_task_string",
                                               "array_max_tasks",
                                               "restart_cnt",
@@ -190,7 +241,7 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
       SlurmJob job;
       job.job_id = Int(x, "job_id");
       job.user = Str(x, "user_name");
-      job.state = Str(x, "job_state");
+      job.state = State(x, "job_state");
       job.reason = Str(x, "state_reason");
       job.partition = Str(x, "partition");
       job.nodes = Str(x, "nodes");
@@ -202,12 +253,17 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
       job.memory_per_node = Int(x, "memory_per_node");
       job.memory_per_cpu = Int(x, "memory_per_cpu");
       job.gpus_per_node = GpusIn(Str(x, "tres_per_node"));
-      job.exclusive = Str(x, "shared") == "none";
+      // v0.0.38: "shared": "none"; later: "shared": ["none"] or "exclusive": ["true"].
+      auto shared = Strings(x, "shared");
+      auto exclusive = Strings(x, "exclusive");
+      job.exclusive = std::find(shared.begin(), shared.end(), "none") != shared.end() ||
+                      std::find(exclusive.begin(), exclusive.end(), "true") != exclusive.end();
       job.array_task_string = Str(x, "array_task_string");
       job.array_max_tasks = static_cast<int>(Int(x, "array_max_tasks"));
       job.restart_count = static_cast<int>(Int(x, "restart_cnt"));
       job.dependency = Str(x, "dependency");
-      job.priority = x.contains("priority") && x["priority"].is_number_integer() ? x["priority"].get<int64_t>() : -1;
+      auto priority = Number(x, "priority");
+      job.priority = priority ? static_cast<int64_t>(*priority) : -1;
       out.push_back(std::move(job));
     }
   } catch (const json::exception& e) {

@@ -1,4 +1,5 @@
-// SlurmReader over slurmrestd's OpenAPI v0.0.38 with a JWT for the Slurm user.
+// SlurmReader over slurmrestd's OpenAPI (v0.0.38 for Slurm 22.05, v0.0.42 from 23.11 on, Release::RestApiPath())
+// with a JWT for the Slurm user; the parsers read both shapes of Slurm's JSON.
 #pragma once
 
 #include <chrono>
@@ -12,9 +13,15 @@ namespace hpc::slurm {
 class RestClient : public SlurmReader {
  public:
   // `token` is asked for on every request, so a refreshed token is used as soon as it exists.
+  // `api` is the OpenAPI path prefix of the cluster's release (Release::RestApiPath()).
   RestClient(std::string host, int port, std::string user, std::function<std::string()> token,
-             std::chrono::milliseconds timeout = std::chrono::milliseconds(3000))
-      : host_(std::move(host)), port_(port), user_(std::move(user)), token_(std::move(token)), timeout_(timeout) {}
+             std::string api = "/slurm/v0.0.38", std::chrono::milliseconds timeout = std::chrono::milliseconds(3000))
+      : host_(std::move(host)),
+        port_(port),
+        user_(std::move(user)),
+        token_(std::move(token)),
+        api_(std::move(api)),
+        timeout_(timeout) {}
 
   Result<std::string> Ping() override;
   Result<std::vector<SlurmNode>> Nodes() override;
@@ -33,6 +40,7 @@ class RestClient : public SlurmReader {
   int port_;
   std::string user_;
   std::function<std::string()> token_;
+  std::string api_;
   std::chrono::milliseconds timeout_;
 };
 

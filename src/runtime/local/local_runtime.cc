@@ -24,6 +24,7 @@
 
 #include "common/files.h"
 #include "runtime/local/hosts_file.h"
+#include "runtime/local/image_store.h"
 #include "runtime/local/pod_firewall.h"
 #include "runtime/local/pod_init.h"
 
@@ -319,6 +320,16 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   plan.root_dir = PodDir(spec.name) + "/rootfs";
   RETURN_IF_ERROR(files::MakeDirs(plan.root_dir, 0700));
   plan.tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kDefaultPodTmpMiB;
+  if (!spec.image.empty()) {
+    auto root = opts_.image_store.empty()
+                    ? Result<std::string>(Status::Errorf("image \"{}\": this runtime has no image store", spec.image))
+                    : ImageStore(opts_.image_store).RootOf(spec.image);
+    if (!root.ok()) {
+      st->message = root.status().message();
+      return root.status().WithContext("pod " + spec.name);
+    }
+    plan.image_root = *root;
+  }
   plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
   for (const auto& m : spec.mounts) {
     auto src = ResolveMountSource(spec, m);

@@ -27,6 +27,7 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
     std::string cluster_key;  // material for the network names (state dir + cluster name)
     std::string subnet;       // a.b.c.0/24
     std::string self_exe;     // the hpcplane binary, run as `__pod-init` in each pod
+    std::string image_store;  // where pods' images are (image_store.h); empty: none
     // Only the supervising process (the daemon) starts and restarts pods.
     bool supervise = false;
     std::chrono::milliseconds stop_grace{5000};

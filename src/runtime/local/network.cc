@@ -139,7 +139,10 @@ Status Network::EnsurePod(const std::string& pod, const std::string& ip) {
   host.push_back(fmt::format("link add {} type veth peer name eth0 netns {}", host_veth, ns));
   host.push_back(fmt::format("link set {} master {} up", host_veth, names_.Bridge()));
   RETURN_IF_ERROR(IpBatch("", host));
-  std::vector<std::string> inside = {fmt::format("addr add {}/24 dev eth0", ip), "link set eth0 up", "link set lo up"};
+  // IPv4 only: the bridge drops IPv6 (pod_firewall.h), so eth0 gets no link-local IPv6 address
+  // that programs would try and fail to use (Open MPI pairs processes over it and gives up).
+  std::vector<std::string> inside = {"link set eth0 addrgenmode none", fmt::format("addr add {}/24 dev eth0", ip),
+                                     "link set eth0 up", "link set lo up"};
   for (auto& route : PodRoutes(ip)) inside.push_back(std::move(route));
   return IpBatch(ns, inside);
 }

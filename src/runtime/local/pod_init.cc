@@ -16,6 +16,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <set>
 
 #include "common/files.h"
 #include "runtime/local/pod_cgroups.h"
@@ -44,6 +45,7 @@ std::vector<LaunchMount> MountsFromJson(const nlohmann::json& j) {
 nlohmann::json ToJson(const LaunchPlan& p) {
   return {{"hostname", p.hostname},
           {"rootDir", p.root_dir},
+          {"imageRoot", p.image_root},
           {"tmpMiB", p.tmp_mib},
           {"netns", p.netns_path},
           {"mounts", MountsJson(p.mounts)},
@@ -60,6 +62,7 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     LaunchPlan p;
     p.hostname = j.at("hostname").get<std::string>();
     p.root_dir = j.at("rootDir").get<std::string>();
+    p.image_root = j.value("imageRoot", "");
     p.tmp_mib = j.at("tmpMiB").get<int64_t>();
     p.netns_path = j.at("netns").get<std::string>();
     p.mounts = MountsFromJson(j.at("mounts"));
@@ -122,32 +125,69 @@ void Bind(const std::string& source, const std::string& target, bool read_only, 
   }
 }
 
-// Makes `root`/`path` show the host's `path` read-only: the same symlink when the host has a
-// symlink there (merged /usr), a bind of the file or directory otherwise; absent stays absent.
-void ShowHostPath(const std::string& root, const std::string& path) {
+// Makes `root`/`path` show `from`/`path` (the host's, or an image's) read-only: the same symlink
+// where `from` has a symlink there (merged /usr), a bind of the file or directory otherwise;
+// absent stays absent.
+void ShowSystemPath(const std::string& root, const std::string& from, const std::string& path) {
   struct stat st;
-  if (::lstat(path.c_str(), &st) != 0) return;
+  const std::string source = from + path;
+  if (::lstat(source.c_str(), &st) != 0) return;
   std::string target = root + path;
   if (S_ISLNK(st.st_mode)) {
     char buf[4096];
-    ssize_t n = ::readlink(path.c_str(), buf, sizeof buf - 1);
-    if (n <= 0) Die("readlink " + path);
+    ssize_t n = ::readlink(source.c_str(), buf, sizeof buf - 1);
+    if (n <= 0) Die("readlink " + source);
     SymlinkOrDie(std::string(buf, static_cast<size_t>(n)), target);
     return;
   }
   EnsureMountPoint(target, S_ISDIR(st.st_mode));
-  Bind(path, target, true, true);
+  Bind(source, target, true, true);
 }
 
 // The system part of the pod's root (see the contract in pod_init.h).
 constexpr const char* kSystemDirs[] = {"/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"};
-constexpr const char* kEtcEntries[] = {
+// Of the host's /etc, only what programs need to run: the rest (keys, the host's accounts and
+// services) is not the pod's business.
+constexpr const char* kHostEtcEntries[] = {
     "alternatives", "bash.bashrc", "debian_version", "environment",  "gai.conf",      "host.conf",
     "inputrc",      "ld.so.cache", "ld.so.conf",     "ld.so.conf.d", "locale.alias",  "localtime",
     "login.defs",   "mime.types",  "mysql",          "networks",     "nsswitch.conf", "os-release",
     "perl",         "profile",     "profile.d",      "protocols",    "python3",       "python3.11",
     "rpc",          "services",    "shells",         "ssl",          "terminfo",      "timezone",
     "mtab"};
+// An image's /etc is the pod's, less the accounts, keys and host files the runtime provides
+// (or leaves out); so are its /opt and its package database (dpkg -l, apt in a shared root).
+constexpr const char* kImageEtcLeftOut[] = {"passwd",   "group",       "shadow",     "gshadow", "hosts",
+                                            "hostname", "resolv.conf", "machine-id", "subuid",  "subgid"};
+constexpr const char* kImageExtraDirs[] = {"/opt", "/var/lib/dpkg"};
+
+// The top-level names under /etc that the pod's own mounts use: they stay the pod's (a read-only
+// bind from the image there would leave no place for the mount point).
+std::set<std::string> EtcNamesMounted(const std::vector<LaunchMount>& mounts) {
+  std::set<std::string> names;
+  for (const auto& m : mounts) {
+    if (m.target.rfind("/etc/", 0) != 0) continue;
+    names.insert(m.target.substr(5, m.target.find('/', 5) - 5));
+  }
+  return names;
+}
+
+// The pod's /etc: the chosen parts of the host's, or an image's own.
+void ShowEtc(const std::string& root, const std::string& image_root, const std::vector<LaunchMount>& mounts) {
+  MakeDirOrDie(root + "/etc", 0755);
+  if (image_root.empty()) {
+    for (const char* entry : kHostEtcEntries) ShowSystemPath(root, "", std::string("/etc/") + entry);
+    return;
+  }
+  std::set<std::string> skip = EtcNamesMounted(mounts);
+  skip.insert(std::begin(kImageEtcLeftOut), std::end(kImageEtcLeftOut));
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator(image_root + "/etc", ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!skip.count(name)) ShowSystemPath(root, image_root, "/etc/" + name);
+  }
+  if (ec) Die("read " + image_root + "/etc: " + ec.message());
+}
 
 // Moves this process (and so everything the pod will run) into the pod's cgroups.
 void JoinCgroups(const std::vector<LaunchMount>& cgroups) {
@@ -177,25 +217,36 @@ void ShowPodCgroups(const std::string& root, const std::vector<LaunchMount>& cgr
     MountOrDie(nullptr, base.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
-void BuildSystemRoot(const std::string& root, int64_t tmp_mib, const std::vector<LaunchMount>& cgroups) {
-  const std::string tmp_opts = "mode=1777,size=" + std::to_string(tmp_mib) + "m";
+void BuildSystemRoot(const LaunchPlan& plan) {
+  const std::string& root = plan.root_dir;
+  const std::string& image = plan.image_root;
+  const std::string tmp_opts = "mode=1777,size=" + std::to_string(plan.tmp_mib) + "m";
   MountOrDie("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64m");
-  for (const char* dir : kSystemDirs) ShowHostPath(root, dir);
-  MakeDirOrDie(root + "/etc", 0755);
-  for (const char* entry : kEtcEntries) ShowHostPath(root, std::string("/etc/") + entry);
+  for (const char* dir : kSystemDirs) ShowSystemPath(root, image, dir);
+  ShowEtc(root, image, plan.mounts);
   MakeDirOrDie(root + "/tmp", 01777);
   MountOrDie("tmpfs", (root + "/tmp").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts.c_str());
   MakeDirOrDie(root + "/run", 0755);
   MountOrDie("tmpfs", (root + "/run").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64m");
   MakeDirOrDie(root + "/var", 0755);
   for (const char* dir : {"lib", "log", "spool", "cache"}) MakeDirOrDie(root + "/var/" + dir, 0755);
+  if (!image.empty()) {
+    for (const char* dir : kImageExtraDirs) ShowSystemPath(root, image, dir);
+  }
   MakeDirOrDie(root + "/var/tmp", 01777);
   SymlinkOrDie("../run", root + "/var/run");
   MakeDirOrDie(root + "/root", 0700);
   MakeDirOrDie(root + "/proc", 0555);
   MakeDirOrDie(root + "/sys", 0555);
-  Bind("/sys", root + "/sys", true);
-  ShowPodCgroups(root, cgroups);
+  // A sysfs of the pod's own network namespace (this process joined it): /sys/class/net lists
+  // the pod's interfaces, not the host's (MPI libraries pick their interfaces there). Without
+  // pod cgroups the host's /sys stays, with its cgroup mounts, as slurmd wants them.
+  if (plan.cgroups.empty()) {
+    Bind("/sys", root + "/sys", true);
+  } else {
+    MountOrDie("sysfs", (root + "/sys").c_str(), "sysfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  }
+  ShowPodCgroups(root, plan.cgroups);
   // A minimal /dev: the usual character devices, a private pseudo-terminal instance, shm.
   const std::string dev = root + "/dev";
   MakeDirOrDie(dev, 0755);
@@ -257,7 +308,7 @@ int RunPodInit(const std::string& plan_path) {
     if (fd < 0) Die("open mount source " + m.source);
     sources.emplace_back(fd, m);
   }
-  BuildSystemRoot(plan.root_dir, plan.tmp_mib, plan.cgroups);
+  BuildSystemRoot(plan);
   // Parents before children, so nested mount paths land on top of their parents.
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
     return std::count(a.second.target.begin(), a.second.target.end(), '/') <

@@ -6,9 +6,10 @@
 //
 // The pod's file-system contract (what a pod sees; the Kubernetes runtime gives the same from
 // container images): a root of its own (a small tmpfs, writable only by root) holding
-//  - the host's system directories /usr, /bin, /sbin, /lib* read-only and nosuid, and the parts
-//    of /etc that programs need to run (dynamic linker, alternatives, NSS, time zone, shells,
-//    MariaDB's and Python's configuration: kEtcEntries), read-only;
+//  - the system directories /usr, /bin, /sbin, /lib* read-only and nosuid, and /etc read-only:
+//    from the pod's image (its /etc less accounts and host files; its /opt and dpkg database
+//    too), or without an image from the host (only the parts of /etc that programs need to run:
+//    dynamic linker, alternatives, NSS, time zone, shells, MariaDB's and Python's configuration);
 //  - exactly the pod's mounts (config maps, secrets, volumes, emptyDirs, host paths);
 //  - a private /tmp and /dev/shm (tmpfs of tmp_mib each), /run (tmpfs), /var with empty lib,
 //    log, spool, cache and tmp, an empty /root;
@@ -38,6 +39,7 @@ struct LaunchMount {
 struct LaunchPlan {
   std::string hostname;
   std::string root_dir;    // an empty host directory the pod's root is assembled on
+  std::string image_root;  // the image's root file system (host path); empty: the host's
   int64_t tmp_mib = 1024;  // size of /tmp (and of /dev/shm)
   std::string netns_path;
   std::vector<LaunchMount> mounts;

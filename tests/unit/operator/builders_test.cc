@@ -201,7 +201,9 @@ TEST(BuildersTest, ConfinedWorkersGetTheirCgroupsDelegatedAndCgroupConf) {
   EXPECT_TRUE(BuildWorkerPod(Cluster(), ns, 0, in).delegate_cgroups);
   EXPECT_FALSE(BuildControllerPod(Cluster(), in).delegate_cgroups);
   EXPECT_FALSE(BuildLoginPod(Cluster(), in).delegate_cgroups);
-  const auto cm = BuildSlurmConfigMap(Cluster(), {ns}, slurm::JobCgroups::kV1);
+  BuildInputs confined;
+  confined.job_cgroups = slurm::JobCgroups::kV1;
+  const auto cm = BuildSlurmConfigMap(Cluster(), {ns}, confined);
   ASSERT_EQ(cm.data.count("cgroup.conf"), 1u);
   EXPECT_NE(cm.data.at("cgroup.conf").find("ConstrainCores=yes"), std::string::npos);
 }

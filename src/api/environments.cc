@@ -1,0 +1,130 @@
+#include "api/environments.h"
+
+#include <algorithm>
+#include <regex>
+
+#include "common/printable.h"
+
+namespace hpc::api {
+namespace {
+
+Environment Builtin(const std::string& name, const std::string& suite) {
+  Environment e;
+  e.metadata.name = name;
+  e.spec.suite = suite;
+  e.spec.purpose = kPurposeCluster;
+  // mpi4py's hello (python3 -m mpi4py.bench helloworld) proves MPI without a compiler.
+  e.spec.packages = {"python3-mpi4py"};
+  return e;
+}
+
+Status EnvError(const Environment& e, const std::string& path, const std::string& why) {
+  return Status::Errorf("environment \"{}\": {}: {}", Printable(e.metadata.name), path, Printable(why));
+}
+
+}  // namespace
+
+const std::vector<Environment>& BuiltinEnvironments() {
+  static const std::vector<Environment> kBuiltins = {Builtin("slurm-26.05", "sid"), Builtin("slurm-24.11", "trixie"),
+                                                     Builtin("slurm-22.05", "bookworm")};
+  return kBuiltins;
+}
+
+std::optional<Environment> FindBuiltinEnvironment(const std::string& name) {
+  for (const auto& e : BuiltinEnvironments()) {
+    if (e.metadata.name == name) return e;
+  }
+  return std::nullopt;
+}
+
+const std::vector<std::string>& BasePackages(const std::string& purpose) {
+  static const std::vector<std::string> kCommon = {"bash",     "coreutils",  "procps",    "iproute2",
+                                                   "hostname", "util-linux", "findutils", "ca-certificates"};
+  static const std::vector<std::string> kCluster = [] {
+    std::vector<std::string> v = kCommon;
+    v.insert(v.end(), {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "slurm-client", "slurm-wlm-jwt-plugin", "munge",
+                       "mariadb-server", "openmpi-bin"});
+    return v;
+  }();
+  static const std::vector<std::string> kWorkspace = [] {
+    std::vector<std::string> v = kCommon;
+    v.insert(v.end(), {"slurm-client", "slurm-wlm-jwt-plugin", "munge", "openmpi-bin"});
+    return v;
+  }();
+  return purpose == kPurposeWorkspace ? kWorkspace : kCluster;
+}
+
+const std::vector<EnvironmentFile>& BaseFiles(const std::string&) {
+  static const std::vector<EnvironmentFile> kFiles = {
+      {"/etc/openmpi/openmpi-mca-params.conf",
+       "# hpcplane: ranks on different pods talk over the pods' network, not only loopback.\n"
+       "btl_base_warn_component_unused=0\n"
+       "btl_tcp_if_exclude=127.0.0.0/8\n",
+       0644}};
+  return kFiles;
+}
+
+std::string ClusterEnvironment(const SlurmCluster& c) {
+  return c.spec.environment.empty() ? kDefaultEnvironment : c.spec.environment;
+}
+
+std::string WorkerEnvironment(const NodeSet& n, const SlurmCluster& c) {
+  return n.spec.environment.empty() ? ClusterEnvironment(c) : n.spec.environment;
+}
+
+Status ValidateEnvironmentName(const std::string& name) {
+  static const std::regex re("^[a-z]([a-z0-9.-]{0,38}[a-z0-9])?$");
+  if (name.empty()) return Status::Error("must not be empty");
+  if (!std::regex_match(name, re) || name.find("..") != std::string::npos) {
+    return Status::Errorf(
+        "must be 1-40 lowercase letters, digits, '-' or '.', start with a letter and end with a letter or digit "
+        "(got \"{}\")",
+        Printable(name));
+  }
+  return Status::Ok();
+}
+
+Status Validate(const Environment& e) {
+  if (Status s = ValidateEnvironmentName(e.metadata.name); !s.ok()) {
+    return EnvError(e, "metadata.name", s.message());
+  }
+  const auto& s = e.spec;
+  static const std::regex suite("^[a-z][a-z0-9-]{1,31}$");
+  if (!std::regex_match(s.suite, suite)) {
+    return EnvError(e, "spec.suite",
+                    fmt::format("must name a Debian suite such as sid, trixie or bookworm (got \"{}\")", s.suite));
+  }
+  if (s.purpose != kPurposeCluster && s.purpose != kPurposeWorkspace) {
+    return EnvError(e, "spec.purpose", fmt::format("must be cluster or workspace (got \"{}\")", s.purpose));
+  }
+  // Debian's package names (Policy 5.6.1), optionally pinned to a version with '='.
+  static const std::regex package(R"(^[a-z0-9][a-z0-9+.-]+(=[A-Za-z0-9.+~:-]+)?$)");
+  if (s.packages.size() > 500) return EnvError(e, "spec.packages", "at most 500 packages");
+  for (size_t i = 0; i < s.packages.size(); ++i) {
+    if (!std::regex_match(s.packages[i], package)) {
+      return EnvError(e, fmt::format("spec.packages[{}]", i),
+                      fmt::format("not a Debian package name (got \"{}\")", s.packages[i]));
+    }
+  }
+  static const std::regex abs_path(R"(^(/[A-Za-z0-9._+-]+)+$)");
+  static const std::vector<std::string> kNotInImage = {"/proc/", "/sys/", "/dev/", "/run/", "/tmp/"};
+  for (size_t i = 0; i < s.files.size(); ++i) {
+    const auto& f = s.files[i];
+    const std::string path = fmt::format("spec.files[{}]", i);
+    bool outside = std::any_of(kNotInImage.begin(), kNotInImage.end(),
+                               [&](const std::string& t) { return f.path.rfind(t, 0) == 0; });
+    if (!std::regex_match(f.path, abs_path) || f.path.find("/..") != std::string::npos ||
+        f.path.find("/./") != std::string::npos || outside) {
+      return EnvError(e, path + ".path",
+                      fmt::format("must be an absolute path without '..', outside /proc, /sys, /dev, /run and /tmp "
+                                  "(got \"{}\")",
+                                  f.path));
+    }
+    if (f.mode < 0 || f.mode > 07777) return EnvError(e, path + ".mode", "must be a file mode from 0 to 07777");
+    if (f.content.size() > (256 << 10)) return EnvError(e, path + ".content", "larger than 256 KiB");
+  }
+  if (s.post_install.size() > (64 << 10)) return EnvError(e, "spec.postInstall", "larger than 64 KiB");
+  return Status::Ok();
+}
+
+}  // namespace hpc::api

@@ -1,0 +1,43 @@
+// Compute environments (the seeds' "Cluster Compute Environment" and "Workspace Compute
+// Environment"): what an Environment must hold for its purpose, the built-in ones, and their
+// checks. Building them is the runtime's business (runtime/local/image_store.h).
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "common/result.h"
+
+namespace hpc::api {
+
+inline constexpr const char* kPurposeCluster = "cluster";
+inline constexpr const char* kPurposeWorkspace = "workspace";
+
+// What a cluster runs when its spec names no environment: the newest built-in.
+inline constexpr const char* kDefaultEnvironment = "slurm-26.05";
+
+// Built-in environments, newest Slurm first: slurm-26.05 (sid), slurm-24.11 (trixie),
+// slurm-22.05 (bookworm), each with Slurm's daemons and CLI, munge, MariaDB, OpenMPI and PMIx.
+const std::vector<Environment>& BuiltinEnvironments();
+std::optional<Environment> FindBuiltinEnvironment(const std::string& name);
+
+// The packages an image of this purpose gets besides its spec's: what hpcplane's pods run
+// (Slurm's daemons or CLI, munge, MariaDB, the health check's tools, MPI's launcher).
+const std::vector<std::string>& BasePackages(const std::string& purpose);
+
+// The files an image of this purpose gets before its spec's own (which may replace them): Open
+// MPI's defaults for pods that reach each other over eth0 (Debian's keep MPI's TCP on lo).
+const std::vector<EnvironmentFile>& BaseFiles(const std::string& purpose);
+
+// The environment a cluster's Slurm pods run from, and a nodeset's workers.
+std::string ClusterEnvironment(const SlurmCluster& c);
+std::string WorkerEnvironment(const NodeSet& n, const SlurmCluster& c);
+
+// Environment names may carry a release: 1-40 of a-z, 0-9, '-' and '.', starting with a
+// letter and ending with a letter or digit.
+Status ValidateEnvironmentName(const std::string& name);
+Status Validate(const Environment& e);
+
+}  // namespace hpc::api

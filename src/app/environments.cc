@@ -1,0 +1,120 @@
+#include "app/environments.h"
+
+#include <cstdlib>
+#include <set>
+
+#include "api/codec.h"
+#include "api/environments.h"
+
+namespace hpc::app {
+using runtime::local::ImageManifest;
+using runtime::local::ImageStore;
+
+std::string ImageStoreDir(const std::string& state_dir) {
+  const char* shared = std::getenv("HPCPLANE_IMAGE_STORE");
+  return shared && *shared ? std::string(shared) : state_dir + "/images";
+}
+
+runtime::local::ImageRecipe RecipeFor(const api::Environment& e) {
+  runtime::local::ImageRecipe r;
+  r.name = e.metadata.name;
+  r.suite = e.spec.suite;
+  r.packages = api::BasePackages(e.spec.purpose);
+  r.packages.insert(r.packages.end(), e.spec.packages.begin(), e.spec.packages.end());
+  for (const auto& f : api::BaseFiles(e.spec.purpose)) r.files.push_back({f.path, f.content, f.mode});
+  for (const auto& f : e.spec.files) r.files.push_back({f.path, f.content, f.mode});
+  r.post_install = e.spec.post_install;
+  // The Environment as written: `build NAME` rebuilds a saved one from it.
+  r.annotations = {{"purpose", e.spec.purpose}, {"environment", api::ToJson(e)}};
+  return r;
+}
+
+Result<api::Environment> FindEnvironment(const std::string& state_dir, const std::string& name) {
+  RETURN_IF_ERROR(api::ValidateEnvironmentName(name).WithContext("environment"));
+  if (auto builtin = api::FindBuiltinEnvironment(name)) return *builtin;
+  ASSIGN_OR_RETURN(auto m, ImageStore(ImageStoreDir(state_dir)).Find(name));
+  if (!m) {
+    return Status::NotFound(fmt::format(
+        "environment \"{}\" is neither built in nor built here (`hpcplane environments build -f FILE` builds one)",
+        name));
+  }
+  const auto& ann = m->recipe.value("annotations", nlohmann::json::object());
+  return api::DecodeEnvironment(ann.value("environment", nlohmann::json::object()).dump(),
+                                "the image store's record of environment " + name);
+}
+
+Result<ImageManifest> BuildEnvironment(const std::string& state_dir, const api::Environment& e, bool rebuild,
+                                       const Progress& progress) {
+  RETURN_IF_ERROR(api::Validate(e));
+  ImageStore::BuildOptions o;
+  o.rebuild = rebuild;
+  o.progress = progress;
+  ASSIGN_OR_RETURN(ImageManifest m, ImageStore(ImageStoreDir(state_dir)).Build(RecipeFor(e), o));
+  if (e.spec.purpose == api::kPurposeCluster && !ImageSlurmRelease(m)) {
+    return Status::FailedPrecondition(
+        fmt::format("environment \"{}\": its image holds no Slurm (no slurmctld package)", e.metadata.name));
+  }
+  return m;
+}
+
+std::optional<slurm::Release> ImageSlurmRelease(const ImageManifest& m) {
+  for (const char* package : {"slurmctld", "slurm-client"}) {
+    auto it = m.packages.find(package);
+    if (it == m.packages.end()) continue;
+    if (auto r = slurm::Release::Parse(it->second); r.ok()) return *r;
+  }
+  return std::nullopt;
+}
+
+Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster& c,
+                           const std::vector<api::NodeSet>& nodesets, const Progress& progress) {
+  std::set<std::string> names = {api::ClusterEnvironment(c)};
+  for (const auto& ns : nodesets) names.insert(api::WorkerEnvironment(ns, c));
+  std::optional<slurm::Release> cluster_release;
+  for (const std::string& name : {api::ClusterEnvironment(c)}) {
+    ASSIGN_OR_RETURN(api::Environment e, FindEnvironment(state_dir, name));
+    ASSIGN_OR_RETURN(ImageManifest m, BuildEnvironment(state_dir, e, false, progress));
+    cluster_release = ImageSlurmRelease(m);
+  }
+  for (const auto& ns : nodesets) {
+    const std::string name = api::WorkerEnvironment(ns, c);
+    if (name == api::ClusterEnvironment(c)) continue;
+    ASSIGN_OR_RETURN(api::Environment e, FindEnvironment(state_dir, name));
+    ASSIGN_OR_RETURN(ImageManifest m, BuildEnvironment(state_dir, e, false, progress));
+    auto release = ImageSlurmRelease(m);
+    if (!release || !cluster_release || release->Series() != cluster_release->Series()) {
+      return Status::InvalidArgument(
+          "spec.environment",
+          fmt::format("nodeset \"{}\": environment \"{}\" carries Slurm {}, the cluster's \"{}\" Slurm {}: a "
+                      "nodeset's workers must run the cluster's release",
+                      ns.metadata.name, name, release ? release->Series() : "none", api::ClusterEnvironment(c),
+                      cluster_release ? cluster_release->Series() : "none"));
+    }
+  }
+  return Status::Ok();
+}
+
+Status ResolveClusterImages(const std::string& state_dir, const api::SlurmCluster& c, op::BuildInputs* in) {
+  ImageStore store(ImageStoreDir(state_dir));
+  ASSIGN_OR_RETURN(auto built, store.List());
+  for (const auto& m : built) in->images[m.name] = m.Reference();
+  const std::string name = api::ClusterEnvironment(c);
+  auto it = std::find_if(built.begin(), built.end(), [&](const auto& m) { return m.name == name; });
+  if (it == built.end()) {
+    return Status::FailedPrecondition(
+        fmt::format("cluster \"{}\": environment \"{}\" is not built in {} (`hpcplane environments build {}`)",
+                    c.metadata.name, name, store.dir(), name));
+  }
+  auto release = ImageSlurmRelease(*it);
+  if (!release) {
+    return Status::FailedPrecondition(
+        fmt::format("cluster \"{}\": environment \"{}\" holds no Slurm", c.metadata.name, name));
+  }
+  in->release = *release;
+  if (auto munge = it->packages.find("munge"); munge != it->packages.end()) {
+    in->munge_version = munge->second.substr(0, munge->second.find('-'));  // Debian's revision off
+  }
+  return Status::Ok();
+}
+
+}  // namespace hpc::app

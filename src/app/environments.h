@@ -1,0 +1,43 @@
+// Compute environments on this machine: the built-in and saved Environments, their images in
+// the local runtime's store, and what a cluster's pods run from.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "api/types.h"
+#include "common/result.h"
+#include "operator/builders.h"
+#include "runtime/local/image_store.h"
+
+namespace hpc::app {
+
+// Where images are kept: $HPCPLANE_IMAGE_STORE when set (several state dirs may share one, as
+// the tests do), else <state>/images.
+std::string ImageStoreDir(const std::string& state_dir);
+
+// The recipe of an environment's image: its spec, with the base packages of its purpose.
+runtime::local::ImageRecipe RecipeFor(const api::Environment& e);
+
+// A built-in environment by name, or one built before from a file (its recipe is in the store).
+Result<api::Environment> FindEnvironment(const std::string& state_dir, const std::string& name);
+
+using Progress = std::function<void(const std::string&)>;
+Result<runtime::local::ImageManifest> BuildEnvironment(const std::string& state_dir, const api::Environment& e,
+                                                       bool rebuild, const Progress& progress);
+
+// The Slurm release an image carries (its slurmctld's, else its slurm-client's version).
+std::optional<slurm::Release> ImageSlurmRelease(const runtime::local::ImageManifest& m);
+
+// Builds (or reuses) the images of a cluster's environment and of its nodesets' own, and checks
+// that every one carries the cluster's Slurm series.
+Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster& c,
+                           const std::vector<api::NodeSet>& nodesets, const Progress& progress);
+
+// Fills `in->images` (every environment built in the store, pinned to its image now) and
+// `in->release` (the cluster environment's Slurm). Fails when the cluster's is not built.
+Status ResolveClusterImages(const std::string& state_dir, const api::SlurmCluster& c, op::BuildInputs* in);
+
+}  // namespace hpc::app

@@ -1,0 +1,140 @@
+#include "cli/environment_commands.h"
+
+#include <ctime>
+#include <iostream>
+
+#include <fmt/format.h>
+
+#include "api/codec.h"
+#include "api/environments.h"
+#include "app/environments.h"
+#include "common/files.h"
+#include "common/printable.h"
+#include "operator/store.h"
+
+namespace hpc::cli {
+namespace {
+
+using runtime::local::ImageManifest;
+
+std::string Release(const ImageManifest& m) {
+  auto r = app::ImageSlurmRelease(m);
+  return r ? r->ToString() : "-";
+}
+
+std::string Built(int64_t unix_seconds) {
+  std::time_t t = unix_seconds;
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", std::gmtime(&t));
+  return buf;
+}
+
+int CmdBuild(const Globals& g, const std::string& name, const std::string& file, bool rebuild) {
+  if (name.empty() == file.empty()) return Fail(Status::Error("environments build: give NAME or -f FILE"));
+  Result<api::Environment> env = Status::Ok();
+  if (!file.empty()) {
+    auto text = files::ReadAtMost(file, api::kMaxManifestBytes);
+    if (!text.ok()) return Fail(text.status());
+    env = api::DecodeEnvironment(*text, file);
+  } else {
+    env = app::FindEnvironment(g.state_dir, name);
+  }
+  if (!env.ok()) return Fail(env.status());
+  auto m = app::BuildEnvironment(g.state_dir, *env, rebuild,
+                                 [](const std::string& line) { std::cout << Printable(line) << std::endl; });
+  if (!m.ok()) return Fail(m.status());
+  std::cout << m->Reference() << " (Slurm " << Release(*m) << ")\n";
+  return 0;
+}
+
+int CmdList(const Globals& g, const std::string& format) {
+  auto built = runtime::local::ImageStore(app::ImageStoreDir(g.state_dir)).List();
+  if (!built.ok()) return Fail(built.status());
+  if (format == "json") {
+    nlohmann::json out = nlohmann::json::array();
+    for (const auto& m : *built) {
+      out.push_back({{"name", m.name},
+                     {"image", m.Reference()},
+                     {"slurm", Release(m)},
+                     {"suite", m.recipe.value("suite", "")},
+                     {"sizeBytes", m.size_bytes},
+                     {"builtAt", m.built_at}});
+    }
+    std::cout << out.dump(2) << "\n";
+    return 0;
+  }
+  std::cout << fmt::format("{:<20} {:<10} {:<10} {:<14} {:>8}  {}\n", "NAME", "SUITE", "SLURM", "DIGEST", "SIZE",
+                           "BUILT");
+  for (const auto& m : *built) {
+    std::cout << fmt::format("{:<20} {:<10} {:<10} {:<14} {:>6}Mi  {}\n", m.name, m.recipe.value("suite", ""),
+                             Release(m), m.digest.substr(0, 12), m.size_bytes >> 20, Built(m.built_at));
+  }
+  for (const auto& e : api::BuiltinEnvironments()) {
+    bool present = std::any_of(built->begin(), built->end(), [&](const auto& m) { return m.name == e.metadata.name; });
+    if (!present)
+      std::cout << fmt::format("{:<20} {:<10} {:<10} (built in, not built yet)\n", e.metadata.name, e.spec.suite, "-");
+  }
+  return 0;
+}
+
+int CmdDescribe(const Globals& g, const std::string& name) {
+  auto m = runtime::local::ImageStore(app::ImageStoreDir(g.state_dir)).Find(name);
+  if (!m.ok()) return Fail(m.status());
+  if (!*m) {
+    return Fail(Status::NotFound(fmt::format("environment \"{}\" is not built (`hpcplane environments build {}`)",
+                                             Printable(name), Printable(name))));
+  }
+  const ImageManifest& x = **m;
+  std::cout << "Name:      " << x.name << "\n"
+            << "Image:     " << x.Reference() << "\n"
+            << "Suite:     " << x.recipe.value("suite", "") << "\n"
+            << "Purpose:   " << x.recipe.value("annotations", nlohmann::json::object()).value("purpose", "") << "\n"
+            << "Slurm:     " << Release(x) << "\n"
+            << "Built:     " << Built(x.built_at) << " UTC\n"
+            << "Size:      " << (x.size_bytes >> 20) << " MiB\n"
+            << "Packages:  " << x.packages.size() << "\n";
+  for (const auto& [p, v] : x.packages) std::cout << "  " << p << " " << v << "\n";
+  return 0;
+}
+
+int CmdDelete(const Globals& g, const std::string& name) {
+  for (const auto& cluster : ListStoredClusters(g.state_dir)) {
+    auto c = op::Store(op::ClusterPaths{g.state_dir, cluster}.Dir()).LoadCluster();
+    if (c.ok() && api::ClusterEnvironment(*c) == name) {
+      return Fail(Status::FailedPrecondition(fmt::format(
+          "environment \"{}\" is the environment of cluster \"{}\": delete the cluster first", name, cluster)));
+    }
+  }
+  Status s = runtime::local::ImageStore(app::ImageStoreDir(g.state_dir)).Delete(name);
+  if (!s.ok()) return Fail(s);
+  std::cout << "environment \"" << name << "\" deleted\n";
+  return 0;
+}
+
+}  // namespace
+
+std::function<int()> AddEnvironmentCommands(CLI::App& app, const Globals& g) {
+  auto* envs = app.add_subcommand("environments", "Build and list the compute environments (images) pods run from");
+  envs->require_subcommand(1);
+  static std::string name, file, format = "table";
+  static bool rebuild = false;
+  auto* build = envs->add_subcommand("build", "Build an environment's image (a built-in by NAME, or -f FILE)");
+  build->add_option("name", name, "slurm-26.05 | slurm-24.11 | slurm-22.05 | one built before from a file");
+  build->add_option("-f,--file", file, "Environment manifest (YAML or JSON)")->check(CLI::ExistingFile);
+  build->add_flag("--rebuild", rebuild, "Build even when nothing changed (newer packages from the archive)");
+  auto* list = envs->add_subcommand("list", "List the environments built here and the built-in ones");
+  list->add_option("-o,--output", format, "table | json")->check(CLI::IsMember({"table", "json"}));
+  auto* describe = envs->add_subcommand("describe", "Show an environment's image and every package's version");
+  describe->add_option("name", name, "Its name")->required();
+  auto* del = envs->add_subcommand("delete", "Delete an environment's image (refused while a cluster uses it)");
+  del->add_option("name", name, "Its name")->required();
+  return [&g, build, list, describe, del]() -> int {
+    if (build->parsed()) return CmdBuild(g, name, file, rebuild);
+    if (list->parsed()) return CmdList(g, format);
+    if (describe->parsed()) return CmdDescribe(g, name);
+    if (del->parsed()) return CmdDelete(g, name);
+    return -1;
+  };
+}
+
+}  // namespace hpc::cli

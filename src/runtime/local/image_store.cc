@@ -1,0 +1,325 @@
+#include "runtime/local/image_store.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/mount.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "common/files.h"
+#include "common/jwt.h"
+#include "common/subprocess.h"
+
+namespace hpc::runtime::local {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// Held while the store changes: builds and deletes of any name wait for each other.
+class StoreLock {
+ public:
+  static Result<StoreLock> Take(const std::string& dir) {
+    RETURN_IF_ERROR(files::MakeDirs(dir));
+    int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) return Status::Errorf("image store {}: cannot open its lock: {}", dir, std::strerror(errno));
+    while (::flock(fd, LOCK_EX) != 0) {
+      if (errno != EINTR) {
+        ::close(fd);
+        return Status::Errorf("image store {}: cannot lock: {}", dir, std::strerror(errno));
+      }
+    }
+    return StoreLock(fd);
+  }
+  StoreLock(StoreLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
+  StoreLock& operator=(StoreLock&&) = delete;
+  ~StoreLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+
+ private:
+  explicit StoreLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
+json RecipeJson(const ImageRecipe& r) {
+  json files_json = json::array();
+  for (const auto& f : r.files) files_json.push_back({{"path", f.path}, {"content", f.content}, {"mode", f.mode}});
+  std::vector<std::string> packages = r.packages;
+  std::sort(packages.begin(), packages.end());
+  packages.erase(std::unique(packages.begin(), packages.end()), packages.end());
+  return {{"suite", r.suite},
+          {"packages", packages},
+          {"files", files_json},
+          {"postInstall", r.post_install},
+          {"annotations", r.annotations}};
+}
+
+bool IsHexDigest(const std::string& s) {
+  return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(c) && !std::isupper(c); });
+}
+
+// Detaches whatever a failed mmdebstrap left mounted below `dir` (its /proc, /sys, /dev), deepest
+// first, so that removing the directory cannot reach into the host's.
+void DetachMountsBelow(const std::string& dir) {
+  std::ifstream in("/proc/self/mountinfo");
+  std::vector<std::string> below;
+  std::string line;
+  while (std::getline(in, line)) {
+    std::istringstream fields(line);
+    std::string id, parent, devno, root, mount_point;
+    fields >> id >> parent >> devno >> root >> mount_point;
+    if (mount_point.rfind(dir + "/", 0) == 0) below.push_back(mount_point);
+  }
+  std::sort(below.begin(), below.end(), [](const auto& a, const auto& b) { return a.size() > b.size(); });
+  for (const auto& m : below) ::umount2(m.c_str(), MNT_DETACH);
+}
+
+void RemoveBuildDir(const std::string& dir) {
+  DetachMountsBelow(dir);
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
+int64_t TreeBytes(const std::string& dir) {
+  int64_t total = 0;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(dir, fs::directory_options::skip_permission_denied, ec);
+       it != fs::recursive_directory_iterator(); it.increment(ec)) {
+    if (ec) break;
+    if (it->is_regular_file(ec) && !it->is_symlink(ec)) total += static_cast<int64_t>(it->file_size(ec));
+  }
+  return total;
+}
+
+Result<std::map<std::string, std::string>> InstalledPackages(const std::string& rootfs) {
+  RunOptions o;
+  o.timeout = std::chrono::seconds(60);
+  ASSIGN_OR_RETURN(ProcessResult r, RunProcess({"dpkg-query", "--admindir=" + rootfs + "/var/lib/dpkg", "-W",
+                                                "-f=${Package}\t${Version}\t${db:Status-Abbrev}\n"},
+                                               o));
+  if (!r.ok()) return Status::Errorf("dpkg-query in {}: {}", rootfs, r.err);
+  std::map<std::string, std::string> out;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    auto t1 = line.find('\t'), t2 = line.rfind('\t');
+    if (t1 == std::string::npos || t2 == t1) continue;
+    if (line.compare(t2 + 1, 2, "ii") != 0) continue;  // installed, not merely known
+    out[line.substr(0, t1)] = line.substr(t1 + 1, t2 - t1 - 1);
+  }
+  return out;
+}
+
+// The recipe's files, laid out under `overlay` as they will be in the image.
+Status StageFiles(const ImageRecipe& r, const std::string& overlay) {
+  RETURN_IF_ERROR(files::MakeDirs(overlay, 0755));
+  for (const auto& f : r.files) {
+    const std::string path = overlay + f.path;
+    RETURN_IF_ERROR(files::MakeDirs(fs::path(path).parent_path().string(), 0755));
+    RETURN_IF_ERROR(files::WriteAtomic(path, f.content, static_cast<mode_t>(f.mode)));
+    ::chmod(path.c_str(), static_cast<mode_t>(f.mode));  // WriteAtomic applies the umask
+  }
+  return Status::Ok();
+}
+
+// apt's and mmdebstrap's own error lines ("E: Unable to locate package foo"): what went wrong.
+std::string ErrorLines(const ProcessResult& r) {
+  std::string out;
+  std::istringstream lines(r.err + "\n" + r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (line.rfind("E: ", 0) != 0 || line.find("mmdebstrap failed") != std::string::npos ||
+        line.find("failed to run") != std::string::npos) {
+      continue;
+    }
+    if (out.find(line) != std::string::npos) continue;
+    if (!out.empty()) out += "; ";
+    out += line;
+  }
+  return out.empty() ? "exit " + std::to_string(r.exit_code) : out;
+}
+
+}  // namespace
+
+std::string ImageStore::RecipeDigest(const ImageRecipe& recipe) { return jwt::Sha256Hex(RecipeJson(recipe).dump()); }
+
+Result<ImageManifest> ImageStore::LoadManifest(const std::string& digest) const {
+  ASSIGN_OR_RETURN(std::string text, files::Read(ImageDir(digest) + "/manifest.json"));
+  json j = json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.is_object()) return Status::Errorf("image {}: manifest.json is not JSON", digest);
+  ImageManifest m;
+  m.digest = digest;
+  m.recipe_digest = j.value("recipeDigest", "");
+  m.recipe = j.value("recipe", json::object());
+  m.packages = j.value("packages", std::map<std::string, std::string>{});
+  m.built_at = j.value("builtAt", int64_t{0});
+  m.size_bytes = j.value("sizeBytes", int64_t{0});
+  return m;
+}
+
+Result<std::optional<ImageManifest>> ImageStore::Find(const std::string& name) const {
+  if (!files::Exists(RefPath(name))) return std::optional<ImageManifest>();
+  ASSIGN_OR_RETURN(std::string text, files::Read(RefPath(name)));
+  json ref = json::parse(text, nullptr, false);
+  std::string digest = ref.is_object() ? ref.value("digest", "") : "";
+  if (!IsHexDigest(digest)) return Status::Errorf("image store {}: refs/{}.json is damaged", dir_, name);
+  if (!files::Exists(ImageDir(digest) + "/manifest.json")) return std::optional<ImageManifest>();
+  ASSIGN_OR_RETURN(ImageManifest m, LoadManifest(digest));
+  m.name = name;
+  return std::optional<ImageManifest>(std::move(m));
+}
+
+Result<std::vector<ImageManifest>> ImageStore::List() const {
+  std::vector<ImageManifest> out;
+  for (const auto& file : files::ListDir(dir_ + "/refs")) {
+    if (file.size() <= 5 || file.substr(file.size() - 5) != ".json") continue;
+    ASSIGN_OR_RETURN(auto m, Find(file.substr(0, file.size() - 5)));
+    if (m) out.push_back(std::move(*m));
+  }
+  std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<std::string> ImageStore::RootOf(const std::string& reference) const {
+  const auto at = reference.find("@sha256:");
+  const std::string name = reference.substr(0, at);
+  std::string digest;
+  if (at != std::string::npos) {
+    digest = reference.substr(at + 8);
+    if (!IsHexDigest(digest)) return Status::Errorf("image \"{}\": not a name@sha256:<64 hex digits>", reference);
+  } else {
+    ASSIGN_OR_RETURN(auto m, Find(name));
+    if (!m) {
+      return Status::Errorf("image \"{}\" is not in the store {}: build it with `hpcplane environments build {}`", name,
+                            dir_, name);
+    }
+    digest = m->digest;
+  }
+  const std::string root = ImageDir(digest) + "/rootfs";
+  if (!files::Exists(root + "/usr")) {
+    return Status::Errorf("image \"{}\" is not in the store {}: build it with `hpcplane environments build {}`",
+                          reference, dir_, name);
+  }
+  return root;
+}
+
+Result<ImageManifest> ImageStore::Build(const ImageRecipe& recipe, const BuildOptions& options) {
+  const std::string recipe_digest = RecipeDigest(recipe);
+  ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
+  if (!options.rebuild) {
+    ASSIGN_OR_RETURN(auto existing, Find(recipe.name));
+    if (existing && existing->recipe_digest == recipe_digest) {
+      if (options.progress) options.progress("reusing " + existing->Reference() + " (recipe unchanged)");
+      return std::move(*existing);
+    }
+  }
+  return BuildLocked(recipe, recipe_digest, options);
+}
+
+Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const std::string& recipe_digest,
+                                              const BuildOptions& options) {
+  auto say = [&](const std::string& line) {
+    if (options.progress) options.progress(line);
+  };
+  const std::string work = dir_ + "/building/" + recipe.name + "." + std::to_string(::getpid());
+  RemoveBuildDir(work);
+  RETURN_IF_ERROR(files::MakeDirs(work, 0755));  // apt downloads as _apt inside
+  const std::string rootfs = work + "/rootfs";
+  const std::string overlay = work + "/overlay";
+  auto fail = [&](Status s) {
+    RemoveBuildDir(work);
+    return s;
+  };
+  if (Status s = StageFiles(recipe, overlay); !s.ok()) return fail(s);
+  std::string include;
+  for (const auto& p : recipe.packages) include += (include.empty() ? "" : ",") + p;
+  std::vector<std::string> argv = {"mmdebstrap", "--mode=root", "--variant=apt", "--format=directory",
+                                   // The archive served here may be a snapshot whose Release file has expired.
+                                   "--aptopt=Acquire::Check-Valid-Until \"false\"",
+                                   "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/doc/*",
+                                   "--dpkgopt=path-include=/usr/share/doc/*/copyright", "--include=" + include,
+                                   "--customize-hook=cp -a '" + overlay + "/.' \"$1/\""};
+  if (!recipe.post_install.empty()) {
+    RETURN_IF_ERROR(files::WriteAtomic(work + "/post-install", recipe.post_install, 0700));
+    argv.push_back("--customize-hook=cp '" + work +
+                   "/post-install' \"$1/tmp/hpcplane-post-install\" && chroot \"$1\" " +
+                   "/bin/sh -e /tmp/hpcplane-post-install; rc=$?; rm -f \"$1/tmp/hpcplane-post-install\"; exit $rc");
+  }
+  // No keys in an image: every cluster brings its own (the pods' secrets).
+  argv.push_back("--customize-hook=rm -f \"$1\"/etc/munge/munge.key \"$1\"/etc/ssh/ssh_host_*");
+  argv.insert(argv.end(), {recipe.suite, rootfs, options.mirror});
+  say("building " + recipe.name + " from Debian " + recipe.suite + " with " + std::to_string(recipe.packages.size()) +
+      " packages");
+  RunOptions run;
+  run.timeout = std::chrono::minutes(30);
+  run.on_line = [&](const std::string& line) {
+    // mmdebstrap's own steps ("I: ..."), not every line of apt and dpkg.
+    if (line.rfind("I: ", 0) == 0 || line.rfind("E: ", 0) == 0 || line.rfind("W: ", 0) == 0) say(line);
+  };
+  auto r = RunProcess(argv, run);
+  if (!r.ok()) return fail(r.status().WithContext("environment " + recipe.name));
+  if (!r->ok()) {
+    return fail(Status::Errorf("environment \"{}\": building from Debian {} failed: {}", recipe.name, recipe.suite,
+                               r->timed_out ? std::string("timed out after 30 minutes") : ErrorLines(*r)));
+  }
+  auto packages = InstalledPackages(rootfs);
+  if (!packages.ok()) return fail(packages.status());
+  std::string versions = recipe_digest + "\n";
+  for (const auto& [p, v] : *packages) versions += p + "=" + v + "\n";
+  ImageManifest m;
+  m.name = recipe.name;
+  m.digest = jwt::Sha256Hex(versions);
+  m.recipe_digest = recipe_digest;
+  m.recipe = RecipeJson(recipe);
+  m.packages = std::move(*packages);
+  m.built_at =
+      std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  m.size_bytes = TreeBytes(rootfs);
+  const std::string image_dir = ImageDir(m.digest);
+  if (files::Exists(image_dir + "/manifest.json")) {
+    say("the same packages as " + m.Reference() + ": reusing it");
+    RemoveBuildDir(work);
+  } else {
+    RemoveBuildDir(image_dir);  // a half-moved image of an earlier crash
+    if (Status s = files::MakeDirs(image_dir, 0755); !s.ok()) return fail(s);
+    std::error_code ec;
+    fs::rename(rootfs, image_dir + "/rootfs", ec);
+    if (ec) return fail(Status::Errorf("image store: move {} into place: {}", rootfs, ec.message()));
+    json manifest = {{"recipeDigest", m.recipe_digest},
+                     {"recipe", m.recipe},
+                     {"packages", m.packages},
+                     {"builtAt", m.built_at},
+                     {"sizeBytes", m.size_bytes}};
+    if (Status s = files::WriteAtomic(image_dir + "/manifest.json", manifest.dump(2), 0644); !s.ok()) return fail(s);
+    RemoveBuildDir(work);
+  }
+  RETURN_IF_ERROR(files::MakeDirs(dir_ + "/refs", 0755));
+  RETURN_IF_ERROR(files::WriteAtomic(RefPath(recipe.name),
+                                     json{{"digest", m.digest}, {"recipeDigest", recipe_digest}}.dump(), 0644));
+  // The recorded manifest is the one that counts (an identical image may predate this build).
+  ASSIGN_OR_RETURN(ImageManifest stored, LoadManifest(m.digest));
+  stored.name = recipe.name;
+  say("built " + stored.Reference() + " (" + std::to_string(stored.packages.size()) + " packages, " +
+      std::to_string(stored.size_bytes >> 20) + " MiB)");
+  return stored;
+}
+
+Status ImageStore::Delete(const std::string& name) {
+  ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
+  ASSIGN_OR_RETURN(auto m, Find(name));
+  if (!m) return Status::NotFound(fmt::format("environment \"{}\" has no image in {}", name, dir_));
+  if (::unlink(RefPath(name).c_str()) != 0) return Status::Errorf("remove {}: {}", RefPath(name), std::strerror(errno));
+  ASSIGN_OR_RETURN(auto rest, List());
+  bool shared = std::any_of(rest.begin(), rest.end(), [&](const auto& o) { return o.digest == m->digest; });
+  if (!shared) RemoveBuildDir(ImageDir(m->digest));
+  return Status::Ok();
+}
+
+}  // namespace hpc::runtime::local

@@ -1,0 +1,90 @@
+// The local runtime's images: root file systems built from a Debian suite and packages with
+// mmdebstrap, kept in a content-addressed store that pods take their system directories from
+// (pod_init.h). Knows nothing of Slurm: a recipe is a suite, packages, files and a script.
+//
+// Layout of `dir`:
+//   images/<digest>/rootfs/          the root file system (read-only to pods)
+//   images/<digest>/manifest.json    name, recipe, every installed package's version, size
+//   refs/<name>.json                 the digest a name refers to now, and its recipe's digest
+//   building/<name>.<pid>/           a build in progress (removed on failure)
+//   lock                             held while building or deleting
+// An image's digest is the SHA-256 of its recipe's digest and of the versions of every package
+// it holds: rebuilding an unchanged recipe from an unchanged archive gives the same image.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "common/result.h"
+
+namespace hpc::runtime::local {
+
+struct ImageFile {
+  std::string path;  // absolute, inside the image
+  std::string content;
+  int mode = 0644;
+};
+
+struct ImageRecipe {
+  std::string name;  // what the image is known by (an environment's name)
+  std::string suite;
+  std::vector<std::string> packages;
+  std::vector<ImageFile> files;
+  std::string post_install;  // shell script, run as root inside the image after the packages
+  // Anything else the caller wants recorded (and hashed) with the image, e.g. its purpose.
+  nlohmann::json annotations = nlohmann::json::object();
+};
+
+struct ImageManifest {
+  std::string name;
+  std::string digest;         // hex SHA-256
+  std::string recipe_digest;  // hex SHA-256 of the recipe
+  nlohmann::json recipe;
+  std::map<std::string, std::string> packages;  // every installed package -> version
+  int64_t built_at = 0;                         // unix seconds
+  int64_t size_bytes = 0;
+  std::string Reference() const { return name + "@sha256:" + digest; }
+};
+
+class ImageStore {
+ public:
+  explicit ImageStore(std::string dir) : dir_(std::move(dir)) {}
+  const std::string& dir() const { return dir_; }
+
+  struct BuildOptions {
+    bool rebuild = false;  // build even when the recipe is unchanged (picks up newer packages)
+    std::string mirror = "http://deb.debian.org/debian";
+    std::function<void(const std::string&)> progress;  // one line at a time
+  };
+  // Builds the recipe's image and points its name at it; an unchanged recipe reuses the image
+  // its name refers to without building. A failed build leaves the store as it was.
+  Result<ImageManifest> Build(const ImageRecipe& recipe, const BuildOptions& options);
+
+  // The image a name refers to now; nullopt when it was never built.
+  Result<std::optional<ImageManifest>> Find(const std::string& name) const;
+  Result<std::vector<ImageManifest>> List() const;
+  // The root file system of "name@sha256:<digest>" (that exact image) or of "name" (the
+  // image the name refers to now).
+  Result<std::string> RootOf(const std::string& reference) const;
+  // Forgets the name, and removes its image unless another name refers to it.
+  Status Delete(const std::string& name);
+
+  static std::string RecipeDigest(const ImageRecipe& recipe);
+
+ private:
+  std::string ImageDir(const std::string& digest) const { return dir_ + "/images/" + digest; }
+  std::string RefPath(const std::string& name) const { return dir_ + "/refs/" + name + ".json"; }
+  Result<ImageManifest> LoadManifest(const std::string& digest) const;
+  Result<ImageManifest> BuildLocked(const ImageRecipe& recipe, const std::string& recipe_digest,
+                                    const BuildOptions& options);
+
+  std::string dir_;
+};
+
+}  // namespace hpc::runtime::local
