@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "api/environments.h"
+#include "app/environments.h"
 #include "app/runtime_factory.h"
 #include "common/jwt.h"
 #include "operator/builders.h"
@@ -57,10 +59,15 @@ inline Result<std::unique_ptr<BenchCluster>> OpenBenchCluster(const op::ClusterP
   auto start = endpoint.find("//") + 2;
   std::string host = endpoint.substr(start, endpoint.rfind(':') - start);
   const std::string* key = &b->jwt_key;
-  b->rest = std::make_unique<slurm::RestClient>(host, b->cluster.spec.rest_port, "slurm", [key] {
-    int64_t now = jwt::UnixNow();
-    return jwt::Sign({"slurm", now, now + 600}, *key);
-  });
+  ASSIGN_OR_RETURN(slurm::Release release,
+                   app::EnvironmentRelease(paths.state_dir, api::ClusterEnvironment(b->cluster)));
+  b->rest = std::make_unique<slurm::RestClient>(
+      host, b->cluster.spec.rest_port, "slurm",
+      [key] {
+        int64_t now = jwt::UnixNow();
+        return jwt::Sign({"slurm", now, now + 600}, *key);
+      },
+      release.RestApiPath());
   return b;
 }
 

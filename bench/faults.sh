@@ -179,7 +179,7 @@ for fault in $FAULTS; do
   t0=$(date +%s.%N)
   kill_time=$(date +%s)
   case $fault in
-    slurmctld) what="slurmctld in $NAME-controller"; kill_in_pod "$NAME-controller" slurmctld ;;
+    slurmctld) what="slurmctld in $NAME-controller"; kill_in_pod "$NAME-controller" "slurmctld(-wlm)?" ;;  # 23.11 on: its real name once it re-executed
     slurmdbd) what="slurmdbd in $NAME-slurmdbd"; kill_in_pod "$NAME-slurmdbd" slurmdbd ;;
     mariadb) what="mariadbd in $NAME-mariadb"; kill_in_pod "$NAME-mariadb" mariadbd ;;
     slurmrestd) what="slurmrestd in $NAME-restapi"; kill_in_pod "$NAME-restapi" slurmrestd ;;
@@ -188,7 +188,7 @@ for fault in $FAULTS; do
       w=$(some_worker)
       what="slurmd in $w"
       t0=$(date +%s.%N)
-      kill_in_pod "$w" slurmd
+      kill_in_pod "$w" "slurmd(-wlm)?"
       ;;
     worker-pod)
       w=$(some_worker)

@@ -108,6 +108,10 @@ print((h + b'.' + p + b'.' + b(hmac.new(key, h + b'.' + p, hashlib.sha256).diges
 EOF
 )
 
+# slurmrestd's API version for the cluster's Slurm (slurm/release.h): v0.0.38 on 22.05, v0.0.42 on.
+SLURM_VERSION=$("$H" status | awk '$1 == "slurm/slurmrestd" {print $2}')
+case "$SLURM_VERSION" in 2[0-2].* | 23.02.*) REST_API=v0.0.38 ;; *) REST_API=v0.0.42 ;; esac
+
 stats() {  # label, file of "seconds" lines
   python3 - "$1" "$2" <<'EOF'
 import sys
@@ -139,7 +143,7 @@ echo "  peak RSS: sacct $(sort -n "$T.sacct.rss" | tail -1) KiB, slurmdbd $DBD0 
 R0=$(hwm "$RESTD")
 for _ in $(seq "$REPEATS"); do
   curl -s -o "$T.body" -w '%{time_total}\n' -H "X-SLURM-USER-NAME: slurm" -H "X-SLURM-USER-TOKEN: $JWT" \
-    "http://$REST_IP:6820/slurm/v0.0.38/jobs" >> "$T.rest"
+    "http://$REST_IP:6820/slurm/$REST_API/jobs" >> "$T.rest"
 done
 RROWS=$(python3 -c "import json; print(len(json.load(open('$T.body'))['jobs']))")
 stats "slurmrestd /jobs ($RROWS jobs)" "$T.rest"

@@ -48,6 +48,10 @@ int main(int argc, char** argv) {
   if (!inputs.ok()) return std::fprintf(stderr, "%s\n", inputs.status().message().c_str()), 1;
   // The cluster's slurm.conf confines jobs as the daemon's does, so its slurmd needs the same.
   inputs->job_cgroups = app::HostJobCgroups();
+  // Its workers run the cluster's image, as the daemon's do.
+  if (Status s = app::ResolveClusterImages(paths.state_dir, *cluster, &*inputs); !s.ok()) {
+    return std::fprintf(stderr, "%s\n", s.message().c_str()), 1;
+  }
   const std::string requests = paths.RuntimeDir() + "/volumes/controller-state/peer/requests";
   size_t handled = 0;
   api::NodeSet cloud;

@@ -2,7 +2,8 @@
 # Installs, with apt, whatever hpcplane needs that is missing. Idempotent: a second run installs
 # nothing and takes a fraction of a second.
 #
-#   install-deps.sh demo   what `make demo` needs: the build tools and libraries, Slurm, MariaDB
+#   install-deps.sh demo   what `make demo` needs: the build tools and libraries, Slurm, MariaDB,
+#                          mmdebstrap (the pods' images)
 #   install-deps.sh test   the demo's set and what the tests and lint use (browser, PostgreSQL,
 #                          Prometheus, the Kubernetes client, clang-format, clang-tidy); the default
 #   install-deps.sh fuzz   the test set and clang's libFuzzer (`make fuzz`)
@@ -19,7 +20,7 @@ build=(
 # To run a cluster.
 run=(
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
-  iproute2 util-linux procps curl openssl nftables
+  iproute2 util-linux procps curl openssl nftables mmdebstrap
 )
 # To run the tests, the benchmark smoke run and lint.
 test=(

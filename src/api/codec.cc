@@ -530,6 +530,7 @@ nlohmann::json ToJson(const SlurmCluster& c) {
       {"metadata", MetaJson(c.metadata)},
       {"spec",
        {{"environment", s.environment},
+        {"sharedRoot", {{"enabled", s.shared_root}}},
         {"network", {{"subnet", s.subnet}}},
         {"restApi", {{"port", s.rest_port}, {"memoryLimitMiB", s.rest_memory_limit_mib}}},
         {"login", {{"enabled", s.login_enabled}}},

@@ -38,8 +38,8 @@ std::optional<Environment> FindBuiltinEnvironment(const std::string& name) {
 }
 
 const std::vector<std::string>& BasePackages(const std::string& purpose) {
-  static const std::vector<std::string> kCommon = {"bash",     "coreutils",  "procps",    "iproute2",
-                                                   "hostname", "util-linux", "findutils", "ca-certificates"};
+  static const std::vector<std::string> kCommon = {"bash",       "coreutils", "procps",          "iproute2", "hostname",
+                                                   "util-linux", "findutils", "ca-certificates", "curl"};
   static const std::vector<std::string> kCluster = [] {
     std::vector<std::string> v = kCommon;
     v.insert(v.end(), {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "slurm-client", "slurm-wlm-jwt-plugin", "munge",

@@ -27,6 +27,7 @@ void WalkDatasets(R& r, std::vector<Dataset>* out) {
 template <typename R>
 void WalkClusterSpec(R& r, SlurmClusterSpec* s) {
   r.String("environment", &s->environment);
+  r.Object("sharedRoot", [&](R& shared) { shared.Bool("enabled", &s->shared_root); });
   r.Object("network", [&](R& net) { net.String("subnet", &s->subnet); });
   r.Object("restApi", [&](R& rest) {
     rest.Integer("port", &s->rest_port);

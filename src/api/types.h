@@ -81,6 +81,10 @@ struct SlurmClusterSpec {
   // The cluster compute environment (an Environment's name, api/environments.h) every Slurm pod
   // runs from; empty: the newest built-in. It decides the Slurm release.
   std::string environment;
+  // One root file system, made from the environment's image, for every worker and login pod
+  // (Soperator's "jail"): software the admin installs in the login pod is on every worker at
+  // once. Local runtime only.
+  bool shared_root = false;
   int rest_port = 6820;
   // slurmrestd is restarted above this much memory (0: never). Slurm 22.05's slurmrestd keeps
   // the memory of every job listing it serves: listing 5,000 jobs once a second grew it to

@@ -1,7 +1,6 @@
 #include "app/environments.h"
 
 #include <cstdlib>
-#include <set>
 
 #include "api/codec.h"
 #include "api/environments.h"
@@ -66,16 +65,19 @@ std::optional<slurm::Release> ImageSlurmRelease(const ImageManifest& m) {
   return std::nullopt;
 }
 
+Result<slurm::Release> EnvironmentRelease(const std::string& state_dir, const std::string& name) {
+  ASSIGN_OR_RETURN(auto m, ImageStore(ImageStoreDir(state_dir)).Find(name));
+  if (!m) return Status::NotFound(fmt::format("environment \"{}\" is not built here", name));
+  auto release = ImageSlurmRelease(*m);
+  if (!release) return Status::FailedPrecondition(fmt::format("environment \"{}\" holds no Slurm", name));
+  return *release;
+}
+
 Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster& c,
                            const std::vector<api::NodeSet>& nodesets, const Progress& progress) {
-  std::set<std::string> names = {api::ClusterEnvironment(c)};
-  for (const auto& ns : nodesets) names.insert(api::WorkerEnvironment(ns, c));
-  std::optional<slurm::Release> cluster_release;
-  for (const std::string& name : {api::ClusterEnvironment(c)}) {
-    ASSIGN_OR_RETURN(api::Environment e, FindEnvironment(state_dir, name));
-    ASSIGN_OR_RETURN(ImageManifest m, BuildEnvironment(state_dir, e, false, progress));
-    cluster_release = ImageSlurmRelease(m);
-  }
+  ASSIGN_OR_RETURN(api::Environment cluster_env, FindEnvironment(state_dir, api::ClusterEnvironment(c)));
+  ASSIGN_OR_RETURN(ImageManifest cluster_image, BuildEnvironment(state_dir, cluster_env, false, progress));
+  const std::optional<slurm::Release> cluster_release = ImageSlurmRelease(cluster_image);
   for (const auto& ns : nodesets) {
     const std::string name = api::WorkerEnvironment(ns, c);
     if (name == api::ClusterEnvironment(c)) continue;

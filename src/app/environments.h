@@ -31,6 +31,9 @@ Result<runtime::local::ImageManifest> BuildEnvironment(const std::string& state_
 // The Slurm release an image carries (its slurmctld's, else its slurm-client's version).
 std::optional<slurm::Release> ImageSlurmRelease(const runtime::local::ImageManifest& m);
 
+// The Slurm release of an environment built here.
+Result<slurm::Release> EnvironmentRelease(const std::string& state_dir, const std::string& name);
+
 // Builds (or reuses) the images of a cluster's environment and of its nodesets' own, and checks
 // that every one carries the cluster's Slurm series.
 Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster& c,

@@ -1,6 +1,7 @@
 #include "app/runtime_factory.h"
 
 #include "app/environments.h"
+#include "common/files.h"
 #include "operator/store.h"
 #include "runtime/local/network.h"
 #include "runtime/local/pod_exec.h"
@@ -60,6 +61,10 @@ Status CheckSubnetFree(const op::ClusterPaths& p, const std::string& cluster_nam
                           subnet, **owner);
   }
   return Status::Ok();
+}
+
+Status ResetSharedRoot(const op::ClusterPaths& p) {
+  return files::RemoveAll(p.RuntimeDir() + "/volumes/" + op::kVolumeSharedRoot);
 }
 
 slurm::JobCgroups HostJobCgroups() {

@@ -29,6 +29,9 @@ Result<std::unique_ptr<runtime::PodRuntime>> OpenClientRuntime(const op::Cluster
 // what a crashed daemon left behind. Ok when there is no runtime to open.
 Status TeardownRuntime(const op::ClusterPaths& p, const std::string& self_exe);
 
+// Removes a stopped cluster's shared root, so that its pods make it again from their image.
+Status ResetSharedRoot(const op::ClusterPaths& p);
+
 // Refuses a subnet that another cluster's network already holds, before anything is created.
 Status CheckSubnetFree(const op::ClusterPaths& p, const std::string& cluster_name, const std::string& subnet);
 

@@ -73,6 +73,12 @@ int Main(int argc, char** argv, const std::string& self_exe) {
   del->add_option("kind", kind, "nodeset")->required();
   del->add_option("name", name, "Its name")->required();
 
+  std::string environment;
+  auto* upgrade = app.add_subcommand(
+      "upgrade", "Move the cluster to another environment (Slurm release), keeping its queue and job history");
+  upgrade->add_option("environment", environment, "e.g. slurm-26.05 (see `hpcplane environments list`)")->required();
+  upgrade->add_option("--timeout", timeout_s, "Seconds to wait for Ready after the restart");
+
   std::optional<int> replicas;
   bool wait = false, autoscale = false;
   auto* scale = app.add_subcommand("scale", "Pin a nodeset's worker count (clamped to min..max), or --auto");
@@ -117,6 +123,7 @@ int Main(int argc, char** argv, const std::string& self_exe) {
     return CmdDescribe(g, kind, name);
   }
   if (apply->parsed()) return CmdApply(g, file);
+  if (upgrade->parsed()) return CmdUpgrade(g, environment, timeout_s);
   if (del->parsed()) return CmdDelete(g, kind, name);
   if (scale->parsed()) {
     if (!replicas && !autoscale) return Fail(Status::Error("scale: give --replicas N or --auto"));

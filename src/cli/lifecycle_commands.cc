@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "api/codec.h"
+#include "api/environments.h"
 #include "api/validation.h"
 #include "app/environments.h"
 #include "app/runtime_factory.h"
@@ -24,6 +25,7 @@
 #include "embedded_cluster.h"
 #include "operator/conditions.h"
 #include "operator/store.h"
+#include "slurm/release.h"
 
 namespace hpc::cli {
 
@@ -135,6 +137,9 @@ Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
   return Status::Ok();
 }
 
+// What a cluster stored by an hpcplane without environments ran: the host's Debian 12 Slurm.
+constexpr const char* kEnvironmentBeforeImages = "slurm-22.05";
+
 std::atomic<bool> g_interrupted{false};
 
 void OnInterrupt(int) { g_interrupted = true; }
@@ -190,6 +195,14 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
     m = std::move(*loaded);
   }
   if (m.clusters.empty()) return Fail(Status::Errorf("{}: `up` needs a SlurmCluster", file));
+  // A cluster keeps the environment (so the Slurm release) it was created with: a new one is
+  // pinned to today's default, one stored before environments existed to the 22.05 it ran.
+  if (m.clusters[0].spec.environment.empty()) {
+    m.clusters[0].spec.environment = stored ? kEnvironmentBeforeImages : api::kDefaultEnvironment;
+    if (stored) {
+      if (Status s = op::Store(stored->Dir()).SaveCluster(m.clusters[0]); !s.ok()) return Fail(s);
+    }
+  }
   const api::SlurmCluster& c = m.clusters[0];
   op::ClusterPaths p{g.state_dir, c.metadata.name};
   // The images the pods run from, built on first use (the first `up` of a release takes a
@@ -286,13 +299,83 @@ int CmdApply(const Globals& g, const std::string& file) {
                          "(got {}, running on {})",
                          name, m->clusters[0].spec.subnet, old->spec.subnet));
     }
+    // The environment decides Slurm's release: changing it restarts every daemon (`upgrade`).
+    if (old.ok()) {
+      auto& env = m->clusters[0].spec.environment;
+      if (env.empty()) env = old->spec.environment;
+      if (env != old->spec.environment) {
+        return Fail(Status::FailedPrecondition(
+            fmt::format("cluster \"{}\": spec.environment cannot change by apply (got {}, running {}): use `hpcplane "
+                        "upgrade {}`, which checks the Slurm upgrade and restarts the cluster",
+                        name, env, old->spec.environment, env)));
+      }
+    }
     if (Status s = store.SaveCluster(m->clusters[0]); !s.ok()) return Fail(s);
     std::cout << fmt::format("cluster/{} applied\n", name);
+  }
+  if (!m->nodesets.empty()) {
+    auto c = store.LoadCluster();
+    if (!c.ok()) return Fail(c.status());
+    Status images = app::EnsureClusterImages(g.state_dir, *c, m->nodesets, [](const std::string& line) {
+      std::cout << "  " << Printable(line) << std::endl;
+    });
+    if (!images.ok()) return Fail(images);
   }
   for (const auto& ns : m->nodesets) {
     if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
     std::cout << fmt::format("nodeset/{} applied\n", ns.metadata.name);
   }
+  return 0;
+}
+
+int CmdUpgrade(const Globals& g, const std::string& environment, int timeout_s) {
+  auto start = Clock::now();
+  auto p = ResolveCluster(g);
+  if (!p.ok()) return Fail(p.status());
+  op::Store store(p->Dir());
+  auto c = store.LoadCluster();
+  if (!c.ok()) return Fail(c.status());
+  const std::string from = api::ClusterEnvironment(*c);
+  if (from == environment) {
+    std::cout << fmt::format("cluster \"{}\" already runs {}\n", p->name, environment);
+    return 0;
+  }
+  auto progress = [](const std::string& line) { std::cout << "  " << Printable(line) << std::endl; };
+  auto env = app::FindEnvironment(g.state_dir, environment);
+  if (!env.ok()) return Fail(env.status());
+  auto image = app::BuildEnvironment(g.state_dir, *env, false, progress);
+  if (!image.ok()) return Fail(image.status());
+  auto to_release = app::ImageSlurmRelease(*image);
+  auto from_release = app::EnvironmentRelease(g.state_dir, from);
+  if (!from_release.ok()) return Fail(from_release.status().WithContext("cluster \"" + p->name + "\""));
+  if (!to_release) return Fail(Status::FailedPrecondition("environment \"" + environment + "\" holds no Slurm"));
+  if (Status s = slurm::CheckUpgrade(*from_release, *to_release); !s.ok()) {
+    return Fail(s.WithContext(fmt::format("cluster \"{}\" ({} to {})", p->name, from, environment)));
+  }
+  api::SlurmCluster next = *c;
+  next.spec.environment = environment;
+  auto nodesets = store.LoadNodeSets();
+  if (!nodesets.ok()) return Fail(nodesets.status());
+  if (Status s = app::EnsureClusterImages(g.state_dir, next, *nodesets, progress); !s.ok()) return Fail(s);
+  // Every daemon starts again on the new release: slurmdbd converts the job history, slurmctld
+  // reads the saved queue; jobs running on workers end with their workers.
+  std::cout << fmt::format("Upgrading cluster \"{}\" from Slurm {} ({}) to {} ({})", p->name, from_release->ToString(),
+                           from, to_release->ToString(), environment)
+            << std::endl;
+  const bool was_running = op::RunningDaemon(*p) != 0;
+  if (Status s = StopCluster(g, *p, false); !s.ok()) return Fail(s);
+  if (c->spec.shared_root) {
+    // Made from the old release's image; what was installed there must be installed again.
+    if (Status s = app::ResetSharedRoot(*p); !s.ok()) return Fail(s);
+    std::cout << "  the shared root is made again from " << environment << ": reinstall what was added to it"
+              << std::endl;
+  }
+  if (Status s = store.SaveCluster(next); !s.ok()) return Fail(s);
+  if (!was_running) return 0;
+  if (Status s = StartDaemon(g, *p); !s.ok()) return Fail(s);
+  if (Status s = WaitReady(*p, start, std::chrono::seconds(timeout_s), false); !s.ok()) return Fail(s);
+  std::cout << fmt::format("Cluster \"{}\" runs Slurm {} ({:.2f}s).", p->name, to_release->ToString(), Seconds(start))
+            << std::endl;
   return 0;
 }
 

@@ -14,6 +14,9 @@ int CmdUp(const Globals& g, const std::string& file, bool detach, int timeout_s,
           const std::string& metrics_listen);
 int CmdDown(const Globals& g, bool purge);
 int CmdApply(const Globals& g, const std::string& file);
+// Moves a cluster to another environment (so another Slurm release): refused, changing
+// nothing, where Slurm cannot upgrade; otherwise the cluster restarts on the new images.
+int CmdUpgrade(const Globals& g, const std::string& environment, int timeout_s);
 int CmdDelete(const Globals& g, const std::string& kind, const std::string& name);
 int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas, bool wait,
              int timeout_s);

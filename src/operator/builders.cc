@@ -8,6 +8,7 @@
 
 #include "api/codec.h"
 #include "api/environments.h"
+#include "common/subprocess.h"
 #include "operator/workspace.h"
 #include "slurm/config.h"
 #include "slurm/health_check.h"
@@ -45,6 +46,14 @@ namespace {
 std::string ImageFor(const BuildInputs& in, const std::string& environment) {
   auto it = in.images.find(environment);
   return it == in.images.end() ? std::string() : it->second;
+}
+
+// Worker and login pods run the cluster's shared root when it has one (and an image to make it
+// from); its daemons keep the plain image.
+void UseSharedRoot(const api::SlurmCluster& c, bool writable, PodSpec* p) {
+  if (!c.spec.shared_root || p->image.empty()) return;
+  p->shared_root = kVolumeSharedRoot;
+  p->shared_root_writable = writable;
 }
 
 std::map<std::string, std::string> Labels(const api::SlurmCluster& c, const std::string& component) {
@@ -235,8 +244,11 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.image = ImageFor(in, api::ClusterEnvironment(c));
   p.name = ControllerPodName(c);
   p.labels = Labels(c, "controller");
-  // Started as root; slurmctld drops to SlurmUser itself.
+  // Started as root; slurmctld drops to SlurmUser itself. From 23.11 on it exits at start when
+  // one of its state files is missing (a kill -9 before it first wrote assoc_usage); -i keeps
+  // 22.05's behaviour: it recovers what the files it has hold.
   p.command = {"slurmctld", "-D"};
+  if (in.release.AtLeast(23, 11)) p.command.push_back("-i");
   if (c.spec.accounting.enabled) {
     // slurmctld starts once slurmdbd answers, so that its first connection to it succeeds.
     // Without saved state it takes its TRES list from slurmdbd and exits when it cannot (first
@@ -245,7 +257,8 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
     // never keeps slurmctld down.
     const std::string saved_state_and_5s =
         fmt::format("[ -e {}/last_tres ] && [ $((tries += 1)) -gt 100 ]", slurm::kStateSaveDir);
-    p.command = ExecOnceConnects(slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort, saved_state_and_5s, "exec slurmctld -D");
+    p.command = ExecOnceConnects(slurm::SlurmdbdHost(c), slurm::kSlurmdbdPort, saved_state_and_5s,
+                                 "exec " + JoinArgs(p.command));
   }
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);
@@ -290,6 +303,8 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
 PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
   p.image = ImageFor(in, api::ClusterEnvironment(c));
+  // The admin installs software into the shared root here (as root); workers see it at once.
+  UseSharedRoot(c, /*writable=*/true, &p);
   p.name = LoginPodName(c);
   p.labels = Labels(c, "login");
   // The login pod only hosts users' `exec` sessions; its own process holds no privilege.
@@ -305,6 +320,7 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
 PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int ordinal, const BuildInputs& in) {
   PodSpec p;
   p.image = ImageFor(in, api::WorkerEnvironment(ns, c));
+  if (api::WorkerEnvironment(ns, c) == api::ClusterEnvironment(c)) UseSharedRoot(c, /*writable=*/false, &p);
   p.name = WorkerPodName(ns, ordinal);
   p.labels = Labels(c, "worker");
   p.labels[kLabelNodeSet] = ns.metadata.name;
@@ -449,6 +465,7 @@ std::map<std::string, std::string> WorkspaceShellEnv(const api::Workspace& w) {
 PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace& w, const BuildInputs& in) {
   PodSpec p;
   p.image = ImageFor(in, api::ClusterEnvironment(c));
+  UseSharedRoot(c, /*writable=*/false, &p);
   p.name = WorkspaceLoginPodName(w);
   p.labels = Labels(c, "workspace-login");
   p.labels[kLabelWorkspace] = w.metadata.name;

@@ -67,6 +67,7 @@ inline constexpr const char* kVolumeMungeSocket = "munge-socket";
 inline constexpr const char* kSecretDatabase = "accounting-db";    // MariaDB's init.sql (owner mysql)
 inline constexpr const char* kSecretSlurmdbd = "slurmdbd-config";  // slurmdbd.conf (owner slurm)
 inline constexpr const char* kVolumeDatabase = "accounting-db";    // MariaDB's data directory
+inline constexpr const char* kVolumeSharedRoot = "shared-root";    // SlurmClusterSpec::shared_root
 inline constexpr const char* kConfigMapWorkspaceTools = "workspace-tools";
 // Members may use every workspace's partition and hold Slurm's administrator level.
 inline constexpr const char* kAdminGroup = "hpcadmins";

@@ -1,5 +1,7 @@
 #include "operator/nodeset_reconciler.h"
 
+#include "slurm/config.h"
+
 #include "operator/dataset_volume.h"
 
 #include <algorithm>
@@ -344,7 +346,9 @@ void NodeSetReconciler::RegisterWorkersAgain(const api::NodeSet& ns, const std::
     // launches while slurmd reconfigures (a busy worker lost seconds of throughput to it).
     if (p.started_at > started) continue;
     runtime::ExecOptions o;
-    o.argv = {"pkill", "-HUP", "-x", "slurmd"};
+    // Slurm 23.11 on re-executes itself on SIGHUP through /proc/self/exe, under Debian's real
+    // name (slurmd-wlm, which /usr/sbin/slurmd points to through alternatives).
+    o.argv = {"pkill", "-HUP", "-x", slurm::kSlurmdProcessPattern};
     o.timeout = std::chrono::seconds(10);
     auto r = rt_->Exec(p.name, o);
     if (r.ok() && r->exit_code == 0)

@@ -131,6 +131,11 @@ struct PodSpec {
   // ("name@sha256:<digest>", local/image_store.h); empty: the host's. The Kubernetes runtime
   // runs its configured image and leaves this aside.
   std::string image;
+  // Local runtime: the pod's system directories come from this volume instead, made once from
+  // the image and shared by every pod that names it; writable in pods that may install software
+  // there (as root), read-only elsewhere. Empty: the image itself, read-only.
+  std::string shared_root;
+  bool shared_root_writable = false;
   std::vector<std::string> command;
   std::map<std::string, std::string> env;
   int64_t uid = 0;  // the main process's user; 0 only for daemons that drop privileges themselves

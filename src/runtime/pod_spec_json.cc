@@ -36,6 +36,8 @@ json SpecJson(const PodSpec& s) {
       {"name", s.name},
       {"labels", s.labels},
       {"image", s.image},
+      {"sharedRoot", s.shared_root},
+      {"sharedRootWritable", s.shared_root_writable},
       {"command", s.command},
       {"env", s.env},
       {"uid", s.uid},
@@ -90,6 +92,8 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.name = j.at("name");
     s.labels = j.at("labels").get<std::map<std::string, std::string>>();
     s.image = j.value("image", "");
+    s.shared_root = j.value("sharedRoot", "");
+    s.shared_root_writable = j.value("sharedRootWritable", false);
     s.command = j.at("command").get<std::vector<std::string>>();
     s.env = j.at("env").get<std::map<std::string, std::string>>();
     s.uid = j.at("uid");

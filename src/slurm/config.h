@@ -24,6 +24,10 @@ inline constexpr const char* kPlaceholderPartition = "_hpcplane";
 // Scripts slurmd runs (TaskProlog), from the slurm-scripts config map.
 inline constexpr const char* kScriptsDir = "/run/slurm-scripts";
 inline constexpr int kMariaDbPort = 3306;
+// What pgrep -x finds Slurm's daemons by: the name they were started by, or Debian's real one
+// that 23.11 on show once they re-executed themselves (reconfigure).
+inline constexpr const char* kSlurmdProcessPattern = "slurmd(-wlm)?";
+inline constexpr const char* kSlurmctldProcessPattern = "slurmctld(-wlm)?";
 inline constexpr const char* kAccountingDatabase = "slurm_acct_db";
 // slurmdbd finds slurmdbd.conf next to $SLURM_CONF; its pod points SLURM_CONF into this secret.
 inline constexpr const char* kSlurmdbdConfigDir = "/run/secrets/slurmdbd";
@@ -31,7 +35,8 @@ inline constexpr const char* kSlurmdbdConfigDir = "/run/secrets/slurmdbd";
 // job update, so the operator learns of new work from a stat(2) instead of listing the queue.
 inline constexpr const char* kSubmitMarkerFile = "hpcplane-submitted";
 
-// job_submit.lua, next to slurm.conf: touches kSubmitMarkerFile and never refuses a job.
+// job_submit.lua, next to slurm.conf: touches kSubmitMarkerFile, and refuses a partition the
+// submitter may not use (23.11 on would queue such a job instead).
 std::string JobSubmitLuaScript();
 
 // Pod (and host) names of the controller, the accounting daemon and its database.

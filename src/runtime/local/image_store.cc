@@ -10,6 +10,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "common/files.h"
@@ -228,8 +229,10 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
   auto say = [&](const std::string& line) {
     if (options.progress) options.progress(line);
   };
+  // Under the store's lock no other build runs: whatever is in building/ was left by one that
+  // was killed.
+  for (const auto& stale : files::ListDir(dir_ + "/building")) RemoveBuildDir(dir_ + "/building/" + stale);
   const std::string work = dir_ + "/building/" + recipe.name + "." + std::to_string(::getpid());
-  RemoveBuildDir(work);
   RETURN_IF_ERROR(files::MakeDirs(work, 0755));  // apt downloads as _apt inside
   const std::string rootfs = work + "/rootfs";
   const std::string overlay = work + "/overlay";
@@ -301,8 +304,12 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
     RemoveBuildDir(work);
   }
   RETURN_IF_ERROR(files::MakeDirs(dir_ + "/refs", 0755));
-  RETURN_IF_ERROR(files::WriteAtomic(RefPath(recipe.name),
-                                     json{{"digest", m.digest}, {"recipeDigest", recipe_digest}}.dump(), 0644));
+  // The images the name referred to before stay (pods pinned to them run on) until it is deleted.
+  std::vector<std::string> previous = RefDigests(recipe.name);
+  previous.erase(std::remove(previous.begin(), previous.end(), m.digest), previous.end());
+  RETURN_IF_ERROR(files::WriteAtomic(
+      RefPath(recipe.name), json{{"digest", m.digest}, {"recipeDigest", recipe_digest}, {"previous", previous}}.dump(),
+      0644));
   // The recorded manifest is the one that counts (an identical image may predate this build).
   ASSIGN_OR_RETURN(ImageManifest stored, LoadManifest(m.digest));
   stored.name = recipe.name;
@@ -311,14 +318,33 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
   return stored;
 }
 
+std::vector<std::string> ImageStore::RefDigests(const std::string& name) const {
+  auto text = files::Read(RefPath(name));
+  if (!text.ok()) return {};
+  json ref = json::parse(*text, nullptr, false);
+  if (!ref.is_object()) return {};
+  std::vector<std::string> out = ref.value("previous", std::vector<std::string>{});
+  out.push_back(ref.value("digest", ""));
+  out.erase(std::remove_if(out.begin(), out.end(), [](const auto& d) { return !IsHexDigest(d); }), out.end());
+  return out;
+}
+
 Status ImageStore::Delete(const std::string& name) {
   ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
   ASSIGN_OR_RETURN(auto m, Find(name));
   if (!m) return Status::NotFound(fmt::format("environment \"{}\" has no image in {}", name, dir_));
+  const std::vector<std::string> mine = RefDigests(name);
   if (::unlink(RefPath(name).c_str()) != 0) return Status::Errorf("remove {}: {}", RefPath(name), std::strerror(errno));
-  ASSIGN_OR_RETURN(auto rest, List());
-  bool shared = std::any_of(rest.begin(), rest.end(), [&](const auto& o) { return o.digest == m->digest; });
-  if (!shared) RemoveBuildDir(ImageDir(m->digest));
+  // Its images, now and before, less those another name refers to (content-addressed: the same
+  // recipe and packages under two names are one image).
+  std::set<std::string> kept;
+  for (const auto& file : files::ListDir(dir_ + "/refs")) {
+    if (file.size() <= 5 || file.substr(file.size() - 5) != ".json") continue;
+    for (const auto& d : RefDigests(file.substr(0, file.size() - 5))) kept.insert(d);
+  }
+  for (const auto& d : mine) {
+    if (!kept.count(d)) RemoveBuildDir(ImageDir(d));
+  }
   return Status::Ok();
 }
 

@@ -5,7 +5,8 @@
 // Layout of `dir`:
 //   images/<digest>/rootfs/          the root file system (read-only to pods)
 //   images/<digest>/manifest.json    name, recipe, every installed package's version, size
-//   refs/<name>.json                 the digest a name refers to now, and its recipe's digest
+//   refs/<name>.json                 the digest a name refers to now, its recipe's digest, and the
+//                                    digests it referred to before (kept for pods pinned to them)
 //   building/<name>.<pid>/           a build in progress (removed on failure)
 //   lock                             held while building or deleting
 // An image's digest is the SHA-256 of its recipe's digest and of the versions of every package
@@ -72,7 +73,8 @@ class ImageStore {
   // The root file system of "name@sha256:<digest>" (that exact image) or of "name" (the
   // image the name refers to now).
   Result<std::string> RootOf(const std::string& reference) const;
-  // Forgets the name, and removes its image unless another name refers to it.
+  // Forgets the name, and removes its images (the current one and those it referred to before)
+  // that no other name refers to.
   Status Delete(const std::string& name);
 
   static std::string RecipeDigest(const ImageRecipe& recipe);
@@ -81,6 +83,8 @@ class ImageStore {
   std::string ImageDir(const std::string& digest) const { return dir_ + "/images/" + digest; }
   std::string RefPath(const std::string& name) const { return dir_ + "/refs/" + name + ".json"; }
   Result<ImageManifest> LoadManifest(const std::string& digest) const;
+  // The digests a name refers to: now, and before a rebuild changed it.
+  std::vector<std::string> RefDigests(const std::string& name) const;
   Result<ImageManifest> BuildLocked(const ImageRecipe& recipe, const std::string& recipe_digest,
                                     const BuildOptions& options);
 

@@ -27,6 +27,7 @@
 #include "runtime/local/image_store.h"
 #include "runtime/local/pod_firewall.h"
 #include "runtime/local/pod_init.h"
+#include "runtime/local/shared_root.h"
 
 namespace hpc::runtime::local {
 
@@ -329,6 +330,15 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
       return root.status().WithContext("pod " + spec.name);
     }
     plan.image_root = *root;
+    if (!spec.shared_root.empty()) {
+      auto shared = EnsureSharedRoot(VolumePath(spec.shared_root), *root, spec.image);
+      if (!shared.ok()) {
+        st->message = shared.status().message();
+        return shared.status().WithContext("pod " + spec.name);
+      }
+      plan.image_root = *shared;
+      plan.image_writable = spec.shared_root_writable;
+    }
   }
   plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
   for (const auto& m : spec.mounts) {

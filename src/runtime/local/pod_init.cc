@@ -46,6 +46,7 @@ nlohmann::json ToJson(const LaunchPlan& p) {
   return {{"hostname", p.hostname},
           {"rootDir", p.root_dir},
           {"imageRoot", p.image_root},
+          {"imageWritable", p.image_writable},
           {"tmpMiB", p.tmp_mib},
           {"netns", p.netns_path},
           {"mounts", MountsJson(p.mounts)},
@@ -63,6 +64,7 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     p.hostname = j.at("hostname").get<std::string>();
     p.root_dir = j.at("rootDir").get<std::string>();
     p.image_root = j.value("imageRoot", "");
+    p.image_writable = j.value("imageWritable", false);
     p.tmp_mib = j.at("tmpMiB").get<int64_t>();
     p.netns_path = j.at("netns").get<std::string>();
     p.mounts = MountsFromJson(j.at("mounts"));
@@ -128,7 +130,7 @@ void Bind(const std::string& source, const std::string& target, bool read_only, 
 // Makes `root`/`path` show `from`/`path` (the host's, or an image's) read-only: the same symlink
 // where `from` has a symlink there (merged /usr), a bind of the file or directory otherwise;
 // absent stays absent.
-void ShowSystemPath(const std::string& root, const std::string& from, const std::string& path) {
+void ShowSystemPath(const std::string& root, const std::string& from, const std::string& path, bool writable = false) {
   struct stat st;
   const std::string source = from + path;
   if (::lstat(source.c_str(), &st) != 0) return;
@@ -141,7 +143,7 @@ void ShowSystemPath(const std::string& root, const std::string& from, const std:
     return;
   }
   EnsureMountPoint(target, S_ISDIR(st.st_mode));
-  Bind(source, target, true, true);
+  Bind(source, target, !writable, true);
 }
 
 // The system part of the pod's root (see the contract in pod_init.h).
@@ -173,7 +175,8 @@ std::set<std::string> EtcNamesMounted(const std::vector<LaunchMount>& mounts) {
 }
 
 // The pod's /etc: the chosen parts of the host's, or an image's own.
-void ShowEtc(const std::string& root, const std::string& image_root, const std::vector<LaunchMount>& mounts) {
+void ShowEtc(const std::string& root, const std::string& image_root, bool writable,
+             const std::vector<LaunchMount>& mounts) {
   MakeDirOrDie(root + "/etc", 0755);
   if (image_root.empty()) {
     for (const char* entry : kHostEtcEntries) ShowSystemPath(root, "", std::string("/etc/") + entry);
@@ -184,7 +187,7 @@ void ShowEtc(const std::string& root, const std::string& image_root, const std::
   std::error_code ec;
   for (const auto& entry : std::filesystem::directory_iterator(image_root + "/etc", ec)) {
     const std::string name = entry.path().filename().string();
-    if (!skip.count(name)) ShowSystemPath(root, image_root, "/etc/" + name);
+    if (!skip.count(name)) ShowSystemPath(root, image_root, "/etc/" + name, writable);
   }
   if (ec) Die("read " + image_root + "/etc: " + ec.message());
 }
@@ -222,8 +225,8 @@ void BuildSystemRoot(const LaunchPlan& plan) {
   const std::string& image = plan.image_root;
   const std::string tmp_opts = "mode=1777,size=" + std::to_string(plan.tmp_mib) + "m";
   MountOrDie("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64m");
-  for (const char* dir : kSystemDirs) ShowSystemPath(root, image, dir);
-  ShowEtc(root, image, plan.mounts);
+  for (const char* dir : kSystemDirs) ShowSystemPath(root, image, dir, plan.image_writable);
+  ShowEtc(root, image, plan.image_writable, plan.mounts);
   MakeDirOrDie(root + "/tmp", 01777);
   MountOrDie("tmpfs", (root + "/tmp").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts.c_str());
   MakeDirOrDie(root + "/run", 0755);
@@ -231,7 +234,7 @@ void BuildSystemRoot(const LaunchPlan& plan) {
   MakeDirOrDie(root + "/var", 0755);
   for (const char* dir : {"lib", "log", "spool", "cache"}) MakeDirOrDie(root + "/var/" + dir, 0755);
   if (!image.empty()) {
-    for (const char* dir : kImageExtraDirs) ShowSystemPath(root, image, dir);
+    for (const char* dir : kImageExtraDirs) ShowSystemPath(root, image, dir, plan.image_writable);
   }
   MakeDirOrDie(root + "/var/tmp", 01777);
   SymlinkOrDie("../run", root + "/var/run");

@@ -38,9 +38,10 @@ struct LaunchMount {
 // Everything pod-init needs, resolved to host paths by the runtime.
 struct LaunchPlan {
   std::string hostname;
-  std::string root_dir;    // an empty host directory the pod's root is assembled on
-  std::string image_root;  // the image's root file system (host path); empty: the host's
-  int64_t tmp_mib = 1024;  // size of /tmp (and of /dev/shm)
+  std::string root_dir;         // an empty host directory the pod's root is assembled on
+  std::string image_root;       // the image's root file system (host path); empty: the host's
+  bool image_writable = false;  // its system directories writable (a shared root's installer)
+  int64_t tmp_mib = 1024;       // size of /tmp (and of /dev/shm)
   std::string netns_path;
   std::vector<LaunchMount> mounts;
   // The pod's cgroup directories (pod_cgroups.h): init joins each, and the pod sees them at

@@ -176,7 +176,8 @@ TEST_F(NodeSetReconcilerTest, WorkersRegisterAgainOnceAfterTheControllerRestarts
   Workers(2);
   auto hups = [&] {
     int n = 0;
-    for (const auto& e : rt_.execs) n += e.opts.argv == std::vector<std::string>{"pkill", "-HUP", "-x", "slurmd"};
+    for (const auto& e : rt_.execs)
+      n += e.opts.argv == std::vector<std::string>{"pkill", "-HUP", "-x", "slurmd(-wlm)?"};
     return n;
   };
   const int64_t now = std::time(nullptr);
@@ -207,7 +208,7 @@ TEST_F(NodeSetReconcilerTest, WorkersStartedAfterTheControllerAreNotAskedToRegis
   Pass();
   std::vector<std::string> signalled;
   for (const auto& e : rt_.execs) {
-    if (e.opts.argv == std::vector<std::string>{"pkill", "-HUP", "-x", "slurmd"}) signalled.push_back(e.pod);
+    if (e.opts.argv == std::vector<std::string>{"pkill", "-HUP", "-x", "slurmd(-wlm)?"}) signalled.push_back(e.pod);
   }
   EXPECT_EQ(signalled, (std::vector<std::string>{"cpu-0"}));
 }

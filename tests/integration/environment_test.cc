@@ -1,0 +1,233 @@
+// Compute environments against real Debian suites and real Slurm releases: images built with
+// mmdebstrap, clusters on 26.05, 24.11 and 22.05, MPI across workers, upgrades, a shared root.
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+
+#include "common/files.h"
+#include "harness.h"
+
+namespace hpc::it {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The hpcplane CLI with an image store of its own (not the shared one the tests run from).
+ProcessResult Hpcplane(const std::string& state_dir, const std::string& store, const std::vector<std::string>& args,
+                       std::chrono::milliseconds timeout = 600s) {
+  std::vector<std::string> argv = {HPCPLANE_BIN, "--state-dir", state_dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  RunOptions o;
+  o.timeout = timeout;
+  if (!store.empty()) o.extra_env["HPCPLANE_IMAGE_STORE"] = store;
+  auto r = RunProcess(argv, o);
+  return r.ok() ? *r : ProcessResult{};
+}
+
+std::string EnvironmentYaml(const std::string& name, const std::vector<std::string>& packages) {
+  std::string yaml = "apiVersion: hpcplane.io/v1alpha1\nkind: Environment\nmetadata:\n  name: " + name +
+                     "\nspec:\n  suite: bookworm\n  purpose: workspace\n  packages: [";
+  for (size_t i = 0; i < packages.size(); ++i) yaml += (i ? ", " : "") + packages[i];
+  return yaml + "]\n";
+}
+
+TEST(Environments, BuiltinsAreReusedAChangedListMakesANewImageAndAMissingPackageLeavesNothing) {
+  auto dir = files::MakeTempDir("hpcplane-env");
+  ASSERT_TRUE(dir.ok());
+  const std::string state = *dir + "/state", store = *dir + "/store";
+  // The built-in environments were built once for every test (the images fixture): building
+  // one again reuses it.
+  auto again = Hpcplane(state, "", {"environments", "build", "slurm-26.05"});
+  ASSERT_EQ(again.exit_code, 0) << again.out << again.err;
+  EXPECT_NE(again.out.find("reusing slurm-26.05@sha256:"), std::string::npos) << again.out;
+  EXPECT_NE(again.out.find("(Slurm 26.05."), std::string::npos) << again.out;
+
+  ASSERT_TRUE(files::WriteAtomic(*dir + "/a.yaml", EnvironmentYaml("it-tools", {})).ok());
+  auto first = Hpcplane(state, store, {"environments", "build", "-f", *dir + "/a.yaml"});
+  ASSERT_EQ(first.exit_code, 0) << first.out << first.err;
+  auto reused = Hpcplane(state, store, {"environments", "build", "-f", *dir + "/a.yaml"});
+  ASSERT_EQ(reused.exit_code, 0) << reused.err;
+  EXPECT_NE(reused.out.find("reusing"), std::string::npos) << reused.out;
+  const std::string ref1 = SplitLines(first.out).back();
+
+  ASSERT_TRUE(files::WriteAtomic(*dir + "/b.yaml", EnvironmentYaml("it-tools", {"jq"})).ok());
+  auto changed = Hpcplane(state, store, {"environments", "build", "-f", *dir + "/b.yaml"});
+  ASSERT_EQ(changed.exit_code, 0) << changed.out << changed.err;
+  const std::string ref2 = SplitLines(changed.out).back();
+  EXPECT_NE(ref1.substr(0, ref1.find(' ')), ref2.substr(0, ref2.find(' ')));
+  // The manifest lists every package with its version, jq among them now.
+  auto describe = Hpcplane(state, store, {"environments", "describe", "it-tools"});
+  ASSERT_EQ(describe.exit_code, 0) << describe.err;
+  EXPECT_NE(describe.out.find("\n  jq 1."), std::string::npos) << describe.out;
+  EXPECT_NE(describe.out.find("\n  slurm-client 22.05."), std::string::npos) << describe.out;
+
+  ASSERT_TRUE(files::WriteAtomic(*dir + "/c.yaml", EnvironmentYaml("it-broken", {"hpcplane-no-such-package"})).ok());
+  auto broken = Hpcplane(state, store, {"environments", "build", "-f", *dir + "/c.yaml"});
+  EXPECT_NE(broken.exit_code, 0);
+  EXPECT_NE(broken.err.find("hpcplane-no-such-package"), std::string::npos) << broken.err;
+  EXPECT_TRUE(files::ListDir(store + "/building").empty());
+  EXPECT_FALSE(files::Exists(store + "/refs/it-broken.json"));
+  auto list = Hpcplane(state, store, {"environments", "list", "-o", "json"});
+  auto listed = nlohmann::json::parse(list.out, nullptr, false);
+  ASSERT_TRUE(listed.is_array()) << list.out;
+  EXPECT_EQ(listed.size(), 1u) << list.out;
+  EXPECT_EQ(Hpcplane(state, store, {"environments", "delete", "it-tools"}).exit_code, 0);
+  EXPECT_TRUE(files::ListDir(store + "/images").empty());
+  (void)files::RemoveAll(*dir);
+}
+
+TEST(Environments, AnMpiHelloPrintsEveryRankOnceAcrossTwoWorkers) {
+  TestCluster c("mpi");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  auto run = c.Login("alice",
+                     {"sbatch", "-N2", "--ntasks-per-node=1", "--wait", "-o", "/shared/mpi.out", "--wrap",
+                      "mpirun python3 -m mpi4py.bench helloworld"},
+                     120s);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err << files::Read(c.SharedVolume() + "/mpi.out").value_or("");
+  const std::string out = files::Read(c.SharedVolume() + "/mpi.out").value_or("");
+  std::vector<std::string> hellos;
+  for (const auto& line : SplitLines(out)) {
+    if (line.rfind("Hello, World!", 0) == 0) hellos.push_back(line);
+  }
+  ASSERT_EQ(hellos.size(), 2u) << out;
+  std::sort(hellos.begin(), hellos.end());
+  EXPECT_NE(hellos[0].find("process 0 of 2 on cpu-"), std::string::npos) << out;
+  EXPECT_NE(hellos[1].find("process 1 of 2 on cpu-"), std::string::npos) << out;
+  EXPECT_NE(hellos[0].substr(hellos[0].rfind(' ')), hellos[1].substr(hellos[1].rfind(' '))) << "two workers: " << out;
+}
+
+// Bring-up, srun across two workers, autoscaling (from zero on 22.05; 24.11 refuses a job on a
+// partition without nodes at submission, so there the nodeset keeps one worker), a workspace and
+// sacct on the older releases that clusters may still run.
+class OlderRelease : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
+  const std::string env = GetParam();
+  ClusterOptions o;
+  o.replicas = -1;
+  o.extra_cluster_spec = "  environment: " + env + "\n";
+  const bool from_zero = env != "slurm-24.11";
+  o.extra_nodeset_spec = std::string("  idleTimeout: 5s\n") + (from_zero ? "" : "  minReplicas: 1\n");
+  TestCluster c("old", o);
+  auto up = c.Up();
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  const std::string series = env.substr(env.find('-') + 1);
+  auto version = c.Login("alice", {"sinfo", "-V"});
+  EXPECT_NE(version.out.find("slurm-wlm " + series + "."), std::string::npos) << version.out;
+  EXPECT_NE(c.Cli({"status"}).out.find("slurm/slurmctld    " + series + "."), std::string::npos);
+  // The job's two nodes (both, or the second) are started for it.
+  auto run = c.Login("alice", {"srun", "-N2", "--comment", "old-release", "hostname"}, 120s);
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_EQ(SplitLines(Trim(run.out)).size(), 2u) << run.out;
+  const std::string floor = from_zero ? "0" : "1";
+  EXPECT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replicas") == floor; }, 90s)) << "back to " << floor;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto r = c.Login("alice", {"sacct", "-n", "-X", "-P", "--format=Comment,State"});
+        return r.out.find("old-release|COMPLETED") != std::string::npos;
+      },
+      60s));
+  ASSERT_EQ(c.Cli({"users", "add", "ann"}).exit_code, 0);
+  auto ws = c.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--tier", "small", "--max-workers",
+                   "1", "--idle-timeout", "5s"},
+                  120s);
+  ASSERT_EQ(ws.exit_code, 0) << ws.out << ws.err;
+  auto job =
+      c.Cli({"workspace", "exec", "ann-astro", "--", "sbatch", "--wait", "-o", "/dev/null", "--wrap", "true"}, 120s);
+  if (from_zero) {
+    EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
+  } else {
+    // The workspace's nodeset is at zero: 24.11 refuses the job (README, Compute environments).
+    EXPECT_NE(job.exit_code, 0);
+    EXPECT_NE(job.err.find("Requested node configuration is not available"), std::string::npos) << job.err;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Releases, OlderRelease, ::testing::Values("slurm-24.11", "slurm-22.05"),
+                         [](const auto& info) { return info.param == "slurm-24.11" ? "Slurm2411" : "Slurm2205"; });
+
+TEST(Environments, AnUnsupportedUpgradeIsRefusedWithNothingChanged) {
+  ClusterOptions o;
+  o.extra_cluster_spec = "  environment: slurm-22.05\n";
+  TestCluster c("upno", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  const std::string spec_before = files::Read(c.ClusterDir() + "/cluster.json").value_or("");
+  auto refused = c.Cli({"upgrade", "slurm-26.05"});
+  EXPECT_NE(refused.exit_code, 0);
+  EXPECT_NE(refused.err.find("upgrades only from the three previous releases"), std::string::npos) << refused.err;
+  EXPECT_NE(refused.err.find("22.05"), std::string::npos) << refused.err;
+  auto spec_after = nlohmann::json::parse(files::Read(c.ClusterDir() + "/cluster.json").value_or(""), nullptr, false);
+  EXPECT_EQ(spec_after["spec"].value("environment", ""), "slurm-22.05");
+  // Still up, on the same release, and it runs jobs.
+  EXPECT_NE(c.Login("alice", {"sinfo", "-V"}).out.find("slurm-wlm 22.05."), std::string::npos);
+  EXPECT_EQ(c.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);
+  // apply cannot change the release behind the upgrade's checks either.
+  auto text = files::Read(c.manifest_path()).value_or("");
+  text.replace(text.find("slurm-22.05"), 11, "slurm-26.05");
+  ASSERT_TRUE(files::WriteAtomic(c.state_dir() + "/changed.yaml", text).ok());
+  auto apply = c.Cli({"apply", "-f", c.state_dir() + "/changed.yaml"});
+  EXPECT_NE(apply.exit_code, 0);
+  EXPECT_NE(apply.err.find("hpcplane upgrade"), std::string::npos) << apply.err;
+  (void)spec_before;
+}
+
+TEST(Environments, ASupportedUpgradeKeepsTheJobHistoryAndTheQueue) {
+  ClusterOptions o;
+  o.extra_cluster_spec = "  environment: slurm-24.11\n";
+  TestCluster c("upok", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  ASSERT_EQ(c.Login("alice", {"srun", "--comment", "before-upgrade", "true"}).exit_code, 0);
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c.Login("alice", {"sacct", "-n", "-X", "-P", "--format=Comment,State"})
+                   .out.find("before-upgrade|COMPLETED") != std::string::npos;
+      },
+      60s));
+  auto held = c.Login("alice", {"sbatch", "--parsable", "--hold", "-o", "/dev/null", "--wrap", "true"});
+  const int64_t queued = std::atoll(Trim(held.out).c_str());
+  ASSERT_GT(queued, 0) << held.err;
+  auto upgrade = c.Cli({"upgrade", "slurm-26.05", "--timeout", "120"}, 300s);
+  ASSERT_EQ(upgrade.exit_code, 0) << upgrade.out << upgrade.err;
+  EXPECT_NE(upgrade.out.find("runs Slurm 26.05."), std::string::npos) << upgrade.out;
+  EXPECT_NE(c.Login("alice", {"sinfo", "-V"}).out.find("slurm-wlm 26.05."), std::string::npos);
+  // The history is still there, and the held job still waits; released, it runs.
+  EXPECT_NE(
+      c.Login("alice", {"sacct", "-n", "-X", "-P", "--format=Comment,State"}).out.find("before-upgrade|COMPLETED"),
+      std::string::npos);
+  EXPECT_EQ(c.JobField(queued, "JobState"), "PENDING");
+  ASSERT_EQ(c.Login("alice", {"scontrol", "release", std::to_string(queued)}).exit_code, 0);
+  EXPECT_TRUE(WaitFor([&] { return c.JobField(queued, "JobState") == "COMPLETED"; }, 90s))
+      << c.JobField(queued, "JobState");
+}
+
+// Soperator's "jail": what the admin installs in the login pod, a worker started before the
+// install runs; workers cannot change it.
+TEST(Environments, ASharedRootCarriesAnInstallFromTheLoginPodToRunningWorkers) {
+  ClusterOptions o;
+  o.extra_cluster_spec = "  sharedRoot:\n    enabled: true\n";
+  TestCluster c("jail", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  ASSERT_EQ(c.Login("alice", {"srun", "-N2", "true"}).exit_code, 0);  // both workers run
+  // A package of our own, built and installed with dpkg in the login pod, as root.
+  const std::string build =
+      "set -e; d=$(mktemp -d); mkdir -p $d/DEBIAN $d/usr/bin; "
+      "printf 'Package: hpcplane-hello\\nVersion: 1.0\\nArchitecture: all\\nMaintainer: it <it@localhost>\\n"
+      "Description: test\\n' > $d/DEBIAN/control; "
+      "printf '#!/bin/sh\\necho hello from $(hostname)\\n' > $d/usr/bin/hpcplane-hello; chmod 755 "
+      "$d/usr/bin/hpcplane-hello; "
+      "dpkg-deb --build $d /tmp/hello.deb >/dev/null; dpkg -i /tmp/hello.deb >/dev/null";
+  auto install = c.Cli({"exec", c.name() + "-login", "--", "bash", "-c", build});
+  ASSERT_EQ(install.exit_code, 0) << install.out << install.err;
+  auto run = c.Login("alice", {"srun", "-N2", "hpcplane-hello"});
+  ASSERT_EQ(run.exit_code, 0) << run.err;
+  EXPECT_NE(run.out.find("hello from cpu-0"), std::string::npos) << run.out;
+  EXPECT_NE(run.out.find("hello from cpu-1"), std::string::npos) << run.out;
+  auto listed = c.Cli({"exec", "cpu-0", "--", "dpkg", "-s", "hpcplane-hello"});
+  EXPECT_EQ(listed.exit_code, 0) << listed.err;
+  auto write = c.Cli({"exec", "cpu-0", "--", "touch", "/usr/bin/from-a-worker"});
+  EXPECT_NE(write.exit_code, 0);
+  EXPECT_NE(write.err.find("Read-only file system"), std::string::npos) << write.err;
+}
+
+}  // namespace
+}  // namespace hpc::it

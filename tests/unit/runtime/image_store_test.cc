@@ -1,0 +1,139 @@
+#include "runtime/local/image_store.h"
+
+#include <stdlib.h>
+
+#include <gtest/gtest.h>
+
+#include "common/files.h"
+
+namespace hpc::runtime::local {
+namespace {
+
+// A stand-in for mmdebstrap on PATH: makes a root with /usr and a dpkg database listing each
+// --include'd package at $FAKE_VERSION, runs the customize hooks as mmdebstrap does, and fails
+// as apt does on a package named missing-*, after leaving a half-made root behind.
+constexpr const char* kFakeMmdebstrap = R"(#!/bin/bash
+set -e
+hooks=(); include=""
+for a in "$@"; do
+  case "$a" in
+    --include=*) include=${a#--include=} ;;
+    --customize-hook=*) hooks+=("${a#--customize-hook=}") ;;
+    --*) ;;
+    *) pos+=("$a") ;;
+  esac
+done
+target=${pos[1]}
+mkdir -p "$target/usr/bin" "$target/var/lib/dpkg" "$target/etc"
+echo "I: extracting archives..."
+for p in ${include//,/ }; do
+  case "$p" in missing-*) echo "E: Unable to locate package $p" >&2; exit 1 ;; esac
+  printf 'Package: %s\nStatus: install ok installed\nVersion: %s\nArchitecture: amd64\n\n' "$p" "${FAKE_VERSION:-1.0}" \
+    >> "$target/var/lib/dpkg/status"
+done
+for h in "${hooks[@]}"; do sh -c "$h" exec "$target"; done
+echo "I: success in 0.1 seconds"
+)";
+
+class ImageStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/hpcplane-imagestore-XXXXXX";
+    dir_ = ::mkdtemp(tmpl);
+    ASSERT_TRUE(files::MakeDirs(dir_ + "/bin").ok());
+    ASSERT_TRUE(files::WriteAtomic(dir_ + "/bin/mmdebstrap", kFakeMmdebstrap, 0755).ok());
+    ::setenv("PATH", (dir_ + "/bin:" + std::getenv("PATH")).c_str(), 1);
+    ::unsetenv("FAKE_VERSION");
+  }
+  void TearDown() override { (void)files::RemoveAll(dir_); }
+
+  ImageRecipe Recipe(std::vector<std::string> packages = {"hello", "jq"}) {
+    ImageRecipe r;
+    r.name = "tools";
+    r.suite = "sid";
+    r.packages = std::move(packages);
+    r.files = {{"/etc/motd", "hi\n", 0640}};
+    return r;
+  }
+  ImageStore Store() { return ImageStore(dir_ + "/store"); }
+
+  std::string dir_;
+};
+
+TEST_F(ImageStoreTest, AnUnchangedRecipeReusesItsImageAndAChangedOneMakesANewImage) {
+  std::vector<std::string> progress;
+  ImageStore::BuildOptions o;
+  o.progress = [&](const std::string& line) { progress.push_back(line); };
+  auto first = Store().Build(Recipe(), o);
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  EXPECT_EQ(first->packages.at("jq"), "1.0");
+  auto root = Store().RootOf(first->Reference());
+  ASSERT_TRUE(root.ok()) << root.status().message();
+  EXPECT_EQ(*files::Read(*root + "/etc/motd"), "hi\n");
+  EXPECT_EQ(*Store().RootOf("tools"), *root);
+
+  progress.clear();
+  auto again = Store().Build(Recipe(), o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(again->digest, first->digest);
+  ASSERT_FALSE(progress.empty());
+  EXPECT_NE(progress.front().find("reusing"), std::string::npos) << progress.front();
+
+  auto changed = Store().Build(Recipe({"hello", "jq", "curl"}), o);
+  ASSERT_TRUE(changed.ok()) << changed.status().message();
+  EXPECT_NE(changed->digest, first->digest);
+  EXPECT_EQ(changed->packages.count("curl"), 1u);
+  EXPECT_EQ((*Store().Find("tools"))->digest, changed->digest);
+  // The image the name referred to before stays for what still runs from it, until the name is
+  // deleted.
+  EXPECT_TRUE(Store().RootOf(first->Reference()).ok());
+  ASSERT_TRUE(Store().Delete("tools").ok());
+  EXPECT_FALSE(Store().RootOf(first->Reference()).ok());
+  EXPECT_TRUE(files::ListDir(dir_ + "/store/images").empty());
+}
+
+TEST_F(ImageStoreTest, ARebuildWithNewerPackagesChangesTheDigestAndOneWithTheSameKeepsIt) {
+  auto first = Store().Build(Recipe(), {});
+  ASSERT_TRUE(first.ok());
+  ImageStore::BuildOptions rebuild;
+  rebuild.rebuild = true;
+  auto same = Store().Build(Recipe(), rebuild);
+  ASSERT_TRUE(same.ok());
+  EXPECT_EQ(same->digest, first->digest);
+  ::setenv("FAKE_VERSION", "1.1", 1);
+  auto newer = Store().Build(Recipe(), rebuild);
+  ASSERT_TRUE(newer.ok());
+  EXPECT_NE(newer->digest, first->digest);
+  EXPECT_EQ(newer->packages.at("jq"), "1.1");
+}
+
+TEST_F(ImageStoreTest, AFailedBuildNamesThePackageAndLeavesNothingBehind) {
+  auto failed = Store().Build(Recipe({"hello", "missing-thing"}), {});
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().message().find("Unable to locate package missing-thing"), std::string::npos)
+      << failed.status().message();
+  EXPECT_TRUE(files::ListDir(dir_ + "/store/building").empty());
+  EXPECT_TRUE(files::ListDir(dir_ + "/store/images").empty());
+  EXPECT_FALSE(*Store().Find("tools"));
+  auto root = Store().RootOf("tools");
+  ASSERT_FALSE(root.ok());
+  EXPECT_NE(root.status().message().find("hpcplane environments build tools"), std::string::npos);
+}
+
+TEST_F(ImageStoreTest, DeleteRemovesTheImageOnlyWhenNoOtherNameRefersToIt) {
+  auto a = Store().Build(Recipe(), {});
+  auto other = Recipe();
+  other.name = "tools-copy";
+  auto b = Store().Build(other, {});
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->digest, b->digest);  // content-addressed: the same recipe and packages
+  ASSERT_TRUE(Store().Delete("tools").ok());
+  EXPECT_TRUE(Store().RootOf(b->Reference()).ok());
+  ASSERT_TRUE(Store().Delete("tools-copy").ok());
+  EXPECT_FALSE(Store().RootOf(b->Reference()).ok());
+  EXPECT_EQ(Store().Delete("tools").code(), StatusCode::kNotFound);
+  EXPECT_FALSE(Store().RootOf("tools@sha256:not-hex").ok());
+}
+
+}  // namespace
+}  // namespace hpc::runtime::local
