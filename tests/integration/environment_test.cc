@@ -96,9 +96,9 @@ TEST(Environments, AnMpiHelloPrintsEveryRankOnceAcrossTwoWorkers) {
   EXPECT_NE(hellos[0].substr(hellos[0].rfind(' ')), hellos[1].substr(hellos[1].rfind(' '))) << "two workers: " << out;
 }
 
-// Bring-up, srun across two workers, autoscaling (from zero on 22.05; 24.11 refuses a job on a
-// partition without nodes at submission, so there the nodeset keeps one worker), a workspace and
-// sacct on the older releases that clusters may still run.
+// Bring-up, srun across two workers, autoscaling from zero, a workspace and sacct on the older
+// releases that clusters may still run. 24.11 refuses at submission a job needing more nodes than
+// its partition holds, so there the nodeset keeps the two workers the job needs (minReplicas).
 class OlderRelease : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
@@ -107,7 +107,7 @@ TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
   o.replicas = -1;
   o.extra_cluster_spec = "  environment: " + env + "\n";
   const bool from_zero = env != "slurm-24.11";
-  o.extra_nodeset_spec = std::string("  idleTimeout: 5s\n") + (from_zero ? "" : "  minReplicas: 1\n");
+  o.extra_nodeset_spec = std::string("  idleTimeout: 5s\n") + (from_zero ? "" : "  minReplicas: 2\n");
   TestCluster c("old", o);
   auto up = c.Up();
   ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
@@ -119,7 +119,7 @@ TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
   auto run = c.Login("alice", {"srun", "-N2", "--comment", "old-release", "hostname"}, 120s);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(SplitLines(Trim(run.out)).size(), 2u) << run.out;
-  const std::string floor = from_zero ? "0" : "1";
+  const std::string floor = from_zero ? "0" : "2";
   EXPECT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replicas") == floor; }, 90s)) << "back to " << floor;
   EXPECT_TRUE(WaitFor(
       [&] {
