@@ -68,6 +68,7 @@ bench: build
 	@bash bench/up_to_ready.sh $(BUILD)/hpcplane
 	@$(BUILD)/bench_decision_cost
 	@bash bench/cold_start.sh $(BUILD)
+	@bash bench/releases.sh $(BUILD)
 	@bash bench/warm_dispatch.sh $(BUILD)
 	@bash bench/idle_cost.sh $(BUILD)
 	@bash bench/trace_replay.sh $(BUILD)

@@ -17,19 +17,19 @@ namespace {
 
 using runtime::local::ImageManifest;
 
-std::string Release(const ImageManifest& m) {
+std::string ImageRelease(const ImageManifest& m) {
   auto r = app::ImageSlurmRelease(m);
   return r ? r->ToString() : "-";
 }
 
-std::string Built(int64_t unix_seconds) {
+std::string BuiltAt(int64_t unix_seconds) {
   std::time_t t = unix_seconds;
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%d %H:%M", std::gmtime(&t));
   return buf;
 }
 
-int CmdBuild(const Globals& g, const std::string& name, const std::string& file, bool rebuild) {
+int CmdBuildEnvironment(const Globals& g, const std::string& name, const std::string& file, bool rebuild) {
   if (name.empty() == file.empty()) return Fail(Status::Error("environments build: give NAME or -f FILE"));
   Result<api::Environment> env = Status::Ok();
   if (!file.empty()) {
@@ -43,11 +43,11 @@ int CmdBuild(const Globals& g, const std::string& name, const std::string& file,
   auto m = app::BuildEnvironment(g.state_dir, *env, rebuild,
                                  [](const std::string& line) { std::cout << Printable(line) << std::endl; });
   if (!m.ok()) return Fail(m.status());
-  std::cout << m->Reference() << " (Slurm " << Release(*m) << ")\n";
+  std::cout << m->Reference() << " (Slurm " << ImageRelease(*m) << ")\n";
   return 0;
 }
 
-int CmdList(const Globals& g, const std::string& format) {
+int CmdListEnvironments(const Globals& g, const std::string& format) {
   auto built = runtime::local::ImageStore(app::ImageStoreDir(g.state_dir)).List();
   if (!built.ok()) return Fail(built.status());
   if (format == "json") {
@@ -55,7 +55,7 @@ int CmdList(const Globals& g, const std::string& format) {
     for (const auto& m : *built) {
       out.push_back({{"name", m.name},
                      {"image", m.Reference()},
-                     {"slurm", Release(m)},
+                     {"slurm", ImageRelease(m)},
                      {"suite", m.recipe.value("suite", "")},
                      {"sizeBytes", m.size_bytes},
                      {"builtAt", m.built_at}});
@@ -67,7 +67,7 @@ int CmdList(const Globals& g, const std::string& format) {
                            "BUILT");
   for (const auto& m : *built) {
     std::cout << fmt::format("{:<20} {:<10} {:<10} {:<14} {:>6}Mi  {}\n", m.name, m.recipe.value("suite", ""),
-                             Release(m), m.digest.substr(0, 12), m.size_bytes >> 20, Built(m.built_at));
+                             ImageRelease(m), m.digest.substr(0, 12), m.size_bytes >> 20, BuiltAt(m.built_at));
   }
   for (const auto& e : api::BuiltinEnvironments()) {
     bool present = std::any_of(built->begin(), built->end(), [&](const auto& m) { return m.name == e.metadata.name; });
@@ -77,7 +77,7 @@ int CmdList(const Globals& g, const std::string& format) {
   return 0;
 }
 
-int CmdDescribe(const Globals& g, const std::string& name) {
+int CmdDescribeEnvironment(const Globals& g, const std::string& name) {
   auto m = runtime::local::ImageStore(app::ImageStoreDir(g.state_dir)).Find(name);
   if (!m.ok()) return Fail(m.status());
   if (!*m) {
@@ -89,15 +89,15 @@ int CmdDescribe(const Globals& g, const std::string& name) {
             << "Image:     " << x.Reference() << "\n"
             << "Suite:     " << x.recipe.value("suite", "") << "\n"
             << "Purpose:   " << x.recipe.value("annotations", nlohmann::json::object()).value("purpose", "") << "\n"
-            << "Slurm:     " << Release(x) << "\n"
-            << "Built:     " << Built(x.built_at) << " UTC\n"
+            << "Slurm:     " << ImageRelease(x) << "\n"
+            << "Built:     " << BuiltAt(x.built_at) << " UTC\n"
             << "Size:      " << (x.size_bytes >> 20) << " MiB\n"
             << "Packages:  " << x.packages.size() << "\n";
   for (const auto& [p, v] : x.packages) std::cout << "  " << p << " " << v << "\n";
   return 0;
 }
 
-int CmdDelete(const Globals& g, const std::string& name) {
+int CmdDeleteEnvironment(const Globals& g, const std::string& name) {
   for (const auto& cluster : ListStoredClusters(g.state_dir)) {
     auto c = op::Store(op::ClusterPaths{g.state_dir, cluster}.Dir()).LoadCluster();
     if (c.ok() && api::ClusterEnvironment(*c) == name) {
@@ -129,10 +129,10 @@ std::function<int()> AddEnvironmentCommands(CLI::App& app, const Globals& g) {
   auto* del = envs->add_subcommand("delete", "Delete an environment's image (refused while a cluster uses it)");
   del->add_option("name", name, "Its name")->required();
   return [&g, build, list, describe, del]() -> int {
-    if (build->parsed()) return CmdBuild(g, name, file, rebuild);
-    if (list->parsed()) return CmdList(g, format);
-    if (describe->parsed()) return CmdDescribe(g, name);
-    if (del->parsed()) return CmdDelete(g, name);
+    if (build->parsed()) return CmdBuildEnvironment(g, name, file, rebuild);
+    if (list->parsed()) return CmdListEnvironments(g, format);
+    if (describe->parsed()) return CmdDescribeEnvironment(g, name);
+    if (del->parsed()) return CmdDeleteEnvironment(g, name);
     return -1;
   };
 }
