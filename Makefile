@@ -69,6 +69,7 @@ bench: build
 	@$(BUILD)/bench_decision_cost
 	@bash bench/cold_start.sh $(BUILD)
 	@bash bench/releases.sh $(BUILD)
+	@bash bench/mpi_pingpong.sh $(BUILD)
 	@bash bench/warm_dispatch.sh $(BUILD)
 	@bash bench/idle_cost.sh $(BUILD)
 	@bash bench/trace_replay.sh $(BUILD)
