@@ -410,7 +410,14 @@ Result<Manifest> DecodeManifest(const std::string& text, const std::string& sour
   return out;
 }
 
-Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& source) {
+namespace {
+
+// One resource of `kind` (Workspace, Environment) from one document: metadata, then the spec
+// walked by `walk_spec(FieldReader&, T*)`, unknown fields refused with their path. `status`
+// (the operator's to write) is allowed and ignored when `status_allowed`.
+template <typename T, typename WalkSpec>
+Result<T> DecodeOne(const std::string& text, const std::string& source, const char* expected_kind,
+                    const std::string& subject_kind, bool status_allowed, WalkSpec walk_spec) {
   if (text.size() > kMaxManifestBytes) return Status::Errorf("{}: larger than {} bytes", source, kMaxManifestBytes);
   YAML::Node doc;
   try {
@@ -424,51 +431,33 @@ Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& so
   std::string api_version, kind;
   top.String("apiVersion", &api_version);
   top.String("kind", &kind);
-  Workspace w;
-  DecodeMeta(top, &w.metadata, &err);
-  const std::string subject = Subject("workspace", w.metadata.name);
+  T out;
+  DecodeMeta(top, &out.metadata, &err);
+  const std::string subject = Subject(subject_kind, out.metadata.name);
   if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
-  if (api_version != kApiVersion || kind != kKindWorkspace) {
+  if (api_version != kApiVersion || kind != expected_kind) {
     return Status::Errorf("{}: {}: must be apiVersion {}, kind {} (got {}, {})", source, subject, kApiVersion,
-                          kKindWorkspace, Printable(api_version), Printable(kind));
+                          expected_kind, Printable(api_version), Printable(kind));
   }
-  top.Has("status");  // the operator's to write
+  if (status_allowed) top.Has("status");
   FieldReader spec(top.Get("spec"), "spec", &err);
-  WalkWorkspaceSpec(spec, &w.spec);
+  walk_spec(spec, &out.spec);
   spec.Finish();
   top.Finish();
   if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
-  return w;
+  return out;
+}
+
+}  // namespace
+
+Result<Workspace> DecodeWorkspace(const std::string& text, const std::string& source) {
+  return DecodeOne<Workspace>(text, source, kKindWorkspace, "workspace", /*status_allowed=*/true,
+                              [](FieldReader& r, WorkspaceSpec* s) { WalkWorkspaceSpec(r, s); });
 }
 
 Result<Environment> DecodeEnvironment(const std::string& text, const std::string& source) {
-  if (text.size() > kMaxManifestBytes) return Status::Errorf("{}: larger than {} bytes", source, kMaxManifestBytes);
-  YAML::Node doc;
-  try {
-    doc = YAML::Load(text);
-  } catch (const YAML::Exception& e) {
-    return Status::Errorf("{}: not YAML or JSON: {}", source, e.msg);
-  }
-  Status err;
-  FieldReader top(doc, "", &err);
-  if (!err.ok()) return err.WithContext(source);
-  std::string api_version, kind;
-  top.String("apiVersion", &api_version);
-  top.String("kind", &kind);
-  Environment e;
-  DecodeMeta(top, &e.metadata, &err);
-  const std::string subject = Subject("environment", e.metadata.name);
-  if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
-  if (api_version != kApiVersion || kind != kKindEnvironment) {
-    return Status::Errorf("{}: {}: must be apiVersion {}, kind {} (got {}, {})", source, subject, kApiVersion,
-                          kKindEnvironment, Printable(api_version), Printable(kind));
-  }
-  FieldReader spec(top.Get("spec"), "spec", &err);
-  WalkEnvironmentSpec(spec, &e.spec);
-  spec.Finish();
-  top.Finish();
-  if (!err.ok()) return err.WithContext(fmt::format("{}: {}", source, subject));
-  return e;
+  return DecodeOne<Environment>(text, source, kKindEnvironment, "environment", /*status_allowed=*/false,
+                                [](FieldReader& r, EnvironmentSpec* s) { WalkEnvironmentSpec(r, s); });
 }
 
 Result<Manifest> DecodeManifestFile(const std::string& path) {
