@@ -43,9 +43,13 @@ std::string WorkspaceTokenSecretName(const api::Workspace& w) { return w.metadat
 
 namespace {
 
+// The image pinned for the environment; an environment built after the daemon started goes by
+// its name (the runtime resolves it, or says it is not built): never silently the host's.
+// Without images at all (Kubernetes) pods run the runtime's image.
 std::string ImageFor(const BuildInputs& in, const std::string& environment) {
+  if (in.images.empty()) return "";
   auto it = in.images.find(environment);
-  return it == in.images.end() ? std::string() : it->second;
+  return it == in.images.end() ? environment : it->second;
 }
 
 // Worker and login pods run the cluster's shared root when it has one (and an image to make it

@@ -6,12 +6,15 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <set>
 #include <sstream>
+
+#include <fmt/format.h>
 
 #include "common/files.h"
 #include "common/jwt.h"
@@ -64,6 +67,17 @@ json RecipeJson(const ImageRecipe& r) {
 
 bool IsHexDigest(const std::string& s) {
   return s.size() == 64 && std::all_of(s.begin(), s.end(), [](char c) { return std::isxdigit(c) && !std::isupper(c); });
+}
+
+// A name is a file name in refs/: never a path.
+Status CheckName(const std::string& name) {
+  const bool ok =
+      !name.empty() && name.size() <= 64 && name[0] != '.' && std::all_of(name.begin(), name.end(), [](char c) {
+        return std::islower(static_cast<unsigned char>(c)) || std::isdigit(static_cast<unsigned char>(c)) || c == '-' ||
+               c == '.' || c == '_';
+      });
+  if (!ok) return Status::InvalidArgument("name", fmt::format("image name \"{}\": not a name of this store", name));
+  return Status::Ok();
 }
 
 // Detaches whatever a failed mmdebstrap left mounted below `dir` (its /proc, /sys, /dev), deepest
@@ -166,6 +180,7 @@ Result<ImageManifest> ImageStore::LoadManifest(const std::string& digest) const 
 }
 
 Result<std::optional<ImageManifest>> ImageStore::Find(const std::string& name) const {
+  RETURN_IF_ERROR(CheckName(name));
   if (!files::Exists(RefPath(name))) return std::optional<ImageManifest>();
   ASSIGN_OR_RETURN(std::string text, files::Read(RefPath(name)));
   json ref = json::parse(text, nullptr, false);
@@ -191,6 +206,7 @@ Result<std::vector<ImageManifest>> ImageStore::List() const {
 Result<std::string> ImageStore::RootOf(const std::string& reference) const {
   const auto at = reference.find("@sha256:");
   const std::string name = reference.substr(0, at);
+  RETURN_IF_ERROR(CheckName(name));
   std::string digest;
   if (at != std::string::npos) {
     digest = reference.substr(at + 8);
@@ -212,6 +228,7 @@ Result<std::string> ImageStore::RootOf(const std::string& reference) const {
 }
 
 Result<ImageManifest> ImageStore::Build(const ImageRecipe& recipe, const BuildOptions& options) {
+  RETURN_IF_ERROR(CheckName(recipe.name));
   const std::string recipe_digest = RecipeDigest(recipe);
   ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
   if (!options.rebuild) {

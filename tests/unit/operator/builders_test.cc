@@ -208,5 +208,39 @@ TEST(BuildersTest, ConfinedWorkersGetTheirCgroupsDelegatedAndCgroupConf) {
   EXPECT_NE(cm.data.at("cgroup.conf").find("ConstrainCores=yes"), std::string::npos);
 }
 
+// Pods run the image pinned for their environment; a nodeset's own environment, built after the
+// daemon pinned the others, goes by its name; without images (Kubernetes) nothing is set.
+TEST(BuildersTest, PodsRunTheirEnvironmentsImageAndNeverSilentlyTheHosts) {
+  auto in = Inputs();
+  EXPECT_EQ(BuildControllerPod(Cluster(), in).image, "");
+  in.images = {{"slurm-26.05", "slurm-26.05@sha256:aa"}};
+  api::NodeSet ns;
+  ns.metadata.name = "gpu";
+  EXPECT_EQ(BuildControllerPod(Cluster(), in).image, "slurm-26.05@sha256:aa");
+  EXPECT_EQ(BuildWorkerPod(Cluster(), ns, 0, in).image, "slurm-26.05@sha256:aa");
+  ns.spec.environment = "gpu-26.05";
+  EXPECT_EQ(BuildWorkerPod(Cluster(), ns, 0, in).image, "gpu-26.05");
+  // A shared root: workers read-only, the login pod writable; daemons keep the plain image.
+  auto c = Cluster();
+  c.spec.shared_root = true;
+  ns.spec.environment.clear();
+  EXPECT_EQ(BuildWorkerPod(c, ns, 0, in).shared_root, kVolumeSharedRoot);
+  EXPECT_FALSE(BuildWorkerPod(c, ns, 0, in).shared_root_writable);
+  EXPECT_TRUE(BuildLoginPod(c, in).shared_root_writable);
+  EXPECT_EQ(BuildControllerPod(c, in).shared_root, "");
+}
+
+// 23.11 on: slurmrestd's plugins by component, and slurmctld recovers despite a missing state file.
+TEST(BuildersTest, DaemonsAreStartedAsTheirReleaseWants) {
+  auto in = Inputs();
+  auto rest = BuildRestApiPod(Cluster(), in);
+  EXPECT_NE(std::find(rest.command.begin(), rest.command.end(), "openapi/v0.0.38"), rest.command.end());
+  in.release = slurm::Release::Parse("26.05.5").value();
+  rest = BuildRestApiPod(Cluster(), in);
+  EXPECT_NE(std::find(rest.command.begin(), rest.command.end(), "openapi/slurmctld"), rest.command.end());
+  auto ctld = BuildControllerPod(Cluster(), in);
+  EXPECT_NE(ctld.command.back().find("exec slurmctld -D -i"), std::string::npos) << ctld.command.back();
+}
+
 }  // namespace
 }  // namespace hpc::op

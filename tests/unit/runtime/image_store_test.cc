@@ -133,6 +133,14 @@ TEST_F(ImageStoreTest, DeleteRemovesTheImageOnlyWhenNoOtherNameRefersToIt) {
   EXPECT_FALSE(Store().RootOf(b->Reference()).ok());
   EXPECT_EQ(Store().Delete("tools").code(), StatusCode::kNotFound);
   EXPECT_FALSE(Store().RootOf("tools@sha256:not-hex").ok());
+  // Names are file names of the store, never paths out of it.
+  for (const char* bad : {"../../etc/passwd", "a/b", ".hidden", ""}) {
+    EXPECT_EQ(Store().Find(bad).status().code(), StatusCode::kInvalidArgument) << bad;
+    EXPECT_FALSE(Store().RootOf(bad).ok()) << bad;
+  }
+  auto traversal = Recipe();
+  traversal.name = "../escape";
+  EXPECT_EQ(Store().Build(traversal, {}).status().code(), StatusCode::kInvalidArgument);
 }
 
 }  // namespace
