@@ -19,23 +19,29 @@ trap 'for c in rel cold; do H --cluster $c down --purge >/dev/null 2>&1 || true;
 
 median() { sort -n | awk '{a[NR]=$1} END {print (NR % 2) ? a[(NR+1)/2] : (a[NR/2] + a[NR/2+1]) / 2}'; }
 
-declare -A result
-for env in "${envs[@]}"; do
-  H environments build "$env" >/dev/null
-  cat >"$work/rel.yaml" <<YAML
+# A cluster on one environment with one nodeset of one-CPU workers: NAME ENVIRONMENT SUBNET_OCTET
+# NODESET SCALING (the nodeset's spec fields besides its resources).
+manifest() {
+  cat <<YAML
 apiVersion: hpcplane.io/v1alpha1
 kind: SlurmCluster
-metadata: {name: rel}
+metadata: {name: $1}
 spec:
-  environment: $env
-  network: {subnet: 10.239.91.0/24}
+  environment: $2
+  network: {subnet: 10.239.$3.0/24}
   users: [{name: alice, uid: 2001}]
 ---
 apiVersion: hpcplane.io/v1alpha1
 kind: NodeSet
-metadata: {name: cpu}
-spec: {replicas: 2, maxReplicas: 2, resources: {cpus: 1, memoryMiB: 500}}
+metadata: {name: $4}
+spec: {$5, resources: {cpus: 1, memoryMiB: 500}}
 YAML
+}
+
+declare -A result
+for env in "${envs[@]}"; do
+  H environments build "$env" >/dev/null
+  manifest rel "$env" 91 cpu "replicas: 2, maxReplicas: 2" >"$work/rel.yaml"
   fresh=() existing=()
   for _ in $(seq "$runs"); do
     fresh+=("$(H up -f "$work/rel.yaml" --detach | sed -n 's/.*is Ready in \([0-9.]*\)s.*/\1/p')")
@@ -46,20 +52,7 @@ YAML
   result[$env,fresh]=$(printf '%s\n' "${fresh[@]}" | median)
   result[$env,existing]=$(printf '%s\n' "${existing[@]}" | median)
 
-  cat >"$work/cold.yaml" <<YAML
-apiVersion: hpcplane.io/v1alpha1
-kind: SlurmCluster
-metadata: {name: cold}
-spec:
-  environment: $env
-  network: {subnet: 10.239.92.0/24}
-  users: [{name: alice, uid: 2001}]
----
-apiVersion: hpcplane.io/v1alpha1
-kind: NodeSet
-metadata: {name: elastic}
-spec: {minReplicas: 0, maxReplicas: 2, idleTimeout: 1s, resources: {cpus: 1, memoryMiB: 500}}
-YAML
+  manifest cold "$env" 92 elastic "minReplicas: 0, maxReplicas: 2, idleTimeout: 1s" >"$work/cold.yaml"
   H up -f "$work/cold.yaml" --detach >/dev/null
   "$build/bench_cold_start" "$work" cold elastic "$trials" >"$work/cold-$env.out"
   result[$env,cold_p50]=$(awk '/sbatch -> RUNNING/ {print $4}' "$work/cold-$env.out")
