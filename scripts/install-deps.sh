@@ -3,7 +3,7 @@
 # nothing and takes a fraction of a second.
 #
 #   install-deps.sh demo   what `make demo` needs: the build tools and libraries, Slurm, MariaDB,
-#                          mmdebstrap (the pods' images)
+#                          mmdebstrap (the pods' images), umoci (them as OCI images)
 #   install-deps.sh test   the demo's set and what the tests and lint use (browser, PostgreSQL,
 #                          Prometheus, the Kubernetes client, clang-format, clang-tidy); the default
 #   install-deps.sh fuzz   the test set and clang's libFuzzer (`make fuzz`)
@@ -20,11 +20,12 @@ build=(
 # To run a cluster.
 run=(
   slurm-wlm slurmrestd slurm-wlm-jwt-plugin slurmdbd munge mariadb-server
-  iproute2 util-linux procps curl openssl nftables mmdebstrap
+  iproute2 util-linux procps curl openssl nftables mmdebstrap umoci
 )
 # To run the tests, the benchmark smoke run and lint.
 test=(
   bc python3 postgresql prometheus
+  runc
   chromium chromium-driver python3-selenium
   python3-kubernetes python3-yaml
   clang-format clang-tidy

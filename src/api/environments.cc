@@ -8,13 +8,33 @@
 namespace hpc::api {
 namespace {
 
-Environment Builtin(const std::string& name, const std::string& suite) {
+Environment BuiltinCluster(const std::string& release, const std::string& suite) {
   Environment e;
-  e.metadata.name = name;
+  e.metadata.name = "slurm-" + release;
   e.spec.suite = suite;
   e.spec.purpose = kPurposeCluster;
   // mpi4py's hello (python3 -m mpi4py.bench helloworld) proves MPI without a compiler.
   e.spec.packages = {"python3-mpi4py"};
+  return e;
+}
+
+// What a practitioner expects at a login node: build an MPI program (mpicc), run Python with
+// NumPy and mpi4py, fetch code, edit files.
+Environment BuiltinWorkspace(const std::string& release, const std::string& suite) {
+  Environment e;
+  e.metadata.name = "workspace-" + release;
+  e.spec.suite = suite;
+  e.spec.purpose = kPurposeWorkspace;
+  e.spec.packages = {"build-essential",
+                     "libopenmpi-dev",
+                     "python3",
+                     "python3-numpy",
+                     "python3-mpi4py",
+                     "git",
+                     "less",
+                     "nano",
+                     "vim-tiny",
+                     "make"};
   return e;
 }
 
@@ -25,8 +45,9 @@ Status EnvError(const Environment& e, const std::string& path, const std::string
 }  // namespace
 
 const std::vector<Environment>& BuiltinEnvironments() {
-  static const std::vector<Environment> kBuiltins = {Builtin("slurm-26.05", "sid"), Builtin("slurm-24.11", "trixie"),
-                                                     Builtin("slurm-22.05", "bookworm")};
+  static const std::vector<Environment> kBuiltins = {
+      BuiltinCluster("26.05", "sid"),   BuiltinCluster("24.11", "trixie"),   BuiltinCluster("22.05", "bookworm"),
+      BuiltinWorkspace("26.05", "sid"), BuiltinWorkspace("24.11", "trixie"), BuiltinWorkspace("22.05", "bookworm")};
   return kBuiltins;
 }
 
@@ -70,6 +91,10 @@ std::string ClusterEnvironment(const SlurmCluster& c) {
 
 std::string WorkerEnvironment(const NodeSet& n, const SlurmCluster& c) {
   return n.spec.environment.empty() ? ClusterEnvironment(c) : n.spec.environment;
+}
+
+std::string WorkspaceEnvironment(const Workspace& w, const SlurmCluster& c) {
+  return w.spec.environment.empty() ? ClusterEnvironment(c) : w.spec.environment;
 }
 
 Status ValidateEnvironmentName(const std::string& name) {

@@ -18,8 +18,10 @@ inline constexpr const char* kPurposeWorkspace = "workspace";
 // What a cluster runs when its spec names no environment: the newest built-in.
 inline constexpr const char* kDefaultEnvironment = "slurm-26.05";
 
-// Built-in environments, newest Slurm first: slurm-26.05 (sid), slurm-24.11 (trixie),
-// slurm-22.05 (bookworm), each with Slurm's daemons and CLI, munge, MariaDB, OpenMPI and PMIx.
+// Built-in environments, newest Slurm first. For clusters: slurm-26.05 (sid), slurm-24.11
+// (trixie), slurm-22.05 (bookworm), each with Slurm's daemons and CLI, munge, MariaDB, OpenMPI
+// and PMIx. For workspaces: workspace-26.05, workspace-24.11, workspace-22.05, the Slurm CLI of
+// that release with a practitioner's tools (compilers, mpicc, Python with NumPy, git, editors).
 const std::vector<Environment>& BuiltinEnvironments();
 std::optional<Environment> FindBuiltinEnvironment(const std::string& name);
 
@@ -34,6 +36,8 @@ const std::vector<EnvironmentFile>& BaseFiles(const std::string& purpose);
 // The environment a cluster's Slurm pods run from, and a nodeset's workers.
 std::string ClusterEnvironment(const SlurmCluster& c);
 std::string WorkerEnvironment(const NodeSet& n, const SlurmCluster& c);
+// A workspace's login pod: the workspace's own environment, else the cluster's.
+std::string WorkspaceEnvironment(const Workspace& w, const SlurmCluster& c);
 
 // Environment names may carry a release: 1-40 of a-z, 0-9, '-' and '.', starting with a
 // letter and ending with a letter or digit.

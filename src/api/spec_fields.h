@@ -159,6 +159,7 @@ void WalkWorkspaceSpec(R& r, WorkspaceSpec* s) {
   r.Integer("tokenLifetimeSeconds", &s->token_lifetime_seconds);
   r.StringList("datasets", &s->datasets);
   r.IntegerMap("datasetGroups", &s->dataset_gids);
+  r.String("environment", &s->environment);
   r.Bool("stopping", &s->stopping);
   r.Bool("cancelJobs", &s->cancel_jobs);
 }

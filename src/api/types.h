@@ -252,6 +252,9 @@ struct WorkspaceSpec {
   int64_t token_lifetime_seconds = 8 * 3600;
   std::vector<std::string> datasets;            // project datasets, mounted at /datasets/<name>
   std::map<std::string, int64_t> dataset_gids;  // each dataset's group (platform catalog)
+  // The workspace compute environment its login pod runs from (the project's); empty: the
+  // cluster's own environment. Its Slurm must be the cluster's series.
+  std::string environment;
   // Set by `workspace stop`: drain the partition, wait for (or cancel) its jobs, then remove all.
   bool stopping = false;
   bool cancel_jobs = false;

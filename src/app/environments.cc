@@ -73,6 +73,23 @@ Result<slurm::Release> EnvironmentRelease(const std::string& state_dir, const st
   return *release;
 }
 
+namespace {
+
+// Every pod of a cluster speaks one Slurm series: its daemons' protocol and its commands'.
+Status SameSlurmSeries(const std::string& whose, const std::string& name, const ImageManifest& m,
+                       const api::SlurmCluster& c, const std::optional<slurm::Release>& cluster_release) {
+  auto release = ImageSlurmRelease(m);
+  if (release && cluster_release && release->Series() == cluster_release->Series()) return Status::Ok();
+  return Status::InvalidArgument(
+      "spec.environment",
+      fmt::format("{}: environment \"{}\" carries Slurm {}, the cluster's \"{}\" Slurm {}: it must run the "
+                  "cluster's release",
+                  whose, name, release ? release->Series() : "none", api::ClusterEnvironment(c),
+                  cluster_release ? cluster_release->Series() : "none"));
+}
+
+}  // namespace
+
 Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster& c,
                            const std::vector<api::NodeSet>& nodesets, const Progress& progress) {
   ASSIGN_OR_RETURN(api::Environment cluster_env, FindEnvironment(state_dir, api::ClusterEnvironment(c)));
@@ -83,17 +100,38 @@ Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster
     if (name == api::ClusterEnvironment(c)) continue;
     ASSIGN_OR_RETURN(api::Environment e, FindEnvironment(state_dir, name));
     ASSIGN_OR_RETURN(ImageManifest m, BuildEnvironment(state_dir, e, false, progress));
-    auto release = ImageSlurmRelease(m);
-    if (!release || !cluster_release || release->Series() != cluster_release->Series()) {
-      return Status::InvalidArgument(
-          "spec.environment",
-          fmt::format("nodeset \"{}\": environment \"{}\" carries Slurm {}, the cluster's \"{}\" Slurm {}: a "
-                      "nodeset's workers must run the cluster's release",
-                      ns.metadata.name, name, release ? release->Series() : "none", api::ClusterEnvironment(c),
-                      cluster_release ? cluster_release->Series() : "none"));
-    }
+    RETURN_IF_ERROR(SameSlurmSeries(fmt::format("nodeset \"{}\"", ns.metadata.name), name, m, c, cluster_release));
   }
   return Status::Ok();
+}
+
+Status EnsureWorkspaceImage(const std::string& state_dir, const api::SlurmCluster& c, const std::string& name,
+                            const Progress& progress) {
+  if (name.empty() || name == api::ClusterEnvironment(c)) return Status::Ok();
+  ASSIGN_OR_RETURN(api::Environment e, FindEnvironment(state_dir, name));
+  ASSIGN_OR_RETURN(ImageManifest m, BuildEnvironment(state_dir, e, false, progress));
+  ASSIGN_OR_RETURN(auto cluster_image, ImageStore(ImageStoreDir(state_dir)).Find(api::ClusterEnvironment(c)));
+  const auto cluster_release = cluster_image ? ImageSlurmRelease(*cluster_image) : std::nullopt;
+  return SameSlurmSeries("workspace", name, m, c, cluster_release);
+}
+
+Result<runtime::local::OciExport> ExportEnvironment(const std::string& state_dir, const std::string& name,
+                                                    const std::string& layout, const std::string& tag,
+                                                    const Progress& progress) {
+  RETURN_IF_ERROR(api::ValidateEnvironmentName(name).WithContext("environment"));
+  ImageStore store(ImageStoreDir(state_dir));
+  ASSIGN_OR_RETURN(auto m, store.Find(name));
+  if (!m) {
+    return Status::NotFound(
+        fmt::format("environment \"{}\" is not built here (`hpcplane environments build {}`)", name, name));
+  }
+  runtime::local::OciExportOptions o;
+  o.layout = layout;
+  o.tag = tag;
+  o.progress = progress;
+  if (auto release = ImageSlurmRelease(*m)) o.labels["hpcplane.io/slurm"] = release->ToString();
+  o.labels["hpcplane.io/suite"] = m->recipe.value("suite", "");
+  return runtime::local::ExportOci(store, *m, o);
 }
 
 Status ResolveClusterImages(const std::string& state_dir, const api::SlurmCluster& c, op::BuildInputs* in) {

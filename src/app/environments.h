@@ -11,6 +11,7 @@
 #include "common/result.h"
 #include "operator/builders.h"
 #include "runtime/local/image_store.h"
+#include "runtime/local/oci_export.h"
 
 namespace hpc::app {
 
@@ -38,6 +39,17 @@ Result<slurm::Release> EnvironmentRelease(const std::string& state_dir, const st
 // that every one carries the cluster's Slurm series.
 Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster& c,
                            const std::vector<api::NodeSet>& nodesets, const Progress& progress);
+
+// Builds (or reuses) a workspace's environment and checks that its Slurm commands are the
+// cluster's series; nothing to do for an empty name (the cluster's own environment).
+Status EnsureWorkspaceImage(const std::string& state_dir, const api::SlurmCluster& c, const std::string& name,
+                            const Progress& progress);
+
+// An environment built here as an OCI image in a layout directory (for containerd and so the
+// Kubernetes runtime), labelled with its Slurm release; reused when the tag already holds it.
+Result<runtime::local::OciExport> ExportEnvironment(const std::string& state_dir, const std::string& name,
+                                                    const std::string& layout, const std::string& tag,
+                                                    const Progress& progress);
 
 // Fills `in->images` (every environment built in the store, pinned to its image now) and
 // `in->release` (the cluster environment's Slurm). Fails when the cluster's is not built.

@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "app/environments.h"
 #include "app/runtime_factory.h"
 #include "operator/builders.h"
 #include "operator/conditions.h"
@@ -64,7 +65,12 @@ Status LocalDataPlane::CreateWorkspace(const cp::WorkspaceCreation& w) {
   op::WorkspaceRequest r;
   r.user = w.user, r.project = w.project, r.tier = w.tier, r.name = w.id, r.max_workers = w.max_workers;
   r.idle_timeout_seconds = w.idle_timeout_seconds, r.token_lifetime_seconds = w.token_lifetime_seconds;
-  r.datasets = w.datasets, r.admin = w.admin;
+  r.datasets = w.datasets, r.admin = w.admin, r.environment = w.environment;
+  // Built here (or reused) and checked against the cluster's Slurm before anything is written.
+  ASSIGN_OR_RETURN(api::SlurmCluster cluster, op::Store(paths_.Dir()).LoadCluster());
+  RETURN_IF_ERROR(EnsureWorkspaceImage(paths_.state_dir, cluster, w.environment, [&](const std::string& line) {
+    spdlog::info("workspace {}: environment {}: {}", w.id, w.environment, line);
+  }));
   return op::CreateWorkspace(paths_, catalog, r).status();
 }
 

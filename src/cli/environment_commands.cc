@@ -97,13 +97,40 @@ int CmdDescribeEnvironment(const Globals& g, const std::string& name) {
   return 0;
 }
 
-int CmdDeleteEnvironment(const Globals& g, const std::string& name) {
+int CmdExportEnvironment(const Globals& g, const std::string& name, const std::string& layout, const std::string& tag) {
+  auto e = app::ExportEnvironment(g.state_dir, name, layout, tag,
+                                  [](const std::string& line) { std::cout << Printable(line) << std::endl; });
+  if (!e.ok()) return Fail(e.status());
+  std::cout << fmt::format("{}:{} {}{}\n", layout, e->tag, e->manifest_digest, e->reused ? " (unchanged)" : "");
+  return 0;
+}
+
+// Who runs an environment here: a cluster's daemons, a nodeset's workers or a workspace's login
+// pod; "" when none.
+std::string EnvironmentUser(const Globals& g, const std::string& name) {
   for (const auto& cluster : ListStoredClusters(g.state_dir)) {
-    auto c = op::Store(op::ClusterPaths{g.state_dir, cluster}.Dir()).LoadCluster();
-    if (c.ok() && api::ClusterEnvironment(*c) == name) {
-      return Fail(Status::FailedPrecondition(fmt::format(
-          "environment \"{}\" is the environment of cluster \"{}\": delete the cluster first", name, cluster)));
+    op::Store store(op::ClusterPaths{g.state_dir, cluster}.Dir());
+    auto c = store.LoadCluster();
+    if (!c.ok()) continue;
+    if (api::ClusterEnvironment(*c) == name) return fmt::format("cluster \"{}\"", cluster);
+    for (const auto& ns : store.LoadNodeSets().value_or(std::vector<api::NodeSet>{})) {
+      if (api::WorkerEnvironment(ns, *c) == name) {
+        return fmt::format("nodeset \"{}\" of cluster \"{}\"", ns.metadata.name, cluster);
+      }
     }
+    for (const auto& w : store.LoadWorkspaces().value_or(std::vector<api::Workspace>{})) {
+      if (api::WorkspaceEnvironment(w, *c) == name) {
+        return fmt::format("workspace \"{}\" of cluster \"{}\"", w.metadata.name, cluster);
+      }
+    }
+  }
+  return "";
+}
+
+int CmdDeleteEnvironment(const Globals& g, const std::string& name) {
+  if (std::string user = EnvironmentUser(g, name); !user.empty()) {
+    return Fail(Status::FailedPrecondition(
+        fmt::format("environment \"{}\" is in use by {}: delete or stop that first", name, user)));
   }
   Status s = runtime::local::ImageStore(app::ImageStoreDir(g.state_dir)).Delete(name);
   if (!s.ok()) return Fail(s);
@@ -116,22 +143,28 @@ int CmdDeleteEnvironment(const Globals& g, const std::string& name) {
 std::function<int()> AddEnvironmentCommands(CLI::App& app, const Globals& g) {
   auto* envs = app.add_subcommand("environments", "Build and list the compute environments (images) pods run from");
   envs->require_subcommand(1);
-  static std::string name, file, format = "table";
+  static std::string name, file, format = "table", layout, tag;
   static bool rebuild = false;
   auto* build = envs->add_subcommand("build", "Build an environment's image (a built-in by NAME, or -f FILE)");
-  build->add_option("name", name, "slurm-26.05 | slurm-24.11 | slurm-22.05 | one built before from a file");
+  build->add_option("name", name, "a built-in (slurm-26.05, workspace-26.05, ...) or one built before from a file");
   build->add_option("-f,--file", file, "Environment manifest (YAML or JSON)")->check(CLI::ExistingFile);
   build->add_flag("--rebuild", rebuild, "Build even when nothing changed (newer packages from the archive)");
   auto* list = envs->add_subcommand("list", "List the environments built here and the built-in ones");
   list->add_option("-o,--output", format, "table | json")->check(CLI::IsMember({"table", "json"}));
   auto* describe = envs->add_subcommand("describe", "Show an environment's image and every package's version");
   describe->add_option("name", name, "Its name")->required();
-  auto* del = envs->add_subcommand("delete", "Delete an environment's image (refused while a cluster uses it)");
+  auto* exp = envs->add_subcommand("export",
+                                   "Pack an environment's image as an OCI image (umoci) for containerd and Kubernetes");
+  exp->add_option("name", name, "Its name")->required();
+  exp->add_option("--oci-layout", layout, "OCI image layout directory (made when missing)")->required();
+  exp->add_option("--tag", tag, "Tag in the layout (default: the environment's name)");
+  auto* del = envs->add_subcommand("delete", "Delete an environment's image (refused while a pod uses it)");
   del->add_option("name", name, "Its name")->required();
-  return [&g, build, list, describe, del]() -> int {
+  return [&g, build, list, describe, exp, del]() -> int {
     if (build->parsed()) return CmdBuildEnvironment(g, name, file, rebuild);
     if (list->parsed()) return CmdListEnvironments(g, format);
     if (describe->parsed()) return CmdDescribeEnvironment(g, name);
+    if (exp->parsed()) return CmdExportEnvironment(g, name, layout, tag);
     if (del->parsed()) return CmdDeleteEnvironment(g, name);
     return -1;
   };

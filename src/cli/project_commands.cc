@@ -16,7 +16,7 @@ namespace {
 using nlohmann::json;
 
 struct ProjectArgs {
-  std::string data_plane, default_tier, idle_timeout, token_lifetime;
+  std::string data_plane, default_tier, idle_timeout, token_lifetime, workspace_environment;
   std::vector<std::string> tiers, datasets, sys_admins;
   int max_workers = 0;
 };
@@ -36,6 +36,7 @@ int CmdSet(const ApiArgs& api, const std::string& project, const ProjectArgs& a)
   if (!a.token_lifetime.empty()) body["tokenLifetime"] = a.token_lifetime;
   if (!a.datasets.empty()) body["datasets"] = a.datasets;
   if (!a.sys_admins.empty()) body["sysAdmins"] = a.sys_admins;
+  if (!a.workspace_environment.empty()) body["workspaceEnvironment"] = a.workspace_environment;
   auto r = Call(api, "PUT", "/api/v1/projects/" + project, body);
   if (!r.ok()) return Fail(Status::Errorf("projects set {}: {}", project, r.status().message()));
   std::cout << fmt::format("project {}: workspaces on data plane {}, tiers {} (default {}), up to {} workers\n",
@@ -163,6 +164,8 @@ std::function<int()> AddProjectCommands(CLI::App& app) {
   set->add_option("--token-lifetime", pa->token_lifetime, "Lifetime of a workspace's Slurm token (e.g. 8h)");
   set->add_option("--dataset", pa->datasets, "Datasets mounted at /datasets/<name> (default: the project's own)");
   set->add_option("--sys-admin", pa->sys_admins, "Users whose workspaces get Slurm's administrator level");
+  set->add_option("--workspace-environment", pa->workspace_environment,
+                  "Workspace compute environment of its workspaces' login pods (default: the cluster's)");
 
   auto format = std::make_shared<std::string>("table");
   auto* show = projects->add_subcommand("show", "A project's configuration and its workspaces");

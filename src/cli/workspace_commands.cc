@@ -11,6 +11,7 @@
 
 #include "api/codec.h"
 #include "api/validation.h"
+#include "app/environments.h"
 #include "common/files.h"
 #include "operator/builders.h"
 #include "operator/store.h"
@@ -24,7 +25,7 @@ namespace {
 using nlohmann::json;
 
 struct LaunchArgs {
-  std::string user, project, tier = "small", name, token_lifetime = "8h", idle_timeout = "5m";
+  std::string user, project, tier = "small", name, token_lifetime = "8h", idle_timeout = "5m", environment;
   int max_workers = 2;
   std::vector<std::string> datasets;
   int timeout_s = 180;
@@ -49,6 +50,14 @@ int CmdLaunch(const Globals& g, const LaunchArgs& a) {
   op::WorkspaceRequest r;
   r.user = a.user, r.project = a.project, r.tier = a.tier, r.name = a.name, r.max_workers = a.max_workers;
   r.idle_timeout_seconds = *idle, r.token_lifetime_seconds = *lifetime, r.datasets = a.datasets;
+  r.environment = a.environment;
+  if (!a.environment.empty()) {
+    auto cluster = op::Store(p->Dir()).LoadCluster();
+    if (!cluster.ok()) return Fail(cluster.status());
+    Status image = app::EnsureWorkspaceImage(g.state_dir, *cluster, a.environment,
+                                             [](const std::string& line) { std::cout << line << std::endl; });
+    if (!image.ok()) return Fail(Status::Errorf("workspace launch: {}", image.message()));
+  }
   auto created = op::CreateWorkspace(*p, platform::Catalog(g.state_dir), r);
   if (!created.ok()) {
     std::string m = created.status().message();
@@ -278,6 +287,8 @@ std::function<int()> AddWorkspaceCommands(CLI::App& app, Globals& g) {
   launch->add_option("--dataset", a->datasets, "Project datasets to mount (default: the project's own)");
   launch->add_option("--token-lifetime", a->token_lifetime, "Lifetime of the Slurm token (renewed before it ends)");
   launch->add_option("--idle-timeout", a->idle_timeout, "Idle time before a worker is removed");
+  launch->add_option("--environment", a->environment,
+                     "Workspace compute environment of its login pod (e.g. workspace-26.05; default: the cluster's)");
   launch->add_option("--timeout", a->timeout_s, "Seconds to wait for the workspace to be ready");
   launch->add_flag("--no-wait", a->no_wait, "Return once the workspace is recorded");
 

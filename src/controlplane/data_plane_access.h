@@ -28,6 +28,7 @@ struct WorkspaceCreation {
   int64_t idle_timeout_seconds = 300;
   int64_t token_lifetime_seconds = 8 * 3600;
   std::vector<std::string> datasets;
+  std::string environment;  // the login pod's workspace environment; empty: the cluster's
 };
 
 class DataPlaneAccess {

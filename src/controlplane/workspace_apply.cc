@@ -34,7 +34,7 @@ WorkspacePhase ApplyWorkspaceRecord(DataPlaneAccess& dp, const WorkspaceRecord& 
   WorkspaceCreation c;
   c.id = w.id, c.user = w.user, c.uid = w.uid, c.admin = w.admin, c.project = w.project, c.tier = w.tier;
   c.max_workers = w.max_workers, c.idle_timeout_seconds = w.idle_timeout_seconds;
-  c.token_lifetime_seconds = w.token_lifetime_seconds, c.datasets = w.datasets;
+  c.token_lifetime_seconds = w.token_lifetime_seconds, c.datasets = w.datasets, c.environment = w.environment;
   if (Status s = dp.CreateWorkspace(c); !s.ok()) return {"Failed", s.message()};
   spdlog::info("workspace {}: created for {} (uid {}) in project {}", w.id, w.user, w.uid, w.project);
   return {"Pending", "created on cluster " + dp.ClusterName()};

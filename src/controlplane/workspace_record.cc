@@ -6,6 +6,7 @@
 #include <fmt/ranges.h>
 
 #include "api/codec.h"
+#include "api/environments.h"
 #include "api/validation.h"
 #include "operator/workspace_request.h"
 #include "platform/catalog.h"
@@ -77,8 +78,8 @@ Status OnlyKnownFields(const json& j, std::initializer_list<const char*> known) 
 }  // namespace
 
 Result<ProjectConfig> ProjectConfigFromJson(const std::string& name, const json& j) {
-  RETURN_IF_ERROR(OnlyKnownFields(
-      j, {"dataPlane", "defaultTier", "tiers", "maxWorkers", "idleTimeout", "tokenLifetime", "datasets", "sysAdmins"}));
+  RETURN_IF_ERROR(OnlyKnownFields(j, {"dataPlane", "defaultTier", "tiers", "maxWorkers", "idleTimeout", "tokenLifetime",
+                                      "datasets", "sysAdmins", "workspaceEnvironment"}));
   ProjectConfig p;
   p.name = name;
   RETURN_IF_ERROR(NameField("name", name));
@@ -106,6 +107,12 @@ Result<ProjectConfig> ProjectConfigFromJson(const std::string& name, const json&
       return Status::InvalidArgument(fmt::format("sysAdmins[{}]", i), s.status().message());
     }
   }
+  ASSIGN_OR_RETURN(p.workspace_environment, StringField(j, "workspaceEnvironment", ""));
+  if (!p.workspace_environment.empty()) {
+    if (Status s = api::ValidateEnvironmentName(p.workspace_environment); !s.ok()) {
+      return Status::InvalidArgument("workspaceEnvironment", s.message());
+    }
+  }
   return p;
 }
 
@@ -119,6 +126,7 @@ json ToJson(const ProjectConfig& p) {
           {"tokenLifetimeSeconds", p.token_lifetime_seconds},
           {"datasets", p.datasets},
           {"sysAdmins", p.sys_admins},
+          {"workspaceEnvironment", p.workspace_environment},
           {"updatedAt", p.updated_at}};
 }
 
@@ -145,6 +153,7 @@ Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::
   w.idle_timeout_seconds = project.idle_timeout_seconds;
   w.token_lifetime_seconds = project.token_lifetime_seconds;
   w.datasets = project.datasets;
+  w.environment = project.workspace_environment;
   return w;
 }
 
@@ -160,6 +169,7 @@ json ToJson(const WorkspaceRecord& w) {
           {"idleTimeoutSeconds", w.idle_timeout_seconds},
           {"tokenLifetimeSeconds", w.token_lifetime_seconds},
           {"datasets", w.datasets},
+          {"environment", w.environment},
           {"desired", w.desired},
           {"cancelJobs", w.cancel_jobs},
           {"phase", w.phase},
@@ -175,6 +185,7 @@ Result<WorkspaceRecord> WorkspaceRecordFromJson(const json& j) {
     w.uid = j.at("uid"), w.admin = j.at("admin"), w.tier = j.at("tier"), w.max_workers = j.at("maxWorkers");
     w.idle_timeout_seconds = j.at("idleTimeoutSeconds"), w.token_lifetime_seconds = j.at("tokenLifetimeSeconds");
     w.datasets = j.at("datasets").get<std::vector<std::string>>();
+    w.environment = j.value("environment", "");  // absent in records made before environments
     w.desired = j.value("desired", "Running"), w.cancel_jobs = j.value("cancelJobs", false);
     w.phase = j.value("phase", "Pending"), w.message = j.value("message", "");
     w.created_at = j.value("createdAt", int64_t{0}), w.updated_at = j.value("updatedAt", int64_t{0});

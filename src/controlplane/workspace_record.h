@@ -25,6 +25,9 @@ struct ProjectConfig {
   int64_t token_lifetime_seconds = 8 * 3600;
   std::vector<std::string> datasets;    // mounted at /datasets/<name>; default: the project's own
   std::vector<std::string> sys_admins;  // their workspaces carry Slurm's administrator level
+  // The workspace compute environment its login pods run (an Environment of the data plane);
+  // empty: the cluster's own.
+  std::string workspace_environment;
   int64_t updated_at = 0;
 };
 
@@ -40,6 +43,7 @@ struct WorkspaceRecord {
   int64_t idle_timeout_seconds = 300;
   int64_t token_lifetime_seconds = 8 * 3600;
   std::vector<std::string> datasets;
+  std::string environment;          // the project's workspace environment when launched
   std::string desired = "Running";  // Running | Stopped
   bool cancel_jobs = false;         // when stopping: cancel its jobs rather than wait for them
   std::string phase = "Pending";    // reported by the agent: Pending | Ready | Stopping | Stopped | Failed

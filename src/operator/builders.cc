@@ -269,9 +269,17 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.mounts.push_back({MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true});
   p.mounts.push_back({MountSource::kVolume, kVolumeControllerState, slurm::kStateSaveDir, "", false});
   p.readiness.tcp_port = slurm::kSlurmctldPort;
-  // A hung slurmctld still accepts connections; `scontrol ping` needs it to answer an RPC.
-  p.liveness.command = {"scontrol", "ping"};
   p.liveness.period_seconds = 15;
+  if (in.release.ControllerServesHttp()) {
+    // slurmctld's own probes: ready once it has recovered its state and schedules, alive while
+    // it answers; no process started in the pod for either.
+    p.readiness.http_path = "/readyz";
+    p.liveness.http_port = slurm::kSlurmctldPort;
+    p.liveness.http_path = "/livez";
+  } else {
+    // A hung slurmctld still accepts connections; `scontrol ping` needs it to answer an RPC.
+    p.liveness.command = {"scontrol", "ping"};
+  }
   return p;
 }
 
@@ -468,8 +476,10 @@ std::map<std::string, std::string> WorkspaceShellEnv(const api::Workspace& w) {
 
 PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace& w, const BuildInputs& in) {
   PodSpec p;
-  p.image = ImageFor(in, api::ClusterEnvironment(c));
-  UseSharedRoot(c, /*writable=*/false, &p);
+  // The project's workspace environment when it names one; the shared root is a copy of the
+  // cluster's environment, so only a login pod of that environment runs it.
+  p.image = ImageFor(in, api::WorkspaceEnvironment(w, c));
+  if (api::WorkspaceEnvironment(w, c) == api::ClusterEnvironment(c)) UseSharedRoot(c, /*writable=*/false, &p);
   p.name = WorkspaceLoginPodName(w);
   p.labels = Labels(c, "workspace-login");
   p.labels[kLabelWorkspace] = w.metadata.name;

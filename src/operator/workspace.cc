@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "api/environments.h"
 #include "api/validation.h"
 #include "operator/builders.h"
 
@@ -84,6 +85,7 @@ json WorkspaceSpecJson(const api::Workspace& w) {
         {"tokenLifetimeSeconds", s.token_lifetime_seconds},
         {"datasets", s.datasets},
         {"datasetGroups", s.dataset_gids},
+        {"environment", s.environment},
         {"stopping", s.stopping},
         {"cancelJobs", s.cancel_jobs}}}};
 }
@@ -125,6 +127,7 @@ Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
     w.spec.token_lifetime_seconds = s.value("tokenLifetimeSeconds", int64_t{8 * 3600});
     w.spec.datasets = s.value("datasets", std::vector<std::string>{});
     w.spec.dataset_gids = s.value("datasetGroups", std::map<std::string, int64_t>{});
+    w.spec.environment = s.value("environment", "");
     w.spec.stopping = s.value("stopping", false);
     w.spec.cancel_jobs = s.value("cancelJobs", false);
     w.status = WorkspaceStatusFromJson(status);
@@ -180,6 +183,11 @@ Status ValidateWorkspace(const api::Workspace& w) {
   for (const auto& d : w.spec.datasets) {
     if (Status s = api::ValidateResourceName(d); !s.ok())
       return Status::Errorf("{}: datasets: {}", subject, s.message());
+  }
+  if (!w.spec.environment.empty()) {
+    if (Status s = api::ValidateEnvironmentName(w.spec.environment); !s.ok()) {
+      return Status::Errorf("{}: environment: {}", subject, s.message());
+    }
   }
   return api::ValidateShape(WorkspaceNodeSet(w, false));
 }

@@ -37,6 +37,7 @@ Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Ca
   w.spec.idle_timeout_seconds = r.idle_timeout_seconds;
   w.spec.token_lifetime_seconds = r.token_lifetime_seconds;
   w.spec.datasets = r.datasets.empty() ? std::vector<std::string>{r.project} : r.datasets;
+  w.spec.environment = r.environment;
   if (Status s = ValidateWorkspace(w); !s.ok()) {
     if (r.name.empty()) return Status::Errorf("{} (choose another workspace id)", s.message());
     return s;

@@ -24,6 +24,7 @@ struct WorkspaceRequest {
   int64_t idle_timeout_seconds = 300;
   int64_t token_lifetime_seconds = 8 * 3600;
   std::vector<std::string> datasets;  // default: the project's own
+  std::string environment;            // the login pod's; default: the cluster's environment
   // Set by the control plane (the project's configuration); otherwise the catalog's role.
   std::optional<bool> admin;
 };

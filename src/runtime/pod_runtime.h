@@ -41,7 +41,8 @@ struct Mount {
 
 // How the runtime decides a running pod is ready.
 struct Probe {
-  int tcp_port = 0;                  // ready once the port accepts connections, or
+  int tcp_port = 0;                  // ready once the port accepts connections (with http_path:
+  std::string http_path;             // once an HTTP GET of this path on it answers 2xx), or
   std::vector<std::string> command;  // ready once this command exits 0 inside the pod
   bool operator==(const Probe&) const = default;
 };
@@ -50,7 +51,8 @@ struct Probe {
 // period the probe runs; after `failure_threshold` failures in a row the pod is killed and
 // restarted by its policy. Unset (no port, no command): only the pod's death is noticed.
 struct LivenessProbe {
-  int http_port = 0;                 // alive while an HTTP request to this port is answered, or
+  int http_port = 0;                 // alive while an HTTP request to this port is answered
+  std::string http_path;             // (any status to "/"; 2xx to this path when set), or
   std::vector<std::string> command;  // while this command exits 0 inside the pod
   int period_seconds = 10;
   int timeout_seconds = 5;

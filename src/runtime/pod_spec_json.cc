@@ -44,9 +44,11 @@ json SpecJson(const PodSpec& s) {
       {"gid", s.gid},
       {"workingDir", s.working_dir},
       {"mounts", mounts},
-      {"readiness", {{"tcpPort", s.readiness.tcp_port}, {"command", s.readiness.command}}},
+      {"readiness",
+       {{"tcpPort", s.readiness.tcp_port}, {"httpPath", s.readiness.http_path}, {"command", s.readiness.command}}},
       {"liveness",
        {{"httpPort", s.liveness.http_port},
+        {"httpPath", s.liveness.http_path},
         {"command", s.liveness.command},
         {"periodSeconds", s.liveness.period_seconds},
         {"timeoutSeconds", s.liveness.timeout_seconds},
@@ -101,6 +103,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.working_dir = j.at("workingDir");
     for (const auto& m : j.at("mounts")) s.mounts.push_back(MountFromJson(m));
     s.readiness.tcp_port = j.at("readiness").at("tcpPort");
+    s.readiness.http_path = j.at("readiness").value("httpPath", "");
     s.readiness.command = j.at("readiness").at("command").get<std::vector<std::string>>();
     s.restart_policy = static_cast<RestartPolicy>(j.at("restartPolicy").get<int>());
     if (j.contains("resources")) {
@@ -114,6 +117,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     if (j.contains("liveness")) {  // specs written before liveness probes have none
       const json& l = j.at("liveness");
       s.liveness.http_port = l.at("httpPort");
+      s.liveness.http_path = l.value("httpPath", "");
       s.liveness.command = l.at("command").get<std::vector<std::string>>();
       s.liveness.period_seconds = l.at("periodSeconds");
       s.liveness.timeout_seconds = l.at("timeoutSeconds");

@@ -149,6 +149,9 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     }
   }
   if (hc.enabled && !AdminSets(c, "Epilog")) o << "Epilog=" << kHealthCheckProgram << "\n";
+  // 25.11 on, slurmctld serves OpenMetrics on its own port (/metrics/jobs, nodes, partitions,
+  // scheduler): Prometheus scrapes Slurm itself, no exporter polling the CLI.
+  if (release.ControllerServesHttp() && !AdminSets(c, "MetricsType")) o << "MetricsType=metrics/openmetrics\n";
   for (const auto& line : c.spec.extra_config) o << line << "\n";
   o << "# One nodeset and one partition per NodeSet; workers join as dynamic nodes.\n";
   for (const auto& ns : nodesets) {

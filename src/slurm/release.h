@@ -27,6 +27,9 @@ struct Release {
   // Whether slurmrestd is started with the openapi/slurmctld plugin (23.11 on) rather than the
   // versioned openapi/v0.0.38 plugin.
   bool RestPluginsByComponent() const { return AtLeast(23, 11); }
+  // Whether slurmctld answers HTTP on its own port (25.11 on): /livez, /readyz and, with
+  // MetricsType=metrics/openmetrics, /metrics/{jobs,nodes,partitions,scheduler}.
+  bool ControllerServesHttp() const { return AtLeast(25, 11); }
 };
 
 // Releases that an upgrade may cross (Slurm supports upgrades from the three previous major

@@ -349,7 +349,7 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   EXPECT_NE(bad.exit_code, 0);
   EXPECT_NE(bad.err.find("maxWorkers: must be an integer 1-128"), std::string::npos) << bad.err;
   auto set = env.Api({"projects", "set", "astro", "--data-plane", "dp1", "--max-workers", "1", "--idle-timeout", "30s",
-                      "--tier", "small"},
+                      "--tier", "small", "--workspace-environment", "workspace-26.05"},
                      "admin");
   ASSERT_EQ(set.exit_code, 0) << set.err;
   // Malformed requests name the field; a user outside the project is refused.
@@ -378,6 +378,11 @@ TEST(ControlPlane, DispatchesWorkspacesBuiltFromTheProjectConfiguration) {
   EXPECT_EQ(w["uid"], 20000);
   EXPECT_EQ(w["maxWorkers"], 1);
   EXPECT_EQ(w["idleTimeoutSeconds"], 30);
+  EXPECT_EQ(w["environment"], "workspace-26.05");
+  // Its login pod runs the project's workspace environment (gcc and git; the cluster's has neither).
+  auto cc = env.cluster.Cli({"workspace", "exec", "ann-astro", "--", "sh", "-c", "command -v gcc && command -v git"});
+  EXPECT_EQ(cc.exit_code, 0) << cc.out << cc.err;
+  EXPECT_EQ(SplitLines(Trim(cc.out)).size(), 2u) << cc.out;
   EXPECT_EQ(launch("{}")->status, 409);  // the id is taken while it runs
   // The data plane's catalog has ann with the control plane's uid; her job runs as that uid
   // on her partition and reaches the history.

@@ -1,6 +1,7 @@
 // Compute environments against real Debian suites and real Slurm releases: images built with
 // mmdebstrap, clusters on 26.05, 24.11 and 22.05, MPI across workers, upgrades, a shared root.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
@@ -76,6 +77,65 @@ TEST(Environments, BuiltinsAreReusedAChangedListMakesANewImageAndAMissingPackage
   (void)files::RemoveAll(*dir);
 }
 
+nlohmann::json ReadJson(const std::string& path) {
+  return nlohmann::json::parse(files::Read(path).value_or(""), nullptr, false);
+}
+
+std::string Blob(const std::string& layout, const std::string& digest) {
+  return layout + "/blobs/sha256/" + digest.substr(digest.find(':') + 1);
+}
+
+// The environment the local pods run, packed as an OCI image, runs under a container runtime
+// (runc) as the same bits; packing it again changes nothing.
+TEST(Environments, AnEnvironmentExportedAsAnOciImageRunsUnderAContainerRuntime) {
+  auto dir = files::MakeTempDir("hpcplane-oci");
+  ASSERT_TRUE(dir.ok());
+  const std::string state = *dir + "/state", layout = *dir + "/layout";
+  auto exported = Hpcplane(state, "", {"environments", "export", "slurm-26.05", "--oci-layout", layout});
+  ASSERT_EQ(exported.exit_code, 0) << exported.out << exported.err;
+  EXPECT_NE(exported.out.find(layout + ":slurm-26.05 sha256:"), std::string::npos) << exported.out;
+  auto again = Hpcplane(state, "", {"environments", "export", "slurm-26.05", "--oci-layout", layout});
+  ASSERT_EQ(again.exit_code, 0) << again.err;
+  EXPECT_NE(again.out.find("(unchanged)"), std::string::npos) << again.out;
+
+  // The layout names the tag; the image's labels carry the store's digest and the Slurm release.
+  auto index = ReadJson(layout + "/index.json");
+  ASSERT_TRUE(index.is_object()) << files::Read(layout + "/index.json").value_or("");
+  ASSERT_EQ(index["manifests"].size(), 1u) << index.dump();
+  EXPECT_EQ(index["manifests"][0]["annotations"]["org.opencontainers.image.ref.name"], "slurm-26.05");
+  auto manifest = ReadJson(Blob(layout, index["manifests"][0]["digest"]));
+  ASSERT_TRUE(manifest.is_object());
+  EXPECT_EQ(manifest["layers"].size(), 1u);
+  auto config = ReadJson(Blob(layout, manifest["config"]["digest"]));
+  ASSERT_TRUE(config.is_object());
+  const auto& labels = config["config"]["Labels"];
+  EXPECT_EQ(labels.value("hpcplane.io/slurm", "").rfind("26.05.", 0), 0u) << labels.dump();
+  auto list = nlohmann::json::parse(Hpcplane(state, "", {"environments", "list", "-o", "json"}).out, nullptr, false);
+  std::string reference;
+  for (const auto& e : list) {
+    if (e.value("name", "") == "slurm-26.05") reference = e.value("image", "");
+  }
+  EXPECT_EQ("slurm-26.05@sha256:" + labels.value("hpcplane.io/image-digest", ""), reference);
+
+  // Unpacked into a runtime bundle and run by runc.
+  const std::string bundle = *dir + "/bundle";
+  RunOptions slow;
+  slow.timeout = 300s;
+  auto unpack = RunProcess({"umoci", "unpack", "--image", layout + ":slurm-26.05", bundle}, slow);
+  ASSERT_TRUE(unpack.ok() && unpack->ok()) << (unpack.ok() ? unpack->err : unpack.status().message());
+  auto spec = ReadJson(bundle + "/config.json");
+  ASSERT_TRUE(spec.is_object());
+  spec["process"]["terminal"] = false;
+  spec["process"]["args"] = {"sh", "-c", "slurmctld -V && mpirun --version && python3 -c 'import mpi4py'"};
+  ASSERT_TRUE(files::WriteAtomic(bundle + "/config.json", spec.dump()).ok());
+  auto run = RunProcess({"runc", "run", "--bundle", bundle, "hpcplane-it-oci-" + std::to_string(::getpid())}, slow);
+  ASSERT_TRUE(run.ok()) << run.status().message();
+  EXPECT_EQ(run->exit_code, 0) << run->out << run->err;
+  EXPECT_NE(run->out.find("slurm-wlm 26.05."), std::string::npos) << run->out << run->err;
+  EXPECT_NE(run->out.find("Open MPI"), std::string::npos) << run->out;
+  (void)files::RemoveAll(*dir);
+}
+
 TEST(Environments, AnMpiHelloPrintsEveryRankOnceAcrossTwoWorkers) {
   TestCluster c("mpi");
   ASSERT_EQ(c.Up().exit_code, 0);
@@ -94,6 +154,55 @@ TEST(Environments, AnMpiHelloPrintsEveryRankOnceAcrossTwoWorkers) {
   EXPECT_NE(hellos[0].find("process 0 of 2 on cpu-"), std::string::npos) << out;
   EXPECT_NE(hellos[1].find("process 1 of 2 on cpu-"), std::string::npos) << out;
   EXPECT_NE(hellos[0].substr(hellos[0].rfind(' ')), hellos[1].substr(hellos[1].rfind(' '))) << "two workers: " << out;
+}
+
+// A practitioner's workspace runs its workspace environment: mpicc there builds a program that
+// the cluster's workers (its nodeset, scaled from zero) run as two MPI ranks. An environment of
+// another Slurm release is refused before anything is made.
+TEST(Environments, AWorkspaceRunsItsEnvironmentAndBuildsAnMpiProgramForTheWorkers) {
+  TestCluster c("wsenv");
+  ASSERT_EQ(c.Up().exit_code, 0);
+  ASSERT_EQ(c.Cli({"users", "add", "ann"}).exit_code, 0);
+  auto other = c.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--environment", "slurm-22.05"});
+  EXPECT_NE(other.exit_code, 0);
+  EXPECT_NE(other.err.find("environment \"slurm-22.05\" carries Slurm 22.05, the cluster's \"slurm-26.05\" Slurm "
+                           "26.05"),
+            std::string::npos)
+      << other.err;
+  EXPECT_FALSE(files::Exists(c.ClusterDir() + "/workspaces/ann-astro.json"));
+  auto ws = c.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--max-workers", "2", "--idle-timeout",
+                   "5s", "--environment", "workspace-26.05"},
+                  600s);
+  ASSERT_EQ(ws.exit_code, 0) << ws.out << ws.err;
+  // The cluster's image has no compiler (nor git): the workspace environment builds the program.
+  auto cc = c.Cli({"workspace", "exec", "ann-astro", "--", "sh", "-c",
+                   "printf '%s\n' '#include <mpi.h>' '#include <stdio.h>' '#include <unistd.h>' "
+                   "'int main(int c, char** v) { int r, n; char h[64]; MPI_Init(&c, &v); "
+                   "MPI_Comm_rank(MPI_COMM_WORLD, &r); MPI_Comm_size(MPI_COMM_WORLD, &n); gethostname(h, 64); "
+                   "printf(\"rank %d of %d on %s\\n\", r, n, h); MPI_Finalize(); return 0; }' > hello.c && "
+                   "mpicc -o hello hello.c && git --version && python3 -c 'import numpy; print(numpy.__name__)'"},
+                  120s);
+  ASSERT_EQ(cc.exit_code, 0) << cc.out << cc.err;
+  EXPECT_NE(cc.out.find("git version"), std::string::npos) << cc.out;
+  EXPECT_NE(cc.out.find("numpy"), std::string::npos) << cc.out;
+  auto run = c.Cli({"workspace", "exec", "ann-astro", "--", "sbatch", "-N2", "--ntasks-per-node=1", "--wait", "-o",
+                    "mpi.out", "--wrap", "mpirun ./hello"},
+                   180s);
+  const std::string out = files::Read(c.ClusterDir() + "/runtime/volumes/dataset-astro/mpi.out").value_or("");
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err << out;
+  std::vector<std::string> ranks;
+  for (const auto& line : SplitLines(out)) {
+    if (line.rfind("rank ", 0) == 0) ranks.push_back(line);
+  }
+  ASSERT_EQ(ranks.size(), 2u) << out;
+  std::sort(ranks.begin(), ranks.end());
+  EXPECT_EQ(ranks[0].rfind("rank 0 of 2 on ", 0), 0u) << out;
+  EXPECT_EQ(ranks[1].rfind("rank 1 of 2 on ", 0), 0u) << out;
+  EXPECT_NE(ranks[0].substr(ranks[0].rfind(' ')), ranks[1].substr(ranks[1].rfind(' '))) << "two workers: " << out;
+  // In use, the environment cannot be deleted.
+  auto del = c.Cli({"environments", "delete", "workspace-26.05"});
+  EXPECT_NE(del.exit_code, 0);
+  EXPECT_NE(del.err.find("in use by workspace \"ann-astro\""), std::string::npos) << del.err;
 }
 
 // Bring-up, srun across two workers, autoscaling from zero, a workspace and sacct on the older

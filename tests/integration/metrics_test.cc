@@ -304,6 +304,17 @@ TEST(DataPlaneMetricsIT, PrometheusSeesANodeSetGoFromZeroToTwoAndBack) {
   auto check = RunProcess({"/bin/sh", "-c", "promtool check metrics < " + dir + "/metrics.txt"});
   ASSERT_TRUE(check.ok());
   EXPECT_EQ(check->exit_code, 0) << check->out << check->err << text->body;
+
+  // Slurm 26.05's own OpenMetrics, served by slurmctld on its port to whoever reaches it (the
+  // cluster's pods): the job above among the completed ones, and text promtool accepts.
+  const std::string slurm_jobs = "http://" + c.name() + "-controller:6817/metrics/jobs";
+  auto jobs = c.Login("alice", {"curl", "-sf", "-m", "5", slurm_jobs});
+  ASSERT_EQ(jobs.exit_code, 0) << jobs.err;
+  EXPECT_NE(jobs.out.find("slurm_jobs_completed 1"), std::string::npos) << jobs.out;
+  ASSERT_TRUE(files::WriteAtomic(dir + "/slurm.txt", jobs.out, 0600).ok());
+  auto slurm_check = RunProcess({"/bin/sh", "-c", "promtool check metrics < " + dir + "/slurm.txt"});
+  ASSERT_TRUE(slurm_check.ok());
+  EXPECT_EQ(slurm_check->exit_code, 0) << slurm_check->out << slurm_check->err << jobs.out;
   prometheus.reset();
 }
 

@@ -393,6 +393,10 @@ class Kubelet {
     auto probe = [](const json& j) {
       rt::Probe p;
       if (j.contains("tcpSocket")) p.tcp_port = j["tcpSocket"].value("port", 0);
+      if (j.contains("httpGet")) {
+        p.tcp_port = j["httpGet"].value("port", 0);
+        p.http_path = j["httpGet"].value("path", "/");
+      }
       if (j.contains("exec")) p.command = j["exec"].value("command", std::vector<std::string>{});
       return p;
     };
@@ -402,7 +406,11 @@ class Kubelet {
       s.readiness = probe(c["startupProbe"]);
     if (c.contains("livenessProbe")) {
       const json& l = c["livenessProbe"];
-      if (l.contains("httpGet")) s.liveness.http_port = l["httpGet"].value("port", 0);
+      if (l.contains("httpGet")) {
+        s.liveness.http_port = l["httpGet"].value("port", 0);
+        const std::string path = l["httpGet"].value("path", "/");
+        if (path != "/") s.liveness.http_path = path;  // "/": any answer, as slurmrestd's probe wants
+      }
       if (l.contains("exec")) s.liveness.command = l["exec"].value("command", std::vector<std::string>{});
       s.liveness.period_seconds = l.value("periodSeconds", 10);
       s.liveness.timeout_seconds = l.value("timeoutSeconds", 1);

@@ -72,6 +72,7 @@ std::string VolumeNameFor(const Mount& m, size_t host_path_index) {
 }
 
 json ProbeJson(const runtime::Probe& p) {
+  if (p.tcp_port > 0 && !p.http_path.empty()) return {{"httpGet", {{"path", p.http_path}, {"port", p.tcp_port}}}};
   if (p.tcp_port > 0) return {{"tcpSocket", {{"port", p.tcp_port}}}};
   return {{"exec", {{"command", p.command}}}};
 }
@@ -264,7 +265,8 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
     main["startupProbe"] = startup;
   }
   if (spec.liveness.Set()) {
-    json live = spec.liveness.http_port > 0 ? json{{"httpGet", {{"path", "/"}, {"port", spec.liveness.http_port}}}}
+    const std::string path = spec.liveness.http_path.empty() ? "/" : spec.liveness.http_path;
+    json live = spec.liveness.http_port > 0 ? json{{"httpGet", {{"path", path}, {"port", spec.liveness.http_port}}}}
                                             : json{{"exec", {{"command", spec.liveness.command}}}};
     live["periodSeconds"] = spec.liveness.period_seconds;
     live["timeoutSeconds"] = spec.liveness.timeout_seconds;

@@ -54,9 +54,9 @@ std::vector<std::string> NotEnforced(const Resources& r, bool cgroups);
 
 // Whether a TCP connection to ip:port is accepted within the timeout.
 bool TcpConnects(const std::string& ip, int port, int timeout_ms);
-// Whether an HTTP server on ip:port answers a request within the timeout: any status line will
-// do. A stopped (SIGSTOP) or hung server still accepts the connection in the kernel, so a TCP
-// connect alone cannot tell.
-bool HttpAnswers(const std::string& ip, int port, int timeout_ms);
+// Whether an HTTP server on ip:port answers a GET of `path` within the timeout: with no path,
+// any status line to "/" will do; with one, a 2xx status. A stopped (SIGSTOP) or hung server
+// still accepts the connection in the kernel, so a TCP connect alone cannot tell.
+bool HttpAnswers(const std::string& ip, int port, int timeout_ms, const std::string& path = "");
 
 }  // namespace hpc::runtime::local

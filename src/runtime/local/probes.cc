@@ -50,25 +50,36 @@ bool TcpConnects(const std::string& ip, int port, int timeout_ms) {
 // Whether an HTTP server on ip:port answers a request within the timeout: any status line will
 // do. A stopped (SIGSTOP) or hung server still accepts the connection in the kernel, so a TCP
 // connect alone cannot tell.
-bool HttpAnswers(const std::string& ip, int port, int timeout_ms) {
+bool HttpAnswers(const std::string& ip, int port, int timeout_ms, const std::string& path) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   int fd = ConnectWithin(ip, port, timeout_ms);
   if (fd < 0) return false;
-  static const char kRequest[] = "GET / HTTP/1.0\r\nUser-Agent: hpcplane-liveness\r\n\r\n";
+  const std::string request =
+      "GET " + (path.empty() ? std::string("/") : path) + " HTTP/1.0\r\nUser-Agent: hpcplane-probe\r\n\r\n";
   bool ok = false;
-  if (::send(fd, kRequest, sizeof kRequest - 1, MSG_NOSIGNAL) == static_cast<ssize_t>(sizeof kRequest - 1)) {
+  if (::send(fd, request.data(), request.size(), MSG_NOSIGNAL) == static_cast<ssize_t>(request.size())) {
     const auto left = std::max<int64_t>(
         0, std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now()).count());
     pollfd r{fd, POLLIN, 0};
-    char buf[8];
-    ok = ::poll(&r, 1, static_cast<int>(left)) == 1 && ::recv(fd, buf, sizeof buf, 0) >= 5 &&
-         std::string(buf, 5) == "HTTP/";
+    // "HTTP/1.1 204": the status line's first 12 bytes, which may come in more than one read.
+    std::string head;
+    char buf[16];
+    while (head.size() < 12 && ::poll(&r, 1, static_cast<int>(left)) == 1) {
+      ssize_t n = ::recv(fd, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      head.append(buf, static_cast<size_t>(n));
+    }
+    ok = head.rfind("HTTP/", 0) == 0 &&
+         (path.empty() ? head.size() >= 5 : head.size() >= 12 && head[8] == ' ' && head[9] == '2');
   }
   ::close(fd);
   return ok;
 }
 
 bool LocalRuntime::ProbeReady(const PodSpec& spec, const PodState& st) {
+  if (spec.readiness.tcp_port > 0 && !spec.readiness.http_path.empty()) {
+    return HttpAnswers(st.ip, spec.readiness.tcp_port, 1000, spec.readiness.http_path);
+  }
   if (spec.readiness.tcp_port > 0) return TcpConnects(st.ip, spec.readiness.tcp_port, 200);
   if (!spec.readiness.command.empty()) {
     ExecOptions o;
@@ -82,7 +93,9 @@ bool LocalRuntime::ProbeReady(const PodSpec& spec, const PodState& st) {
 
 bool LocalRuntime::ProbeAlive(const PodSpec& spec, const PodState& st) {
   const int timeout_ms = spec.liveness.timeout_seconds * 1000;
-  if (spec.liveness.http_port > 0) return HttpAnswers(st.ip, spec.liveness.http_port, timeout_ms);
+  if (spec.liveness.http_port > 0) {
+    return HttpAnswers(st.ip, spec.liveness.http_port, timeout_ms, spec.liveness.http_path);
+  }
   ExecOptions o;
   o.argv = spec.liveness.command;
   o.timeout = std::chrono::milliseconds(timeout_ms);

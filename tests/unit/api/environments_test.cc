@@ -24,7 +24,7 @@ std::string Why(const Environment& e) { return Validate(e).message(); }
 
 TEST(EnvironmentsTest, BuiltinsCoverTheThreeSlurmReleasesNewestFirstAndValidate) {
   const auto& all = BuiltinEnvironments();
-  ASSERT_EQ(all.size(), 3u);
+  ASSERT_EQ(all.size(), 6u);
   EXPECT_EQ(all[0].metadata.name, kDefaultEnvironment);
   EXPECT_EQ(all[0].spec.suite, "sid");
   EXPECT_EQ(FindBuiltinEnvironment("slurm-24.11")->spec.suite, "trixie");
@@ -36,6 +36,31 @@ TEST(EnvironmentsTest, BuiltinsCoverTheThreeSlurmReleasesNewestFirstAndValidate)
   for (const char* p : {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "munge", "mariadb-server", "openmpi-bin"}) {
     EXPECT_NE(std::find(base.begin(), base.end(), p), base.end()) << p;
   }
+}
+
+TEST(EnvironmentsTest, EachReleaseHasAWorkspaceEnvironmentWithAPractitionersTools) {
+  for (const char* release : {"26.05", "24.11", "22.05"}) {
+    auto w = FindBuiltinEnvironment(std::string("workspace-") + release);
+    ASSERT_TRUE(w) << release;
+    EXPECT_EQ(w->spec.purpose, kPurposeWorkspace);
+    EXPECT_EQ(w->spec.suite, FindBuiltinEnvironment(std::string("slurm-") + release)->spec.suite);
+    for (const char* p : {"libopenmpi-dev", "build-essential", "python3-numpy", "git"}) {
+      EXPECT_NE(std::find(w->spec.packages.begin(), w->spec.packages.end(), p), w->spec.packages.end()) << p;
+    }
+  }
+  const auto& base = BasePackages(kPurposeWorkspace);
+  EXPECT_NE(std::find(base.begin(), base.end(), "slurm-client"), base.end());
+  EXPECT_EQ(std::find(base.begin(), base.end(), "slurmctld"), base.end());
+}
+
+TEST(EnvironmentsTest, WorkspacesRunTheirOwnEnvironmentElseTheClusters) {
+  SlurmCluster c;
+  Workspace w;
+  EXPECT_EQ(WorkspaceEnvironment(w, c), "slurm-26.05");
+  c.spec.environment = "slurm-24.11";
+  EXPECT_EQ(WorkspaceEnvironment(w, c), "slurm-24.11");
+  w.spec.environment = "workspace-24.11";
+  EXPECT_EQ(WorkspaceEnvironment(w, c), "workspace-24.11");
 }
 
 TEST(EnvironmentsTest, ClustersRunTheNewestUnlessTheyOrTheirNodesetsNameOne) {

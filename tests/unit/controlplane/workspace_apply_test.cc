@@ -18,6 +18,7 @@ WorkspaceRecord Record(const std::string& desired = "Running") {
   w.uid = 2001;
   w.tier = "small";
   w.max_workers = 2;
+  w.environment = "workspace-26.05";
   w.desired = desired;
   return w;
 }
@@ -30,6 +31,7 @@ TEST(ApplyWorkspaceRecord, CreatesAMissingWorkspaceWithTheControlPlanesUid) {
   ASSERT_EQ(dp.created.size(), 1u);
   EXPECT_EQ(dp.created[0].uid, 2001);
   EXPECT_EQ(dp.created[0].max_workers, 2);
+  EXPECT_EQ(dp.created[0].environment, "workspace-26.05");
   // Applied again: nothing is created twice; the data plane's own phase is reported.
   dp.workspaces["ws-1"].status.phase = "Ready";
   dp.workspaces["ws-1"].status.message = "shell: hpcplane workspace shell ws-1";

@@ -53,6 +53,27 @@ TEST(ProjectConfig, RefusalsNameTheField) {
       Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"sysAdmins", {"root"}}})).rfind("sysAdmins[0]: ", 0),
       0u);
   EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"colour", "red"}})), "colour: unknown field");
+  EXPECT_EQ(Error(ProjectConfigFromJson("bio", {{"dataPlane", "dp"}, {"workspaceEnvironment", "../etc"}}))
+                .rfind("workspaceEnvironment: must be 1-40", 0),
+            0u);
+}
+
+// The project names its workspace compute environment; every workspace launched in it runs it,
+// and a launch request cannot pick another.
+TEST(BuildWorkspace, CarriesTheProjectsWorkspaceEnvironment) {
+  auto p = ProjectConfigFromJson("bio", {{"dataPlane", "dp2"}, {"workspaceEnvironment", "workspace-26.05"}});
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  EXPECT_EQ(ToJson(*p)["workspaceEnvironment"], "workspace-26.05");
+  auto w = BuildWorkspace(*p, "ann", json::object());
+  ASSERT_TRUE(w.ok()) << w.status().message();
+  EXPECT_EQ(w->environment, "workspace-26.05");
+  EXPECT_EQ(WorkspaceRecordFromJson(ToJson(*w))->environment, "workspace-26.05");
+  EXPECT_EQ(BuildWorkspace(Astro(), "ann", json::object())->environment, "");
+  EXPECT_EQ(Error(BuildWorkspace(*p, "ann", {{"environment", "mine"}})), "environment: unknown field");
+  // Records stored before environments read as the cluster's own.
+  json old = ToJson(*w);
+  old.erase("environment");
+  EXPECT_EQ(WorkspaceRecordFromJson(old)->environment, "");
 }
 
 TEST(BuildWorkspace, FromTheRequestWithinTheProject) {

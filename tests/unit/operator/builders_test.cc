@@ -230,6 +230,27 @@ TEST(BuildersTest, PodsRunTheirEnvironmentsImageAndNeverSilentlyTheHosts) {
   EXPECT_EQ(BuildControllerPod(c, in).shared_root, "");
 }
 
+// A workspace's login pod runs the project's workspace environment when it names one (and then
+// not the shared root, a copy of the cluster's environment), else the cluster's.
+TEST(BuildersTest, WorkspaceLoginPodsRunTheirWorkspaceEnvironment) {
+  auto in = Inputs();
+  in.images = {{"slurm-26.05", "slurm-26.05@sha256:aa"}, {"workspace-26.05", "workspace-26.05@sha256:bb"}};
+  auto c = Cluster();
+  c.spec.shared_root = true;
+  api::Workspace w;
+  w.metadata.name = "alice-ml";
+  w.spec.user = {"alice", 2001, 2001, false};
+  w.spec.project = "ml";
+  auto plain = BuildWorkspaceLoginPod(c, w, in);
+  EXPECT_EQ(plain.image, "slurm-26.05@sha256:aa");
+  EXPECT_EQ(plain.shared_root, kVolumeSharedRoot);
+  EXPECT_FALSE(plain.shared_root_writable);
+  w.spec.environment = "workspace-26.05";
+  auto own = BuildWorkspaceLoginPod(c, w, in);
+  EXPECT_EQ(own.image, "workspace-26.05@sha256:bb");
+  EXPECT_EQ(own.shared_root, "");
+}
+
 // 23.11 on: slurmrestd's plugins by component, and slurmctld recovers despite a missing state file.
 TEST(BuildersTest, DaemonsAreStartedAsTheirReleaseWants) {
   auto in = Inputs();
@@ -240,6 +261,23 @@ TEST(BuildersTest, DaemonsAreStartedAsTheirReleaseWants) {
   EXPECT_NE(std::find(rest.command.begin(), rest.command.end(), "openapi/slurmctld"), rest.command.end());
   auto ctld = BuildControllerPod(Cluster(), in);
   EXPECT_NE(ctld.command.back().find("exec slurmctld -D -i"), std::string::npos) << ctld.command.back();
+}
+
+// 25.11 on, slurmctld's own /readyz and /livez decide; before, a TCP connect and `scontrol ping`
+// started in the pod every 15 s.
+TEST(BuildersTest, TheControllerIsProbedThroughItsOwnHttpEndpointsWhereItHasThem) {
+  auto in = Inputs();
+  auto old = BuildControllerPod(Cluster(), in);
+  EXPECT_EQ(old.readiness.tcp_port, slurm::kSlurmctldPort);
+  EXPECT_EQ(old.readiness.http_path, "");
+  EXPECT_EQ(old.liveness.command, (std::vector<std::string>{"scontrol", "ping"}));
+  in.release = slurm::Release::Parse("26.05.5").value();
+  auto ctld = BuildControllerPod(Cluster(), in);
+  EXPECT_EQ(ctld.readiness.tcp_port, slurm::kSlurmctldPort);
+  EXPECT_EQ(ctld.readiness.http_path, "/readyz");
+  EXPECT_EQ(ctld.liveness.http_port, slurm::kSlurmctldPort);
+  EXPECT_EQ(ctld.liveness.http_path, "/livez");
+  EXPECT_TRUE(ctld.liveness.command.empty());
 }
 
 }  // namespace

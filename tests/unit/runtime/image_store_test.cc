@@ -1,4 +1,5 @@
 #include "runtime/local/image_store.h"
+#include "runtime/local/oci_export.h"
 
 #include <stdlib.h>
 
@@ -141,6 +142,65 @@ TEST_F(ImageStoreTest, DeleteRemovesTheImageOnlyWhenNoOtherNameRefersToIt) {
   auto traversal = Recipe();
   traversal.name = "../escape";
   EXPECT_EQ(Store().Build(traversal, {}).status().code(), StatusCode::kInvalidArgument);
+}
+
+// Packed with the real umoci (a tiny root from the fake mmdebstrap): the tag names the image,
+// its labels carry the store's digest; packing it again changes nothing; a rebuilt image
+// replaces what the tag named and the old layer is collected.
+TEST_F(ImageStoreTest, AnImageExportedAsOciIsReusedUntilItsDigestChanges) {
+  auto first = Store().Build(Recipe(), {});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  OciExportOptions o;
+  o.layout = dir_ + "/layout";
+  o.labels = {{"hpcplane.io/slurm", "26.05.5"}};
+  auto exported = ExportOci(Store(), *first, o);
+  ASSERT_TRUE(exported.ok()) << exported.status().message();
+  EXPECT_EQ(exported->tag, "tools");
+  EXPECT_FALSE(exported->reused);
+  EXPECT_EQ(exported->manifest_digest.rfind("sha256:", 0), 0u);
+  auto labels = OciLabels(o.layout, "tools");
+  ASSERT_TRUE(labels.ok()) << labels.status().message();
+  EXPECT_EQ(labels->at(kOciLabelImageDigest), first->digest);
+  EXPECT_EQ(labels->at(kOciLabelEnvironment), "tools");
+  EXPECT_EQ(labels->at("hpcplane.io/slurm"), "26.05.5");
+
+  auto again = ExportOci(Store(), *first, o);
+  ASSERT_TRUE(again.ok());
+  EXPECT_TRUE(again->reused);
+  EXPECT_EQ(again->manifest_digest, exported->manifest_digest);
+  const size_t blobs = files::ListDir(o.layout + "/blobs/sha256").size();
+
+  ::setenv("FAKE_VERSION", "2.0", 1);
+  ImageStore::BuildOptions rebuild;
+  rebuild.rebuild = true;
+  auto newer = Store().Build(Recipe(), rebuild);
+  ASSERT_TRUE(newer.ok());
+  auto replaced = ExportOci(Store(), *newer, o);
+  ASSERT_TRUE(replaced.ok()) << replaced.status().message();
+  EXPECT_FALSE(replaced->reused);
+  EXPECT_NE(replaced->manifest_digest, exported->manifest_digest);
+  EXPECT_EQ(OciLabels(o.layout, "tools")->at(kOciLabelImageDigest), newer->digest);
+  EXPECT_EQ(files::ListDir(o.layout + "/blobs/sha256").size(), blobs) << "the old image's blobs are collected";
+  EXPECT_EQ(*OciManifestDigest(o.layout, "other"), "");
+}
+
+TEST_F(ImageStoreTest, AnExportRefusesABadTagAndADirectoryThatIsNoLayout) {
+  auto image = Store().Build(Recipe(), {});
+  ASSERT_TRUE(image.ok());
+  OciExportOptions o;
+  o.layout = dir_ + "/layout";
+  o.tag = "../x";
+  auto bad = ExportOci(Store(), *image, o);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_EQ(bad.status().message().rfind("tag: must be", 0), 0u) << bad.status().message();
+  EXPECT_FALSE(files::Exists(o.layout));
+  o.tag = "";
+  o.layout = dir_ + "/bin";  // holds the fake mmdebstrap
+  auto not_layout = ExportOci(Store(), *image, o);
+  ASSERT_FALSE(not_layout.ok());
+  EXPECT_NE(not_layout.status().message().find("neither empty nor an OCI image layout"), std::string::npos)
+      << not_layout.status().message();
+  EXPECT_TRUE(files::Exists(dir_ + "/bin/mmdebstrap"));
 }
 
 }  // namespace

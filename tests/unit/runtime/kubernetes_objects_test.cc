@@ -70,7 +70,16 @@ TEST(KubernetesObjectsTest, PodCarriesHostNameResourcesProbesAndUser) {
   EXPECT_EQ(c["startupProbe"]["tcpSocket"]["port"], 6818) << "liveness counts only after start";
   EXPECT_EQ(c["livenessProbe"]["httpGet"]["port"], 6820);
   EXPECT_EQ(c["livenessProbe"]["periodSeconds"], 15);
+  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/");
   EXPECT_EQ(c["securityContext"]["runAsUser"], 0);
+  // A daemon's own health paths (slurmctld 25.11 on) become HTTP probes.
+  p.readiness.http_path = "/readyz";
+  p.liveness.http_path = "/livez";
+  auto probed = PodObject(p, {}, Context());
+  ASSERT_TRUE(probed.ok());
+  const json& h = (*probed)["spec"]["containers"][0];
+  EXPECT_EQ(h["readinessProbe"]["httpGet"], json::parse(R"({"path":"/readyz","port":6818})"));
+  EXPECT_EQ(h["livenessProbe"]["httpGet"], json::parse(R"({"path":"/livez","port":6820})"));
   const json* tmp = Find(o["spec"]["volumes"], "scratch-tmp");
   ASSERT_NE(tmp, nullptr);
   EXPECT_EQ((*tmp)["emptyDir"]["sizeLimit"], "4096Mi");

@@ -64,6 +64,18 @@ TEST(ReleaseTest, SlurmConfDropsRetiredOptionsAndBoundsTheHealthCheckOnNewReleas
   EXPECT_EQ(RenderCgroupConf(JobCgroups::kV1, false, R("26.05.5")).find("CgroupAutomount"), std::string::npos);
 }
 
+// 25.11 on, slurmctld serves OpenMetrics itself; an admin's own MetricsType is theirs.
+TEST(ReleaseTest, SlurmConfTurnsOnSlurmsOwnMetricsWhereTheReleaseHasThem) {
+  api::SlurmCluster c;
+  c.metadata.name = "c1";
+  EXPECT_EQ(RenderSlurmConf(c, {}, JobCgroups::kNone, R("24.11.5")).find("MetricsType"), std::string::npos);
+  EXPECT_TRUE(HasLine(RenderSlurmConf(c, {}, JobCgroups::kNone, R("26.05.5")), "MetricsType=metrics/openmetrics"));
+  c.spec.extra_config = {"MetricsType=metrics/none"};
+  const std::string admin = RenderSlurmConf(c, {}, JobCgroups::kNone, R("26.05.5"));
+  EXPECT_EQ(admin.find("metrics/openmetrics"), std::string::npos) << admin;
+  EXPECT_TRUE(HasLine(admin, "MetricsType=metrics/none"));
+}
+
 // Data parser v0.0.40 on (Slurm 23.11 on): numbers as {"set","infinite","number"}, states as
 // lists whose first entry is the base state, features as lists, the partition state nested.
 TEST(RestClientTest, ParsesNodesOfNewReleases) {
