@@ -8,13 +8,15 @@
 namespace hpc::api {
 namespace {
 
-Environment BuiltinCluster(const std::string& release, const std::string& suite) {
+Environment BuiltinCluster(const std::string& release, const std::string& suite,
+                           const std::vector<std::string>& more = {}) {
   Environment e;
   e.metadata.name = "slurm-" + release;
   e.spec.suite = suite;
   e.spec.purpose = kPurposeCluster;
   // mpi4py's hello (python3 -m mpi4py.bench helloworld) proves MPI without a compiler.
   e.spec.packages = {"python3-mpi4py"};
+  e.spec.packages.insert(e.spec.packages.end(), more.begin(), more.end());
   return e;
 }
 
@@ -46,8 +48,11 @@ Status EnvError(const Environment& e, const std::string& path, const std::string
 
 const std::vector<Environment>& BuiltinEnvironments() {
   static const std::vector<Environment> kBuiltins = {
-      BuiltinCluster("26.05", "sid"),   BuiltinCluster("24.11", "trixie"),   BuiltinCluster("22.05", "bookworm"),
-      BuiltinWorkspace("26.05", "sid"), BuiltinWorkspace("24.11", "trixie"), BuiltinWorkspace("22.05", "bookworm")};
+      BuiltinCluster("26.05", "sid"), BuiltinCluster("24.11", "trixie"),
+      // Debian's 22.05 ships mpi/pmix (PMIx 4), which loads libpmix.so by its unversioned name:
+      // with it `srun --mpi=pmix` starts MPI ranks directly. 24.11 and 26.05 ship no mpi/pmix.
+      BuiltinCluster("22.05", "bookworm", {"libpmix-dev"}), BuiltinWorkspace("26.05", "sid"),
+      BuiltinWorkspace("24.11", "trixie"), BuiltinWorkspace("22.05", "bookworm")};
   return kBuiltins;
 }
 

@@ -228,6 +228,14 @@ TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
   auto run = c.Login("alice", {"srun", "-N2", "--comment", "old-release", "hostname"}, 120s);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(SplitLines(Trim(run.out)).size(), 2u) << run.out;
+  if (env == "slurm-22.05") {
+    // Debian's 22.05 has mpi/pmix: srun starts the MPI ranks itself, no mpirun.
+    auto mpi =
+        c.Login("alice", {"srun", "--mpi=pmix", "-N2", "-n2", "python3", "-m", "mpi4py.bench", "helloworld"}, 120s);
+    ASSERT_EQ(mpi.exit_code, 0) << mpi.out << mpi.err;
+    EXPECT_NE(mpi.out.find("I am process 0 of 2 on "), std::string::npos) << mpi.out;
+    EXPECT_NE(mpi.out.find("I am process 1 of 2 on "), std::string::npos) << mpi.out;
+  }
   const std::string floor = from_zero ? "0" : "2";
   EXPECT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replicas") == floor; }, 90s)) << "back to " << floor;
   EXPECT_TRUE(WaitFor(
