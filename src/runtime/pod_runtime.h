@@ -1,7 +1,7 @@
 // PodRuntime: the one seam between reconcilers and the world. Reconcilers describe pods,
-// config maps, secrets and volumes in runtime-neutral terms; a runtime realises them (local
-// namespaced processes today, Kubernetes objects later). Nothing above this interface may
-// depend on PIDs, host paths or namespaces.
+// config maps, secrets and volumes in runtime-neutral terms; a runtime realises them
+// (namespaced processes in runtime/local, Kubernetes objects in runtime/kubernetes). Nothing
+// above this interface may depend on PIDs, host paths or namespaces.
 //
 // The pod's file-system contract, which every runtime keeps (the local runtime with its own
 // root per pod, see local/pod_init.h; Kubernetes with container images):
