@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <regex>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -48,6 +49,42 @@ Status Umoci(const std::vector<std::string>& args) {
   }
   if (!r->ok()) return Status::Errorf("{}: exit {}: {}", JoinArgs(argv), r->exit_code, r->err);
   return Status::Ok();
+}
+
+// The blobs the layout's index reaches: its manifests (and nested indexes), their configs and
+// layers. An unreadable manifest counts as reaching nothing more, never as a reason to delete.
+std::set<std::string> ReachableBlobs(const std::string& layout) {
+  std::set<std::string> reached;
+  std::vector<json> pending;
+  if (auto index = ReadJson(layout + "/index.json"); index.ok()) pending.push_back(*index);
+  while (!pending.empty()) {
+    json j = std::move(pending.back());
+    pending.pop_back();
+    std::vector<json> refs;
+    for (const char* list : {"manifests", "layers"}) {
+      if (j.contains(list) && j[list].is_array()) refs.insert(refs.end(), j[list].begin(), j[list].end());
+    }
+    if (j.contains("config") && j["config"].is_object()) refs.push_back(j["config"]);
+    for (const auto& r : refs) {
+      const std::string digest = r.is_object() ? r.value("digest", "") : "";
+      if (digest.empty() || !reached.insert(digest).second) continue;
+      const std::string type = r.value("mediaType", "");
+      if (type.find("manifest") == std::string::npos && type.find("index") == std::string::npos) continue;
+      if (auto child = ReadJson(BlobPath(layout, digest)); child.ok()) pending.push_back(*child);
+    }
+  }
+  return reached;
+}
+
+// Blobs in the layout that its index does not reach: garbage, but only ours to remove when this
+// export made it so (a layout may be shared with other tools).
+std::set<std::string> UnreachedBlobs(const std::string& layout) {
+  const std::set<std::string> reached = ReachableBlobs(layout);
+  std::set<std::string> out;
+  for (const auto& hex : files::ListDir(layout + "/blobs/sha256")) {
+    if (!reached.count("sha256:" + hex)) out.insert("sha256:" + hex);
+  }
+  return out;
 }
 
 }  // namespace
@@ -99,6 +136,11 @@ Result<OciExport> ExportOci(const ImageStore& store, const ImageManifest& image,
   if (!files::Exists(options.layout)) RETURN_IF_ERROR(Umoci({"init", "--layout", options.layout}));
 
   ASSIGN_OR_RETURN(auto labels, OciLabels(options.layout, out.tag));
+  ASSIGN_OR_RETURN(std::string tagged, OciManifestDigest(options.layout, out.tag));
+  if (!tagged.empty() && !labels.count(kOciLabelImageDigest)) {
+    return Status::FailedPrecondition(
+        fmt::format("{}:{} names an image hpcplane did not export: choose another --tag", options.layout, out.tag));
+  }
   if (auto it = labels.find(kOciLabelImageDigest); it != labels.end() && it->second == image.digest) {
     ASSIGN_OR_RETURN(out.manifest_digest, OciManifestDigest(options.layout, out.tag));
     out.reused = true;
@@ -108,6 +150,7 @@ Result<OciExport> ExportOci(const ImageStore& store, const ImageManifest& image,
 
   // Packed under a tag of its own, then named: the tag names the old image or the new one,
   // never half of one, and a failure leaves only collectable blobs.
+  const std::set<std::string> garbage_before = UnreachedBlobs(options.layout);
   const std::string scratch = fmt::format("{}.hpcplane-export-{}", out.tag, ::getpid());
   const std::string ref = options.layout + ":" + scratch;
   auto packed = [&]() -> Status {
@@ -128,7 +171,13 @@ Result<OciExport> ExportOci(const ImageStore& store, const ImageManifest& image,
     return Umoci({"tag", "--image", ref, out.tag});
   }();
   (void)Umoci({"rm", "--image", ref});  // the scratch tag only; its blobs are collected below
-  Status collected = Umoci({"gc", "--layout", options.layout});
+  // What this export left unreached (the image the tag named before, a failed attempt's
+  // blobs) goes; whatever was unreached before it is someone else's.
+  Status collected = Status::Ok();
+  for (const auto& digest : UnreachedBlobs(options.layout)) {
+    if (garbage_before.count(digest)) continue;
+    if (Status s = files::RemoveAll(BlobPath(options.layout, digest)); !s.ok() && collected.ok()) collected = s;
+  }
   RETURN_IF_ERROR(packed);
   RETURN_IF_ERROR(collected);
   ASSIGN_OR_RETURN(out.manifest_digest, OciManifestDigest(options.layout, out.tag));

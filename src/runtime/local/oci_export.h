@@ -31,9 +31,10 @@ struct OciExport {
   bool reused = false;          // the layout already held this image under the tag
 };
 
-// Packs the image into the layout under the tag, replacing what the tag named before (the
-// blobs nothing names any more are collected). Nothing changes when the tag already names this
-// image.
+// Packs the image into the layout under the tag, replacing what the tag named before (its
+// blobs that nothing else reaches are removed; blobs unreached before the export are left as
+// they were). Nothing changes when the tag already names this image; a tag that names an image
+// hpcplane did not export is refused.
 Result<OciExport> ExportOci(const ImageStore& store, const ImageManifest& image, const OciExportOptions& options);
 
 // The labels of the image a tag names in a layout; empty when the tag is not there.

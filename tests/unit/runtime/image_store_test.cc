@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "common/files.h"
+#include "common/subprocess.h"
 
 namespace hpc::runtime::local {
 namespace {
@@ -169,6 +170,9 @@ TEST_F(ImageStoreTest, AnImageExportedAsOciIsReusedUntilItsDigestChanges) {
   EXPECT_TRUE(again->reused);
   EXPECT_EQ(again->manifest_digest, exported->manifest_digest);
   const size_t blobs = files::ListDir(o.layout + "/blobs/sha256").size();
+  // Another tool's garbage in a shared layout is not hpcplane's to collect.
+  const std::string foreign = o.layout + "/blobs/sha256/" + std::string(64, 'f');
+  ASSERT_TRUE(files::WriteAtomic(foreign, "someone else's").ok());
 
   ::setenv("FAKE_VERSION", "2.0", 1);
   ImageStore::BuildOptions rebuild;
@@ -180,7 +184,8 @@ TEST_F(ImageStoreTest, AnImageExportedAsOciIsReusedUntilItsDigestChanges) {
   EXPECT_FALSE(replaced->reused);
   EXPECT_NE(replaced->manifest_digest, exported->manifest_digest);
   EXPECT_EQ(OciLabels(o.layout, "tools")->at(kOciLabelImageDigest), newer->digest);
-  EXPECT_EQ(files::ListDir(o.layout + "/blobs/sha256").size(), blobs) << "the old image's blobs are collected";
+  EXPECT_EQ(files::ListDir(o.layout + "/blobs/sha256").size(), blobs + 1) << "the old image's blobs are collected";
+  EXPECT_TRUE(files::Exists(foreign));
   EXPECT_EQ(*OciManifestDigest(o.layout, "other"), "");
 }
 
@@ -201,6 +206,17 @@ TEST_F(ImageStoreTest, AnExportRefusesABadTagAndADirectoryThatIsNoLayout) {
   EXPECT_NE(not_layout.status().message().find("neither empty nor an OCI image layout"), std::string::npos)
       << not_layout.status().message();
   EXPECT_TRUE(files::Exists(dir_ + "/bin/mmdebstrap"));
+
+  // A tag another tool made is not replaced.
+  o.layout = dir_ + "/shared-layout";
+  ASSERT_TRUE(RunChecked({"umoci", "init", "--layout", o.layout}).ok());
+  ASSERT_TRUE(RunChecked({"umoci", "new", "--image", o.layout + ":tools"}).ok());
+  const std::string theirs = *OciManifestDigest(o.layout, "tools");
+  auto taken = ExportOci(Store(), *image, o);
+  ASSERT_FALSE(taken.ok());
+  EXPECT_NE(taken.status().message().find("names an image hpcplane did not export"), std::string::npos)
+      << taken.status().message();
+  EXPECT_EQ(*OciManifestDigest(o.layout, "tools"), theirs);
 }
 
 }  // namespace
