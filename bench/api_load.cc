@@ -25,10 +25,10 @@
 
 #include <fmt/format.h>
 
-#include "../tests/integration/harness.h"
 #include "common/files.h"
 #include "controlplane/store.h"
 #include "job_records.h"
+#include "testkit/processes.h"
 
 using namespace hpc;
 using Clock = std::chrono::steady_clock;
@@ -207,13 +207,14 @@ int main() {
     cursors.push_back(
         cp::JobCursor{cp::JobOrder::kSubmit, 0, k.submit_time, k.data_plane, k.cluster, k.job_id}.Encode());
   }
-  const int port = it::FreeLoopbackPort();
-  it::Background server({HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},
-                        *dir + "/server.log");
+  const int port = testkit::FreeLoopbackPort();
+  testkit::Background server(
+      {HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},
+      *dir + "/server.log");
   std::string token;
-  bool up = it::WaitFor(
+  bool up = testkit::WaitFor(
       [&] {
-        token = it::Trim(files::Read(*dir + "/controlplane/admin.token").value_or(""));
+        token = testkit::Trim(files::Read(*dir + "/controlplane/admin.token").value_or(""));
         if (token.empty()) return false;
         httplib::Client c("127.0.0.1", port);
         c.set_bearer_token_auth(token);

@@ -15,7 +15,7 @@
 #include "app/runtime_factory.h"
 #include "common/jwt.h"
 #include "operator/builders.h"
-#include "operator/daemon.h"
+#include "operator/cluster_paths.h"
 #include "operator/store.h"
 #include "slurm/rest_client.h"
 

@@ -18,12 +18,12 @@
 
 #include <fmt/format.h>
 
-#include "../tests/integration/harness.h"
-#include "../tests/integration/postgres.h"
 #include "common/files.h"
 #include "controlplane/db.h"
 #include "controlplane/store.h"
 #include "job_records.h"
+#include "testkit/postgres.h"
+#include "testkit/processes.h"
 
 using namespace hpc;
 using Clock = std::chrono::steady_clock;
@@ -87,7 +87,7 @@ int main() {
     IngestBench("sqlite", s->get(), records, peer_records);
   }
   {
-    it::PostgresServer pg;
+    testkit::PostgresServer pg;
     if (!pg.ok()) {
       fmt::print("ingest postgres: skipped ({})\n", pg.error());
     } else {
@@ -153,12 +153,13 @@ int main() {
 
   // Export through the real server: streamed, the server's peak RSS should not follow the size.
   {
-    int port = it::FreeLoopbackPort();
-    it::Background server(
+    int port = testkit::FreeLoopbackPort();
+    testkit::Background server(
         {HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},
         *dir + "/server.log");
     std::string url = "http://127.0.0.1:" + std::to_string(port);
-    it::WaitFor([&] { return httplib::Client(url).Get("/api/v1/dataplanes") != nullptr; }, std::chrono::seconds(20));
+    testkit::WaitFor([&] { return httplib::Client(url).Get("/api/v1/dataplanes") != nullptr; },
+                     std::chrono::seconds(20));
     std::string token = files::Read(*dir + "/controlplane/admin.token").value_or("");
     while (!token.empty() && token.back() == '\n') token.pop_back();
     int64_t before = VmHwmKiB(server.pid());

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Lint: clang-format (.clang-format) over the C++ of src/, tests/, bench/ and fuzz/, then
+# Lint: clang-format (.clang-format) over the C++ of src/, testkit/, tests/, bench/ and fuzz/, then
 # clang-tidy (.clang-tidy, a small check set) over src/. Prints every finding and exits 1 if there
 # is any; `make lint` runs it, and `make test` runs it first.
 #
@@ -32,8 +32,8 @@ check_format() {  # FILE...: one line per misformatted file, with the first line
 
 case "${1:-}" in
   --fix)
-    cxx_files src tests bench fuzz | xargs clang-format --style="file:$top/.clang-format" -i
-    echo "lint: formatted src/ tests/ bench/ fuzz/"
+    cxx_files src testkit tests bench fuzz | xargs clang-format --style="file:$top/.clang-format" -i
+    echo "lint: formatted src/ testkit/ tests/ bench/ fuzz/"
     exit 0
     ;;
   --format)
@@ -45,7 +45,7 @@ esac
 
 build=$(mkdir -p "${1:-build}" && cd "${1:-build}" && pwd)
 start=$SECONDS
-mapfile -t files < <(cxx_files src tests bench fuzz)
+mapfile -t files < <(cxx_files src testkit tests bench fuzz)
 if ! check_format "${files[@]}"; then
   exit 1
 fi

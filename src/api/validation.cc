@@ -28,6 +28,12 @@ bool IsSafeConfigValue(const std::string& v) {
 
 }  // namespace
 
+std::string DefaultWorkspaceName(const std::string& slurm_user, const std::string& project) {
+  std::string n = slurm_user + "-" + project;
+  std::replace(n.begin(), n.end(), '_', '-');
+  return n;
+}
+
 bool IsReservedUserName(const std::string& name) {
   static const std::set<std::string> reserved = {"root",
                                                  "daemon",

@@ -15,6 +15,9 @@ bool IsReservedUserName(const std::string& name);
 Status ValidateUserName(const std::string& name);
 // Resource names become pod names, host names and Slurm node names.
 Status ValidateResourceName(const std::string& name);
+// A workspace's name when its request names none: <slurm user>-<project>, '_' made '-' so the
+// name can be a pod and host name. Shared by the data plane and the control plane's records.
+std::string DefaultWorkspaceName(const std::string& slurm_user, const std::string& project);
 
 Status Validate(const SlurmCluster& c);
 // Checks that need nothing but the nodeset itself.

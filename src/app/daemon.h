@@ -8,7 +8,7 @@
 
 #include <string>
 
-#include "operator/daemon.h"
+#include "operator/cluster_paths.h"
 
 namespace hpc::app {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "controlplane/data_plane_access.h"
-#include "operator/daemon.h"
+#include "operator/cluster_paths.h"
 #include "runtime/pod_runtime.h"
 
 namespace hpc::app {

@@ -8,7 +8,7 @@
 #include <string>
 
 #include "common/result.h"
-#include "operator/daemon.h"
+#include "operator/cluster_paths.h"
 #include "runtime/local/local_runtime.h"
 #include "runtime/pod_runtime.h"
 #include "slurm/config.h"

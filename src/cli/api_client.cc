@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include "common/files.h"
-#include "controlplane/api_client_tls.h"
+#include "common/http_client.h"
 
 namespace hpc::cli {
 using nlohmann::json;
@@ -48,7 +48,7 @@ Result<std::string> ReadToken(const ApiArgs& a) {
 
 Result<json> Call(const ApiArgs& a, const std::string& method, const std::string& path, const json& body) {
   ASSIGN_OR_RETURN(std::string token, ReadToken(a));
-  auto client = cp::ApiHttpClient(a.server, a.ca_file);
+  auto client = HttpClientFor(a.server, a.ca_file);
   httplib::Client& cli = *client;
   cli.set_bearer_token_auth(token);
   cli.set_read_timeout(60);

@@ -14,9 +14,9 @@
 #include "app/local_data_plane.h"
 #include "cli/api_client.h"
 #include "common/files.h"
+#include "common/http_client.h"
 #include "common/stop_signal.h"
 #include "controlplane/agent.h"
-#include "controlplane/api_client_tls.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
 
@@ -164,7 +164,7 @@ int CmdJobs(const ApiArgs& a, const std::string& action, const std::string& proj
   if (action == "export") {
     auto token = ReadToken(a);
     if (!token.ok()) return Fail(token.status());
-    auto client = cp::ApiHttpClient(a.server, a.ca_file);
+    auto client = HttpClientFor(a.server, a.ca_file);
     httplib::Client& cli = *client;
     cli.set_bearer_token_auth(*token);
     cli.set_read_timeout(3600);

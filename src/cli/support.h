@@ -9,7 +9,7 @@
 
 #include "api/codec.h"
 #include "common/result.h"
-#include "operator/daemon.h"
+#include "operator/cluster_paths.h"
 #include "runtime/pod_runtime.h"
 
 namespace hpc::cli {

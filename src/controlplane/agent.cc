@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
+#include "common/http_client.h"
 #include "common/jwt.h"
-#include "controlplane/api_client_tls.h"
 #include "controlplane/sacct.h"
 
 namespace hpc::cp {
@@ -25,7 +25,7 @@ Agent::Agent(DataPlaneAccess* data_plane, AgentOptions opts) : dp_(data_plane), 
 }
 
 Status Agent::Post(const std::string& path, const std::string& body) {
-  auto client = ApiHttpClient(opts_.server, opts_.ca_file);
+  auto client = HttpClientFor(opts_.server, opts_.ca_file);
   httplib::Client& cli = *client;
   cli.set_connection_timeout(3);
   cli.set_read_timeout(30);
@@ -38,7 +38,7 @@ Status Agent::Post(const std::string& path, const std::string& body) {
 }
 
 Result<std::string> Agent::Get(const std::string& path) {
-  auto client = ApiHttpClient(opts_.server, opts_.ca_file);
+  auto client = HttpClientFor(opts_.server, opts_.ca_file);
   httplib::Client& cli = *client;
   cli.set_connection_timeout(3);
   cli.set_read_timeout(30);

@@ -8,7 +8,6 @@
 #include "api/codec.h"
 #include "api/environments.h"
 #include "api/validation.h"
-#include "operator/workspace_request.h"
 #include "platform/catalog.h"
 
 namespace hpc::cp {
@@ -139,7 +138,7 @@ Result<WorkspaceRecord> BuildWorkspace(const ProjectConfig& project, const std::
   w.data_plane = project.data_plane;
   w.user = user;
   w.admin = std::find(project.sys_admins.begin(), project.sys_admins.end(), user) != project.sys_admins.end();
-  ASSIGN_OR_RETURN(w.id, StringField(request, "name", op::DefaultWorkspaceName(*slurm_user, project.name)));
+  ASSIGN_OR_RETURN(w.id, StringField(request, "name", api::DefaultWorkspaceName(*slurm_user, project.name)));
   if (Status s = api::ValidateResourceName(w.id); !s.ok()) {
     return Status::InvalidArgument("name",
                                    s.message() + (request.contains("name") ? "" : " (give another with \"name\")"));

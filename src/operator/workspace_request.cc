@@ -1,7 +1,5 @@
 #include "operator/workspace_request.h"
 
-#include <algorithm>
-
 #include <fmt/format.h>
 
 #include "api/validation.h"
@@ -9,12 +7,6 @@
 #include "operator/workspace.h"
 
 namespace hpc::op {
-
-std::string DefaultWorkspaceName(const std::string& slurm_user, const std::string& project) {
-  std::string n = slurm_user + "-" + project;
-  std::replace(n.begin(), n.end(), '_', '-');
-  return n;
-}
 
 Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Catalog& catalog,
                                        const WorkspaceRequest& r) {
@@ -27,7 +19,7 @@ Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Ca
   Store store(p.Dir());
   ASSIGN_OR_RETURN(api::SlurmCluster cluster, store.LoadCluster());
   api::Workspace w;
-  w.metadata.name = r.name.empty() ? DefaultWorkspaceName(user.slurm_name, r.project) : r.name;
+  w.metadata.name = r.name.empty() ? api::DefaultWorkspaceName(user.slurm_name, r.project) : r.name;
   w.spec.cluster = p.name;
   w.spec.user = {user.slurm_name, user.uid, user.gid, r.admin.value_or(user.IsSysAdmin())};
   w.spec.project = r.project;

@@ -10,7 +10,7 @@
 
 #include "api/types.h"
 #include "common/result.h"
-#include "operator/daemon.h"
+#include "operator/cluster_paths.h"
 #include "platform/catalog.h"
 
 namespace hpc::op {
@@ -28,8 +28,6 @@ struct WorkspaceRequest {
   // Set by the control plane (the project's configuration); otherwise the catalog's role.
   std::optional<bool> admin;
 };
-
-std::string DefaultWorkspaceName(const std::string& slurm_user, const std::string& project);
 
 // Validates the request and records the workspace for the operator of cluster `p`.
 Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Catalog& catalog,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "common/subprocess.h"
+#include "testkit/processes.h"
 
 namespace hpc::it {
 
@@ -66,32 +67,14 @@ class TestCluster {
   bool up_ = false;
 };
 
-// A process started in the background (e.g. `hpcplane server`), its output in a file; ended
-// with SIGTERM (then SIGKILL) when destroyed, or at once with Kill9().
-class Background {
- public:
-  Background(const std::vector<std::string>& argv, const std::string& log_path);
-  ~Background();
-  pid_t pid() const { return pid_; }
-  void Kill9();
-  void Stop();
-  std::string Log() const;
-
- private:
-  pid_t pid_ = -1;
-  std::string log_;
-};
-
-// A TCP port on 127.0.0.1 that was free a moment ago.
-int FreeLoopbackPort();
-
-// Polls `pred` every 100 ms until it holds or the deadline passes.
-bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
+// The process helpers live in testkit/ (shared with the benchmarks); the tests name them here.
+using testkit::Background;
+using testkit::FreeLoopbackPort;
+using testkit::SplitLines;
+using testkit::Trim;
+using testkit::WaitFor;
 
 // The job id in sbatch's "Submitted batch job N", or -1.
 int64_t JobIdFrom(const std::string& sbatch_out);
-
-std::vector<std::string> SplitLines(const std::string& s);
-std::string Trim(const std::string& s);
 
 }  // namespace hpc::it

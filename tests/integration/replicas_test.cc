@@ -15,10 +15,12 @@
 #include "common/files.h"
 #include "controlplane/store.h"
 #include "harness.h"
-#include "postgres.h"
+#include "testkit/postgres.h"
 
 namespace hpc::it {
 namespace {
+
+using testkit::PostgresServer;
 
 using namespace std::chrono_literals;
 using nlohmann::json;

@@ -10,10 +10,12 @@
 
 #include "common/files.h"
 #include "controlplane/store.h"
-#include "postgres.h"
+#include "testkit/postgres.h"
 
 namespace hpc::it {
 namespace {
+
+using testkit::PostgresServer;
 
 cp::JobRecord Job(int64_t id, int64_t submit, const std::string& user = "ann", const std::string& state = "COMPLETED") {
   cp::JobRecord j;

@@ -1,4 +1,4 @@
-#include "operator/daemon.h"
+#include "operator/cluster_paths.h"
 
 #include <pwd.h>
 

@@ -1,4 +1,4 @@
-#include "postgres.h"
+#include "testkit/postgres.h"
 
 #include <pwd.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 #include "common/files.h"
 #include "common/subprocess.h"
 
-namespace hpc::it {
+namespace hpc::testkit {
 namespace {
 
 std::string PostgresBin() {
@@ -66,4 +66,4 @@ PostgresServer::~PostgresServer() {
   if (!dir_.empty()) (void)files::RemoveAll(dir_);
 }
 
-}  // namespace hpc::it
+}  // namespace hpc::testkit

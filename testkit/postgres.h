@@ -5,9 +5,9 @@
 #include <memory>
 #include <string>
 
-#include "harness.h"
+#include "testkit/processes.h"
 
-namespace hpc::it {
+namespace hpc::testkit {
 
 class PostgresServer {
  public:
@@ -22,4 +22,4 @@ class PostgresServer {
   std::unique_ptr<Background> server_;
 };
 
-}  // namespace hpc::it
+}  // namespace hpc::testkit

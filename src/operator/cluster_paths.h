@@ -1,6 +1,7 @@
-// Where a cluster's state lives and the helpers the daemon (src/app/daemon.h), the CLI and the
-// agent share to find it: the running daemon and the host's accounts. Which runtime hosts the
-// cluster's pods is the wiring layer's choice (src/app/runtime_factory.h).
+// Where a cluster's state lives in a state dir (ClusterPaths), and the helpers the daemon
+// (src/app/daemon.h), the CLI and the agent share to find it: the running daemon's PID and the
+// host's accounts. Which runtime hosts the cluster's pods is the wiring layer's choice
+// (src/app/runtime_factory.h).
 #pragma once
 
 #include <sys/types.h>
