@@ -15,7 +15,6 @@
 #include "app/environments.h"
 #include "app/local_data_plane.h"
 #include "app/runtime_factory.h"
-#include "app/slurm_token_source.h"
 #include "common/change_watch.h"
 #include "common/files.h"
 #include "common/jwt.h"
@@ -24,21 +23,13 @@
 #include "controlplane/agent.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
-#include "operator/accounting_sync.h"
-#include "operator/cluster_reconciler.h"
 #include "operator/daemon_metrics.h"
-#include "operator/job_listing.h"
 #include "operator/metrics_endpoint.h"
-#include "operator/nodeset_reconciler.h"
-#include "operator/ownership.h"
 #include "operator/pass_schedule.h"
 #include "operator/reconcile_pass.h"
 #include "operator/store.h"
-#include "operator/workspace_reconciler.h"
 #include "platform/catalog.h"
 #include "slurm/config.h"
-#include "slurm/rest_client.h"
-#include "slurm/slurm_control.h"
 
 namespace hpc::app {
 using namespace hpc::op;
@@ -126,22 +117,10 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   InstallStopHandlers();
   spdlog::info("daemon for cluster {} started (pid {})", p.name, ::getpid());
 
-  TokenSource tokens(rt.get());
-  slurm::ScontrolInPod control(rt.get(), ControllerPodName(*cluster));
-  ClusterReconciler cluster_rec(
-      rt.get(), *inputs,
-      [&tokens, api = inputs->release.RestApiPath()](const std::string& host, int port) {
-        return std::make_unique<slurm::RestClient>(
-            host, port, "slurm", [&tokens] { return tokens.Get(); }, api);
-      },
-      &control);
-  NodeSetReconciler nodeset_rec(rt.get(), *inputs, &control);
-  WorkspaceReconciler workspace_rec(rt.get(), *inputs, &control);
-  AccountingSync accounting(rt.get(), ControllerPodName(*cluster));
   GiveDatasetsTheirGroups(store, platform::Catalog(p.state_dir));
-  auto ledger = OwnershipLedger::Open(p.Dir() + "/owned.json");
-  if (!ledger.ok()) {
-    spdlog::error("{}", ledger.status().message());
+  auto controllers = NewClusterControllers(rt.get(), *inputs, p.name, p.Dir() + "/owned.json");
+  if (!controllers.ok()) {
+    spdlog::error("{}", controllers.status().message());
     return 1;
   }
 
@@ -186,7 +165,6 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   auto next_supervise = Clock::now();
   bool settled = false;
   bool something_moved = false;
-  JobListing listing;
   while (!StopFlag()) {
     auto now = Clock::now();
     if (now >= next_supervise) {
@@ -207,11 +185,11 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       const bool was_idle = schedule.idle();
       if (was_idle && schedule.Moved(stamp)) spdlog::info("woken by a change (a submission or a spec)");
       // A pass for something that just moved reads the queue afresh, never a reused listing.
-      if (something_moved || schedule.Moved(stamp)) listing.Invalidate();
+      if (something_moved || schedule.Moved(stamp)) (*controllers)->listing.Invalidate();
       something_moved = false;
       const auto pass_start = Clock::now();
       PassOutcome outcome =
-          ReconcileOnce(store, *rt, cluster_rec, nodeset_rec, workspace_rec, accounting, &*ledger, &listing, &metrics);
+          ReconcileOnce(store, **controllers, &metrics);
       metrics.ObservePass(std::chrono::duration<double>(Clock::now() - pass_start).count());
       schedule.Done(Clock::now(), outcome, stamp);
       if (!was_idle && schedule.idle()) {

@@ -14,23 +14,14 @@
 
 #include "app/kubernetes_store.h"
 #include "app/leader_election.h"
-#include "app/slurm_token_source.h"
 #include "app/work_queue.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/stop_signal.h"
-#include "operator/accounting_sync.h"
-#include "operator/cluster_reconciler.h"
 #include "operator/conditions.h"
-#include "operator/job_listing.h"
-#include "operator/nodeset_reconciler.h"
-#include "operator/ownership.h"
 #include "operator/reconcile_pass.h"
-#include "operator/workspace_reconciler.h"
 #include "runtime/kubernetes/informer.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
-#include "slurm/rest_client.h"
-#include "slurm/slurm_control.h"
 
 namespace hpc::app {
 
@@ -49,14 +40,7 @@ struct ClusterState {
   std::string uid;
   std::unique_ptr<KubernetesStore> store;
   std::unique_ptr<k8s::KubernetesRuntime> rt;
-  std::unique_ptr<TokenSource> tokens;
-  std::unique_ptr<slurm::ScontrolInPod> control;
-  std::unique_ptr<op::ClusterReconciler> cluster_rec;
-  std::unique_ptr<op::NodeSetReconciler> nodeset_rec;
-  std::unique_ptr<op::WorkspaceReconciler> workspace_rec;
-  std::unique_ptr<op::AccountingSync> accounting;
-  std::unique_ptr<op::OwnershipLedger> ledger;
-  op::JobListing listing;
+  std::unique_ptr<op::ClusterControllers> controllers;
 };
 
 // The resources the operator reads, each through an informer: its plural, its collection path,
@@ -161,9 +145,7 @@ class Operator {
       state = slot.get();
     }
     if (!state) return Next::kRetry;
-    op::PassOutcome outcome =
-        op::ReconcileOnce(*state->store, *state->rt, *state->cluster_rec, *state->nodeset_rec, *state->workspace_rec,
-                          *state->accounting, state->ledger.get(), &state->listing, nullptr);
+    op::PassOutcome outcome = op::ReconcileOnce(*state->store, *state->controllers, nullptr);
     if (outcome.duty_in) *resync_in = std::min(*resync_in, std::chrono::milliseconds(*outcome.duty_in));
     return outcome.converged ? Next::kResync : Next::kRetry;
   }
@@ -199,26 +181,13 @@ class Operator {
     ctx.owner_uid = uid;
     s->rt = std::make_unique<k8s::KubernetesRuntime>(api, ctx);
     s->rt->UseCaches(caches_);
-    s->tokens = std::make_unique<TokenSource>(s->rt.get());
-    api::SlurmCluster named;
-    named.metadata.name = name;
-    s->control = std::make_unique<slurm::ScontrolInPod>(s->rt.get(), op::ControllerPodName(named));
-    TokenSource* tokens = s->tokens.get();
-    s->cluster_rec = std::make_unique<op::ClusterReconciler>(
-        s->rt.get(), inputs_,
-        [tokens](const std::string& host, int port) {
-          return std::make_unique<slurm::RestClient>(host, port, "slurm", [tokens] { return tokens->Get(); });
-        },
-        s->control.get());
-    s->nodeset_rec = std::make_unique<op::NodeSetReconciler>(s->rt.get(), inputs_, s->control.get());
-    s->workspace_rec = std::make_unique<op::WorkspaceReconciler>(s->rt.get(), inputs_, s->control.get());
-    s->accounting = std::make_unique<op::AccountingSync>(s->rt.get(), op::ControllerPodName(named));
-    auto ledger = op::OwnershipLedger::Open(fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
-    if (!ledger.ok()) {
-      spdlog::error("slurmcluster {}: {}", name, ledger.status().message());
+    auto controllers = op::NewClusterControllers(s->rt.get(), inputs_, name,
+                                                 fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
+    if (!controllers.ok()) {
+      spdlog::error("slurmcluster {}: {}", name, controllers.status().message());
       return nullptr;
     }
-    s->ledger = std::make_unique<op::OwnershipLedger>(std::move(*ledger));
+    s->controllers = std::move(*controllers);
     spdlog::info("slurmcluster {}/{} (uid {}): reconciling", ns, name, uid);
     return s;
   }

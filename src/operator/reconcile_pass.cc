@@ -3,6 +3,7 @@
 #include <sys/stat.h>
 
 #include <algorithm>
+#include <map>
 #include <optional>
 #include <set>
 
@@ -13,6 +14,7 @@
 #include "operator/conditions.h"
 #include "operator/node_snapshot.h"
 #include "operator/partition_sync.h"
+#include "operator/steps.h"
 #include "operator/workspace.h"
 #include "slurm/squeue_jobs.h"
 
@@ -39,159 +41,242 @@ std::string ChangeStamp(const std::vector<std::string>& paths) {
   return out;
 }
 
-PassOutcome ReconcileOnce(const ReconcileStore& store, runtime::PodRuntime& rt, ClusterReconciler& cluster_rec,
-                          NodeSetReconciler& nodeset_rec, WorkspaceReconciler& workspace_rec,
-                          AccountingSync& accounting, OwnershipLedger* ledger, JobListing* listing,
-                          DaemonMetrics* metrics) {
-  PassOutcome outcome;
-  auto c = store.LoadCluster();
-  auto stored = store.LoadNodeSets();
-  auto workspaces = store.LoadWorkspaces();
-  if (!c.ok() || !stored.ok() || !workspaces.ok()) {
-    spdlog::error("store: {}", !c.ok()        ? c.status().message()
-                               : !stored.ok() ? stored.status().message()
-                                              : workspaces.status().message());
-    return outcome;
+namespace {
+
+// What the phases of one pass share: each phase reads what the ones before it saw and decided.
+class Pass {
+ public:
+  Pass(const ReconcileStore& store, ClusterControllers& ctl, DaemonMetrics* metrics)
+      : store_(store), ctl_(ctl), metrics_(metrics) {}
+
+  PassOutcome Run() {
+    RunSteps("reconcile pass", {
+                                                        {"load", [this] { return Load(); }, true},
+                                                        {"cluster", [this] { return Cluster(); }},
+                                                        {"snapshot", [this] { return Snapshot(); }},
+                                                        {"partitions", [this] { return Partitions(); }},
+                                                        {"accounting", [this] { return Accounting(); }},
+                                                        {"nodesets", [this] { return NodeSets(); }},
+                                                        {"workspaces", [this] { return Workspaces(); }},
+                                                        {"orphans", [this] { return Orphans(); }},
+                                                        {"report", [this] { return Report(); }},
+                                                    });
+    if (!loaded_) return PassOutcome{};
+    outcome_.converged = converged_ && !unsaved_;
+    return outcome_;
   }
-  // slurm.conf sees every workspace's partition (draining ones included).
-  std::vector<api::NodeSet> config_nodesets = *stored;
-  for (const auto& w : *workspaces) {
-    // A released workspace (stopping, workers gone) no longer has a partition in Slurm's config.
-    if (!(w.spec.stopping && w.status.released)) config_nodesets.push_back(WorkspaceNodeSet(w, false));
+
+ private:
+  // The specs with their last status; a store that cannot be read ends the pass.
+  Status Load() {
+    ASSIGN_OR_RETURN(cluster_, store_.LoadCluster());
+    ASSIGN_OR_RETURN(stored_, store_.LoadNodeSets());
+    ASSIGN_OR_RETURN(workspaces_, store_.LoadWorkspaces());
+    loaded_ = true;
+    // slurm.conf sees every workspace's partition (draining ones included); a released workspace
+    // (stopping, workers gone) no longer has one.
+    config_nodesets_ = stored_;
+    for (const auto& w : workspaces_) {
+      if (!(w.spec.stopping && w.status.released)) config_nodesets_.push_back(WorkspaceNodeSet(w, false));
+    }
+    return Status::Ok();
   }
-  api::SlurmClusterStatus cst =
-      cluster_rec.Reconcile(*c, config_nodesets, WorkspaceUsers(*workspaces), WorkspaceDatasetGroups(*workspaces));
-  (void)store.SaveClusterStatus(cst);
-  const auto* ready = FindCondition(cst.conditions, "Ready");
-  bool converged = ready && ready->status == "True";
+
+  // The cluster's own components (munge, slurmdbd, slurmctld, slurmrestd, login) and its status.
+  Status Cluster() {
+    api::SlurmClusterStatus st = ctl_.cluster->Reconcile(cluster_, config_nodesets_, WorkspaceUsers(workspaces_),
+                                                         WorkspaceDatasetGroups(workspaces_));
+    const auto* ready = FindCondition(st.conditions, "Ready");
+    converged_ = ready && ready->status == "True";
+    return Saved(store_.SaveClusterStatus(st), "cluster status");
+  }
 
   // One node and one job listing per pass, shared by every nodeset and workspace; nodes first
   // (node_snapshot.h says why).
-  std::optional<NodeSnapshot> snapshot;
-  if (cluster_rec.reader()) snapshot.emplace(cluster_rec.reader());
-  slurm::SlurmReader* reader = snapshot ? &*snapshot : nullptr;
-  const std::vector<slurm::SlurmJob>* jobs =
-      listing->Get(cluster_rec.reader() != nullptr, [&] { return slurm::SqueueJobs(&rt, ControllerPodName(*c)); });
-  std::optional<std::vector<slurm::SlurmNode>> nodes;
-  std::optional<PendingByPartition> pending;
-  if (jobs) pending = GroupPending(*jobs);
-  outcome.idle =
-      jobs != nullptr && std::none_of(jobs->begin(), jobs->end(), [](const auto& j) { return !j.Finished(); });
-  std::optional<std::vector<std::string>> partitions;
-  if (reader && !workspaces->empty()) {
-    auto n = reader->Nodes();
-    if (n.ok()) nodes = std::move(*n);
-  }
-  if (reader && cluster_rec.controller_ready()) {
-    // Users changes are remembered until applied: AllowGroups must see a new user.
-    bool users_changed = cluster_rec.TakeUsersChanged();
-    if (Status s = SyncPartitions(config_nodesets, reader, cluster_rec.control(), users_changed, ledger); !s.ok()) {
-      spdlog::warn("partitions: {}", s.message());
-      if (users_changed) cluster_rec.MarkUsersChanged();
+  Status Snapshot() {
+    if (ctl_.cluster->reader()) snapshot_.emplace(ctl_.cluster->reader());
+    reader_ = snapshot_ ? &*snapshot_ : nullptr;
+    jobs_ = ctl_.listing.Get(ctl_.cluster->reader() != nullptr,
+                             [this] { return slurm::SqueueJobs(ctl_.rt, ControllerPodName(cluster_)); });
+    if (jobs_) pending_ = GroupPending(*jobs_);
+    outcome_.idle =
+        jobs_ != nullptr && std::none_of(jobs_->begin(), jobs_->end(), [](const auto& j) { return !j.Finished(); });
+    if (reader_ && !workspaces_.empty()) {
+      if (auto n = reader_->Nodes(); n.ok()) nodes_ = std::move(*n);
     }
+    return Status::Ok();
+  }
+
+  // hpcplane's partitions in Slurm, then (for released workspaces) which partitions remain.
+  Status Partitions() {
+    if (!reader_ || !ctl_.cluster->controller_ready()) return Status::Ok();
+    // Users changes are remembered until applied: AllowGroups must see a new user.
+    const bool users_changed = ctl_.cluster->TakeUsersChanged();
+    Status synced =
+        SyncPartitions(config_nodesets_, reader_, ctl_.cluster->control(), users_changed, ctl_.ledger.get());
+    if (!synced.ok() && users_changed) ctl_.cluster->MarkUsersChanged();
     // Read after the sync: a released workspace's partition is gone from here once deleted.
-    bool any_released = std::any_of(workspaces->begin(), workspaces->end(),
-                                    [](const api::Workspace& w) { return w.spec.stopping && w.status.released; });
+    const bool any_released = std::any_of(workspaces_.begin(), workspaces_.end(),
+                                          [](const api::Workspace& w) { return w.spec.stopping && w.status.released; });
     if (any_released) {
-      if (auto parts = reader->Partitions(); parts.ok()) {
-        partitions.emplace();
-        for (const auto& p : *parts) partitions->push_back(p.name);
+      if (auto parts = reader_->Partitions(); parts.ok()) {
+        partitions_.emplace();
+        for (const auto& p : *parts) partitions_->push_back(p.name);
       }
     }
+    return synced;
   }
+
   // Before the nodesets: a nodeset reported ready (what `up` waits for) implies its users'
   // associations exist, which AccountingStorageEnforce needs before the first sbatch.
-  if (c->spec.accounting.enabled && cluster_rec.slurmdbd_ready() && cluster_rec.controller_ready()) {
-    if (Status s = accounting.Sync(c->metadata.name, WantedAssociations(*c, *workspaces), ledger); !s.ok()) {
-      spdlog::warn("accounting: {}", s.message());
+  Status Accounting() {
+    if (!cluster_.spec.accounting.enabled || !ctl_.cluster->slurmdbd_ready() || !ctl_.cluster->controller_ready()) {
+      return Status::Ok();
     }
+    return ctl_.accounting->Sync(cluster_.metadata.name, WantedAssociations(cluster_, workspaces_), ctl_.ledger.get());
   }
 
-  // Nodesets: stored ones, then the workspaces' (pinned to zero once a stopping one has no jobs).
-  std::vector<api::NodeSet> nodesets = *stored;
-  for (const auto& w : *workspaces) {
-    auto active = ActiveJobs(jobs, w.metadata.name);
-    api::NodeSet ns = WorkspaceNodeSet(w, active && *active == 0);
-    ns.status = store.LoadNodeSetStatus(ns.metadata.name);
-    nodesets.push_back(std::move(ns));
-  }
-  std::set<std::string> known;
-  std::map<std::string, api::NodeSetStatus> statuses;
-  int nodeset_errors = 0;
-  outcome.any_autoscaled = false;
-  for (const auto& ns : nodesets) {
-    known.insert(ns.metadata.name);
-    outcome.any_autoscaled = outcome.any_autoscaled || IsAutoscaled(ns);
-    if (!cluster_rec.controller_ready()) continue;
-    nodeset_rec.set_controller_started_at(cluster_rec.controller_started_at());
-    api::NodeSetStatus nst = nodeset_rec.Reconcile(*c, ns, reader, pending ? &*pending : nullptr);
-    nodeset_errors += nodeset_rec.last_errors();
-    (void)store.SaveNodeSetStatus(ns.metadata.name, nst);
-    statuses[ns.metadata.name] = nst;
-    if (nst.replicas != nst.desired || nst.ready != nst.desired) converged = false;
-    // Workers' health reports arrive through Slurm's node list, which an idle cluster does not
-    // read: while there are workers, read it at least every health check interval.
-    if (c->spec.health_checks.enabled && nst.replicas > 0) {
-      std::chrono::seconds every(c->spec.health_checks.interval_seconds);
-      outcome.duty_in = outcome.duty_in ? std::min(*outcome.duty_in, every) : every;
+  // Stored nodesets, then the workspaces' (pinned to zero once a stopping one has no jobs).
+  Status NodeSets() {
+    nodesets_ = stored_;
+    for (const auto& w : workspaces_) {
+      auto active = ActiveJobs(jobs_, w.metadata.name);
+      api::NodeSet ns = WorkspaceNodeSet(w, active && *active == 0);
+      ns.status = store_.LoadNodeSetStatus(ns.metadata.name);
+      nodesets_.push_back(std::move(ns));
     }
+    Status saved = Status::Ok();
+    for (const auto& ns : nodesets_) {
+      known_.insert(ns.metadata.name);
+      outcome_.any_autoscaled = outcome_.any_autoscaled || IsAutoscaled(ns);
+      if (!ctl_.cluster->controller_ready()) continue;
+      ctl_.nodesets->set_controller_started_at(ctl_.cluster->controller_started_at());
+      api::NodeSetStatus st = ctl_.nodesets->Reconcile(cluster_, ns, reader_, pending_ ? &*pending_ : nullptr);
+      nodeset_errors_ += ctl_.nodesets->last_errors();
+      KeepFirst(&saved, Saved(store_.SaveNodeSetStatus(ns.metadata.name, st), "nodeset " + ns.metadata.name));
+      statuses_[ns.metadata.name] = st;
+      if (st.replicas != st.desired || st.ready != st.desired) converged_ = false;
+      // Workers' health reports arrive through Slurm's node list, which an idle cluster does not
+      // read: while there are workers, read it at least every health check interval.
+      if (cluster_.spec.health_checks.enabled && st.replicas > 0) {
+        DutyIn(std::chrono::seconds(cluster_.spec.health_checks.interval_seconds));
+      }
+    }
+    return saved;
   }
 
-  if (cluster_rec.controller_ready()) {
-    for (const auto& w : *workspaces) {
+  // Each workspace's token, login pod and lifecycle; a stopped one is removed from the store.
+  Status Workspaces() {
+    if (!ctl_.cluster->controller_ready()) return Status::Ok();
+    Status saved = Status::Ok();
+    for (const auto& w : workspaces_) {
       WorkspaceView view;
-      view.jobs = jobs;
-      view.nodes = nodes ? &*nodes : nullptr;
-      view.nodeset = statuses.count(w.metadata.name) ? &statuses[w.metadata.name] : nullptr;
-      view.accounting_ready = !c->spec.accounting.enabled || accounting.Synced(w.spec.user.name);
-      view.users_ready = !cluster_rec.users_pending();
-      view.partitions = partitions ? &*partitions : nullptr;
-      WorkspaceOutcome out = workspace_rec.Reconcile(*c, w, view);
+      view.jobs = jobs_;
+      view.nodes = nodes_ ? &*nodes_ : nullptr;
+      view.nodeset = statuses_.count(w.metadata.name) ? &statuses_[w.metadata.name] : nullptr;
+      view.accounting_ready = !cluster_.spec.accounting.enabled || ctl_.accounting->Synced(w.spec.user.name);
+      view.users_ready = !ctl_.cluster->users_pending();
+      view.partitions = partitions_ ? &*partitions_ : nullptr;
+      WorkspaceOutcome out = ctl_.workspaces->Reconcile(cluster_, w, view);
       if (out.remove) {
-        spdlog::info("workspace {} stopped and removed", w.metadata.name);
-        (void)store.DeleteWorkspace(w.metadata.name);
-        known.erase(w.metadata.name);
+        Status deleted = Saved(store_.DeleteWorkspace(w.metadata.name), "workspace " + w.metadata.name);
+        if (deleted.ok()) spdlog::info("workspace {} stopped and removed", w.metadata.name);
+        KeepFirst(&saved, deleted);
+        known_.erase(w.metadata.name);
         continue;
       }
-      (void)store.SaveWorkspaceStatus(w.metadata.name, out.status);
-      if (out.status.phase != "Ready") converged = false;
+      KeepFirst(&saved, Saved(store_.SaveWorkspaceStatus(w.metadata.name, out.status), "workspace " + w.metadata.name));
+      if (out.status.phase != "Ready") converged_ = false;
       if (out.status.token_expires > 0) {
-        std::chrono::seconds renew_in(std::max<int64_t>(0, TokenRenewAt(w, out.status) - jwt::UnixNow()));
-        outcome.duty_in = outcome.duty_in ? std::min(*outcome.duty_in, renew_in) : renew_in;
+        DutyIn(std::chrono::seconds(std::max<int64_t>(0, TokenRenewAt(w, out.status) - jwt::UnixNow())));
       }
     }
+    return saved;
   }
 
-  // Workers of nodesets that were deleted from the store.
-  auto pods = rt.ListPods({{kLabelComponent, "worker"}});
-  if (pods.ok() && cluster_rec.controller_ready()) {
+  // Workers of nodesets that were deleted from the store (with the same safety rules).
+  Status Orphans() {
+    if (!ctl_.cluster->controller_ready()) return Status::Ok();
+    ASSIGN_OR_RETURN(auto pods, ctl_.rt->ListPods({{kLabelComponent, "worker"}}));
     std::set<std::string> orphaned;
-    for (const auto& pod : *pods) {
+    for (const auto& pod : pods) {
       auto it = pod.labels.find(kLabelNodeSet);
-      if (it != pod.labels.end() && !known.count(it->second)) orphaned.insert(it->second);
+      if (it != pod.labels.end() && !known_.count(it->second)) orphaned.insert(it->second);
     }
+    Status removed = Status::Ok();
     for (const auto& name : orphaned) {
       api::NodeSet gone;
       gone.metadata.name = name;
-      (void)nodeset_rec.RemoveNodeSet(*c, gone, cluster_rec.reader());
+      KeepFirst(&removed, ctl_.nodesets->RemoveNodeSet(cluster_, gone, ctl_.cluster->reader()));
     }
+    return removed;
   }
-  if (metrics) {
+
+  Status Report() {
+    if (!metrics_) return Status::Ok();
     std::vector<DaemonMetrics::NodeSetView> views;
     std::set<std::string> workspace_partitions;
-    for (const auto& w : *workspaces) workspace_partitions.insert(w.metadata.name);
-    for (const auto& ns : nodesets) {
-      auto it = statuses.find(ns.metadata.name);
-      if (it != statuses.end())
+    for (const auto& w : workspaces_) workspace_partitions.insert(w.metadata.name);
+    for (const auto& ns : nodesets_) {
+      auto it = statuses_.find(ns.metadata.name);
+      if (it != statuses_.end()) {
         views.push_back({ns.metadata.name, workspace_partitions.count(ns.metadata.name) > 0, &it->second});
+      }
     }
-    metrics->ObserveNodeSets(views, jobs, workspace_partitions);
-    metrics->ObserveReconcileErrors("cluster", cluster_rec.last_errors());
-    metrics->ObserveReconcileErrors("nodeset", nodeset_errors);
-    if (auto all = rt.ListPods(); all.ok()) metrics->ObservePods(*all);
+    metrics_->ObserveNodeSets(views, jobs_, workspace_partitions);
+    metrics_->ObserveReconcileErrors("cluster", ctl_.cluster->last_errors());
+    metrics_->ObserveReconcileErrors("nodeset", nodeset_errors_);
+    ASSIGN_OR_RETURN(auto all, ctl_.rt->ListPods());
+    metrics_->ObservePods(all);
+    return Status::Ok();
   }
-  outcome.converged = converged;
-  return outcome;
+
+  // A status the store did not take: the pass is not converged, so the next one writes it again.
+  Status Saved(Status s, const std::string& what) {
+    if (s.ok()) return s;
+    unsaved_ = true;
+    return s.WithContext(what);
+  }
+  void DutyIn(std::chrono::seconds in) { outcome_.duty_in = outcome_.duty_in ? std::min(*outcome_.duty_in, in) : in; }
+
+  // A phase goes on after one of its actions fails; the first failure is what the phase returns
+  // (RunSteps logs it), later ones are logged here (waiting ones are not failures).
+  static void KeepFirst(Status* first, Status s) {
+    if (s.ok()) return;
+    if (first->ok()) {
+      *first = std::move(s);
+    } else if (s.code() != StatusCode::kFailedPrecondition) {
+      spdlog::error("reconcile pass: {}", s.message());
+    }
+  }
+
+  const ReconcileStore& store_;
+  ClusterControllers& ctl_;
+  DaemonMetrics* metrics_;
+  PassOutcome outcome_;
+  bool loaded_ = false;
+  bool converged_ = false;
+  bool unsaved_ = false;
+  api::SlurmCluster cluster_;
+  std::vector<api::NodeSet> stored_;
+  std::vector<api::Workspace> workspaces_;
+  std::vector<api::NodeSet> config_nodesets_;  // what slurm.conf describes
+  std::optional<NodeSnapshot> snapshot_;
+  slurm::SlurmReader* reader_ = nullptr;  // the snapshot; null when Slurm does not answer
+  const std::vector<slurm::SlurmJob>* jobs_ = nullptr;
+  std::optional<PendingByPartition> pending_;
+  std::optional<std::vector<slurm::SlurmNode>> nodes_;
+  std::optional<std::vector<std::string>> partitions_;
+  std::vector<api::NodeSet> nodesets_;  // stored and workspaces'
+  std::set<std::string> known_;
+  std::map<std::string, api::NodeSetStatus> statuses_;
+  int nodeset_errors_ = 0;
+};
+
+}  // namespace
+
+PassOutcome ReconcileOnce(const ReconcileStore& store, ClusterControllers& controllers, DaemonMetrics* metrics) {
+  return Pass(store, controllers, metrics).Run();
 }
 
 void GiveDatasetsTheirGroups(const Store& store, const platform::Catalog& catalog) {

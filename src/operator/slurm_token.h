@@ -8,7 +8,7 @@
 #include "operator/builders.h"
 #include "runtime/pod_runtime.h"
 
-namespace hpc::app {
+namespace hpc::op {
 
 class TokenSource {
  public:
@@ -16,7 +16,7 @@ class TokenSource {
   std::string Get() {
     int64_t now = jwt::UnixNow();
     if (token_.empty() || expires_ - now < 600) {
-      auto secret = rt_->GetSecret(op::kSecretJwt);
+      auto secret = rt_->GetSecret(kSecretJwt);
       if (!secret.ok() || !*secret) return "";
       const std::string& key = (*secret)->data.at("jwt_hs256.key");
       expires_ = now + 3600;
@@ -31,4 +31,4 @@ class TokenSource {
   int64_t expires_ = 0;
 };
 
-}  // namespace hpc::app
+}  // namespace hpc::op

@@ -1,0 +1,34 @@
+#include "operator/cluster_controllers.h"
+
+#include "slurm/rest_client.h"
+#include "slurm/slurm_control.h"
+
+namespace hpc::op {
+
+Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
+                                                                  const std::string& cluster_name,
+                                                                  const std::string& ledger_path) {
+  auto c = std::make_unique<ClusterControllers>();
+  ASSIGN_OR_RETURN(OwnershipLedger ledger, OwnershipLedger::Open(ledger_path));
+  c->ledger = std::make_unique<OwnershipLedger>(std::move(ledger));
+  c->rt = rt;
+  api::SlurmCluster named;
+  named.metadata.name = cluster_name;
+  const std::string controller = ControllerPodName(named);
+  c->tokens = std::make_unique<TokenSource>(rt);
+  c->control = std::make_unique<slurm::ScontrolInPod>(rt, controller);
+  TokenSource* tokens = c->tokens.get();
+  c->cluster = std::make_unique<ClusterReconciler>(
+      rt, inputs,
+      [tokens, api = inputs.release.RestApiPath()](const std::string& host, int port) {
+        return std::make_unique<slurm::RestClient>(
+            host, port, "slurm", [tokens] { return tokens->Get(); }, api);
+      },
+      c->control.get());
+  c->nodesets = std::make_unique<NodeSetReconciler>(rt, inputs, c->control.get());
+  c->workspaces = std::make_unique<WorkspaceReconciler>(rt, inputs, c->control.get());
+  c->accounting = std::make_unique<AccountingSync>(rt, controller);
+  return c;
+}
+
+}  // namespace hpc::op

@@ -1,0 +1,42 @@
+// A cluster's controllers: everything one reconcile pass (reconcile_pass.h) drives, built by one
+// function for the local daemon (app/daemon.cc) and the Kubernetes operator
+// (app/kubernetes_operator.cc) alike, so that the two wire Slurm's clients the same way. Unit
+// tests assemble one on fakes.
+#pragma once
+
+#include <memory>
+#include <string>
+
+#include "operator/accounting_sync.h"
+#include "operator/builders.h"
+#include "operator/cluster_reconciler.h"
+#include "operator/job_listing.h"
+#include "operator/nodeset_reconciler.h"
+#include "operator/ownership.h"
+#include "operator/slurm_token.h"
+#include "operator/workspace_reconciler.h"
+#include "runtime/pod_runtime.h"
+#include "slurm/slurm_client.h"
+
+namespace hpc::op {
+
+struct ClusterControllers {
+  runtime::PodRuntime* rt = nullptr;  // not owned: the runtime outlives its controllers
+  std::unique_ptr<TokenSource> tokens;
+  std::unique_ptr<slurm::SlurmControl> control;
+  std::unique_ptr<ClusterReconciler> cluster;
+  std::unique_ptr<NodeSetReconciler> nodesets;
+  std::unique_ptr<WorkspaceReconciler> workspaces;
+  std::unique_ptr<AccountingSync> accounting;
+  std::unique_ptr<OwnershipLedger> ledger;
+  JobListing listing;
+};
+
+// The controllers of cluster `cluster_name` on runtime `rt`: Slurm's actions by scontrol in the
+// controller pod, its state through slurmrestd with a JWT from the cluster's key, hpcplane's
+// ownership ledger at `ledger_path`. Fails only when the ledger cannot be read.
+Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
+                                                                  const std::string& cluster_name,
+                                                                  const std::string& ledger_path);
+
+}  // namespace hpc::op

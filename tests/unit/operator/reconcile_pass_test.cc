@@ -1,0 +1,192 @@
+// One reconcile pass on fakes (store, runtime, Slurm): its phases in order, what it saves, when
+// it says converged and idle, and what it does when the store fails (nothing made when the specs
+// cannot be read; unconverged, and the rest still done, when a status cannot be written).
+#include "operator/reconcile_pass.h"
+
+#include <gtest/gtest.h>
+
+#include <filesystem>
+
+#include "fakes/fake_pod_runtime.h"
+#include "fakes/fake_reconcile_store.h"
+#include "fakes/fake_slurm.h"
+#include "operator/conditions.h"
+
+namespace hpc::op {
+namespace {
+
+// A reader that forwards to the test's FakeSlurm, so the reconciler may own one per endpoint.
+class PassTestReader : public slurm::SlurmReader {
+ public:
+  explicit PassTestReader(fakes::FakeSlurm* s) : s_(s) {}
+  Result<std::string> Ping() override { return s_->Ping(); }
+  Result<std::vector<slurm::SlurmNode>> Nodes() override { return s_->Nodes(); }
+  Result<std::vector<slurm::SlurmJob>> Jobs() override { return s_->Jobs(); }
+  Result<std::vector<slurm::SlurmPartition>> Partitions() override { return s_->Partitions(); }
+
+ private:
+  fakes::FakeSlurm* s_;
+};
+
+class ReconcilePassTest : public ::testing::Test {
+ protected:
+  ReconcilePassTest() {
+    api::SlurmCluster c;
+    c.metadata.name = "c1";
+    c.spec.accounting.enabled = false;
+    store_.cluster = c;
+    dir_ = std::filesystem::temp_directory_path() /
+           ("hpcplane-pass-test-" + std::to_string(::getpid()) + "-" +
+            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    BuildInputs inputs;
+    inputs.mysql = {105, 105};
+    ctl_.rt = &rt_;
+    ctl_.cluster = std::make_unique<ClusterReconciler>(
+        &rt_, inputs, [this](const std::string&, int) { return std::make_unique<PassTestReader>(&slurm_); },
+        &slurm_);
+    ctl_.nodesets = std::make_unique<NodeSetReconciler>(&rt_, inputs, &slurm_);
+    ctl_.workspaces = std::make_unique<WorkspaceReconciler>(&rt_, inputs, &slurm_);
+    ctl_.accounting = std::make_unique<AccountingSync>(&rt_, "c1-controller");
+    auto ledger = OwnershipLedger::Open((dir_ / "owned.json").string());
+    EXPECT_TRUE(ledger.ok()) << ledger.status().message();
+    ctl_.ledger = std::make_unique<OwnershipLedger>(std::move(*ledger));
+    // squeue --json in the controller pod: the queue the test's FakeSlurm holds is empty.
+    rt_.exec_handler = [](const std::string&, const runtime::ExecOptions& o) {
+      ProcessResult r;
+      if (!o.argv.empty() && o.argv[0] == "squeue") r.out = R"({"jobs": []})";
+      return r;
+    };
+  }
+  ~ReconcilePassTest() override { std::filesystem::remove_all(dir_); }
+
+  void AddPinnedNodeSet(const std::string& name, int replicas) {
+    api::NodeSet ns;
+    ns.metadata.name = name;
+    ns.spec.cluster = "c1";
+    ns.spec.replicas = replicas;
+    ns.spec.max_replicas = replicas;
+    store_.nodesets.push_back(ns);
+  }
+  // Slurm lists each of the nodeset's workers as a registered idle node.
+  void RegisterWorkers(const std::string& nodeset, int n) {
+    for (int i = 0; i < n; ++i) {
+      slurm::SlurmNode node;
+      node.name = nodeset + "-" + std::to_string(i);
+      node.state = "idle";
+      node.cpus = 1;
+      node.features = {nodeset};
+      node.last_busy = std::time(nullptr);
+      slurm_.nodes.push_back(node);
+    }
+  }
+  PassOutcome Pass() { return ReconcileOnce(store_, ctl_, nullptr); }
+  // Passes until one converges (at most `max`); the number it took, or -1.
+  int PassesToConverge(int max = 10) {
+    for (int i = 1; i <= max; ++i) {
+      if (Pass().converged) return i;
+    }
+    return -1;
+  }
+  std::string ClusterReady() const {
+    if (!store_.cluster_status) return "";
+    const auto* c = FindCondition(store_.cluster_status->conditions, "Ready");
+    return c ? c->status : "";
+  }
+
+  fakes::FakeReconcileStore store_;
+  fakes::FakePodRuntime rt_;
+  fakes::FakeSlurm slurm_;
+  ClusterControllers ctl_;
+  std::filesystem::path dir_;
+};
+
+TEST_F(ReconcilePassTest, AStoreThatCannotBeReadEndsThePassBeforeAnythingIsMade) {
+  store_.read_error = Status::Unavailable("disk gone");
+  PassOutcome out = Pass();
+  EXPECT_FALSE(out.converged);
+  EXPECT_FALSE(out.idle) << "nothing was asked of Slurm";
+  EXPECT_TRUE(rt_.pods.empty()) << "no pod without a spec read";
+  EXPECT_TRUE(rt_.secrets.empty());
+  EXPECT_FALSE(store_.cluster_status.has_value()) << "no status without a spec read";
+}
+
+TEST_F(ReconcilePassTest, AFreshClusterIsBuiltStepByStepAndItsStatusSaved) {
+  rt_.not_ready.insert(MungePodName(*store_.cluster));
+  PassOutcome out = Pass();
+  EXPECT_FALSE(out.converged);
+  EXPECT_TRUE(rt_.pods.count(MungePodName(*store_.cluster)));
+  EXPECT_FALSE(rt_.pods.count(ControllerPodName(*store_.cluster))) << "munge comes first";
+  EXPECT_EQ(ClusterReady(), "False");
+}
+
+TEST_F(ReconcilePassTest, ConvergesWhenTheClusterIsReadyAndEveryNodeSetHasItsWorkers) {
+  AddPinnedNodeSet("cpu", 2);
+  RegisterWorkers("cpu", 2);
+  ASSERT_GT(PassesToConverge(), 0) << "cluster: " << ClusterReady();
+  EXPECT_EQ(ClusterReady(), "True");
+  ASSERT_TRUE(store_.nodeset_status.count("cpu"));
+  EXPECT_EQ(store_.nodeset_status["cpu"].replicas, 2);
+  EXPECT_TRUE(rt_.pods.count("cpu-0") && rt_.pods.count("cpu-1"));
+  PassOutcome out = Pass();
+  EXPECT_TRUE(out.converged);
+  EXPECT_TRUE(out.idle) << "Slurm answered with an empty queue";
+  // Health reports are read at least every health check interval while workers run.
+  ASSERT_TRUE(out.duty_in.has_value());
+  EXPECT_EQ(out.duty_in->count(), store_.cluster->spec.health_checks.interval_seconds);
+}
+
+TEST_F(ReconcilePassTest, AStatusTheStoreRefusesLeavesThePassUnconvergedAndTheRestDone) {
+  AddPinnedNodeSet("cpu", 1);
+  RegisterWorkers("cpu", 1);
+  ASSERT_GT(PassesToConverge(), 0);
+  store_.write_error = Status::Unavailable("store is read-only");
+  // A new nodeset appears while statuses cannot be written: its workers are still made.
+  AddPinnedNodeSet("gpu", 1);
+  PassOutcome out = Pass();
+  EXPECT_FALSE(out.converged) << "a status that was not saved must be written again soon";
+  EXPECT_GE(store_.refused_writes, 2) << "the cluster's and each nodeset's status were tried";
+  EXPECT_TRUE(rt_.pods.count("gpu-0")) << "the nodesets phase ran after the cluster phase's refused save";
+  EXPECT_FALSE(store_.nodeset_status.count("gpu"));
+
+  store_.write_error = Status::Ok();
+  RegisterWorkers("gpu", 1);
+  EXPECT_GT(PassesToConverge(), 0);
+  EXPECT_TRUE(store_.nodeset_status.count("gpu"));
+}
+
+TEST_F(ReconcilePassTest, WorkersOfANodeSetGoneFromTheStoreAreRemoved) {
+  AddPinnedNodeSet("cpu", 1);
+  AddPinnedNodeSet("old", 1);
+  RegisterWorkers("cpu", 1);
+  RegisterWorkers("old", 1);
+  ASSERT_GT(PassesToConverge(), 0);
+  ASSERT_TRUE(rt_.pods.count("old-0"));
+  store_.nodesets.pop_back();
+  // Drained in Slurm first (hpcplane's own reason), deleted once Slurm shows it drained and empty.
+  for (int i = 0; i < 5 && rt_.pods.count("old-0"); ++i) {
+    Pass();
+    for (auto& n : slurm_.nodes) {
+      if (n.name == "old-0" && slurm_.Called("drain old-0")) n.flags.insert("DRAIN");
+    }
+  }
+  EXPECT_TRUE(slurm_.Called("drain old-0"));
+  EXPECT_FALSE(rt_.pods.count("old-0")) << "the orphaned worker is gone";
+  EXPECT_TRUE(rt_.pods.count("cpu-0")) << "the stored nodeset's worker stays";
+}
+
+TEST_F(ReconcilePassTest, NothingIsRemovedWhileSlurmCannotBeRead) {
+  AddPinnedNodeSet("cpu", 1);
+  AddPinnedNodeSet("old", 1);
+  RegisterWorkers("cpu", 1);
+  RegisterWorkers("old", 1);
+  ASSERT_GT(PassesToConverge(), 0);
+  store_.nodesets.pop_back();
+  slurm_.reachable = false;
+  for (int i = 0; i < 3; ++i) Pass();
+  EXPECT_TRUE(rt_.pods.count("old-0")) << "fail closed: no deletion without Slurm's state";
+  EXPECT_FALSE(slurm_.Called("drain old-0"));
+}
+
+}  // namespace
+}  // namespace hpc::op
