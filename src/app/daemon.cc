@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "app/control_plane_process.h"
 #include "app/environments.h"
 #include "app/local_data_plane.h"
 #include "app/runtime_factory.h"
@@ -35,42 +36,23 @@ namespace hpc::app {
 using namespace hpc::op;
 namespace {
 
-// Opens the control plane's store under the state dir, makes sure an admin token and this
-// data plane's agent token exist (files, 0600), and starts the API and the agent on threads.
-Status StartControlPlane(const ClusterPaths& p, const std::string& self_exe, const std::string& config,
-                         std::unique_ptr<cp::Store>* store, std::unique_ptr<cp::Server>* server,
-                         std::thread* server_thread, std::thread* agent_thread) {
+// With `up --control-plane` (controlplane.json): the control plane's API on the configured
+// address, and this data plane's agent beside it with a token of its own (0600).
+Result<std::unique_ptr<ControlPlaneProcess>> StartControlPlane(const ClusterPaths& p, const std::string& self_exe,
+                                                               const std::string& config) {
   auto cfg = nlohmann::json::parse(config, nullptr, false);
   std::string listen = cfg.is_object() && cfg["listen"].is_string() ? cfg["listen"].get<std::string>() : "";
   auto listen_at = cp::ParseListenAddress(listen);
   if (!listen_at.ok()) return Status::Errorf("controlplane.json: {}", listen_at.status().message());
-  const std::string dir = p.state_dir + "/controlplane";
-  RETURN_IF_ERROR(files::MakeDirs(dir, 0700));
-  ASSIGN_OR_RETURN(*store, cp::OpenStore("sqlite:" + dir + "/hpcplane.db"));
-  for (const auto& [file, subject, role] :
-       {std::tuple<std::string, std::string, cp::Role>{dir + "/admin.token", "admin", cp::Role::kAdmin},
-        {p.Dir() + "/agent.token", p.name, cp::Role::kAgent}}) {
-    if (files::Exists(file)) continue;
-    ASSIGN_OR_RETURN(std::string token, cp::BootstrapToken(store->get(), subject, role));
-    RETURN_IF_ERROR(files::WriteAtomic(file, token + "\n", 0600));
-  }
-  cp::ServerOptions o = *listen_at;
-  *server = std::make_unique<cp::Server>(store->get(), o);
-  ASSIGN_OR_RETURN(int port, (*server)->Bind());
-  spdlog::info("control plane API on http://{}:{}/api/v1", o.host, port);
-  cp::Server* srv = server->get();
-  *server_thread = std::thread([srv] { srv->Serve(); });
+  ASSIGN_OR_RETURN(auto process, ControlPlaneProcess::Start({p.state_dir, "", *listen_at}));
+  spdlog::info("control plane API on http://{}:{}/api/v1", listen_at->host, process->port());
+  RETURN_IF_ERROR(process->WriteTokenIfMissing(p.Dir() + "/agent.token", p.name, cp::Role::kAgent));
   cp::AgentOptions a;
-  a.server = fmt::format("http://{}:{}", o.host == "0.0.0.0" ? "127.0.0.1" : o.host, port);
+  a.server = process->LocalUrl();
   ASSIGN_OR_RETURN(a.token, files::Read(p.Dir() + "/agent.token"));
   while (!a.token.empty() && a.token.back() == '\n') a.token.pop_back();
-  *agent_thread = std::thread([p, self_exe, a]() mutable {
-    LocalDataPlane data_plane(p, self_exe);
-    a.cursor_file = data_plane.AgentCursorFile();
-    cp::Agent agent(&data_plane, a);
-    agent.Run(StopFlag());
-  });
-  return Status::Ok();
+  process->StartAgent(p, self_exe, a);
+  return process;
 }
 
 }  // namespace
@@ -125,12 +107,14 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
   }
 
   // With `up --control-plane`, the control plane's API and this data plane's agent run here too.
-  std::unique_ptr<cp::Store> cp_store;
-  std::unique_ptr<cp::Server> cp_server;
-  std::thread cp_server_thread, cp_agent_thread;
+  std::unique_ptr<ControlPlaneProcess> control_plane;
   if (auto cfg = files::Read(p.Dir() + "/controlplane.json"); cfg.ok()) {
-    Status s = StartControlPlane(p, self_exe, *cfg, &cp_store, &cp_server, &cp_server_thread, &cp_agent_thread);
-    if (!s.ok()) spdlog::error("control plane: {}", s.message());
+    auto started = StartControlPlane(p, self_exe, *cfg);
+    if (started.ok()) {
+      control_plane = std::move(*started);
+    } else {
+      spdlog::error("control plane: {}", started.status().message());
+    }
   }
 
   // With `up --metrics-listen`, Prometheus metrics for holders of the cluster's metrics.token.
@@ -188,8 +172,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
       if (something_moved || schedule.Moved(stamp)) (*controllers)->listing.Invalidate();
       something_moved = false;
       const auto pass_start = Clock::now();
-      PassOutcome outcome =
-          ReconcileOnce(store, **controllers, &metrics);
+      PassOutcome outcome = ReconcileOnce(store, **controllers, &metrics);
       metrics.ObservePass(std::chrono::duration<double>(Clock::now() - pass_start).count());
       schedule.Done(Clock::now(), outcome, stamp);
       if (!was_idle && schedule.idle()) {
@@ -207,9 +190,7 @@ int RunDaemon(const ClusterPaths& p, const std::string& self_exe) {
     if (wait.count() > 0) watch.Wait(wait);
   }
   metrics_endpoint.reset();
-  if (cp_server) cp_server->Stop();
-  if (cp_server_thread.joinable()) cp_server_thread.join();
-  if (cp_agent_thread.joinable()) cp_agent_thread.join();
+  control_plane.reset();
   spdlog::info("stopping: removing pods and network of cluster {}", p.name);
   Status s = rt->Teardown();
   if (!s.ok()) spdlog::error("teardown: {}", s.message());

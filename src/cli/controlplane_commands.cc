@@ -11,7 +11,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
-#include "app/local_data_plane.h"
+#include "app/control_plane_process.h"
 #include "cli/api_client.h"
 #include "common/files.h"
 #include "common/http_client.h"
@@ -40,19 +40,6 @@ int CmdServer(const Globals& g, const ServerArgs& args) {
   // Checked before anything is created.
   auto parsed = cp::ParseListenAddress(args.listen);
   if (!parsed.ok()) return Fail(Status::Errorf("--listen: {}", parsed.status().message()));
-  std::string store_url = args.store;
-  std::string dir = g.state_dir + "/controlplane";
-  if (Status s = files::MakeDirs(dir, 0700); !s.ok()) return Fail(s);
-  if (store_url.empty()) store_url = "sqlite:" + dir + "/hpcplane.db";
-  auto store = cp::OpenStore(store_url);
-  if (!store.ok()) return Fail(store.status());
-  const std::string admin_file = dir + "/admin.token";
-  if (!files::Exists(admin_file)) {
-    auto token = cp::BootstrapToken(store->get(), "admin", cp::Role::kAdmin);
-    if (!token.ok()) return Fail(token.status());
-    if (Status s = files::WriteAtomic(admin_file, *token + "\n", 0600); !s.ok()) return Fail(s);
-    std::cout << "admin token written to " << admin_file << " (mode 0600)\n";
-  }
   cp::ServerOptions o = *parsed;
   o.unreachable_after_seconds = args.unreachable_after;
   o.tls_cert = args.tls_cert;
@@ -61,21 +48,19 @@ int CmdServer(const Globals& g, const ServerArgs& args) {
   o.connections.max_per_client = args.max_connections_per_client;
   o.connections.request_deadline_seconds = args.request_deadline;
   o.max_body_bytes = static_cast<size_t>(args.max_body_mib) << 20;
-  cp::Server server(store->get(), o);
-  auto port = server.Bind();
-  if (!port.ok()) return Fail(port.status());
+  InstallStopHandlers();
+  auto server = app::ControlPlaneProcess::Start({g.state_dir, args.store, o});
+  if (!server.ok()) return Fail(server.status());
+  if ((*server)->wrote_admin_token()) {
+    std::cout << "admin token written to " << (*server)->admin_token_file() << " (mode 0600)\n";
+  }
+  const std::string& store_url = (*server)->store_url();
   std::cout << fmt::format("hpcplane control plane on {}://{}:{}/api/v1 (store {})",
-                           o.tls_cert.empty() ? "http" : "https", o.host, *port,
+                           o.tls_cert.empty() ? "http" : "https", o.host, (*server)->port(),
                            store_url.rfind("postgres", 0) == 0 ? "postgres" : store_url)
             << std::endl;
-  InstallStopHandlers();
-  std::thread stopper([&] {
-    while (!StopFlag()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    server.Stop();
-  });
-  server.Serve();
-  StopFlag() = true;
-  stopper.join();
+  while (!StopFlag() && (*server)->serving()) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  (*server)->Stop();
   return 0;
 }
 
@@ -88,10 +73,7 @@ int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
   o.ca_file = a.ca_file;
   o.token = *token;
   InstallStopHandlers();
-  app::LocalDataPlane data_plane(*p, g.self_exe);
-  o.cursor_file = data_plane.AgentCursorFile();
-  cp::Agent agent(&data_plane, o);
-  agent.Run(StopFlag());
+  app::RunAgent(*p, g.self_exe, o);
   return 0;
 }
 

@@ -508,7 +508,8 @@ Status NodeSetReconciler::RemoveNodeSet(const api::SlurmCluster& c, const api::N
   gone.spec.min_replicas = 0;
   api::NodeSetStatus st = Reconcile(c, gone, reader, nullptr);
   if (st.replicas > 0) {
-    return Status::FailedPrecondition(fmt::format("nodeset {}: {} workers still draining", ns.metadata.name, st.replicas));
+    return Status::FailedPrecondition(
+        fmt::format("nodeset {}: {} workers still draining", ns.metadata.name, st.replicas));
   }
   return Status::Ok();
 }

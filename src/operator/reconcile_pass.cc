@@ -51,16 +51,16 @@ class Pass {
 
   PassOutcome Run() {
     RunSteps("reconcile pass", {
-                                                        {"load", [this] { return Load(); }, true},
-                                                        {"cluster", [this] { return Cluster(); }},
-                                                        {"snapshot", [this] { return Snapshot(); }},
-                                                        {"partitions", [this] { return Partitions(); }},
-                                                        {"accounting", [this] { return Accounting(); }},
-                                                        {"nodesets", [this] { return NodeSets(); }},
-                                                        {"workspaces", [this] { return Workspaces(); }},
-                                                        {"orphans", [this] { return Orphans(); }},
-                                                        {"report", [this] { return Report(); }},
-                                                    });
+                                   {"load", [this] { return Load(); }, true},
+                                   {"cluster", [this] { return Cluster(); }},
+                                   {"snapshot", [this] { return Snapshot(); }},
+                                   {"partitions", [this] { return Partitions(); }},
+                                   {"accounting", [this] { return Accounting(); }},
+                                   {"nodesets", [this] { return NodeSets(); }},
+                                   {"workspaces", [this] { return Workspaces(); }},
+                                   {"orphans", [this] { return Orphans(); }},
+                                   {"report", [this] { return Report(); }},
+                               });
     if (!loaded_) return PassOutcome{};
     outcome_.converged = converged_ && !unsaved_;
     return outcome_;

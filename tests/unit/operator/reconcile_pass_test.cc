@@ -35,16 +35,14 @@ class ReconcilePassTest : public ::testing::Test {
     c.metadata.name = "c1";
     c.spec.accounting.enabled = false;
     store_.cluster = c;
-    dir_ = std::filesystem::temp_directory_path() /
-           ("hpcplane-pass-test-" + std::to_string(::getpid()) + "-" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    dir_ = std::filesystem::temp_directory_path() / ("hpcplane-pass-test-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
     BuildInputs inputs;
     inputs.mysql = {105, 105};
     ctl_.rt = &rt_;
     ctl_.cluster = std::make_unique<ClusterReconciler>(
-        &rt_, inputs, [this](const std::string&, int) { return std::make_unique<PassTestReader>(&slurm_); },
-        &slurm_);
+        &rt_, inputs, [this](const std::string&, int) { return std::make_unique<PassTestReader>(&slurm_); }, &slurm_);
     ctl_.nodesets = std::make_unique<NodeSetReconciler>(&rt_, inputs, &slurm_);
     ctl_.workspaces = std::make_unique<WorkspaceReconciler>(&rt_, inputs, &slurm_);
     ctl_.accounting = std::make_unique<AccountingSync>(&rt_, "c1-controller");
