@@ -67,7 +67,7 @@ import json, sys
 db, src = sys.argv[1], sys.argv[2] + "/"
 for entry in json.load(open(db)):
     f = entry["file"]
-    product = "/CMakeFiles/hpcplane" in f and "/hpcplane_it_harness.dir/" not in f
+    product = "/CMakeFiles/hpcplane" in f and "/hpcplane_it_harness.dir/" not in f and "/hpcplane_testkit.dir/" not in f
     if (product and "/Unity/" in f) or (f.startswith(src) and not f.endswith("/exec_stream.cc")):
         print(f)
 PY

@@ -1,6 +1,6 @@
 // hpcplane: one multi-call binary. Hidden roles are dispatched before argument parsing:
 //   __pod-init PLAN     the first process of a local pod (see app/runtime_factory.h)
-//   __daemon DIR NAME   the operator daemon of one cluster (see operator/daemon.h)
+//   __daemon DIR NAME   the operator daemon of one cluster (see app/daemon.h)
 //   __pod-exec CG... -- PROG...  a process exec starts in a local pod (see app/runtime_factory.h)
 #include <unistd.h>
 
