@@ -71,4 +71,18 @@ class FakeSlurm : public slurm::SlurmReader, public slurm::SlurmControl {
   }
 };
 
+// A reader that forwards to a FakeSlurm: a reconciler that makes one reader per endpoint (and
+// owns it) reads the test's Slurm through it.
+class ForwardingReader : public slurm::SlurmReader {
+ public:
+  explicit ForwardingReader(FakeSlurm* s) : s_(s) {}
+  Result<std::string> Ping() override { return s_->Ping(); }
+  Result<std::vector<slurm::SlurmNode>> Nodes() override { return s_->Nodes(); }
+  Result<std::vector<slurm::SlurmJob>> Jobs() override { return s_->Jobs(); }
+  Result<std::vector<slurm::SlurmPartition>> Partitions() override { return s_->Partitions(); }
+
+ private:
+  FakeSlurm* s_;
+};
+
 }  // namespace hpc::fakes

@@ -19,19 +19,6 @@ std::string ConditionStatus(const api::SlurmClusterStatus& st, const std::string
   return c ? c->status : "";
 }
 
-// A reader that forwards to the test's FakeSlurm, so the reconciler may own one per endpoint.
-class ForwardingReader : public slurm::SlurmReader {
- public:
-  explicit ForwardingReader(fakes::FakeSlurm* s) : s_(s) {}
-  Result<std::string> Ping() override { return s_->Ping(); }
-  Result<std::vector<slurm::SlurmNode>> Nodes() override { return s_->Nodes(); }
-  Result<std::vector<slurm::SlurmJob>> Jobs() override { return s_->Jobs(); }
-  Result<std::vector<slurm::SlurmPartition>> Partitions() override { return s_->Partitions(); }
-
- private:
-  fakes::FakeSlurm* s_;
-};
-
 class ClusterReconcilerTest : public ::testing::Test {
  protected:
   ClusterReconcilerTest() {
@@ -40,7 +27,7 @@ class ClusterReconcilerTest : public ::testing::Test {
   }
   std::unique_ptr<ClusterReconciler> NewReconciler() {
     return std::make_unique<ClusterReconciler>(
-        &rt_, inputs_, [this](const std::string&, int) { return std::make_unique<ForwardingReader>(&slurm_); },
+        &rt_, inputs_, [this](const std::string&, int) { return std::make_unique<fakes::ForwardingReader>(&slurm_); },
         &slurm_);
   }
   api::SlurmClusterStatus Pass() {

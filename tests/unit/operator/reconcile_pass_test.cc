@@ -15,19 +15,6 @@
 namespace hpc::op {
 namespace {
 
-// A reader that forwards to the test's FakeSlurm, so the reconciler may own one per endpoint.
-class PassTestReader : public slurm::SlurmReader {
- public:
-  explicit PassTestReader(fakes::FakeSlurm* s) : s_(s) {}
-  Result<std::string> Ping() override { return s_->Ping(); }
-  Result<std::vector<slurm::SlurmNode>> Nodes() override { return s_->Nodes(); }
-  Result<std::vector<slurm::SlurmJob>> Jobs() override { return s_->Jobs(); }
-  Result<std::vector<slurm::SlurmPartition>> Partitions() override { return s_->Partitions(); }
-
- private:
-  fakes::FakeSlurm* s_;
-};
-
 class ReconcilePassTest : public ::testing::Test {
  protected:
   ReconcilePassTest() {
@@ -42,7 +29,8 @@ class ReconcilePassTest : public ::testing::Test {
     inputs.mysql = {105, 105};
     ctl_.rt = &rt_;
     ctl_.cluster = std::make_unique<ClusterReconciler>(
-        &rt_, inputs, [this](const std::string&, int) { return std::make_unique<PassTestReader>(&slurm_); }, &slurm_);
+        &rt_, inputs, [this](const std::string&, int) { return std::make_unique<fakes::ForwardingReader>(&slurm_); },
+        &slurm_);
     ctl_.nodesets = std::make_unique<NodeSetReconciler>(&rt_, inputs, &slurm_);
     ctl_.workspaces = std::make_unique<WorkspaceReconciler>(&rt_, inputs, &slurm_);
     ctl_.accounting = std::make_unique<AccountingSync>(&rt_, "c1-controller");
