@@ -40,6 +40,7 @@ class ReconcilePassTest : public ::testing::Test {
     // squeue --json in the controller pod: the queue the test's FakeSlurm holds is empty.
     rt_.exec_handler = [](const std::string&, const runtime::ExecOptions& o) {
       ProcessResult r;
+      r.exit_code = 0;
       if (!o.argv.empty() && o.argv[0] == "squeue") r.out = R"({"jobs": []})";
       return r;
     };
@@ -127,11 +128,14 @@ TEST_F(ReconcilePassTest, AStatusTheStoreRefusesLeavesThePassUnconvergedAndTheRe
   RegisterWorkers("cpu", 1);
   ASSERT_GT(PassesToConverge(), 0);
   store_.write_error = Status::Unavailable("store is read-only");
-  // A new nodeset appears while statuses cannot be written: its workers are still made.
-  AddPinnedNodeSet("gpu", 1);
+  // Nothing changed but the statuses could not be written: not converged, so the next pass comes
+  // soon and writes them.
   PassOutcome out = Pass();
   EXPECT_FALSE(out.converged) << "a status that was not saved must be written again soon";
-  EXPECT_GE(store_.refused_writes, 2) << "the cluster's and each nodeset's status were tried";
+  EXPECT_GE(store_.refused_writes, 2) << "the cluster's and the nodeset's status were tried";
+  // A new nodeset appears while statuses cannot be written: its workers are still made.
+  AddPinnedNodeSet("gpu", 1);
+  Pass();
   EXPECT_TRUE(rt_.pods.count("gpu-0")) << "the nodesets phase ran after the cluster phase's refused save";
   EXPECT_FALSE(store_.nodeset_status.count("gpu"));
 
@@ -153,7 +157,10 @@ TEST_F(ReconcilePassTest, WorkersOfANodeSetGoneFromTheStoreAreRemoved) {
   for (int i = 0; i < 5 && rt_.pods.count("old-0"); ++i) {
     Pass();
     for (auto& n : slurm_.nodes) {
-      if (n.name == "old-0" && slurm_.Called("drain old-0")) n.flags.insert("DRAIN");
+      if (n.name == "old-0" && slurm_.Called("drain old-0")) {
+        n.flags.insert("DRAIN");
+        n.reason = "hpcplane:scale-down";
+      }
     }
   }
   EXPECT_TRUE(slurm_.Called("drain old-0"));
