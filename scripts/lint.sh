@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # Lint: clang-format (.clang-format) over the C++ of src/, testkit/, tests/, bench/ and fuzz/, then
-# clang-tidy (.clang-tidy, a small check set) over src/. Prints every finding and exits 1 if there
-# is any; `make lint` runs it, and `make test` runs it first.
+# clang-tidy (.clang-tidy, a small check set) over src/, then the web console's JavaScript:
+# ESLint (web/eslint.config.js) and TypeScript's checkJs (web/tsconfig.json), installed from
+# web/'s lockfile. Prints every finding and exits 1 if there is any; `make lint` runs it, and
+# `make test` runs it first.
 #
 # Usage: bash scripts/lint.sh [BUILD_DIR]        check (clang-tidy's compile database goes under BUILD_DIR)
 #        bash scripts/lint.sh --fix               rewrite misformatted files in place
 #        bash scripts/lint.sh --format FILE...    check only the formatting of FILEs
+#        bash scripts/lint.sh --console           check only the web console
 set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
@@ -30,7 +33,27 @@ check_format() {  # FILE...: one line per misformatted file, with the first line
   return "$bad"
 }
 
+lint_console() {  # ESLint and tsc --checkJs over web/console (npm ci again only when the lockfile changed)
+  command -v npm >/dev/null || { echo "lint: node and npm are needed for the web console's checks" >&2; return 1; }
+  if ! cmp -s web/package-lock.json web/node_modules/.installed-from-lock 2>/dev/null; then
+    (cd web && npm ci --no-audit --no-fund --loglevel=error && cp package-lock.json node_modules/.installed-from-lock) || {
+      echo "lint: npm ci in web/ failed" >&2
+      return 1
+    }
+  fi
+  local start=$SECONDS
+  (cd web && ./node_modules/.bin/eslint --max-warnings 0 . && ./node_modules/.bin/tsc -p tsconfig.json) || {
+    echo "lint: the web console has the problems above (web/eslint.config.js, web/tsconfig.json)" >&2
+    return 1
+  }
+  echo "lint: web console: ESLint and tsc --checkJs clean ($((SECONDS - start)) s)"
+}
+
 case "${1:-}" in
+  --console)
+    lint_console
+    exit $?
+    ;;
   --fix)
     cxx_files src testkit tests bench fuzz | xargs clang-format --style="file:$top/.clang-format" -i
     echo "lint: formatted src/ testkit/ tests/ bench/ fuzz/"
@@ -50,6 +73,7 @@ if ! check_format "${files[@]}"; then
   exit 1
 fi
 echo "lint: clang-format: ${#files[@]} files formatted ($((SECONDS - start)) s)"
+lint_console
 
 # clang-tidy reads a compile database of its own configuration: the real build's unity batches
 # (16 sources each, so the heavy headers are parsed a dozen times, not a hundred; findings in a

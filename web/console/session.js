@@ -1,0 +1,60 @@
+// Signing in and out: a token pasted once is exchanged for a session (an HttpOnly cookie and a
+// CSRF token); the page never keeps the token.
+import { api, messageOf } from "./api.js";
+import { $, el, mainArea } from "./dom.js";
+import { route } from "./router.js";
+import { state, stopRefresh } from "./state.js";
+
+/** @param {string} [message] */
+export function showSignIn(message) {
+  stopRefresh();
+  state.me = null;
+  $("#nav").hidden = true;
+  $("#who").hidden = true;
+  const error = el("p", { class: "error", role: "alert", id: "signin-error" }, message || "");
+  const token = el("input", { id: "token", type: "password", autocomplete: "off", required: true, "aria-describedby": "signin-error" });
+  const form = el("form", { class: "signin", onsubmit: async (/** @type {Event} */ ev) => {
+    ev.preventDefault();
+    error.textContent = "";
+    try {
+      const me = await api("POST", "/api/v1/session", { token: token.value });
+      token.value = "";
+      await signedIn(me);
+    } catch (e) {
+      error.textContent = messageOf(e);
+    }
+  } },
+  el("label", { for: "token" }, "API token", token),
+  el("button", { class: "primary", type: "submit", id: "sign-in" }, "Sign in"));
+  mainArea().replaceChildren(el("h1", {}, "Sign in"),
+    el("p", { class: "muted" }, "Paste an API token (hpcplane tokens create). It is exchanged for a session; the page never keeps it."),
+    form, error);
+  token.focus();
+}
+
+// The session `me` (GET or POST /session): who is signed in, their projects in the selector,
+// the admin pages for admins, then the page the hash names.
+/** @param {any} me */
+export async function signedIn(me) {
+  state.me = me;
+  state.csrf = me.csrfToken || "";
+  $("#who-name").textContent = `${me.subject} (${me.role})`;
+  $("#who").hidden = false;
+  $("#nav").hidden = false;
+  for (const a of document.querySelectorAll("[data-admin]")) /** @type {HTMLElement} */ (a).hidden = me.role !== "admin";
+  const { projects } = await api("GET", "/api/v1/projects");
+  const select = $("#project-select");
+  select.replaceChildren(...projects.map((/** @type {string} */ p) => el("option", { value: p }, p)));
+  const fromHash = /^#\/projects\/([a-z][a-z0-9-]*)/.exec(location.hash);
+  state.project = fromHash && projects.includes(fromHash[1]) ? fromHash[1] : projects[0] || "";
+  select.value = state.project;
+  if (!location.hash || location.hash === "#/") location.hash = "#/jobs";
+  else route();
+}
+
+export async function signOut() {
+  try { await api("DELETE", "/api/v1/session"); } catch { /* signed out either way */ }
+  state.csrf = "";
+  history.replaceState(null, "", "#/");
+  showSignIn("Signed out.");
+}
