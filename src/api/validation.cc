@@ -144,75 +144,101 @@ bool IsDnsSubdomain(const std::string& name) {
   return name.size() <= 253 && std::regex_match(name, re);
 }
 
+// One toleration at `at` (spec.pod.tolerations[i]).
+Status ValidateToleration(const std::string& subject, const Toleration& t, const std::string& at) {
+  if (!t.key.empty()) {
+    if (Status s = ValidateLabels(subject, {{t.key, ""}}, at + ".key"); !s.ok()) return s;
+  }
+  if (t.op != "" && t.op != "Equal" && t.op != "Exists") {
+    return FieldError(subject, at + ".operator", fmt::format("must be Equal or Exists (got \"{}\")", Printable(t.op)));
+  }
+  if (t.op == "Exists" && !t.value.empty()) return FieldError(subject, at + ".value", "must be empty with Exists");
+  if (t.key.empty() && t.op != "Exists")
+    return FieldError(subject, at + ".operator", "must be Exists when key is empty");
+  if (!t.value.empty()) {
+    if (Status s = ValidateLabels(subject, {{"v", t.value}}, at); !s.ok()) {
+      return FieldError(subject, at + ".value", "must be a label value: at most 63 letters, digits, '-', '_' or '.'");
+    }
+  }
+  if (t.effect != "" && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute") {
+    return FieldError(
+        subject, at + ".effect",
+        fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute (got \"{}\")", Printable(t.effect)));
+  }
+  if (t.seconds && (t.effect != "NoExecute" || *t.seconds < 0)) {
+    return FieldError(subject, at + ".tolerationSeconds", "is for NoExecute only, and >= 0");
+  }
+  return Status::Ok();
+}
+
+// One node selector term of a node affinity, at `at`.
+Status ValidateNodeSelectorTerm(const std::string& subject, const NodeSelectorTerm& term, const std::string& at) {
+  if (term.match_expressions.empty())
+    return FieldError(subject, at + ".matchExpressions", "must hold at least one expression");
+  for (size_t i = 0; i < term.match_expressions.size(); ++i) {
+    const NodeSelectorRequirement& e = term.match_expressions[i];
+    const std::string here = fmt::format("{}.matchExpressions[{}]", at, i);
+    if (Status s = ValidateLabels(subject, {{e.key, ""}}, here + ".key"); !s.ok() || e.key.empty()) {
+      return FieldError(subject, here + ".key", "must be a label key");
+    }
+    static const std::set<std::string> kOps = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
+    if (!kOps.count(e.op)) {
+      return FieldError(subject, here + ".operator",
+                        fmt::format("must be In, NotIn, Exists, DoesNotExist, Gt or Lt (got \"{}\")", Printable(e.op)));
+    }
+    if ((e.op == "In" || e.op == "NotIn") && e.values.empty()) {
+      return FieldError(subject, here + ".values", fmt::format("must hold at least one value with {}", e.op));
+    }
+    if ((e.op == "Exists" || e.op == "DoesNotExist") && !e.values.empty()) {
+      return FieldError(subject, here + ".values", fmt::format("must be empty with {}", e.op));
+    }
+    if (e.op == "Gt" || e.op == "Lt") {
+      static const std::regex integer("^-?[0-9]{1,18}$");
+      if (e.values.size() != 1 || !std::regex_match(e.values[0], integer)) {
+        return FieldError(subject, here + ".values", fmt::format("must be one integer with {}", e.op));
+      }
+    }
+    for (size_t v = 0; v < e.values.size(); ++v) {
+      if (Status s = ValidateLabels(subject, {{"v", e.values[v]}}, here); !s.ok()) {
+        return FieldError(subject, fmt::format("{}.values[{}]", here, v),
+                          "must be a label value: at most 63 letters, digits, '-', '_' or '.'");
+      }
+    }
+  }
+  return Status::Ok();
+}
+
+// The pod's seccomp profile: a type, and a relative path for Localhost only.
+Status ValidateSeccomp(const std::string& subject, const PodPlacementSpec& pod) {
+  const std::string seccomp = "spec.pod.securityContext.seccompProfile";
+  if (pod.seccomp_type.empty() && pod.seccomp_localhost_profile.empty()) return Status::Ok();
+  if (pod.seccomp_type != "RuntimeDefault" && pod.seccomp_type != "Localhost" && pod.seccomp_type != "Unconfined") {
+    return FieldError(
+        subject, seccomp + ".type",
+        fmt::format("must be RuntimeDefault, Localhost or Unconfined (got \"{}\")", Printable(pod.seccomp_type)));
+  }
+  static const std::regex relative("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$");
+  const std::string& profile = pod.seccomp_localhost_profile;
+  if (pod.seccomp_type == "Localhost" && (!std::regex_match(profile, relative) || profile.size() > 255 ||
+                                          ("/" + profile + "/").find("/../") != std::string::npos)) {
+    return FieldError(subject, seccomp + ".localhostProfile",
+                      "must be a relative path under the kubelet's seccomp directory, without '..'");
+  }
+  if (pod.seccomp_type != "Localhost" && !profile.empty()) {
+    return FieldError(subject, seccomp + ".localhostProfile", "is for type Localhost only");
+  }
+  return Status::Ok();
+}
+
 Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& pod) {
   RETURN_IF_ERROR(ValidateLabels(subject, pod.node_selector, "spec.pod.nodeSelector"));
   for (size_t i = 0; i < pod.tolerations.size(); ++i) {
-    const Toleration& t = pod.tolerations[i];
-    const std::string at = fmt::format("spec.pod.tolerations[{}]", i);
-    if (!t.key.empty()) {
-      if (Status s = ValidateLabels(subject, {{t.key, ""}}, at + ".key"); !s.ok()) return s;
-    }
-    if (t.op != "" && t.op != "Equal" && t.op != "Exists") {
-      return FieldError(subject, at + ".operator",
-                        fmt::format("must be Equal or Exists (got \"{}\")", Printable(t.op)));
-    }
-    if (t.op == "Exists" && !t.value.empty()) return FieldError(subject, at + ".value", "must be empty with Exists");
-    if (t.key.empty() && t.op != "Exists")
-      return FieldError(subject, at + ".operator", "must be Exists when key is empty");
-    if (!t.value.empty()) {
-      if (Status s = ValidateLabels(subject, {{"v", t.value}}, at); !s.ok()) {
-        return FieldError(subject, at + ".value", "must be a label value: at most 63 letters, digits, '-', '_' or '.'");
-      }
-    }
-    if (t.effect != "" && t.effect != "NoSchedule" && t.effect != "PreferNoSchedule" && t.effect != "NoExecute") {
-      return FieldError(
-          subject, at + ".effect",
-          fmt::format("must be NoSchedule, PreferNoSchedule or NoExecute (got \"{}\")", Printable(t.effect)));
-    }
-    if (t.seconds && (t.effect != "NoExecute" || *t.seconds < 0)) {
-      return FieldError(subject, at + ".tolerationSeconds", "is for NoExecute only, and >= 0");
-    }
+    RETURN_IF_ERROR(ValidateToleration(subject, pod.tolerations[i], fmt::format("spec.pod.tolerations[{}]", i)));
   }
-  auto check_term = [&](const NodeSelectorTerm& term, const std::string& at) -> Status {
-    if (term.match_expressions.empty())
-      return FieldError(subject, at + ".matchExpressions", "must hold at least one expression");
-    for (size_t i = 0; i < term.match_expressions.size(); ++i) {
-      const NodeSelectorRequirement& e = term.match_expressions[i];
-      const std::string here = fmt::format("{}.matchExpressions[{}]", at, i);
-      if (Status s = ValidateLabels(subject, {{e.key, ""}}, here + ".key"); !s.ok() || e.key.empty()) {
-        return FieldError(subject, here + ".key", "must be a label key");
-      }
-      static const std::set<std::string> kOps = {"In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt"};
-      if (!kOps.count(e.op)) {
-        return FieldError(
-            subject, here + ".operator",
-            fmt::format("must be In, NotIn, Exists, DoesNotExist, Gt or Lt (got \"{}\")", Printable(e.op)));
-      }
-      if ((e.op == "In" || e.op == "NotIn") && e.values.empty()) {
-        return FieldError(subject, here + ".values", fmt::format("must hold at least one value with {}", e.op));
-      }
-      if ((e.op == "Exists" || e.op == "DoesNotExist") && !e.values.empty()) {
-        return FieldError(subject, here + ".values", fmt::format("must be empty with {}", e.op));
-      }
-      if (e.op == "Gt" || e.op == "Lt") {
-        static const std::regex integer("^-?[0-9]{1,18}$");
-        if (e.values.size() != 1 || !std::regex_match(e.values[0], integer)) {
-          return FieldError(subject, here + ".values", fmt::format("must be one integer with {}", e.op));
-        }
-      }
-      for (size_t v = 0; v < e.values.size(); ++v) {
-        if (Status s = ValidateLabels(subject, {{"v", e.values[v]}}, here); !s.ok()) {
-          return FieldError(subject, fmt::format("{}.values[{}]", here, v),
-                            "must be a label value: at most 63 letters, digits, '-', '_' or '.'");
-        }
-      }
-    }
-    return Status::Ok();
-  };
   const std::string node_affinity = "spec.pod.affinity.nodeAffinity";
   for (size_t i = 0; i < pod.required_node_terms.size(); ++i) {
-    RETURN_IF_ERROR(check_term(
-        pod.required_node_terms[i],
+    RETURN_IF_ERROR(ValidateNodeSelectorTerm(
+        subject, pod.required_node_terms[i],
         fmt::format("{}.requiredDuringSchedulingIgnoredDuringExecution.nodeSelectorTerms[{}]", node_affinity, i)));
   }
   for (size_t i = 0; i < pod.preferred_node_terms.size(); ++i) {
@@ -221,26 +247,9 @@ Status ValidatePodPlacement(const std::string& subject, const PodPlacementSpec& 
       return FieldError(subject, at + ".weight",
                         fmt::format("must be 1-100 (got {})", pod.preferred_node_terms[i].weight));
     }
-    RETURN_IF_ERROR(check_term(pod.preferred_node_terms[i].preference, at + ".preference"));
+    RETURN_IF_ERROR(ValidateNodeSelectorTerm(subject, pod.preferred_node_terms[i].preference, at + ".preference"));
   }
-  const std::string seccomp = "spec.pod.securityContext.seccompProfile";
-  if (!pod.seccomp_type.empty() || !pod.seccomp_localhost_profile.empty()) {
-    if (pod.seccomp_type != "RuntimeDefault" && pod.seccomp_type != "Localhost" && pod.seccomp_type != "Unconfined") {
-      return FieldError(
-          subject, seccomp + ".type",
-          fmt::format("must be RuntimeDefault, Localhost or Unconfined (got \"{}\")", Printable(pod.seccomp_type)));
-    }
-    static const std::regex relative("^[A-Za-z0-9._-]+(/[A-Za-z0-9._-]+)*$");
-    const std::string& profile = pod.seccomp_localhost_profile;
-    if (pod.seccomp_type == "Localhost" && (!std::regex_match(profile, relative) || profile.size() > 255 ||
-                                            ("/" + profile + "/").find("/../") != std::string::npos)) {
-      return FieldError(subject, seccomp + ".localhostProfile",
-                        "must be a relative path under the kubelet's seccomp directory, without '..'");
-    }
-    if (pod.seccomp_type != "Localhost" && !profile.empty()) {
-      return FieldError(subject, seccomp + ".localhostProfile", "is for type Localhost only");
-    }
-  }
+  RETURN_IF_ERROR(ValidateSeccomp(subject, pod));
   if (!pod.priority_class_name.empty() && !IsDnsSubdomain(pod.priority_class_name)) {
     return FieldError(subject, "spec.pod.priorityClassName",
                       "must be a Kubernetes object name (lowercase DNS subdomain)");

@@ -21,6 +21,7 @@
 #include "app/runtime_factory.h"
 #include "common/files.h"
 #include "common/printable.h"
+#include "common/stop_signal.h"
 #include "controlplane/server.h"
 #include "embedded_cluster.h"
 #include "operator/conditions.h"
@@ -140,10 +141,6 @@ Status StopCluster(const Globals& g, const op::ClusterPaths& p, bool purge) {
 // What a cluster stored by an hpcplane without environments ran: the host's Debian 12 Slurm.
 constexpr const char* kEnvironmentBeforeImages = "slurm-22.05";
 
-std::atomic<bool> g_interrupted{false};
-
-void OnInterrupt(int) { g_interrupted = true; }
-
 // A daemon feature's listen address, read by the daemon at its start: written when given
 // (refused while the daemon runs), removed when not given and no daemon runs.
 Status WriteListenConfig(const char* flag, const std::string& listen, const std::string& file, bool running) {
@@ -154,6 +151,63 @@ Status WriteListenConfig(const char* flag, const std::string& listen, const std:
   if (running) return Status::Errorf("{}: the cluster already runs; bring it down first", flag);
   if (auto at = cp::ParseListenAddress(listen); !at.ok()) return Status::Errorf("{}: {}", flag, at.status().message());
   return files::WriteAtomic(file, json{{"listen", listen}}.dump() + "\n", 0600);
+}
+
+// What `up` brings up: without -f, the cluster the state dir holds (its stored specs,
+// unchanged); the embedded demo cluster only when the state dir holds none. A cluster keeps the
+// environment (so the Slurm release) it was created with: a new one is pinned to today's default,
+// one stored before environments existed to the 22.05 it ran.
+struct UpTarget {
+  api::Manifest manifest;
+  std::optional<op::ClusterPaths> stored;
+};
+Result<UpTarget> TargetOfUp(const Globals& g, const std::string& file) {
+  UpTarget t;
+  if (file.empty()) {
+    auto resolved = ResolveCluster(g);
+    if (resolved.ok()) {
+      t.stored = *resolved;
+    } else if (!g.cluster.empty()) {
+      return Status::Errorf("cluster \"{}\" not found in {} (`up -f FILE` creates a cluster)", g.cluster, g.state_dir);
+    } else if (!ListStoredClusters(g.state_dir).empty()) {
+      return resolved.status();
+    }
+  }
+  if (t.stored) {
+    ASSIGN_OR_RETURN(api::SlurmCluster c, op::Store(t.stored->Dir()).LoadCluster());
+    t.manifest.clusters.push_back(c);
+    if (auto saved = op::Store(t.stored->Dir()).LoadNodeSets(); saved.ok()) t.manifest.nodesets = *saved;
+  } else {
+    ASSIGN_OR_RETURN(t.manifest, LoadManifest(file, std::nullopt));
+  }
+  if (t.manifest.clusters.empty()) return Status::Errorf("{}: `up` needs a SlurmCluster", file);
+  api::SlurmCluster& c = t.manifest.clusters[0];
+  if (c.spec.environment.empty()) {
+    c.spec.environment = t.stored ? kEnvironmentBeforeImages : api::kDefaultEnvironment;
+    if (t.stored) RETURN_IF_ERROR(op::Store(t.stored->Dir()).SaveCluster(c));
+  }
+  return t;
+}
+
+// The state dir holds keys, datasets and databases: root's alone (pods see only what they mount).
+// A state dir hpcplane creates is 0700 too; one that exists is left as its owner made it.
+Status MakeClusterDir(const Globals& g, const op::ClusterPaths& p) {
+  const bool fresh_state_dir = !files::Exists(g.state_dir);
+  RETURN_IF_ERROR(files::MakeDirs(p.Dir(), 0700));
+  for (const std::string& dir : {g.state_dir + "/clusters", p.Dir()}) ::chmod(dir.c_str(), 0700);
+  if (fresh_state_dir) ::chmod(g.state_dir.c_str(), 0700);
+  return Status::Ok();
+}
+
+// `up` without --detach: waits while the daemon runs; Ctrl-C (or SIGTERM) brings the cluster down.
+int RunInForeground(const Globals& g, const op::ClusterPaths& p) {
+  std::cout << "Running in the foreground; press Ctrl-C to bring it down (or use --detach)." << std::endl;
+  InstallStopHandlers();
+  while (!StopFlag() && op::RunningDaemon(p) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  if (!StopFlag()) return Fail(Status::Errorf("the hpcplane daemon stopped; see {}", p.LogFile()));
+  std::cout << "\nBringing cluster down..." << std::endl;
+  if (Status s = StopCluster(g, p, false); !s.ok()) return Fail(s);
+  return 0;
 }
 
 }  // namespace
@@ -170,68 +224,27 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
       return Fail(Status::Errorf("{}: {}", flag, at.status().message()));
   }
   if (Status s = Preflight(); !s.ok()) return Fail(s);
-  // Without -f, `up` brings back the cluster the state dir holds (its stored specs, unchanged);
-  // the embedded demo cluster only when the state dir holds none.
-  std::optional<op::ClusterPaths> stored;
-  if (file.empty()) {
-    auto resolved = ResolveCluster(g);
-    if (resolved.ok()) {
-      stored = *resolved;
-    } else if (!g.cluster.empty()) {
-      return Fail(
-          Status::Errorf("cluster \"{}\" not found in {} (`up -f FILE` creates a cluster)", g.cluster, g.state_dir));
-    } else if (!ListStoredClusters(g.state_dir).empty()) {
-      return Fail(resolved.status());
-    }
-  }
-  api::Manifest m;
-  if (stored) {
-    auto c = op::Store(stored->Dir()).LoadCluster();
-    if (!c.ok()) return Fail(c.status());
-    m.clusters.push_back(*c);
-  } else {
-    auto loaded = LoadManifest(file, std::nullopt);
-    if (!loaded.ok()) return Fail(loaded.status());
-    m = std::move(*loaded);
-  }
-  if (m.clusters.empty()) return Fail(Status::Errorf("{}: `up` needs a SlurmCluster", file));
-  // A cluster keeps the environment (so the Slurm release) it was created with: a new one is
-  // pinned to today's default, one stored before environments existed to the 22.05 it ran.
-  if (m.clusters[0].spec.environment.empty()) {
-    m.clusters[0].spec.environment = stored ? kEnvironmentBeforeImages : api::kDefaultEnvironment;
-    if (stored) {
-      if (Status s = op::Store(stored->Dir()).SaveCluster(m.clusters[0]); !s.ok()) return Fail(s);
-    }
-  }
-  const api::SlurmCluster& c = m.clusters[0];
+  auto target = TargetOfUp(g, file);
+  if (!target.ok()) return Fail(target.status());
+  const std::optional<op::ClusterPaths>& stored = target->stored;
+  const api::SlurmCluster& c = target->manifest.clusters[0];
   op::ClusterPaths p{g.state_dir, c.metadata.name};
   // The images the pods run from, built on first use (the first `up` of a release takes a
   // minute or two; later ones reuse them).
-  {
-    std::vector<api::NodeSet> nodesets = m.nodesets;
-    if (stored) {
-      auto saved = op::Store(stored->Dir()).LoadNodeSets();
-      if (saved.ok()) nodesets = *saved;
-    }
-    Status images = app::EnsureClusterImages(
-        g.state_dir, c, nodesets, [](const std::string& line) { std::cout << "  " << Printable(line) << std::endl; });
-    if (!images.ok()) return Fail(images);
-  }
+  Status images = app::EnsureClusterImages(g.state_dir, c, target->manifest.nodesets, [](const std::string& line) {
+    std::cout << "  " << Printable(line) << std::endl;
+  });
+  if (!images.ok()) return Fail(images);
   pid_t running = op::RunningDaemon(p);
   if (running == 0) {
     // A subnet held by another cluster's network is refused before anything is created.
     if (Status free = app::CheckSubnetFree(p, c.metadata.name, c.spec.subnet); !free.ok()) return Fail(free);
   }
-  // The state dir holds keys, datasets and databases: root's alone (pods see only what they mount).
-  // A state dir hpcplane creates is 0700 too; one that exists is left as its owner made it.
-  const bool fresh_state_dir = !files::Exists(g.state_dir);
-  if (Status s = files::MakeDirs(p.Dir(), 0700); !s.ok()) return Fail(s);
-  for (const std::string& dir : {g.state_dir + "/clusters", p.Dir()}) ::chmod(dir.c_str(), 0700);
-  if (fresh_state_dir) ::chmod(g.state_dir.c_str(), 0700);
+  if (Status s = MakeClusterDir(g, p); !s.ok()) return Fail(s);
   op::Store store(p.Dir());
   if (!stored) {
     if (Status s = store.SaveCluster(c); !s.ok()) return Fail(s);
-    for (const auto& ns : m.nodesets) {
+    for (const auto& ns : target->manifest.nodesets) {
       if (Status s = store.SaveNodeSet(ns); !s.ok()) return Fail(s);
     }
   }
@@ -257,15 +270,7 @@ int CmdUp(const Globals& g_in, const std::string& file, bool detach, int timeout
                      control_plane, g.state_dir, c.metadata.name, control_plane)
               << std::endl;
   }
-  if (detach) return 0;
-  std::cout << "Running in the foreground; press Ctrl-C to bring it down (or use --detach)." << std::endl;
-  ::signal(SIGINT, OnInterrupt);
-  ::signal(SIGTERM, OnInterrupt);
-  while (!g_interrupted && op::RunningDaemon(p) != 0) std::this_thread::sleep_for(std::chrono::milliseconds(200));
-  if (!g_interrupted) return Fail(Status::Errorf("the hpcplane daemon stopped; see {}", p.LogFile()));
-  std::cout << "\nBringing cluster down..." << std::endl;
-  if (Status s = StopCluster(g, p, false); !s.ok()) return Fail(s);
-  return 0;
+  return detach ? 0 : RunInForeground(g, p);
 }
 
 int CmdDown(const Globals& g, bool purge) {

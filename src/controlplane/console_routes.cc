@@ -54,7 +54,8 @@ void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
   Store* store = auth->store();
 
   s.Get("/", [](const Request&, Response& res) { Serve("index.html", res); });
-  s.Get(R"(/console/([a-z][a-z_]*\.(?:js|css|html)))", [](const Request& req, Response& res) { Serve(req.matches[1], res); });
+  s.Get(R"(/console/([a-z][a-z_]*\.(?:js|css|html)))",
+        [](const Request& req, Response& res) { Serve(req.matches[1], res); });
   // Browsers ask for an icon on their own; the console has none, and says so without an error.
   s.Get("/favicon.ico", [](const Request&, Response& res) { res.status = 204; });
 

@@ -136,6 +136,133 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
   return Status::FailedPrecondition(fmt::format("waiting for {} pod {}", component, spec.name));
 }
 
+std::vector<Step> ClusterReconciler::ComponentSteps(const api::SlurmCluster& c,
+                                                    const std::vector<api::NodeSet>& nodesets,
+                                                    const std::vector<api::ClusterUser>& extra_users,
+                                                    const std::vector<DatasetGroup>& dataset_groups,
+                                                    api::SlurmClusterStatus* st) {
+  // The steps run after this returns: they hold the caller's objects (which outlive the run) by
+  // reference and `st` by value.
+  return {
+      {"secrets", [this, &c] { return EnsureSecrets(c); }, true},
+      {"volumes", [this, &c] { return EnsureVolumes(c); }, true},
+      // Before any pod: a pod's first packet meets the policy that selects it.
+      {"network", [this, &c] { return EnsureNetworkPolicies(c); }, true},
+      {"config",
+       [this, &c, &nodesets, &extra_users, &dataset_groups] {
+         return EnsureConfig(c, nodesets, extra_users, dataset_groups);
+       },
+       true},
+      // Every Slurm daemon and client authenticates with munge, so munged comes first. The rest
+      // start side by side: slurmrestd and the login pod's clients only reach slurmctld when
+      // asked something, so none waits for another to be ready (bring-up is the slowest pod,
+      // not the sum of them); Ready still needs them all and Slurm answering.
+      {"munge",
+       [this, &c, st] { return in_.munge_sidecars ? Status::Ok() : EnsurePod(BuildMungePod(c, in_), "munge", st); },
+       true},
+      // Accounting starts beside the controller. Inside their pods slurmdbd waits for MariaDB
+      // and slurmctld for slurmdbd (on a first boot until it answers, later at most 5 s).
+      {"mariadb",
+       [this, &c, st] {
+         if (!c.spec.accounting.enabled) return Status::Ok();
+         Status s = EnsurePod(BuildMariaDbPod(c, in_), "mariadb", st);
+         database_ready_ = s.ok();
+         return s;
+       },
+       false},
+      {"slurmdbd",
+       [this, &c, st] {
+         if (!c.spec.accounting.enabled) return Status::Ok();
+         // Started beside MariaDB; inside its pod, slurmdbd waits for the database to answer.
+         Status s = EnsurePod(BuildSlurmdbdPod(c, in_), "slurmdbd", st);
+         slurmdbd_ready_ = s.ok();
+         if (!s.ok() && !database_ready_) st->components["slurmdbd"] = "Waiting: for mariadb";
+         return s;
+       },
+       false},
+      {"controller",
+       [this, &c, st] {
+         Status s = EnsurePod(BuildControllerPod(c, in_), "controller", st, &controller_started_at_);
+         controller_ready_ = s.ok();
+         return s;
+       },
+       false},
+      {"restapi",
+       [this, &c, st] {
+         Status s = EnsurePod(BuildRestApiPod(c, in_), "restapi", st);
+         rest_ready_ = s.ok();
+         return s;
+       },
+       false},
+      {"login",
+       [this, &c, st] {
+         if (!c.spec.login_enabled) {
+           (void)rt_->DeletePod(LoginPodName(c));
+           return Status::Ok();
+         }
+         return EnsurePod(BuildLoginPod(c, in_), "login", st);
+       },
+       false},
+  };
+}
+
+bool ClusterReconciler::ObserveSlurm(const api::SlurmCluster& c, api::SlurmClusterStatus* st,
+                                     std::string* slurm_error) {
+  auto pods = rt_->ListPods({{kLabelCluster, c.metadata.name}});
+  if (pods.ok()) {
+    for (const auto& p : *pods) {
+      if (p.ip.empty()) continue;  // not placed yet: no endpoint to show
+      std::string comp = p.labels.count(kLabelComponent) ? p.labels.at(kLabelComponent) : "";
+      if (comp == "controller") st->endpoints["slurmctld"] = fmt::format("{}:{}", p.ip, slurm::kSlurmctldPort);
+      if (comp == "restapi") {
+        st->endpoints["slurmrestd"] = fmt::format("http://{}:{}", p.ip, c.spec.rest_port);
+        std::string ep = p.ip + ":" + std::to_string(c.spec.rest_port);
+        if (rest_ready_ && (ep != reader_endpoint_ || !reader_)) {
+          reader_ = readers_(p.ip, c.spec.rest_port);
+          reader_endpoint_ = ep;
+        }
+      }
+    }
+  }
+  if (!rest_ready_) reader_.reset(), reader_endpoint_.clear();
+  // Asked only once slurmctld listens: slurmrestd starts beside it and would hold the pass
+  // (and every pod's readiness probe) on a request slurmctld cannot answer yet.
+  if (!reader_ || !controller_ready_) return false;
+  auto version = reader_->Ping();
+  if (!version.ok()) {
+    *slurm_error = version.status().message();
+    return false;
+  }
+  st->component_versions["slurm/slurmctld"] = *version;
+  st->component_versions["slurm/slurmrestd"] = *version;
+  // One Slurm installation serves every daemon of a local cluster.
+  if (slurmdbd_ready_) st->component_versions["slurm/slurmdbd"] = *version;
+  // Slurm answering means munge authenticates between its daemons.
+  if (!in_.munge_version.empty()) st->component_versions["munge"] = in_.munge_version;
+  return true;
+}
+
+void ClusterReconciler::SetConditions(api::SlurmClusterStatus* st, const StepsOutcome& outcome, bool slurm_ok,
+                                      const std::string& slurm_error) {
+  const std::string& waiting = outcome.waiting;
+  const std::vector<std::string>& failures = outcome.failures;
+  bool ready = waiting.empty() && failures.empty() && slurm_ok;
+  SetCondition(&st->conditions, "Ready", ready, ready ? "AllComponentsReady" : "NotReady",
+               ready ? "every component is ready; Slurm answers"
+                     : (!failures.empty()  ? failures.front()
+                        : !waiting.empty() ? waiting
+                                           : "Slurm does not answer: " + slurm_error));
+  SetCondition(&st->conditions, "Progressing", !waiting.empty(), waiting.empty() ? "Converged" : "Waiting", waiting);
+  // slurmrestd up before slurmctld is bring-up, not a fault.
+  const bool rest_failing = rest_ready_ && controller_ready_ && !slurm_ok;
+  bool degraded = degraded_ || !failures.empty() || rest_failing;
+  std::string degraded_msg = !failures.empty() ? failures.front()
+                             : rest_failing    ? "slurmrestd does not answer: " + slurm_error
+                             : degraded_       ? waiting
+                                               : "";
+  SetCondition(&st->conditions, "Degraded", degraded, degraded ? "ComponentFailing" : "Healthy", degraded_msg);
+}
+
 api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
                                                      const std::vector<api::NodeSet>& nodesets,
                                                      const std::vector<api::ClusterUser>& extra_users,
@@ -145,124 +272,17 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   degraded_ = false;
   controller_ready_ = false;
   slurmdbd_ready_ = false;
-  bool rest_ready = false;
-  bool database_ready = false;
-
-  std::vector<Step> steps = {
-      {"secrets", [&] { return EnsureSecrets(c); }, true},
-      {"volumes", [&] { return EnsureVolumes(c); }, true},
-      // Before any pod: a pod's first packet meets the policy that selects it.
-      {"network", [&] { return EnsureNetworkPolicies(c); }, true},
-      {"config", [&] { return EnsureConfig(c, nodesets, extra_users, dataset_groups); }, true},
-      // Every Slurm daemon and client authenticates with munge, so munged comes first. The rest
-      // start side by side: slurmrestd and the login pod's clients only reach slurmctld when
-      // asked something, so none waits for another to be ready (bring-up is the slowest pod,
-      // not the sum of them); Ready still needs them all and Slurm answering.
-      {"munge", [&] { return in_.munge_sidecars ? Status::Ok() : EnsurePod(BuildMungePod(c, in_), "munge", &st); },
-       true},
-      // Accounting starts beside the controller. Inside their pods slurmdbd waits for MariaDB
-      // and slurmctld for slurmdbd (on a first boot until it answers, later at most 5 s).
-      {"mariadb",
-       [&] {
-         if (!c.spec.accounting.enabled) return Status::Ok();
-         Status s = EnsurePod(BuildMariaDbPod(c, in_), "mariadb", &st);
-         database_ready = s.ok();
-         return s;
-       },
-       false},
-      {"slurmdbd",
-       [&] {
-         if (!c.spec.accounting.enabled) return Status::Ok();
-         // Started beside MariaDB; inside its pod, slurmdbd waits for the database to answer.
-         Status s = EnsurePod(BuildSlurmdbdPod(c, in_), "slurmdbd", &st);
-         slurmdbd_ready_ = s.ok();
-         if (!s.ok() && !database_ready) st.components["slurmdbd"] = "Waiting: for mariadb";
-         return s;
-       },
-       false},
-      {"controller",
-       [&] {
-         Status s = EnsurePod(BuildControllerPod(c, in_), "controller", &st, &controller_started_at_);
-         controller_ready_ = s.ok();
-         return s;
-       },
-       false},
-      {"restapi",
-       [&] {
-         Status s = EnsurePod(BuildRestApiPod(c, in_), "restapi", &st);
-         rest_ready = s.ok();
-         return s;
-       },
-       false},
-      {"login",
-       [&] {
-         if (!c.spec.login_enabled) {
-           (void)rt_->DeletePod(LoginPodName(c));
-           return Status::Ok();
-         }
-         return EnsurePod(BuildLoginPod(c, in_), "login", &st);
-       },
-       false},
-  };
-  const StepsOutcome outcome = RunSteps(fmt::format("cluster {}", c.metadata.name), steps);
-  const std::string& waiting = outcome.waiting;
-  const std::vector<std::string>& failures = outcome.failures;
-
+  rest_ready_ = false;
+  database_ready_ = false;
+  const StepsOutcome outcome = RunSteps(fmt::format("cluster {}", c.metadata.name),
+                                        ComponentSteps(c, nodesets, extra_users, dataset_groups, &st));
   // Endpoints and Slurm's own view, through slurmrestd.
-  bool slurm_ok = false;
   std::string slurm_error;
-  auto pods = rt_->ListPods({{kLabelCluster, c.metadata.name}});
-  if (pods.ok()) {
-    for (const auto& p : *pods) {
-      if (p.ip.empty()) continue;  // not placed yet: no endpoint to show
-      std::string comp = p.labels.count(kLabelComponent) ? p.labels.at(kLabelComponent) : "";
-      if (comp == "controller") st.endpoints["slurmctld"] = fmt::format("{}:{}", p.ip, slurm::kSlurmctldPort);
-      if (comp == "restapi") {
-        st.endpoints["slurmrestd"] = fmt::format("http://{}:{}", p.ip, c.spec.rest_port);
-        std::string ep = p.ip + ":" + std::to_string(c.spec.rest_port);
-        if (rest_ready && (ep != reader_endpoint_ || !reader_)) {
-          reader_ = readers_(p.ip, c.spec.rest_port);
-          reader_endpoint_ = ep;
-        }
-      }
-    }
-  }
-  if (!rest_ready) reader_.reset(), reader_endpoint_.clear();
-  // Asked only once slurmctld listens: slurmrestd starts beside it and would hold the pass
-  // (and every pod's readiness probe) on a request slurmctld cannot answer yet.
-  if (reader_ && controller_ready_) {
-    auto version = reader_->Ping();
-    slurm_ok = version.ok();
-    if (slurm_ok) {
-      st.component_versions["slurm/slurmctld"] = *version;
-      st.component_versions["slurm/slurmrestd"] = *version;
-      // One Slurm installation serves every daemon of a local cluster.
-      if (slurmdbd_ready_) st.component_versions["slurm/slurmdbd"] = *version;
-      // Slurm answering means munge authenticates between its daemons.
-      if (!in_.munge_version.empty()) st.component_versions["munge"] = in_.munge_version;
-    } else {
-      slurm_error = version.status().message();
-    }
-  }
+  const bool slurm_ok = ObserveSlurm(c, &st, &slurm_error);
   st.component_versions["hpcplane"] = HPCPLANE_VERSION;
-
   slurm_answered_ = slurm_ok;
-  last_errors_ = static_cast<int>(failures.size());
-  bool ready = waiting.empty() && failures.empty() && slurm_ok;
-  SetCondition(&st.conditions, "Ready", ready, ready ? "AllComponentsReady" : "NotReady",
-               ready ? "every component is ready; Slurm answers"
-                     : (!failures.empty()  ? failures.front()
-                        : !waiting.empty() ? waiting
-                                           : "Slurm does not answer: " + slurm_error));
-  SetCondition(&st.conditions, "Progressing", !waiting.empty(), waiting.empty() ? "Converged" : "Waiting", waiting);
-  // slurmrestd up before slurmctld is bring-up, not a fault.
-  const bool rest_failing = rest_ready && controller_ready_ && !slurm_ok;
-  bool degraded = degraded_ || !failures.empty() || rest_failing;
-  std::string degraded_msg = !failures.empty() ? failures.front()
-                             : rest_failing    ? "slurmrestd does not answer: " + slurm_error
-                             : degraded_       ? waiting
-                                               : "";
-  SetCondition(&st.conditions, "Degraded", degraded, degraded ? "ComponentFailing" : "Healthy", degraded_msg);
+  last_errors_ = static_cast<int>(outcome.failures.size());
+  SetConditions(&st, outcome, slurm_ok, slurm_error);
   st.observed_generation = c.metadata.generation;
   return st;
 }

@@ -63,11 +63,21 @@ class ClusterReconciler {
   Status EnsureConfig(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                       const std::vector<api::ClusterUser>& extra_users,
                       const std::vector<DatasetGroup>& dataset_groups);
-  // Creates the pod (replacing it when its spec changed) and waits for it to be ready.
   // Creates the pod (or replaces it when its spec changed); OK once it is ready. `started_at`,
   // when given, receives the start of its current run.
   Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st,
                    int64_t* started_at = nullptr);
+
+  // The cluster's components as steps, in order; each pod's step records in `st` how it is.
+  std::vector<Step> ComponentSteps(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                                   const std::vector<api::ClusterUser>& extra_users,
+                                   const std::vector<DatasetGroup>& dataset_groups, api::SlurmClusterStatus* st);
+  // The pods' endpoints into `st`, a reader for slurmrestd's, and Slurm's answer through it: its
+  // version, or (returned) why it does not answer. True when Slurm answered.
+  bool ObserveSlurm(const api::SlurmCluster& c, api::SlurmClusterStatus* st, std::string* slurm_error);
+  // Ready, Progressing and Degraded from the steps' outcome and Slurm's answer.
+  void SetConditions(api::SlurmClusterStatus* st, const StepsOutcome& outcome, bool slurm_ok,
+                     const std::string& slurm_error);
 
   runtime::PodRuntime* rt_;
   BuildInputs in_;
@@ -84,6 +94,8 @@ class ClusterReconciler {
   std::string users_group_;     // the /etc/group last applied
   std::string controller_pod_;  // of the cluster last reconciled
   bool degraded_ = false;
+  bool rest_ready_ = false;      // slurmrestd's pod, this pass
+  bool database_ready_ = false;  // MariaDB's pod, this pass
 };
 
 }  // namespace hpc::op

@@ -6,8 +6,10 @@
 
 namespace hpc::slurm {
 
-std::string HealthCheckScript() {
-  return R"SH(#!/bin/bash
+namespace {
+
+// The program itself: bash, run in the worker pod (the image has bash and coreutils).
+constexpr const char* kHealthCheckScript = R"SH(#!/bin/bash
 # hpcplane worker health check (slurm/health_check.h). Run by slurmd as HealthCheckProgram and
 # as Epilog. Reports into the node's Extra field and always exits 0; the operator decides.
 set -u
@@ -163,7 +165,10 @@ report=$(printf '%s' "$report" | tr -c 'A-Za-z0-9 ._:/%()=,+@-' '_' | cut -c 1-2
 timeout -k 1 "$TIMEOUT" scontrol update NodeName="$NODE" Extra="hpcplane-health:$(date +%s):$report" >/dev/null 2>&1
 exit 0
 )SH";
-}
+
+}  // namespace
+
+std::string HealthCheckScript() { return kHealthCheckScript; }
 
 std::string HealthCheckConfig(const api::HealthChecksSpec& h, const std::vector<api::Dataset>& datasets) {
   std::ostringstream o;

@@ -232,14 +232,12 @@ json HostsServiceObject(const ObjectContext& ctx) {
   return o;
 }
 
-Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const ObjectContext& ctx) {
-  if (spec.command.empty()) return Status::Errorf("pod {}: command is empty", spec.name);
-  VolumeSet volumes;
-  const std::string main_name =
-      spec.labels.count("hpcplane.io/component") ? spec.labels.at("hpcplane.io/component") : std::string("main");
+namespace {
 
-  // The main container.
-  json main = {{"name", main_name},
+// The pod's main container: its command, environment, mounts (with /tmp and /dev/shm), probes
+// and resources.
+json MainContainer(const PodSpec& spec, const ObjectContext& ctx, const std::string& name, VolumeSet& volumes) {
+  json main = {{"name", name},
                {"image", ctx.image},
                {"imagePullPolicy", "IfNotPresent"},
                {"command", spec.command},
@@ -251,7 +249,6 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
     main["env"] = env;
   }
   std::vector<Mount> main_mounts = spec.mounts;
-  const int64_t tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kDefaultPodTmpMiB;
   main_mounts.push_back({MountSource::kEmptyDir, "tmp", "/tmp", "", false});
   main_mounts.push_back({MountSource::kEmptyDir, "shm", "/dev/shm", "", false});
   main["volumeMounts"] = volumes.MountsOf(main_mounts);
@@ -275,9 +272,12 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
   }
   json resources = Resources(spec.resources);
   if (!resources.empty()) main["resources"] = resources;
+  return main;
+}
 
-  // Sidecars: init containers that keep running (Kubernetes' native sidecars), started and
-  // started-up before the main container.
+// Sidecars: init containers that keep running (Kubernetes' native sidecars), started and
+// started-up before the main container.
+json SidecarContainers(const PodSpec& spec, const ObjectContext& ctx, VolumeSet& volumes) {
   json init = json::array();
   for (const auto& sc : spec.sidecars) {
     json c = {{"name", sc.name},
@@ -297,11 +297,21 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
     init.push_back(c);
   }
 
-  // Pod volumes, and what the prepare container must do before anything else runs: give each
-  // secret's files their owner and mode 0600, each volume's root its owner and mode.
-  json pod_volumes = json::array();
+  return init;
+}
+
+// The pod's volumes, and the prepare container's mounts and script: what must be done before
+// anything else runs (each secret's files given their owner and mode 0600, each volume's root
+// its owner and mode).
+struct PodVolumes {
+  json volumes = json::array();
   std::string script;
   json prepare_mounts = json::array();
+};
+Result<PodVolumes> VolumesOf(const PodSpec& spec, const MountedObjects& mounted, const ObjectContext& ctx,
+                             const VolumeSet& volumes) {
+  PodVolumes out;
+  const int64_t tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kDefaultPodTmpMiB;
   for (size_t i = 0; i < volumes.sources().size(); ++i) {
     const Mount& m = volumes.sources()[i];
     const std::string& name = volumes.names()[i];
@@ -309,7 +319,7 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
       case MountSource::kConfigMap: {
         auto mode = mounted.config_map_modes.find(m.name);
         int default_mode = mode == mounted.config_map_modes.end() ? 0644 : mode->second;
-        pod_volumes.push_back(
+        out.volumes.push_back(
             {{"name", name}, {"configMap", {{"name", ObjectName(ctx, m.name)}, {"defaultMode", default_mode}}}});
         break;
       }
@@ -319,17 +329,17 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
           return Status::Errorf("pod {}: mounts secret \"{}\", which was not applied", spec.name, m.name);
         }
         const std::string staging = VolumeName("staged", m.name);
-        pod_volumes.push_back(
+        out.volumes.push_back(
             {{"name", staging}, {"secret", {{"secretName", ObjectName(ctx, m.name)}, {"defaultMode", 0400}}}});
-        pod_volumes.push_back({{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "16Mi"}}}});
+        out.volumes.push_back({{"name", name}, {"emptyDir", {{"medium", "Memory"}, {"sizeLimit", "16Mi"}}}});
         const std::string from = std::string(kSecretStagingDir) + "/" + m.name;
         const std::string to = std::string(kSecretCopyDir) + "/" + m.name;
-        prepare_mounts.push_back({{"name", staging}, {"mountPath", from}, {"readOnly", true}});
-        prepare_mounts.push_back({{"name", name}, {"mountPath", to}});
+        out.prepare_mounts.push_back({{"name", staging}, {"mountPath", from}, {"readOnly", true}});
+        out.prepare_mounts.push_back({{"name", name}, {"mountPath", to}});
         const std::string owner = fmt::format("{}:{}", s->second.owner_uid, s->second.owner_gid);
-        script += fmt::format("chown {0} {1} && chmod 0755 {1}\n", owner, ShellQuote(to));
-        script += fmt::format("for f in {}/*; do install -o {} -g {} -m 0600 \"$f\" {}/; done\n", ShellQuote(from),
-                              s->second.owner_uid, s->second.owner_gid, ShellQuote(to));
+        out.script += fmt::format("chown {0} {1} && chmod 0755 {1}\n", owner, ShellQuote(to));
+        out.script += fmt::format("for f in {}/*; do install -o {} -g {} -m 0600 \"$f\" {}/; done\n", ShellQuote(from),
+                                  s->second.owner_uid, s->second.owner_gid, ShellQuote(to));
         break;
       }
       case MountSource::kVolume: {
@@ -337,51 +347,42 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
         if (v == mounted.volumes.end()) {
           return Status::Errorf("pod {}: mounts volume \"{}\", which was not ensured", spec.name, m.name);
         }
-        pod_volumes.push_back({{"name", name}, {"persistentVolumeClaim", {{"claimName", ObjectName(ctx, m.name)}}}});
+        out.volumes.push_back({{"name", name}, {"persistentVolumeClaim", {{"claimName", ObjectName(ctx, m.name)}}}});
         const std::string root = std::string(kVolumeRootDir) + "/" + m.name;
-        prepare_mounts.push_back({{"name", name}, {"mountPath", root}});
-        script += fmt::format("chown {0}:{1} {2} && chmod {3} {2}\n", v->second.owner_uid, v->second.owner_gid,
-                              ShellQuote(root), Octal(v->second.mode));
+        out.prepare_mounts.push_back({{"name", name}, {"mountPath", root}});
+        out.script += fmt::format("chown {0}:{1} {2} && chmod {3} {2}\n", v->second.owner_uid, v->second.owner_gid,
+                                  ShellQuote(root), Octal(v->second.mode));
         break;
       }
       case MountSource::kEmptyDir: {
         json empty = json::object();
         if (m.name == "tmp" || m.name == "shm") empty["sizeLimit"] = Quantity(tmp_mib);
         if (m.name == "shm") empty["medium"] = "Memory";
-        pod_volumes.push_back({{"name", name}, {"emptyDir", empty}});
+        out.volumes.push_back({{"name", name}, {"emptyDir", empty}});
         break;
       }
       case MountSource::kHostPath:
-        pod_volumes.push_back({{"name", name}, {"hostPath", {{"path", m.name}, {"type", "Directory"}}}});
+        out.volumes.push_back({{"name", name}, {"hostPath", {{"path", m.name}, {"type", "Directory"}}}});
         break;
     }
   }
-  if (!script.empty()) {
-    json prepare = {{"name", "prepare"},
-                    {"image", ctx.image},
-                    {"imagePullPolicy", "IfNotPresent"},
-                    {"command", {"/bin/sh", "-ec", script}},
-                    {"securityContext", {{"runAsUser", 0}, {"runAsGroup", 0}}},
-                    {"volumeMounts", prepare_mounts}};
-    init.insert(init.begin(), prepare);
-  }
+  return out;
+}
 
-  static const std::map<RestartPolicy, const char*> kRestart = {
-      {RestartPolicy::kAlways, "Always"}, {RestartPolicy::kOnFailure, "OnFailure"}, {RestartPolicy::kNever, "Never"}};
-  json pod_spec = {
-      {"hostname", spec.name},
-      {"subdomain", HostsServiceName(ctx)},
-      // Short names (`cpu-0`, `<cluster>-controller`) resolve as through /etc/hosts locally.
-      {"dnsConfig",
-       {{"searches", {fmt::format("{}.{}.svc.cluster.local", HostsServiceName(ctx), ctx.namespace_name)}}}},
-      {"restartPolicy", kRestart.at(spec.restart_policy)},
-      // Slurm's pods have no business with the Kubernetes API or other services' variables.
-      {"automountServiceAccountToken", false},
-      {"enableServiceLinks", false},
-      {"containers", json::array({main})},
-      {"volumes", pod_volumes}};
-  if (!init.empty()) pod_spec["initContainers"] = init;
-  const Placement& place = spec.placement;
+// The prepare init container (first of all) when the volumes need one.
+json PrepareContainer(const ObjectContext& ctx, const PodVolumes& v) {
+  return {{"name", "prepare"},
+          {"image", ctx.image},
+          {"imagePullPolicy", "IfNotPresent"},
+          {"command", {"/bin/sh", "-ec", v.script}},
+          {"securityContext", {{"runAsUser", 0}, {"runAsGroup", 0}}},
+          {"volumeMounts", v.prepare_mounts}};
+}
+
+// Where the pod may run and with what: node selector, tolerations, affinity, security context
+// (with the runtime's default seccomp profile unless the admin gave one), priority, pull secrets.
+void ApplyPlacement(const Placement& place, json* pod_spec_ptr) {
+  json& pod_spec = *pod_spec_ptr;
   if (!place.node_selector.empty()) pod_spec["nodeSelector"] = place.node_selector;
   if (!place.tolerations.empty()) {
     json tolerations = json::array();
@@ -410,6 +411,36 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
     for (const auto& name : place.image_pull_secrets) secrets.push_back({{"name", name}});
     pod_spec["imagePullSecrets"] = secrets;
   }
+}
+
+}  // namespace
+
+Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const ObjectContext& ctx) {
+  if (spec.command.empty()) return Status::Errorf("pod {}: command is empty", spec.name);
+  VolumeSet volumes;
+  const std::string main_name =
+      spec.labels.count("hpcplane.io/component") ? spec.labels.at("hpcplane.io/component") : std::string("main");
+  // In this order: the volume set names each volume as the containers first mount it.
+  json main = MainContainer(spec, ctx, main_name, volumes);
+  json init = SidecarContainers(spec, ctx, volumes);
+  ASSIGN_OR_RETURN(PodVolumes pod_volumes, VolumesOf(spec, mounted, ctx, volumes));
+  if (!pod_volumes.script.empty()) init.insert(init.begin(), PrepareContainer(ctx, pod_volumes));
+  static const std::map<RestartPolicy, const char*> kRestart = {
+      {RestartPolicy::kAlways, "Always"}, {RestartPolicy::kOnFailure, "OnFailure"}, {RestartPolicy::kNever, "Never"}};
+  json pod_spec = {
+      {"hostname", spec.name},
+      {"subdomain", HostsServiceName(ctx)},
+      // Short names (`cpu-0`, `<cluster>-controller`) resolve as through /etc/hosts locally.
+      {"dnsConfig",
+       {{"searches", {fmt::format("{}.{}.svc.cluster.local", HostsServiceName(ctx), ctx.namespace_name)}}}},
+      {"restartPolicy", kRestart.at(spec.restart_policy)},
+      // Slurm's pods have no business with the Kubernetes API or other services' variables.
+      {"automountServiceAccountToken", false},
+      {"enableServiceLinks", false},
+      {"containers", json::array({main})},
+      {"volumes", pod_volumes.volumes}};
+  if (!init.empty()) pod_spec["initContainers"] = init;
+  ApplyPlacement(spec.placement, &pod_spec);
   json metadata = Metadata(ctx, spec.name, spec.labels);
   metadata["annotations"] = {{"kubectl.kubernetes.io/default-container", main_name}};
   return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};

@@ -309,45 +309,26 @@ Status LocalRuntime::CreatePod(const PodSpec& spec) {
   return started;
 }
 
-Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
-  RETURN_IF_ERROR(network_.EnsureBridge());
-  RETURN_IF_ERROR(network_.EnsurePod(spec.name, st->ip));
-  // The pod's name resolves from here on, once its address answers (a refused connection, not
-  // an unanswered ARP), and before its own process looks itself up.
-  RETURN_IF_ERROR(UpdateHosts());
+Result<std::string> LocalRuntime::PodImageRoot(const PodSpec& spec, bool* writable) {
+  if (opts_.image_store.empty()) return Status::Errorf("image \"{}\": this runtime has no image store", spec.image);
+  ASSIGN_OR_RETURN(std::string root, ImageStore(opts_.image_store).RootOf(spec.image));
+  if (spec.shared_root.empty()) return root;
+  *writable = spec.shared_root_writable;
+  return EnsureSharedRoot(VolumePath(spec.shared_root), root, spec.image);
+}
+
+Result<LaunchPlan> LocalRuntime::PlanLaunch(const PodSpec& spec) {
   LaunchPlan plan;
   plan.hostname = spec.name;
   // The pod's root is assembled on this empty directory inside the pod's mount namespace only.
   plan.root_dir = PodDir(spec.name) + "/rootfs";
   RETURN_IF_ERROR(files::MakeDirs(plan.root_dir, 0700));
   plan.tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kDefaultPodTmpMiB;
-  if (!spec.image.empty()) {
-    auto root = opts_.image_store.empty()
-                    ? Result<std::string>(Status::Errorf("image \"{}\": this runtime has no image store", spec.image))
-                    : ImageStore(opts_.image_store).RootOf(spec.image);
-    if (!root.ok()) {
-      st->message = root.status().message();
-      return root.status().WithContext("pod " + spec.name);
-    }
-    plan.image_root = *root;
-    if (!spec.shared_root.empty()) {
-      auto shared = EnsureSharedRoot(VolumePath(spec.shared_root), *root, spec.image);
-      if (!shared.ok()) {
-        st->message = shared.status().message();
-        return shared.status().WithContext("pod " + spec.name);
-      }
-      plan.image_root = *shared;
-      plan.image_writable = spec.shared_root_writable;
-    }
-  }
+  if (!spec.image.empty()) ASSIGN_OR_RETURN(plan.image_root, PodImageRoot(spec, &plan.image_writable));
   plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
   for (const auto& m : spec.mounts) {
-    auto src = ResolveMountSource(spec, m);
-    if (!src.ok()) {
-      st->message = src.status().message();
-      return src.status();
-    }
-    plan.mounts.push_back({*src, m.mount_path, m.read_only});
+    ASSIGN_OR_RETURN(std::string src, ResolveMountSource(spec, m));
+    plan.mounts.push_back({src, m.mount_path, m.read_only});
   }
   // Name resolution between pods, as cluster DNS gives on Kubernetes.
   plan.mounts.push_back({opts_.dir + "/hosts", "/etc/hosts", true});
@@ -361,27 +342,26 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   plan.uid = spec.uid;
   plan.gid = spec.gid;
   plan.working_dir = spec.working_dir;
-  if (Status s = cgroups_.Create(spec.name, spec.resources.limits); !s.ok()) {
-    st->message = s.message();
-    return s.WithContext("pod " + spec.name);
-  }
+  RETURN_IF_ERROR(cgroups_.Create(spec.name, spec.resources.limits));
   for (const auto& dir : cgroups_.Dirs(spec.name)) {
     plan.cgroups.push_back({dir.host_dir, dir.pod_path, !spec.delegate_cgroups});
   }
-  oom_kills_at_start_[spec.name] = cgroups_.OomKills(spec.name);
-  const std::string plan_path = PodDir(spec.name) + "/launch.json";
-  RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(plan).dump(2), 0600));
+  return plan;
+}
 
-  int log_fd = ::open((PodDir(spec.name) + "/log").c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-  if (log_fd < 0) return Status::Errorf("pod {}: open log: {}", spec.name, std::strerror(errno));
+namespace {
+
+// Clones `hpcplane __pod-init PLAN` (the program `exe`) into new PID, mount and UTS namespaces,
+// its output appended to `log`. Only async-signal-safe calls happen between clone and exec.
+Result<pid_t> CloneInit(const std::string& exe, const std::string& plan_path, const std::string& log) {
+  int log_fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
+  if (log_fd < 0) return Status::Errorf("open log: {}", std::strerror(errno));
   int null_fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-
   struct Args {
     int log_fd, null_fd;
     const char* exe;
     const char* plan;
-  } args{log_fd, null_fd, opts_.self_exe.c_str(), plan_path.c_str()};
-  // Only async-signal-safe calls happen between clone and exec.
+  } args{log_fd, null_fd, exe.c_str(), plan_path.c_str()};
   auto child_fn = [](void* p) -> int {
     auto* a = static_cast<Args*>(p);
     sigset_t none;
@@ -401,18 +381,39 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   int err = errno;
   ::close(log_fd);
   ::close(null_fd);
-  if (pid < 0) {
-    st->message = fmt::format("clone: {}", std::strerror(err));
-    return Status::Errorf("pod {}: {}", spec.name, st->message);
+  if (pid < 0) return Status::Errorf("clone: {}", std::strerror(err));
+  return pid;
+}
+
+}  // namespace
+
+Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
+  RETURN_IF_ERROR(network_.EnsureBridge());
+  RETURN_IF_ERROR(network_.EnsurePod(spec.name, st->ip));
+  // The pod's name resolves from here on, once its address answers (a refused connection, not
+  // an unanswered ARP), and before its own process looks itself up.
+  RETURN_IF_ERROR(UpdateHosts());
+  auto plan = PlanLaunch(spec);
+  if (!plan.ok()) {
+    st->message = plan.status().message();
+    return plan.status().WithContext("pod " + spec.name);
   }
-  st->pid = pid;
-  st->pid_start = hpc::ProcessStartTime(pid);
+  oom_kills_at_start_[spec.name] = cgroups_.OomKills(spec.name);
+  const std::string plan_path = PodDir(spec.name) + "/launch.json";
+  RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(*plan).dump(2), 0600));
+  auto pid = CloneInit(opts_.self_exe, plan_path, PodDir(spec.name) + "/log");
+  if (!pid.ok()) {
+    st->message = pid.status().message();
+    return pid.status().WithContext("pod " + spec.name);
+  }
+  st->pid = *pid;
+  st->pid_start = hpc::ProcessStartTime(*pid);
   st->started_at = UnixNow();
   st->ready = false;
   st->stopped = false;
   st->message.clear();
   next_probe_ms_[spec.name] = 0;
-  spdlog::info("pod {} started (pid {}, ip {})", spec.name, pid, st->ip);
+  spdlog::info("pod {} started (pid {}, ip {})", spec.name, *pid, st->ip);
   return Status::Ok();
 }
 

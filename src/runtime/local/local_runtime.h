@@ -16,6 +16,7 @@
 
 #include "runtime/local/network.h"
 #include "runtime/local/pod_cgroups.h"
+#include "runtime/local/pod_init.h"
 #include "runtime/pod_runtime.h"
 
 namespace hpc::runtime::local {
@@ -70,6 +71,17 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   Result<PodState> LoadState(const std::string& pod) const;
   Status SaveState(const std::string& pod, const PodState& st) const;
   Status StartPod(const PodSpec& spec, PodState* st);
+  // Supervision of one pod whose process runs: readiness, liveness and (without cgroups) its
+  // memory limit; a hung or oversized pod is killed, and restarted as it exits.
+  void WatchRunningPod(const std::string& name, const PodSpec& spec, PodState* st, int64_t now_ms);
+  // Supervision of one pod whose process is gone: its exit recorded, then a restart by its
+  // policy, with backoff. `before` is its state when this supervision began.
+  void HandleExitedPod(const std::string& name, const PodSpec& spec, PodState* st, const PodState& before,
+                       int64_t now_ms);
+  // What the pod's init needs to build the pod: its root, mounts, command, user and cgroups.
+  Result<LaunchPlan> PlanLaunch(const PodSpec& spec);
+  // The root the pod runs on: its image's, or the cluster's shared root made from it.
+  Result<std::string> PodImageRoot(const PodSpec& spec, bool* writable);
   Status StopProcess(PodState* st);
   // Rewrites the hosts file every pod mounts at /etc/hosts from the pods' addresses.
   Status UpdateHosts();

@@ -36,6 +36,90 @@ int64_t DescendantsRssKiB(pid_t pid) {
   return total;
 }
 
+void LocalRuntime::WatchRunningPod(const std::string& name, const PodSpec& spec, PodState* st, int64_t now_ms) {
+  if (now_ms >= next_probe_ms_[name]) {
+    st->ready = ProbeReady(spec, *st);
+    // Probe often until ready. A ready TCP server is not probed again (each probe is a
+    // connection the daemon logs as an error); process supervision covers its death.
+    // A pod with a liveness probe is watched by that once ready.
+    const bool tcp = spec.readiness.tcp_port > 0;
+    next_probe_ms_[name] = now_ms + (!st->ready ? 25 : tcp || spec.liveness.Set() ? INT64_MAX / 2 : 10000);
+    if (st->ready && UnixNow() - st->started_at > 10) st->consecutive_failures = 0;
+  }
+  const LivenessProbe& live = spec.liveness;
+  if (live.Set() && st->ready && now_ms >= next_liveness_ms_[name]) {
+    next_liveness_ms_[name] = now_ms + live.period_seconds * 1000LL;
+    if (ProbeAlive(spec, *st)) {
+      liveness_failures_[name] = 0;
+    } else if (++liveness_failures_[name] >= live.failure_threshold) {
+      // Hung, not dead: as PID 1 of the pod, its death ends every process in it; the exit
+      // below restarts it by its policy.
+      killed_why_[name] = fmt::format("killed: its liveness probe failed {} times in a row ({} s apart)",
+                                      liveness_failures_[name], live.period_seconds);
+      liveness_failures_[name] = 0;
+      spdlog::warn("pod {} {}", name, killed_why_[name]);
+      ::kill(st->pid, SIGKILL);
+    }
+  }
+  const int64_t limit_mib = spec.resources.limits.memory_mib;
+  // Without cgroups the supervisor is what enforces the memory limit.
+  const bool unconfined = cgroups_.hierarchy() == CgroupHierarchy::kNone;
+  if (unconfined && limit_mib > 0 && now_ms >= next_memory_check_ms_[name]) {
+    next_memory_check_ms_[name] = now_ms + 1000;
+    // What runs under the pod's init: the init is hpcplane's, not the workload's.
+    int64_t rss_mib = DescendantsRssKiB(st->pid) / 1024;
+    if (rss_mib > limit_mib) {
+      // As PID 1 of the pod, its death ends every process in it; the exit below restarts it.
+      killed_why_[name] =
+          fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB", rss_mib, limit_mib);
+      spdlog::warn("pod {} {}", name, killed_why_[name]);
+      ::kill(st->pid, SIGKILL);
+    }
+  }
+}
+
+void LocalRuntime::HandleExitedPod(const std::string& name, const PodSpec& spec, PodState* st, const PodState& before,
+                                   int64_t now_ms) {
+  if (st->pid > 0) {
+    auto it = reaped_.find(st->pid);
+    st->last_exit = it != reaped_.end() ? it->second : -1;
+    if (it != reaped_.end()) reaped_.erase(it);
+    bool ran_long = UnixNow() - st->started_at > 10;
+    st->consecutive_failures = ran_long ? 1 : st->consecutive_failures + 1;
+    const auto policy = spec.restart_policy;
+    bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
+    st->message = fmt::format("exited with status {}", st->last_exit);
+    if (st->last_exit == 128 + SIGKILL && cgroups_.OomKills(name) > oom_kills_at_start_[name]) {
+      // The kernel enforced the limit: the pod's main process is what it killed.
+      killed_why_[name] = fmt::format("killed: its processes went over its memory limit of {} MiB (OOM killer)",
+                                      spec.resources.limits.memory_mib);
+    }
+    if (auto k = killed_why_.find(name); k != killed_why_.end()) {
+      st->message = k->second;
+      killed_why_.erase(k);
+    }
+    st->pid = 0;
+    st->pid_start = 0;
+    st->ready = false;
+    if (!restart) {
+      st->stopped = true;
+    } else {
+      // Exponential backoff from 200 ms, capped at 10 s.
+      int64_t delay = std::min<int64_t>(10000, 200LL << std::min(st->consecutive_failures - 1, 6));
+      next_start_ms_[name] = now_ms + delay;
+      spdlog::warn("pod {} {}; restarting in {} ms", name, st->message, delay);
+    }
+  }
+  if (!st->stopped && now_ms >= next_start_ms_[name]) {
+    if (before.pid == 0 && before.started_at > 0) ++st->restarts;
+    Status s = StartPod(spec, st);
+    if (!s.ok()) {
+      spdlog::error("{}", s.message());
+      next_start_ms_[name] = now_ms + 2000;
+    }
+  }
+}
+
 SupervisionResult LocalRuntime::Supervise() {
   SupervisionResult result;
   // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
@@ -52,88 +136,13 @@ SupervisionResult LocalRuntime::Supervise() {
     if (!spec.ok() || !*spec || !st.ok()) continue;
     PodState before = *st;
     if (st->Alive()) {
-      if (now >= next_probe_ms_[name]) {
-        st->ready = ProbeReady(**spec, *st);
-        // Probe often until ready. A ready TCP server is not probed again (each probe is a
-        // connection the daemon logs as an error); process supervision covers its death.
-        // A pod with a liveness probe is watched by that once ready.
-        const bool tcp = (*spec)->readiness.tcp_port > 0;
-        next_probe_ms_[name] = now + (!st->ready ? 25 : tcp || (*spec)->liveness.Set() ? INT64_MAX / 2 : 10000);
-        if (st->ready && UnixNow() - st->started_at > 10) st->consecutive_failures = 0;
-      }
-      const LivenessProbe& live = (*spec)->liveness;
-      if (live.Set() && st->ready && now >= next_liveness_ms_[name]) {
-        next_liveness_ms_[name] = now + live.period_seconds * 1000LL;
-        if (ProbeAlive(**spec, *st)) {
-          liveness_failures_[name] = 0;
-        } else if (++liveness_failures_[name] >= live.failure_threshold) {
-          // Hung, not dead: as PID 1 of the pod, its death ends every process in it; the exit
-          // below restarts it by its policy.
-          killed_why_[name] = fmt::format("killed: its liveness probe failed {} times in a row ({} s apart)",
-                                          liveness_failures_[name], live.period_seconds);
-          liveness_failures_[name] = 0;
-          spdlog::warn("pod {} {}", name, killed_why_[name]);
-          ::kill(st->pid, SIGKILL);
-        }
-      }
-      const int64_t limit_mib = (*spec)->resources.limits.memory_mib;
-      // Without cgroups the supervisor is what enforces the memory limit.
-      const bool unconfined = cgroups_.hierarchy() == CgroupHierarchy::kNone;
-      if (unconfined && limit_mib > 0 && now >= next_memory_check_ms_[name]) {
-        next_memory_check_ms_[name] = now + 1000;
-        // What runs under the pod's init: the init is hpcplane's, not the workload's.
-        int64_t rss_mib = DescendantsRssKiB(st->pid) / 1024;
-        if (rss_mib > limit_mib) {
-          // As PID 1 of the pod, its death ends every process in it; the exit below restarts it.
-          killed_why_[name] =
-              fmt::format("killed: its processes used {} MiB, over its memory limit of {} MiB", rss_mib, limit_mib);
-          spdlog::warn("pod {} {}", name, killed_why_[name]);
-          ::kill(st->pid, SIGKILL);
-        }
-      }
+      WatchRunningPod(name, **spec, &*st, now);
     } else if (!st->stopped) {
-      if (st->pid > 0) {
-        auto it = reaped_.find(st->pid);
-        st->last_exit = it != reaped_.end() ? it->second : -1;
-        if (it != reaped_.end()) reaped_.erase(it);
-        bool ran_long = UnixNow() - st->started_at > 10;
-        st->consecutive_failures = ran_long ? 1 : st->consecutive_failures + 1;
-        const auto policy = (*spec)->restart_policy;
-        bool restart = policy == RestartPolicy::kAlways || (policy == RestartPolicy::kOnFailure && st->last_exit != 0);
-        st->message = fmt::format("exited with status {}", st->last_exit);
-        if (st->last_exit == 128 + SIGKILL && cgroups_.OomKills(name) > oom_kills_at_start_[name]) {
-          // The kernel enforced the limit: the pod's main process is what it killed.
-          killed_why_[name] = fmt::format("killed: its processes went over its memory limit of {} MiB (OOM killer)",
-                                          (*spec)->resources.limits.memory_mib);
-        }
-        if (auto k = killed_why_.find(name); k != killed_why_.end()) {
-          st->message = k->second;
-          killed_why_.erase(k);
-        }
-        st->pid = 0;
-        st->pid_start = 0;
-        st->ready = false;
-        if (!restart) {
-          st->stopped = true;
-        } else {
-          // Exponential backoff from 200 ms, capped at 10 s.
-          int64_t delay = std::min<int64_t>(10000, 200LL << std::min(st->consecutive_failures - 1, 6));
-          next_start_ms_[name] = now + delay;
-          spdlog::warn("pod {} {}; restarting in {} ms", name, st->message, delay);
-        }
-      }
-      if (!st->stopped && now >= next_start_ms_[name]) {
-        if (before.pid == 0 && before.started_at > 0) ++st->restarts;
-        Status s = StartPod(**spec, &*st);
-        if (!s.ok()) {
-          spdlog::error("{}", s.message());
-          next_start_ms_[name] = now + 2000;
-        }
-      }
+      HandleExitedPod(name, **spec, &*st, before, now);
     }
     if (st->pid != before.pid || st->ready != before.ready || st->stopped != before.stopped ||
         st->message != before.message || st->restarts != before.restarts) {
-      (void)SaveState(name, *st);
+      if (Status s = SaveState(name, *st); !s.ok()) spdlog::error("pod {}: {}", name, s.message());
       result.changed = true;
     }
     if (!st->stopped && !(st->Alive() && st->ready)) result.settled = false;
