@@ -63,6 +63,9 @@ class [[nodiscard]] Status {
   Status WithContext(const std::string& context) const {
     return ok() ? *this : Status(code_, context + ": " + message_, field_);
   }
+  // The same failure, naming the request's field it is about (any code: a 409 can name the field
+  // that conflicts).
+  Status WithField(std::string field) const { return ok() ? *this : Status(code_, message_, std::move(field)); }
   // The same failure under another field path prefix, e.g. "jobs[3]" + "state".
   Status InField(const std::string& prefix) const {
     if (ok() || code_ != StatusCode::kInvalidArgument) return *this;

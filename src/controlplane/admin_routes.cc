@@ -10,6 +10,7 @@
 #include "controlplane/http_api.h"
 #include "controlplane/route_table.h"
 #include "controlplane/server.h"
+#include "controlplane/submission_service.h"
 
 namespace hpc::cp {
 using http::Body;

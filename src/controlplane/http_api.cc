@@ -1,4 +1,5 @@
 #include "controlplane/http_api.h"
+#include "controlplane/submission_service.h"
 
 #include <regex>
 
@@ -240,6 +241,28 @@ std::optional<JobRecord> ProjectJob(Store* store, const httplib::Request& req, c
   return **j;
 }
 
+std::function<void(const httplib::Request&, httplib::Response&)> Authenticated(Auth* auth, CallerHandler h) {
+  return [auth, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    if (auto p = auth->Authenticate(req, res)) h(*p, req, res);
+  };
+}
+
+std::function<void(const httplib::Request&, httplib::Response&)> InProject(Auth* auth, ProjectHandler h) {
+  return [auth, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth->Authenticate(req, res);
+    if (!p) return;
+    const std::string project = req.matches[1];
+    if (RequireProject(*p, project, res)) h(*p, project, req, res);
+  };
+}
+
+std::function<void(const httplib::Request&, httplib::Response&)> AdminOnly(Auth* auth, CallerHandler h) {
+  return [auth, h = std::move(h)](const httplib::Request& req, httplib::Response& res) {
+    auto p = auth->Authenticate(req, res);
+    if (p && RequireAdmin(*p, res)) h(*p, req, res);
+  };
+}
+
 bool RequireProject(const Principal& p, const std::string& project, httplib::Response& res) {
   if (p.role == Role::kAgent || !p.MemberOf(project)) {
     Error(res, 403, fmt::format("{} is not a member of project {}", p.subject, project));
@@ -265,18 +288,9 @@ bool RequireAdmin(const Principal& p, httplib::Response& res) {
 }
 
 bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachable_after, httplib::Response& res) {
-  auto dps = store->DataPlanes();
-  if (!dps.ok()) {
-    Error(res, 503, dps.status().message());
-    return false;
-  }
-  for (const auto& dp : *dps) {
-    if (dp.name == name && dp.OffersSlurm() && jwt::UnixNow() - dp.last_report <= unreachable_after) {
-      return true;
-    }
-  }
-  Error(res, 409, "data plane " + name + " is not Healthy with Slurm", "dataPlane");
-  return false;
+  Status ready = SlurmDataPlaneReady(store, name, unreachable_after, jwt::UnixNow());
+  if (!ready.ok()) Error(res, ready);
+  return ready.ok();
 }
 
 bool ValidName(const std::string& s) {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <optional>
@@ -100,6 +101,16 @@ class Auth {
   std::mutex touch_mu_;
   std::map<std::string, int64_t> touched_;  // token digest -> when this server last recorded its use
 };
+
+// Route wrappers: the handler runs only for a caller the request authenticates (else 401, 403
+// for CSRF, 429 or 503 is answered), and only when the caller may use the route: a member of the
+// project the path names in its first group (/api/v1/projects/{project}/...), or an admin.
+using CallerHandler = std::function<void(const Principal&, const httplib::Request&, httplib::Response&)>;
+using ProjectHandler =
+    std::function<void(const Principal&, const std::string& project, const httplib::Request&, httplib::Response&)>;
+std::function<void(const httplib::Request&, httplib::Response&)> Authenticated(Auth* auth, CallerHandler h);
+std::function<void(const httplib::Request&, httplib::Response&)> InProject(Auth* auth, ProjectHandler h);
+std::function<void(const httplib::Request&, httplib::Response&)> AdminOnly(Auth* auth, CallerHandler h);
 
 bool RequireProject(const Principal& p, const std::string& project, httplib::Response& res);
 bool RequireAgentFor(const Principal& p, const std::string& data_plane, httplib::Response& res);

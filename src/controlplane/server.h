@@ -16,8 +16,6 @@
 
 namespace hpc::cp {
 
-inline constexpr const char* kFlagHpcJobs = "EnableHPCJobs";
-
 struct ServerOptions {
   std::string host = "127.0.0.1";
   int port = 8080;                     // 0: any free port (see Server::port())

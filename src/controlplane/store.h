@@ -150,15 +150,19 @@ struct Cancellation {
   int64_t created_at = 0;
 };
 
-class Store {
- public:
-  virtual ~Store() = default;
-  // Applies the migrations not yet applied; returns the schema version.
-  virtual Result<int> Migrate() = 0;
+// The store in narrow interfaces, one per kind of record, so that a service or a route names
+// only what it reads and writes, and a test fakes only that. Store (below) is all of them.
 
+class DataPlaneStore {
+ public:
+  virtual ~DataPlaneStore() = default;
   virtual Status UpsertDataPlane(const DataPlane& dp) = 0;
   virtual Result<std::vector<DataPlane>> DataPlanes() = 0;
+};
 
+class JobStore {
+ public:
+  virtual ~JobStore() = default;
   // Idempotent on (data_plane, cluster, job_id, submit_time); one transaction per batch.
   virtual Status UpsertJobs(const std::vector<JobRecord>& jobs) = 0;
   virtual Result<JobPage> ListJobs(const JobFilter& f, const std::optional<JobCursor>& after, int limit) = 0;
@@ -170,22 +174,31 @@ class Store {
   // Over jobs of f.project submitted in [f.from, f.to) (f's other filters apply too); buckets of
   // `bucket_seconds`.
   virtual Result<JobStats> JobStatistics(const JobFilter& f, int64_t bucket_seconds) = 0;
+};
 
+// What the control plane asks data planes to do: submissions and cancellations.
+class DispatchStore {
+ public:
+  virtual ~DispatchStore() = default;
   virtual Status PutSubmission(const Submission& s) = 0;  // insert or replace
   virtual Result<std::optional<Submission>> GetSubmission(const std::string& id) = 0;
   virtual Result<std::vector<Submission>> PendingSubmissions(const std::string& data_plane) = 0;
   // The API submission that created a job, if it was one.
   virtual Result<std::optional<Submission>> SubmissionOfJob(const std::string& data_plane, const std::string& cluster,
                                                             int64_t job_id, int64_t submit_time) = 0;
-
   virtual Status PutCancellation(const Cancellation& c) = 0;  // insert or replace
   virtual Result<std::optional<Cancellation>> GetCancellation(const std::string& id) = 0;
   virtual Result<std::vector<Cancellation>> PendingCancellations(const std::string& data_plane) = 0;
+};
+
+// Projects: their configuration, their batch job templates, and their users' uids.
+class ProjectStore {
+ public:
+  virtual ~ProjectStore() = default;
   virtual Status PutProject(const ProjectConfig& p) = 0;  // insert or replace
   virtual Result<std::optional<ProjectConfig>> GetProject(const std::string& name) = 0;
   // Every configured project's name, sorted.
   virtual Result<std::vector<std::string>> ProjectNames() = 0;
-
   // A project's batch job templates, by name: admins write them, members start from them.
   virtual Status PutTemplate(const JobTemplate& t) = 0;  // insert or replace
   virtual Result<std::optional<JobTemplate>> GetTemplate(const std::string& project, const std::string& name) = 0;
@@ -193,10 +206,13 @@ class Store {
   virtual Result<std::vector<JobTemplate>> ProjectTemplates(const std::string& project) = 0;
   // False when the project has no template of that name.
   virtual Result<bool> DeleteTemplate(const std::string& project, const std::string& name) = 0;
-
   // The platform user's uid, the same on every data plane: handed out once, from 20000 up.
   virtual Result<int64_t> AssignUid(const std::string& user) = 0;
+};
 
+class WorkspaceStore {
+ public:
+  virtual ~WorkspaceStore() = default;
   // A (re)launched workspace replaces a settled one of the same id.
   virtual Status PutWorkspace(const WorkspaceRecord& w) = 0;
   virtual Result<std::optional<WorkspaceRecord>> GetWorkspace(const std::string& id) = 0;
@@ -207,7 +223,11 @@ class Store {
   // report and a stop request never overwrite each other.
   virtual Status SetWorkspaceDesired(const std::string& id, const std::string& desired, bool cancel_jobs) = 0;
   virtual Status SetWorkspacePhase(const std::string& id, const std::string& phase, const std::string& message) = 0;
+};
 
+class TokenStore {
+ public:
+  virtual ~TokenStore() = default;
   virtual Status CreateToken(const std::string& token_hash, const TokenInfo& t) = 0;
   Status PutToken(const std::string& token_hash, const Principal& p) {
     TokenInfo t;
@@ -220,16 +240,38 @@ class Store {
   // False when no token has that id; revoking twice keeps the first time.
   virtual Result<bool> RevokeToken(const std::string& id, int64_t at) = 0;
   virtual Status TouchToken(const std::string& token_hash, int64_t at) = 0;
+};
 
+class AuditStore {
+ public:
+  virtual ~AuditStore() = default;
   virtual Status AppendAudit(const AuditEntry& e) = 0;
   // Newest first, older than `before_us` when given.
   virtual Result<std::vector<AuditEntry>> ListAudit(int limit, int64_t before_us = 0) = 0;
+};
 
-  // `observer` hears of every store call: its duration and whether it succeeded.
-  virtual void ObserveOperations(std::function<void(double seconds, bool ok)> observer) = 0;
-
+class FlagStore {
+ public:
+  virtual ~FlagStore() = default;
   virtual Result<std::map<std::string, bool>> Flags() = 0;
   virtual Status SetFlag(const std::string& name, bool value) = 0;
+};
+
+// The whole store: SQLite or PostgreSQL (sql_store.h).
+class Store : public DataPlaneStore,
+              public JobStore,
+              public DispatchStore,
+              public ProjectStore,
+              public WorkspaceStore,
+              public TokenStore,
+              public AuditStore,
+              public FlagStore {
+ public:
+  ~Store() override = default;
+  // Applies the migrations not yet applied; returns the schema version.
+  virtual Result<int> Migrate() = 0;
+  // `observer` hears of every store call: its duration and whether it succeeded.
+  virtual void ObserveOperations(std::function<void(double seconds, bool ok)> observer) = 0;
 };
 
 // "sqlite:PATH", a path, or "postgres://..." / "postgresql://...".

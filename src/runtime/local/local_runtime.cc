@@ -324,7 +324,9 @@ Result<LaunchPlan> LocalRuntime::PlanLaunch(const PodSpec& spec) {
   plan.root_dir = PodDir(spec.name) + "/rootfs";
   RETURN_IF_ERROR(files::MakeDirs(plan.root_dir, 0700));
   plan.tmp_mib = spec.tmp_mib > 0 ? spec.tmp_mib : kDefaultPodTmpMiB;
-  if (!spec.image.empty()) ASSIGN_OR_RETURN(plan.image_root, PodImageRoot(spec, &plan.image_writable));
+  if (!spec.image.empty()) {
+    ASSIGN_OR_RETURN(plan.image_root, PodImageRoot(spec, &plan.image_writable));
+  }
   plan.netns_path = Network::NetnsPath(network_.names().Netns(spec.name));
   for (const auto& m : spec.mounts) {
     ASSIGN_OR_RETURN(std::string src, ResolveMountSource(spec, m));

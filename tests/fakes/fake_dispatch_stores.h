@@ -1,0 +1,98 @@
+// In-memory stores behind the control plane's narrow interfaces that a submission touches
+// (flags, templates, workspaces, data planes, submissions), for unit tests of services; any of
+// them can be made to fail like a store that does not answer.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "controlplane/store.h"
+
+namespace hpc::fakes {
+
+class FakeDispatchStores : public cp::FlagStore,
+                           public cp::WorkspaceStore,
+                           public cp::DataPlaneStore,
+                           public cp::DispatchStore,
+                           public cp::ProjectStore {
+ public:
+  std::map<std::string, bool> flags;
+  std::map<std::string, cp::JobTemplate> templates;  // by "project/name"
+  std::map<std::string, cp::WorkspaceRecord> workspaces;
+  std::vector<cp::DataPlane> data_planes;
+  std::map<std::string, cp::Submission> submissions;
+  bool unavailable = false;  // every call fails as a store that does not answer
+
+  Result<std::map<std::string, bool>> Flags() override { return Answer(flags); }
+  Status SetFlag(const std::string& name, bool value) override {
+    return Write([&] { flags[name] = value; });
+  }
+
+  Status PutWorkspace(const cp::WorkspaceRecord& w) override {
+    return Write([&] { workspaces[w.id] = w; });
+  }
+  Result<std::optional<cp::WorkspaceRecord>> GetWorkspace(const std::string& id) override {
+    return Answer(Find(workspaces, id));
+  }
+  Result<std::vector<cp::WorkspaceRecord>> ProjectWorkspaces(const std::string&) override { return Unused(); }
+  Result<std::vector<cp::WorkspaceRecord>> DataPlaneWorkspaces(const std::string&) override { return Unused(); }
+  Status SetWorkspaceDesired(const std::string&, const std::string&, bool) override { return Unused(); }
+  Status SetWorkspacePhase(const std::string&, const std::string&, const std::string&) override { return Unused(); }
+
+  Status UpsertDataPlane(const cp::DataPlane& dp) override {
+    return Write([&] { data_planes.push_back(dp); });
+  }
+  Result<std::vector<cp::DataPlane>> DataPlanes() override { return Answer(data_planes); }
+
+  Status PutSubmission(const cp::Submission& s) override {
+    return Write([&] { submissions[s.id] = s; });
+  }
+  Result<std::optional<cp::Submission>> GetSubmission(const std::string& id) override {
+    return Answer(Find(submissions, id));
+  }
+  Result<std::vector<cp::Submission>> PendingSubmissions(const std::string&) override { return Unused(); }
+  Result<std::optional<cp::Submission>> SubmissionOfJob(const std::string&, const std::string&, int64_t,
+                                                        int64_t) override {
+    return Unused();
+  }
+  Status PutCancellation(const cp::Cancellation&) override { return Unused(); }
+  Result<std::optional<cp::Cancellation>> GetCancellation(const std::string&) override { return Unused(); }
+  Result<std::vector<cp::Cancellation>> PendingCancellations(const std::string&) override { return Unused(); }
+
+  Status PutTemplate(const cp::JobTemplate& t) override {
+    return Write([&] { templates[t.project + "/" + t.name] = t; });
+  }
+  Result<std::optional<cp::JobTemplate>> GetTemplate(const std::string& project, const std::string& name) override {
+    return Answer(Find(templates, project + "/" + name));
+  }
+  Status PutProject(const cp::ProjectConfig&) override { return Unused(); }
+  Result<std::optional<cp::ProjectConfig>> GetProject(const std::string&) override { return Unused(); }
+  Result<std::vector<std::string>> ProjectNames() override { return Unused(); }
+  Result<std::vector<cp::JobTemplate>> ProjectTemplates(const std::string&) override { return Unused(); }
+  Result<bool> DeleteTemplate(const std::string&, const std::string&) override { return Unused(); }
+  Result<int64_t> AssignUid(const std::string&) override { return Unused(); }
+
+ private:
+  template <typename T>
+  static std::optional<T> Find(const std::map<std::string, T>& m, const std::string& key) {
+    auto it = m.find(key);
+    return it == m.end() ? std::nullopt : std::optional<T>(it->second);
+  }
+  template <typename T>
+  Result<T> Answer(T value) const {
+    if (unavailable) return Status::Error("database is locked");
+    return value;
+  }
+  template <typename F>
+  Status Write(F f) {
+    if (unavailable) return Status::Error("database is locked");
+    f();
+    return Status::Ok();
+  }
+  // What the services under test never call: failing loudly shows a test that they did.
+  static Status Unused() { return Status::Internal("FakeDispatchStores: not faked"); }
+};
+
+}  // namespace hpc::fakes
