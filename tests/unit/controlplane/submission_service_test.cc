@@ -5,7 +5,7 @@
 
 #include <gtest/gtest.h>
 
-#include "fakes/fake_dispatch_stores.h"
+#include "fakes/fake_controlplane_stores.h"
 
 namespace hpc::cp {
 namespace {
@@ -43,7 +43,7 @@ class SubmissionServiceTest : public ::testing::Test {
   }
 
   int64_t now_ = 1'800'000'000;
-  fakes::FakeDispatchStores stores_;
+  fakes::FakeControlPlaneStores stores_;
   SubmissionService service_{
       SubmissionService::Stores{&stores_, &stores_, &stores_, &stores_, &stores_},
       SubmissionService::Options{15, [this] { return now_; }, [] { return Result<std::string>(std::string("s1")); }}};

@@ -1,6 +1,6 @@
-// In-memory stores behind the control plane's narrow interfaces that a submission touches
-// (flags, templates, workspaces, data planes, submissions), for unit tests of services; any of
-// them can be made to fail like a store that does not answer.
+// In-memory stores behind the control plane's narrow interfaces that its services use (flags,
+// projects and templates, uids, workspaces, data planes, submissions), for unit tests of the
+// services; all of them can be made to fail like a store that does not answer.
 #pragma once
 
 #include <map>
@@ -12,17 +12,19 @@
 
 namespace hpc::fakes {
 
-class FakeDispatchStores : public cp::FlagStore,
-                           public cp::WorkspaceStore,
-                           public cp::DataPlaneStore,
-                           public cp::DispatchStore,
-                           public cp::ProjectStore {
+class FakeControlPlaneStores : public cp::FlagStore,
+                               public cp::WorkspaceStore,
+                               public cp::DataPlaneStore,
+                               public cp::DispatchStore,
+                               public cp::ProjectStore {
  public:
   std::map<std::string, bool> flags;
   std::map<std::string, cp::JobTemplate> templates;  // by "project/name"
   std::map<std::string, cp::WorkspaceRecord> workspaces;
   std::vector<cp::DataPlane> data_planes;
   std::map<std::string, cp::Submission> submissions;
+  std::map<std::string, cp::ProjectConfig> projects;
+  std::map<std::string, int64_t> uids;
   bool unavailable = false;  // every call fails as a store that does not answer
 
   Result<std::map<std::string, bool>> Flags() override { return Answer(flags); }
@@ -67,12 +69,20 @@ class FakeDispatchStores : public cp::FlagStore,
   Result<std::optional<cp::JobTemplate>> GetTemplate(const std::string& project, const std::string& name) override {
     return Answer(Find(templates, project + "/" + name));
   }
-  Status PutProject(const cp::ProjectConfig&) override { return Unused(); }
-  Result<std::optional<cp::ProjectConfig>> GetProject(const std::string&) override { return Unused(); }
+  Status PutProject(const cp::ProjectConfig& p) override {
+    return Write([&] { projects[p.name] = p; });
+  }
+  Result<std::optional<cp::ProjectConfig>> GetProject(const std::string& name) override {
+    return Answer(Find(projects, name));
+  }
   Result<std::vector<std::string>> ProjectNames() override { return Unused(); }
   Result<std::vector<cp::JobTemplate>> ProjectTemplates(const std::string&) override { return Unused(); }
   Result<bool> DeleteTemplate(const std::string&, const std::string&) override { return Unused(); }
-  Result<int64_t> AssignUid(const std::string&) override { return Unused(); }
+  Result<int64_t> AssignUid(const std::string& user) override {
+    if (unavailable) return Status::Error("database is locked");
+    auto [it, added] = uids.emplace(user, 20000 + static_cast<int64_t>(uids.size()));
+    return it->second;
+  }
 
  private:
   template <typename T>
@@ -92,7 +102,7 @@ class FakeDispatchStores : public cp::FlagStore,
     return Status::Ok();
   }
   // What the services under test never call: failing loudly shows a test that they did.
-  static Status Unused() { return Status::Internal("FakeDispatchStores: not faked"); }
+  static Status Unused() { return Status::Internal("FakeControlPlaneStores: not faked"); }
 };
 
 }  // namespace hpc::fakes
