@@ -1,0 +1,217 @@
+// The REST routes of every route file, in-process: a real cp::Server on a loopback port over an
+// SQLite store in a temp dir (the store is the real one: it is small and fast; the services
+// behind the routes have their own tests on fakes). What each route file promises at its edge:
+// who may call it (401 without a token, 403 for a non-member, a non-admin, another data plane's
+// agent), what a good request returns, and that a refusal names its field.
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+#include <httplib.h>
+
+#include <filesystem>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "controlplane/server.h"
+#include "controlplane/store.h"
+#include "controlplane/submission_service.h"
+
+namespace hpc::cp {
+namespace {
+
+using nlohmann::json;
+
+class RoutesTest : public ::testing::Test {
+ protected:
+  RoutesTest() {
+    dir_ = std::filesystem::temp_directory_path() / ("hpcplane-routes-" + std::to_string(::getpid()) + "-" +
+                                                     ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    std::filesystem::create_directories(dir_);
+    auto store = OpenStore("sqlite:" + (dir_ / "cp.db").string());
+    EXPECT_TRUE(store.ok()) << store.status().message();
+    store_ = std::move(*store);
+    admin_ = Token("root-admin", Role::kAdmin);
+    ann_ = Token("ann", Role::kUser, {"astro"});
+    bob_ = Token("bob", Role::kUser, {"bio"});
+    agent_ = Token("dp1", Role::kAgent);
+    other_agent_ = Token("dp2", Role::kAgent);
+    ServerOptions o;
+    o.port = 0;
+    server_ = std::make_unique<Server>(store_.get(), o);
+    auto port = server_->Bind();
+    EXPECT_TRUE(port.ok()) << port.status().message();
+    port_ = *port;
+    thread_ = std::thread([this] { server_->Serve(); });
+  }
+  ~RoutesTest() override {
+    server_->Stop();
+    thread_.join();
+    server_.reset();
+    store_.reset();
+    std::filesystem::remove_all(dir_);
+  }
+  std::string Token(const std::string& subject, Role role, const std::vector<std::string>& projects = {}) {
+    auto t = BootstrapToken(store_.get(), subject, role, projects);
+    EXPECT_TRUE(t.ok()) << t.status().message();
+    return *t;
+  }
+  struct Answer {
+    int status = 0;
+    json body;
+  };
+  Answer Call(const std::string& method, const std::string& path, const std::string& token,
+              const json& body = nullptr) {
+    httplib::Client c("127.0.0.1", port_);
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    const std::string data = body.is_null() ? "" : body.dump();
+    httplib::Result r = method == "GET"      ? c.Get(path, h)
+                        : method == "DELETE" ? c.Delete(path, h)
+                        : method == "PUT"    ? c.Put(path, h, data, "application/json")
+                                             : c.Post(path, h, data, "application/json");
+    if (!r) return {};
+    return {r->status, json::parse(r->body, nullptr, false)};
+  }
+  // Data plane dp1 reports Healthy with Slurm, and project astro runs its workspaces there.
+  void DataPlaneAndProject() {
+    ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/report", agent_,
+                   {{"state", "Healthy"}, {"componentVersions", {{"slurm/slurmctld", "26.05.5"}}}})
+                  .status,
+              200);
+    ASSERT_EQ(Call("PUT", "/api/v1/projects/astro", admin_, {{"dataPlane", "dp1"}}).status, 200);
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<Store> store_;
+  std::unique_ptr<Server> server_;
+  std::thread thread_;
+  int port_ = 0;
+  std::string admin_, ann_, bob_, agent_, other_agent_;
+};
+
+TEST_F(RoutesTest, EveryRouteFileRefusesACallerWithoutAToken) {
+  for (const auto& [method, path] : std::vector<std::pair<std::string, std::string>>{
+           {"GET", "/api/v1/projects/astro/jobs"},          // job_routes
+           {"GET", "/api/v1/projects/astro/workspaces"},    // workspace_routes
+           {"GET", "/api/v1/flags"},                        // admin_routes
+           {"GET", "/api/v1/projects"},                     // console_routes
+           {"GET", "/api/v1/dataplanes"},                   // dataplane_routes
+           {"GET", "/api/v1/projects/astro/templates"},     // template_routes
+           {"GET", "/api/v1/dataplanes/dp1/cancellations"}  // cancel_routes
+       }) {
+    EXPECT_EQ(Call(method, path, "").status, 401) << method << " " << path;
+  }
+}
+
+TEST_F(RoutesTest, ProjectRoutesAreForTheProjectsMembers) {
+  for (const std::string path :
+       {"/api/v1/projects/astro/jobs", "/api/v1/projects/astro/jobs/export", "/api/v1/projects/astro/workspaces",
+        "/api/v1/projects/astro", "/api/v1/projects/astro/jobs/stats", "/api/v1/projects/astro/templates"}) {
+    EXPECT_EQ(Call("GET", path, bob_).status, 403) << path;
+    EXPECT_EQ(Call("GET", path, agent_).status, 403) << path << ": agents belong to no project";
+  }
+  EXPECT_EQ(Call("GET", "/api/v1/projects/astro/jobs", ann_).status, 200);
+  EXPECT_EQ(Call("GET", "/api/v1/projects/astro/jobs", admin_).status, 200) << "admins see every project";
+}
+
+TEST_F(RoutesTest, AdminRoutesAreForAdmins) {
+  EXPECT_EQ(Call("PUT", "/api/v1/flags/EnableHPCJobs", ann_, {{"value", true}}).status, 403);
+  EXPECT_EQ(Call("POST", "/api/v1/tokens", ann_, {{"subject", "eve"}, {"role", "admin"}}).status, 403);
+  EXPECT_EQ(Call("GET", "/api/v1/audit", ann_).status, 403);
+  EXPECT_EQ(Call("PUT", "/api/v1/projects/astro", ann_, {{"dataPlane", "dp1"}}).status, 403);
+  auto flag = Call("PUT", "/api/v1/flags/EnableHPCJobs", admin_, {{"value", true}});
+  EXPECT_EQ(flag.status, 200);
+  EXPECT_EQ(Call("GET", "/api/v1/flags", ann_).body["flags"][kFlagHpcJobs], true);
+  auto audit = Call("GET", "/api/v1/audit", admin_);
+  ASSERT_EQ(audit.status, 200);
+  EXPECT_EQ(audit.body["entries"][0]["action"], "flag.set");
+}
+
+TEST_F(RoutesTest, TokensAreCreatedOnceShownAndRevokedByTheirOwnerOrAnAdmin) {
+  auto refused = Call("POST", "/api/v1/tokens", admin_, {{"subject", "Eve"}, {"role", "user"}});
+  EXPECT_EQ(refused.status, 400);
+  EXPECT_EQ(refused.body["error"]["field"], "subject");
+  EXPECT_EQ(Call("POST", "/api/v1/tokens", admin_, {{"subject", "eve"}, {"role", "user"}, {"ttl", "0s"}})
+                .body["error"]["field"],
+            "ttl");
+  auto made = Call("POST", "/api/v1/tokens", admin_, {{"subject", "eve"}, {"role", "user"}, {"projects", {"astro"}}});
+  ASSERT_EQ(made.status, 201);
+  const std::string id = made.body["id"], secret = made.body["token"];
+  EXPECT_EQ(Call("GET", "/api/v1/projects", secret).body["projects"], json::array({"astro"}));
+  auto listed = Call("GET", "/api/v1/tokens", secret);
+  ASSERT_EQ(listed.body["tokens"].size(), 1u) << "a user sees only their own tokens";
+  EXPECT_FALSE(listed.body["tokens"][0].contains("token")) << "never the secret again";
+  EXPECT_EQ(Call("DELETE", "/api/v1/tokens/" + id, ann_).status, 404) << "not ann's: not even said to exist";
+  EXPECT_EQ(Call("DELETE", "/api/v1/tokens/" + id, secret).status, 200);
+  EXPECT_EQ(Call("GET", "/api/v1/projects", secret).status, 401);
+}
+
+TEST_F(RoutesTest, AgentRoutesAreForTheirOwnDataPlane) {
+  EXPECT_EQ(Call("POST", "/api/v1/dataplanes/dp1/report", other_agent_, {{"state", "Healthy"}}).status, 403);
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/submissions", other_agent_).status, 403);
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/workspaces", ann_).status, 403);
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/cancellations", other_agent_).status, 403);
+  auto bad = Call("POST", "/api/v1/dataplanes/dp1/report", agent_, {{"state", "Fine"}});
+  EXPECT_EQ(bad.status, 400);
+  EXPECT_EQ(bad.body["error"]["field"], "state");
+  DataPlaneAndProject();
+  auto planes = Call("GET", "/api/v1/dataplanes", ann_);
+  ASSERT_EQ(planes.status, 200);
+  EXPECT_EQ(planes.body["dataPlanes"][0]["slurm"]["offered"], true);
+  auto jobs = Call("POST", "/api/v1/dataplanes/dp1/jobs", agent_, {{"jobs", {{{"jobId", "x"}}}}});
+  EXPECT_EQ(jobs.status, 400);
+  EXPECT_EQ(jobs.body["error"]["field"].get<std::string>().rfind("jobs[0]", 0), 0u) << jobs.body.dump();
+}
+
+TEST_F(RoutesTest, AWorkspaceIsLaunchedSubmittedToAndStoppedThroughTheApi) {
+  DataPlaneAndProject();
+  auto w = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
+  ASSERT_EQ(w.status, 202) << w.body.dump();
+  const std::string id = w.body["id"];
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/workspaces", agent_).body["workspaces"].size(), 1u);
+  EXPECT_EQ(Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object()).body["error"]["field"], "name");
+
+  const json job = {{"workspace", id}, {"script", "#!/bin/bash\nsrun hostname\n"}};
+  EXPECT_EQ(Call("POST", "/api/v1/projects/astro/jobs", ann_, job).status, 403) << "the flag is off";
+  ASSERT_EQ(Call("PUT", "/api/v1/flags/EnableHPCJobs", admin_, {{"value", true}}).status, 200);
+  auto sub = Call("POST", "/api/v1/projects/astro/jobs", ann_, job);
+  ASSERT_EQ(sub.status, 202) << sub.body.dump();
+  const std::string sub_id = sub.body["id"];
+  EXPECT_EQ(Call("GET", "/api/v1/projects/astro/submissions/" + sub_id, ann_).body["state"], "Pending");
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/submissions", agent_).body["submissions"].size(), 1u);
+
+  EXPECT_EQ(Call("DELETE", "/api/v1/projects/astro/workspaces/" + id, admin_).status, 202);
+  EXPECT_EQ(Call("GET", "/api/v1/projects/astro/workspaces/" + id, ann_).body["desired"], "Stopped");
+}
+
+TEST_F(RoutesTest, StatisticsAndTemplatesRefuseBadQueriesByField) {
+  DataPlaneAndProject();
+  auto stats = Call("GET", "/api/v1/projects/astro/jobs/stats?from=100&to=50", ann_);
+  EXPECT_EQ(stats.status, 400);
+  EXPECT_EQ(stats.body["error"]["field"], "from");
+  auto jobs = Call("GET", "/api/v1/projects/astro/jobs?user=Ann", ann_);
+  EXPECT_EQ(jobs.status, 400);
+  EXPECT_EQ(jobs.body["error"]["field"], "user");
+  EXPECT_EQ(Call("PUT", "/api/v1/projects/astro/templates/hello", admin_,
+                 {{"script", "#!/bin/bash\nhostname\n"}, {"options", {{"nodes", 1}}}})
+                .status,
+            201);
+  EXPECT_EQ(Call("GET", "/api/v1/projects/astro/templates/hello", ann_).body["name"], "hello");
+}
+
+TEST_F(RoutesTest, TheConsoleSignsInWithJsonOnlyAndKnowsItsCaller) {
+  httplib::Client c("127.0.0.1", port_);
+  auto form = c.Post("/api/v1/session", "token=" + ann_, "application/x-www-form-urlencoded");
+  ASSERT_TRUE(form);
+  EXPECT_EQ(form->status, 415) << "no cross-site form can sign a browser in";
+  auto signin = c.Post("/api/v1/session", json{{"token", ann_}}.dump(), "application/json");
+  ASSERT_TRUE(signin);
+  EXPECT_EQ(signin->status, 201);
+  EXPECT_NE(signin->get_header_value("Set-Cookie").find("HttpOnly"), std::string::npos);
+  EXPECT_EQ(Call("GET", "/api/v1/session", ann_).body["subject"], "ann");
+  EXPECT_EQ(Call("POST", "/api/v1/session", "", {{"token", agent_}}).status, 403) << "agents have no console";
+}
+
+}  // namespace
+}  // namespace hpc::cp
