@@ -45,15 +45,11 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
   Store* store = auth->store();
 
   s.Post(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/([a-z][a-z0-9-]*)/([a-z][a-z0-9-]*)/(\d+)/cancel)",
-         [=](const Request& req, Response& res) {
-           auto p = auth->Authenticate(req, res);
-           if (!p) return;
-           const std::string project = req.matches[1];
-           if (!http::RequireProject(*p, project, res)) return;
+         http::InProject(auth, [=](const Principal& p, const std::string& project, const Request& req, Response& res) {
            auto found = http::ProjectJob(store, req, project, res);
            if (!found) return;
            const JobRecord& job = *found;
-           if (job.user != p->subject && p->role != Role::kAdmin) {
+           if (job.user != p.subject && p.role != Role::kAdmin) {
              return http::Error(
                  res, 403, fmt::format("job {} is {}'s; only they or an admin may cancel it", job.job_id, job.user));
            }
@@ -68,35 +64,33 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
            c.id = jwt::Sha256Hex(*id).substr(0, 24);
            c.data_plane = job.data_plane, c.cluster = job.cluster, c.project = project;
            c.job_id = job.job_id, c.submit_time = job.submit_time, c.job_user = job.user;
-           c.requested_by = p->subject;
+           c.requested_by = p.subject;
            c.created_at = jwt::UnixNow();
            if (Status st = store->PutCancellation(c); !st.ok()) return http::Error(res, 503, st.message());
-           auth->Audit(p->subject, req, "job.cancel",
+           auth->Audit(p.subject, req, "job.cancel",
                        fmt::format("{}/{}/{}/{}", project, job.data_plane, job.cluster, job.job_id),
                        fmt::format("user {} submitted {}", job.user, job.submit_time));
            http::Ok(res, CancellationJson(c), 202);
-         });
+         }));
 
-  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/cancellations/([0-9a-f]+))", [=](const Request& req, Response& res) {
-    auto p = auth->Authenticate(req, res);
-    if (!p) return;
-    const std::string project = req.matches[1];
-    if (!http::RequireProject(*p, project, res)) return;
-    auto c = store->GetCancellation(req.matches[2]);
-    if (!c.ok()) return http::Error(res, 503, c.status().message());
-    if (!*c || (*c)->project != project) return http::Error(res, 404, "no such cancellation in project " + project);
-    http::Ok(res, CancellationJson(**c));
-  });
+  s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/cancellations/([0-9a-f]+))",
+        http::InProject(auth, [store](const Principal&, const std::string& project, const Request& req, Response& res) {
+          auto c = store->GetCancellation(req.matches[2]);
+          if (!c.ok()) return http::Error(res, 503, c.status().message());
+          if (!*c || (*c)->project != project)
+            return http::Error(res, 404, "no such cancellation in project " + project);
+          http::Ok(res, CancellationJson(**c));
+        }));
 
-  s.Get(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/cancellations)", [=](const Request& req, Response& res) {
-    auto p = auth->Authenticate(req, res);
-    if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
-    auto pending = store->PendingCancellations(req.matches[1]);
-    if (!pending.ok()) return http::Error(res, 503, pending.status().message());
-    json out = json::array();
-    for (const auto& c : *pending) out.push_back(CancellationJson(c));
-    http::Ok(res, {{"cancellations", out}});
-  });
+  s.Get(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/cancellations)",
+        http::Authenticated(auth, [store](const Principal& p, const Request& req, Response& res) {
+          if (!http::RequireAgentFor(p, req.matches[1], res)) return;
+          auto pending = store->PendingCancellations(req.matches[1]);
+          if (!pending.ok()) return http::Error(res, 503, pending.status().message());
+          json out = json::array();
+          for (const auto& c : *pending) out.push_back(CancellationJson(c));
+          http::Ok(res, {{"cancellations", out}});
+        }));
 
   s.Post(R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/cancellations/([0-9a-f]+))", [=](const Request& req, Response& res) {
     auto body = auth->AgentBody(req, res);
