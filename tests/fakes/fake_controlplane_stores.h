@@ -27,6 +27,16 @@ class FakeControlPlaneStores : public cp::FlagStore,
   std::map<std::string, int64_t> uids;
   bool unavailable = false;  // every call fails as a store that does not answer
 
+  // A data plane that reported at `at` as Healthy with Slurm (slurmctld 26.05.5).
+  void AddSlurmDataPlane(const std::string& name, int64_t at) {
+    cp::DataPlane dp;
+    dp.name = name;
+    dp.state = "Healthy";
+    dp.component_versions["slurm/slurmctld"] = "26.05.5";
+    dp.last_report = at;
+    data_planes.push_back(dp);
+  }
+
   Result<std::map<std::string, bool>> Flags() override { return Answer(flags); }
   Status SetFlag(const std::string& name, bool value) override {
     return Write([&] { flags[name] = value; });

@@ -16,12 +16,7 @@ class SubmissionServiceTest : public ::testing::Test {
  protected:
   SubmissionServiceTest() {
     stores_.flags[kFlagHpcJobs] = true;
-    DataPlane dp;
-    dp.name = "dp1";
-    dp.state = "Healthy";
-    dp.component_versions["slurm/slurmctld"] = "26.05.5";
-    dp.last_report = now_;
-    stores_.data_planes.push_back(dp);
+    stores_.AddSlurmDataPlane("dp1", now_);
     WorkspaceRecord w;
     w.id = "ann-astro";
     w.project = "astro";

@@ -21,12 +21,7 @@ class WorkspaceServiceTest : public ::testing::Test {
     astro.data_plane = "dp1";
     astro.tiers = {"small"};
     stores_.projects["astro"] = astro;
-    DataPlane dp;
-    dp.name = "dp1";
-    dp.state = "Healthy";
-    dp.component_versions["slurm/slurmctld"] = "26.05.5";
-    dp.last_report = now_;
-    stores_.data_planes.push_back(dp);
+    stores_.AddSlurmDataPlane("dp1", now_);
   }
   Result<WorkspaceRecord> Launch(const json& body, const Principal& caller) {
     return service_.Launch(caller, "astro", body);
