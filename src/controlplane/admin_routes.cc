@@ -11,6 +11,7 @@
 #include "controlplane/route_table.h"
 #include "controlplane/server.h"
 #include "controlplane/submission_service.h"
+#include "controlplane/token_service.h"
 
 namespace hpc::cp {
 using http::Body;
@@ -22,8 +23,6 @@ using nlohmann::json;
 
 namespace {
 
-constexpr int64_t kMaxTokenTtlSeconds = 3650LL * 86400;
-
 json TokenJson(const TokenInfo& t) {
   return {{"id", t.id},
           {"subject", t.principal.subject},
@@ -34,43 +33,6 @@ json TokenJson(const TokenInfo& t) {
           {"expiresAt", t.expires_at ? json(t.expires_at) : json(nullptr)},
           {"lastUsed", t.last_used ? json(t.last_used) : json(nullptr)},
           {"revokedAt", t.revoked_at ? json(t.revoked_at) : json(nullptr)}};
-}
-
-// The principal a token-creation body asks for (subject, role, projects), checked.
-Result<Principal> RequestedPrincipal(const json& body) {
-  auto bad = [](const std::string& field, const std::string& why) {
-    return Status::InvalidArgument("", why).WithField(field);
-  };
-  if (body.contains("subject") && !body["subject"].is_string()) return bad("subject", "subject must be a string");
-  if (body.contains("role") && !body["role"].is_string()) return bad("role", "role must be a string");
-  std::string subject = body.value("subject", "");
-  if (!ValidName(subject)) return bad("subject", "subject must be a lowercase name (got \"" + subject + "\")");
-  auto role = ParseRole(body.value("role", ""));
-  if (!role) return bad("role", "role must be admin, user, agent or metrics");
-  std::vector<std::string> projects;
-  if (body.contains("projects")) {
-    if (!body["projects"].is_array()) return bad("projects", "projects must be a list of names");
-    for (const auto& pr : body["projects"]) {
-      if (!pr.is_string() || !ValidName(pr.get<std::string>()))
-        return bad("projects", "projects must be a list of names");
-      projects.push_back(pr.get<std::string>());
-    }
-  }
-  return Principal{subject, *role, projects};
-}
-
-// The token's lifetime from "ttl": a duration ("90m", "12h", "30d") or seconds; 0 when none.
-Result<int64_t> RequestedTtl(const json& body) {
-  if (!body.contains("ttl")) return int64_t{0};
-  const json& ttl = body["ttl"];
-  auto seconds = ttl.is_string()            ? api::ParseDurationSeconds(ttl.get<std::string>())
-                 : ttl.is_number_unsigned() ? Result<int64_t>(ttl.get<int64_t>())
-                                            : Result<int64_t>(Status::Error("not a duration"));
-  if (!seconds.ok() || *seconds < 1 || *seconds > kMaxTokenTtlSeconds) {
-    return Status::InvalidArgument("", "ttl must be a duration from 1s to 3650d (\"90m\", \"12h\", \"30d\" or seconds)")
-        .WithField("ttl");
-  }
-  return *seconds;
 }
 
 using httplib::Request;
@@ -97,53 +59,32 @@ void SetFlag(http::Auth* authn, const Principal& p, const Request& req, Response
   Ok(res, {{"name", req.matches[1]}, {"value", (*body)["value"]}});
 }
 
-void CreateToken(http::Auth* authn, const Principal& p, const Request& req, Response& res) {
+void CreateToken(http::Auth* authn, TokenService* tokens, const Principal& p, const Request& req, Response& res) {
   auto body = Body(req, res);
   if (!body) return;
-  auto principal = RequestedPrincipal(*body);
-  if (!principal.ok()) return Error(res, principal.status());
-  TokenInfo t;
-  t.principal = *principal;
-  t.created_at = jwt::UnixNow();
-  t.created_by = p.subject;
-  auto ttl = RequestedTtl(*body);
-  if (!ttl.ok()) return Error(res, ttl.status());
-  if (*ttl) t.expires_at = t.created_at + *ttl;
-  auto token = jwt::NewApiToken();
-  if (!token.ok()) return Error(res, StoreUnavailable(token.status()));
-  const std::string digest = jwt::Sha256Hex(*token);
-  if (Status st = authn->store()->CreateToken(digest, t); !st.ok()) return Error(res, StoreUnavailable(st));
-  t.id = digest.substr(0, 16);
+  auto made = tokens->Create(p.subject, *body);
+  if (!made.ok()) return Error(res, made.status());
+  const TokenInfo& t = made->info;
   authn->Audit(p.subject, req, "token.create", t.id,
                fmt::format("subject {} role {}{}", t.principal.subject, RoleName(t.principal.role),
                            t.expires_at ? fmt::format(" expires {}", t.expires_at) : ""));
   json out = TokenJson(t);
-  out["token"] = *token;  // the only time the secret is shown
+  out["token"] = made->secret;  // the only time the secret is shown
   Ok(res, out, 201);
 }
 
 // Admins see every token; others their own. Never the secret or its digest.
-void ListTokens(TokenStore* store, const Principal& p, Response& res) {
-  auto tokens = store->ListTokens(p.role == Role::kAdmin ? "" : p.subject);
-  if (!tokens.ok()) return Error(res, StoreUnavailable(tokens.status()));
+void ListTokens(TokenService* tokens, const Principal& p, Response& res) {
+  auto list = tokens->List(p);
+  if (!list.ok()) return Error(res, list.status());
   json out = json::array();
-  for (const auto& t : *tokens) out.push_back(TokenJson(t));
+  for (const auto& t : *list) out.push_back(TokenJson(t));
   Ok(res, {{"tokens", out}});
 }
 
-void RevokeToken(http::Auth* authn, const Principal& p, const Request& req, Response& res) {
-  TokenStore* store = authn->store();
+void RevokeToken(http::Auth* authn, TokenService* tokens, const Principal& p, const Request& req, Response& res) {
   const std::string id = req.matches[1];
-  // Others may revoke only their own; whether someone else's id exists is not told.
-  if (p.role != Role::kAdmin) {
-    auto own = store->ListTokens(p.subject);
-    if (!own.ok()) return Error(res, StoreUnavailable(own.status()));
-    bool mine = std::any_of(own->begin(), own->end(), [&](const TokenInfo& t) { return t.id == id; });
-    if (!mine) return Error(res, 404, "no token " + id + " of " + p.subject);
-  }
-  auto found = store->RevokeToken(id, jwt::UnixNow());
-  if (!found.ok()) return Error(res, StoreUnavailable(found.status()));
-  if (!*found) return Error(res, 404, "no token " + id);
+  if (Status s = tokens->Revoke(p, id); !s.ok()) return Error(res, s);
   authn->Audit(p.subject, req, "token.revoke", id);
   Ok(res, {{"id", id}, {"revoked", true}});
 }
@@ -175,20 +116,22 @@ void ListAudit(AuditStore* store, const Request& req, Response& res) {
 
 void AddAdminRoutes(RouteTable& s, http::Auth* authn) {
   Store* store = authn->store();
+  auto tokens = std::make_shared<TokenService>(store, TokenService::Options{});
   s.Get("/api/v1/flags",
         http::Authenticated(authn, [store](const Principal&, const Request&, Response& res) { GetFlags(store, res); }));
   s.Put(R"(/api/v1/flags/([A-Za-z][A-Za-z0-9]*))",
         http::AdminOnly(
             authn, [authn](const Principal& p, const Request& req, Response& res) { SetFlag(authn, p, req, res); }));
-  s.Post("/api/v1/tokens", http::AdminOnly(authn, [authn](const Principal& p, const Request& req, Response& res) {
-           CreateToken(authn, p, req, res);
+  s.Post("/api/v1/tokens",
+         http::AdminOnly(authn, [authn, tokens](const Principal& p, const Request& req, Response& res) {
+           CreateToken(authn, tokens.get(), p, req, res);
          }));
-  s.Get("/api/v1/tokens", http::Authenticated(authn, [store](const Principal& p, const Request&, Response& res) {
-          ListTokens(store, p, res);
+  s.Get("/api/v1/tokens", http::Authenticated(authn, [tokens](const Principal& p, const Request&, Response& res) {
+          ListTokens(tokens.get(), p, res);
         }));
   s.Delete(R"(/api/v1/tokens/([0-9a-f]{16}))",
-           http::Authenticated(authn, [authn](const Principal& p, const Request& req, Response& res) {
-             RevokeToken(authn, p, req, res);
+           http::Authenticated(authn, [authn, tokens](const Principal& p, const Request& req, Response& res) {
+             RevokeToken(authn, tokens.get(), p, req, res);
            }));
   s.Get("/api/v1/audit", http::AdminOnly(authn, [store](const Principal&, const Request& req, Response& res) {
           ListAudit(store, req, res);

@@ -25,7 +25,8 @@ class FakeControlPlaneStores : public cp::FlagStore,
   std::map<std::string, cp::Submission> submissions;
   std::map<std::string, cp::ProjectConfig> projects;
   std::map<std::string, int64_t> uids;
-  bool unavailable = false;  // every call fails as a store that does not answer
+  std::map<std::string, cp::TokenInfo> tokens;  // by digest
+  bool unavailable = false;                     // every call fails as a store that does not answer
 
   // A data plane that reported at `at` as Healthy with Slurm (slurmctld 26.05.5).
   void AddSlurmDataPlane(const std::string& name, int64_t at) {
@@ -88,6 +89,33 @@ class FakeControlPlaneStores : public cp::FlagStore,
   Result<std::vector<std::string>> ProjectNames() override { return Unused(); }
   Result<std::vector<cp::JobTemplate>> ProjectTemplates(const std::string&) override { return Unused(); }
   Result<bool> DeleteTemplate(const std::string&, const std::string&) override { return Unused(); }
+  Status CreateToken(const std::string& token_hash, const cp::TokenInfo& t) override {
+    return Write([&] {
+      tokens[token_hash] = t;
+      tokens[token_hash].id = token_hash.substr(0, 16);
+    });
+  }
+  Result<std::optional<cp::TokenInfo>> LookupToken(const std::string& token_hash) override {
+    return Answer(Find(tokens, token_hash));
+  }
+  Result<std::vector<cp::TokenInfo>> ListTokens(const std::string& subject) override {
+    std::vector<cp::TokenInfo> out;
+    for (const auto& [digest, t] : tokens) {
+      if (subject.empty() || t.principal.subject == subject) out.push_back(t);
+    }
+    return Answer(out);
+  }
+  Result<bool> RevokeToken(const std::string& id, int64_t at) override {
+    if (unavailable) return Status::Error("database is locked");
+    for (auto& [digest, t] : tokens) {
+      if (t.id != id) continue;
+      if (!t.revoked_at) t.revoked_at = at;
+      return true;
+    }
+    return false;
+  }
+  Status TouchToken(const std::string&, int64_t) override { return Unused(); }
+
   Result<int64_t> AssignUid(const std::string& user) override {
     if (unavailable) return Status::Error("database is locked");
     auto [it, added] = uids.emplace(user, 20000 + static_cast<int64_t>(uids.size()));
