@@ -11,6 +11,7 @@
 #include "controlplane/http_api.h"
 #include "controlplane/job_template.h"
 #include "controlplane/route_table.h"
+#include "controlplane/template_service.h"
 
 namespace hpc::cp {
 using nlohmann::json;
@@ -37,6 +38,7 @@ std::optional<std::string> TemplateName(const httplib::Request& req, httplib::Re
 
 void AddTemplateRoutes(RouteTable& s, http::Auth* auth) {
   Store* store = auth->store();
+  auto templates = std::make_shared<TemplateService>(store, jwt::UnixNow);
   using httplib::Request;
   using httplib::Response;
 
@@ -59,45 +61,23 @@ void AddTemplateRoutes(RouteTable& s, http::Auth* auth) {
           http::Ok(res, ToJson(**t));
         }));
 
-  s.Put(kTemplate, http::AdminOnly(auth, [auth, store](const Principal& p, const Request& req, Response& res) {
+  s.Put(kTemplate, http::AdminOnly(auth, [auth, templates](const Principal& p, const Request& req, Response& res) {
           const std::string project = req.matches[1];
           auto name = TemplateName(req, res);
           if (!name) return;
           auto body = http::Body(req, res);
           if (!body) return;
-          auto t = JobTemplateFromJson(project, *name, *body);
-          if (!t.ok()) return http::Error(res, t.status());
-          // Templates belong to a configured project: a typo in the path is not a new project.
-          auto config = store->GetProject(project);
-          if (!config.ok()) return http::Error(res, 503, config.status().message());
-          if (!*config) {
-            return http::Error(
-                res, 404,
-                fmt::format("project {} is not configured (PUT /api/v1/projects/{} first)", project, project));
-          }
-          auto existing = store->ProjectTemplates(project);
-          if (!existing.ok()) return http::Error(res, 503, existing.status().message());
-          bool replaces =
-              std::any_of(existing->begin(), existing->end(), [&](const JobTemplate& e) { return e.name == *name; });
-          if (!replaces && existing->size() >= kMaxTemplatesPerProject) {
-            return http::Error(res, 409,
-                               fmt::format("project {} has {} templates already, the most it may hold", project,
-                                           kMaxTemplatesPerProject));
-          }
-          t->updated_at = jwt::UnixNow();
-          t->updated_by = p.subject;
-          if (Status st = store->PutTemplate(*t); !st.ok()) return http::Error(res, 503, st.message());
-          auth->Audit(p.subject, req, replaces ? "template.update" : "template.create", project + "/" + *name);
-          http::Ok(res, ToJson(*t), replaces ? 200 : 201);
+          auto saved = templates->Put(p.subject, project, *name, *body);
+          if (!saved.ok()) return http::Error(res, saved.status());
+          auth->Audit(p.subject, req, saved->replaced ? "template.update" : "template.create", project + "/" + *name);
+          http::Ok(res, ToJson(saved->job_template), saved->replaced ? 200 : 201);
         }));
 
-  s.Delete(kTemplate, http::AdminOnly(auth, [auth, store](const Principal& p, const Request& req, Response& res) {
+  s.Delete(kTemplate, http::AdminOnly(auth, [auth, templates](const Principal& p, const Request& req, Response& res) {
              const std::string project = req.matches[1];
              auto name = TemplateName(req, res);
              if (!name) return;
-             auto found = store->DeleteTemplate(project, *name);
-             if (!found.ok()) return http::Error(res, 503, found.status().message());
-             if (!*found) return http::Error(res, 404, fmt::format("no template {} in project {}", *name, project));
+             if (Status deleted = templates->Delete(project, *name); !deleted.ok()) return http::Error(res, deleted);
              auth->Audit(p.subject, req, "template.delete", project + "/" + *name);
              http::Ok(res, {{"deleted", *name}});
            }));

@@ -87,8 +87,17 @@ class FakeControlPlaneStores : public cp::FlagStore,
     return Answer(Find(projects, name));
   }
   Result<std::vector<std::string>> ProjectNames() override { return Unused(); }
-  Result<std::vector<cp::JobTemplate>> ProjectTemplates(const std::string&) override { return Unused(); }
-  Result<bool> DeleteTemplate(const std::string&, const std::string&) override { return Unused(); }
+  Result<std::vector<cp::JobTemplate>> ProjectTemplates(const std::string& project) override {
+    std::vector<cp::JobTemplate> out;
+    for (const auto& [key, t] : templates) {
+      if (t.project == project) out.push_back(t);
+    }
+    return Answer(out);
+  }
+  Result<bool> DeleteTemplate(const std::string& project, const std::string& name) override {
+    if (unavailable) return Status::Error("database is locked");
+    return templates.erase(project + "/" + name) > 0;
+  }
   Status CreateToken(const std::string& token_hash, const cp::TokenInfo& t) override {
     return Write([&] {
       tokens[token_hash] = t;
