@@ -28,6 +28,15 @@ class FakeControlPlaneStores : public cp::FlagStore,
   std::map<std::string, cp::TokenInfo> tokens;  // by digest
   bool unavailable = false;                     // every call fails as a store that does not answer
 
+  // Project `name`, configured to run its workspaces on `data_plane` with the tier "small".
+  void AddProject(const std::string& name, const std::string& data_plane) {
+    cp::ProjectConfig p;
+    p.name = name;
+    p.data_plane = data_plane;
+    p.tiers = {"small"};
+    projects[name] = p;
+  }
+
   // A data plane that reported at `at` as Healthy with Slurm (slurmctld 26.05.5).
   void AddSlurmDataPlane(const std::string& name, int64_t at) {
     cp::DataPlane dp;

@@ -14,12 +14,7 @@ using nlohmann::json;
 
 class TemplateServiceTest : public ::testing::Test {
  protected:
-  TemplateServiceTest() {
-    ProjectConfig astro;
-    astro.name = "astro";
-    astro.data_plane = "dp1";
-    stores_.projects["astro"] = astro;
-  }
+  TemplateServiceTest() { stores_.AddProject("astro", "dp1"); }
   fakes::FakeControlPlaneStores stores_;
   TemplateService service_{&stores_, [] { return int64_t{1'800'000'000}; }};
   const json body_ = {

@@ -16,11 +16,7 @@ using nlohmann::json;
 class WorkspaceServiceTest : public ::testing::Test {
  protected:
   WorkspaceServiceTest() {
-    ProjectConfig astro;
-    astro.name = "astro";
-    astro.data_plane = "dp1";
-    astro.tiers = {"small"};
-    stores_.projects["astro"] = astro;
+    stores_.AddProject("astro", "dp1");
     stores_.AddSlurmDataPlane("dp1", now_);
   }
   Result<WorkspaceRecord> Launch(const json& body, const Principal& caller) {
