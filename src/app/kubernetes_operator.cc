@@ -14,6 +14,7 @@
 
 #include "app/kubernetes_store.h"
 #include "app/leader_election.h"
+#include "app/runtime_factory.h"
 #include "app/work_queue.h"
 #include "common/files.h"
 #include "common/log.h"
@@ -179,7 +180,7 @@ class Operator {
     ctx.image = options_.objects.image;
     ctx.storage_class = options_.objects.storage_class;
     ctx.owner_uid = uid;
-    s->rt = std::make_unique<k8s::KubernetesRuntime>(api, ctx);
+    s->rt = OpenKubernetesRuntime(api, ctx);
     s->rt->UseCaches(caches_);
     auto controllers = op::NewClusterControllers(s->rt.get(), inputs_, name,
                                                  fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
