@@ -120,7 +120,7 @@ bool StatsFilter(const Request& req, const std::string& project, JobFilter* f, i
 
 // Charts: jobs per state per bucket, queue waits, node-hours per user per day; computed by the
 // store, so the browser never receives every job.
-void JobStats(JobStore* store, const std::string& project, const Request& req, Response& res) {
+void ServeJobStats(JobStore* store, const std::string& project, const Request& req, Response& res) {
   JobFilter f;
   int64_t bucket = 0;
   if (!StatsFilter(req, project, &f, &bucket, res)) return;
@@ -169,7 +169,7 @@ void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
         }));
   s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/stats)",
         http::InProject(auth, [store](const Principal&, const std::string& project, const Request& req, Response& res) {
-          JobStats(store, project, req, res);
+          ServeJobStats(store, project, req, res);
         }));
 }
 
