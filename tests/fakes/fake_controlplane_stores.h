@@ -16,7 +16,8 @@ class FakeControlPlaneStores : public cp::FlagStore,
                                public cp::WorkspaceStore,
                                public cp::DataPlaneStore,
                                public cp::DispatchStore,
-                               public cp::ProjectStore {
+                               public cp::ProjectStore,
+                               public cp::TokenStore {
  public:
   std::map<std::string, bool> flags;
   std::map<std::string, cp::JobTemplate> templates;  // by "project/name"
