@@ -50,7 +50,7 @@ void SetFlag(http::Auth* authn, const Principal& p, const Request& req, Response
   auto body = Body(req, res);
   if (!body) return;
   if (!body->contains("value") || !(*body)["value"].is_boolean()) {
-    return Error(res, 400, "value must be true or false", "value");
+    return Error(res, Status::InvalidArgument("", "value must be true or false").WithField("value"));
   }
   if (Status st = authn->store()->SetFlag(req.matches[1], (*body)["value"].get<bool>()); !st.ok()) {
     return Error(res, StoreUnavailable(st));

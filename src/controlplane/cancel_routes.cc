@@ -54,19 +54,20 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
                  res, 403, fmt::format("job {} is {}'s; only they or an admin may cancel it", job.job_id, job.user));
            }
            if (!Cancellable(job.state)) {
-             return http::Error(res, 409, fmt::format("job {} is {}: nothing to cancel", job.job_id, job.state),
-                                "state");
+             return http::Error(res,
+                                Status::Conflict(fmt::format("job {} is {}: nothing to cancel", job.job_id, job.state))
+                                    .WithField("state"));
            }
            if (!http::RequireSlurmDataPlane(store, job.data_plane, unreachable_after, res)) return;
            auto id = jwt::RandomBytes(12);
-           if (!id.ok()) return http::Error(res, 503, id.status().message());
+           if (!id.ok()) return http::Error(res, StoreUnavailable(id.status()));
            Cancellation c;
            c.id = jwt::Sha256Hex(*id).substr(0, 24);
            c.data_plane = job.data_plane, c.cluster = job.cluster, c.project = project;
            c.job_id = job.job_id, c.submit_time = job.submit_time, c.job_user = job.user;
            c.requested_by = p.subject;
            c.created_at = jwt::UnixNow();
-           if (Status st = store->PutCancellation(c); !st.ok()) return http::Error(res, 503, st.message());
+           if (Status st = store->PutCancellation(c); !st.ok()) return http::Error(res, StoreUnavailable(st));
            auth->Audit(p.subject, req, "job.cancel",
                        fmt::format("{}/{}/{}/{}", project, job.data_plane, job.cluster, job.job_id),
                        fmt::format("user {} submitted {}", job.user, job.submit_time));
@@ -76,9 +77,9 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
   s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/cancellations/([0-9a-f]+))",
         http::InProject(auth, [store](const Principal&, const std::string& project, const Request& req, Response& res) {
           auto c = store->GetCancellation(req.matches[2]);
-          if (!c.ok()) return http::Error(res, 503, c.status().message());
+          if (!c.ok()) return http::Error(res, StoreUnavailable(c.status()));
           if (!*c || (*c)->project != project)
-            return http::Error(res, 404, "no such cancellation in project " + project);
+            return http::Error(res, Status::NotFound("no such cancellation in project " + project));
           http::Ok(res, CancellationJson(**c));
         }));
 
@@ -86,7 +87,7 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
         http::Authenticated(auth, [store](const Principal& p, const Request& req, Response& res) {
           if (!http::RequireAgentFor(p, req.matches[1], res)) return;
           auto pending = store->PendingCancellations(req.matches[1]);
-          if (!pending.ok()) return http::Error(res, 503, pending.status().message());
+          if (!pending.ok()) return http::Error(res, StoreUnavailable(pending.status()));
           json out = json::array();
           for (const auto& c : *pending) out.push_back(CancellationJson(c));
           http::Ok(res, {{"cancellations", out}});
@@ -96,17 +97,17 @@ void AddCancelRoutes(RouteTable& s, http::Auth* auth, int unreachable_after) {
     auto body = auth->AgentBody(req, res);
     if (!body) return;
     auto c = store->GetCancellation(req.matches[2]);
-    if (!c.ok()) return http::Error(res, 503, c.status().message());
-    if (!*c || (*c)->data_plane != req.matches[1]) return http::Error(res, 404, "no such cancellation");
+    if (!c.ok()) return http::Error(res, StoreUnavailable(c.status()));
+    if (!*c || (*c)->data_plane != req.matches[1]) return http::Error(res, Status::NotFound("no such cancellation"));
     Cancellation x = **c;
     if (!(*body)["state"].is_string() || ((*body)["state"] != "Done" && (*body)["state"] != "Failed")) {
-      return http::Error(res, 400, "state must be Done or Failed", "state");
+      return http::Error(res, Status::InvalidArgument("", "state must be Done or Failed").WithField("state"));
     }
     if (body->contains("error") && !(*body)["error"].is_string())
-      return http::Error(res, 400, "error must be a string", "error");
+      return http::Error(res, Status::InvalidArgument("", "error must be a string").WithField("error"));
     x.state = (*body)["state"];
     x.error = body->value("error", "");
-    if (Status st = store->PutCancellation(x); !st.ok()) return http::Error(res, 503, st.message());
+    if (Status st = store->PutCancellation(x); !st.ok()) return http::Error(res, StoreUnavailable(st));
     http::Ok(res, CancellationJson(x));
   });
 }

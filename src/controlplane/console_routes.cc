@@ -32,7 +32,7 @@ void SecurityHeaders(httplib::Response& res) {
 
 void Serve(const std::string& name, httplib::Response& res) {
   const ConsoleAsset* a = FindConsoleAsset(name);
-  if (!a) return http::Error(res, 404, "no such console file: " + name);
+  if (!a) return http::Error(res, Status::NotFound("no such console file: " + name));
   SecurityHeaders(res);
   res.set_content(a->data, a->size, a->content_type);
 }
@@ -60,16 +60,17 @@ void SignIn(http::Auth* auth, bool secure_cookies, const Request& req, Response&
   auto body = http::Body(req, res);
   if (!body) return;
   if (!body->contains("token") || !(*body)["token"].is_string() || (*body)["token"].get<std::string>().empty()) {
-    return http::Error(res, 400, "token is required (an API token)", "token");
+    return http::Error(res, Status::InvalidArgument("", "token is required (an API token)").WithField("token"));
   }
   const std::string digest = jwt::Sha256Hex((*body)["token"].get<std::string>());
   auto p = auth->AuthenticateDigest(digest, req, res);
   if (!p) return;
   if (p->role == Role::kAgent || p->role == Role::kMetrics) {
-    return http::Error(res, 403, fmt::format("a token of role {} cannot sign in to the console", RoleName(p->role)));
+    return http::Error(res, Status::PermissionDenied(
+                                fmt::format("a token of role {} cannot sign in to the console", RoleName(p->role))));
   }
   auto session = auth->sessions()->Create(digest, jwt::UnixNow());
-  if (!session.ok()) return http::Error(res, 503, session.status().message());
+  if (!session.ok()) return http::Error(res, StoreUnavailable(session.status()));
   auth->Audit(p->subject, req, "session.create", p->subject);
   res.set_header("Set-Cookie", SessionCookie(session->id, auth->sessions()->ttl_seconds(), secure_cookies));
   json out = PrincipalJson(*p);
@@ -80,11 +81,11 @@ void SignIn(http::Auth* auth, bool secure_cookies, const Request& req, Response&
 
 // The projects the caller may open: admins every configured one, others their own.
 void ListProjects(ProjectStore* store, const Principal& p, Response& res) {
-  if (p.role == Role::kAgent) return http::Error(res, 403, "agents have no projects");
+  if (p.role == Role::kAgent) return http::Error(res, Status::PermissionDenied("agents have no projects"));
   std::vector<std::string> names = p.projects;
   if (p.role == Role::kAdmin) {
     auto all = store->ProjectNames();
-    if (!all.ok()) return http::Error(res, 503, all.status().message());
+    if (!all.ok()) return http::Error(res, StoreUnavailable(all.status()));
     names = *all;
   }
   http::Ok(res, {{"projects", names}});
@@ -105,14 +106,13 @@ bool StatsFilter(const Request& req, const std::string& project, JobFilter* f, i
     return false;
   }
   if (f->from >= f->to) {
-    http::Error(res, 400, "from must be before to", "from");
+    http::Error(res, Status::InvalidArgument("", "from must be before to").WithField("from"));
     return false;
   }
   if ((f->to - f->from) / *bucket > kMaxBuckets) {
-    http::Error(res, 400,
-                fmt::format("{} buckets of {} s between from and to; at most {}", (f->to - f->from) / *bucket, *bucket,
-                            kMaxBuckets),
-                "bucket");
+    http::Error(res, Status::InvalidArgument("", fmt::format("{} buckets of {} s between from and to; at most {}",
+                                                             (f->to - f->from) / *bucket, *bucket, kMaxBuckets))
+                         .WithField("bucket"));
     return false;
   }
   return true;
@@ -125,7 +125,7 @@ void ServeJobStats(JobStore* store, const std::string& project, const Request& r
   int64_t bucket = 0;
   if (!StatsFilter(req, project, &f, &bucket, res)) return;
   auto stats = store->JobStatistics(f, bucket);
-  if (!stats.ok()) return http::Error(res, 503, stats.status().message());
+  if (!stats.ok()) return http::Error(res, StoreUnavailable(stats.status()));
   json buckets = json::array(), wait = json::array(), usage = json::array();
   for (const auto& b : stats->buckets) buckets.push_back({{"start", b.start}, {"states", b.states}});
   for (const auto& [label, n] : stats->wait) wait.push_back({{"range", label}, {"jobs", n}});

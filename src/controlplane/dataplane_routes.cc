@@ -36,7 +36,7 @@ using httplib::Response;
 // Every data plane, Unreachable when it has not reported within `unreachable_after` seconds.
 void ListDataPlanes(DataPlaneStore* store, int unreachable_after, Response& res) {
   auto dps = store->DataPlanes();
-  if (!dps.ok()) return Error(res, 503, dps.status().message());
+  if (!dps.ok()) return Error(res, StoreUnavailable(dps.status()));
   json out = json::array();
   int64_t now = jwt::UnixNow();
   for (auto dp : *dps) {
@@ -57,17 +57,20 @@ void Report(http::Auth* authn, const Request& req, Response& res) {
   dp.name = req.matches[1];
   dp.state = body->value("state", "");
   if (dp.state != "Healthy" && dp.state != "Degraded") {
-    return Error(res, 400, "state must be Healthy or Degraded (got \"" + dp.state + "\")", "state");
+    return Error(
+        res,
+        Status::InvalidArgument("", "state must be Healthy or Degraded (got \"" + dp.state + "\")").WithField("state"));
   }
   try {
     dp.reasons = body->value("reasons", std::vector<std::string>{});
     dp.component_versions = body->value("componentVersions", std::map<std::string, std::string>{});
   } catch (const json::exception& e) {
-    return Error(res, 400, std::string("reasons must be strings and componentVersions a string map: ") + e.what(),
-                 "componentVersions");
+    return Error(res, Status::InvalidArgument(
+                          "", std::string("reasons must be strings and componentVersions a string map: ") + e.what())
+                          .WithField("componentVersions"));
   }
   dp.last_report = jwt::UnixNow();
-  if (Status st = authn->store()->UpsertDataPlane(dp); !st.ok()) return Error(res, 503, st.message());
+  if (Status st = authn->store()->UpsertDataPlane(dp); !st.ok()) return Error(res, StoreUnavailable(st));
   Ok(res, {{"accepted", true}});
 }
 
@@ -76,7 +79,8 @@ void IngestJobs(http::Auth* authn, ServerMetrics* metrics, const Request& req, R
   auto body = authn->AgentBody(req, res);
   if (!body) return;
   std::string name = req.matches[1];
-  if (!body->contains("jobs") || !(*body)["jobs"].is_array()) return Error(res, 400, "jobs must be an array", "jobs");
+  if (!body->contains("jobs") || !(*body)["jobs"].is_array())
+    return Error(res, Status::InvalidArgument("", "jobs must be an array").WithField("jobs"));
   std::vector<JobRecord> jobs;
   for (size_t i = 0; i < (*body)["jobs"].size(); ++i) {
     auto r = JobRecordFromJson((*body)["jobs"][i]);
@@ -84,14 +88,14 @@ void IngestJobs(http::Auth* authn, ServerMetrics* metrics, const Request& req, R
     r->data_plane = name;  // an agent speaks for its own data plane only
     jobs.push_back(std::move(*r));
   }
-  if (Status st = authn->store()->UpsertJobs(jobs); !st.ok()) return Error(res, 503, st.message());
+  if (Status st = authn->store()->UpsertJobs(jobs); !st.ok()) return Error(res, StoreUnavailable(st));
   metrics->Ingested(jobs.size());
   Ok(res, {{"upserted", jobs.size()}});
 }
 
 void PendingSubmissions(DispatchStore* store, const std::string& data_plane, Response& res) {
   auto subs = store->PendingSubmissions(data_plane);
-  if (!subs.ok()) return Error(res, 503, subs.status().message());
+  if (!subs.ok()) return Error(res, StoreUnavailable(subs.status()));
   json out = json::array();
   for (const auto& x : *subs) {
     json j = SubmissionJson(x);
@@ -108,17 +112,18 @@ void SettleSubmission(http::Auth* authn, const Request& req, Response& res) {
   if (!body) return;
   Store* store = authn->store();
   auto sub = store->GetSubmission(req.matches[2]);
-  if (!sub.ok()) return Error(res, 503, sub.status().message());
-  if (!*sub || (*sub)->data_plane != req.matches[1]) return Error(res, 404, "no such submission");
+  if (!sub.ok()) return Error(res, StoreUnavailable(sub.status()));
+  if (!*sub || (*sub)->data_plane != req.matches[1]) return Error(res, Status::NotFound("no such submission"));
   Submission x = **sub;
   x.state = body->value("state", "");
   if (x.state != "Submitted" && x.state != "Failed")
-    return Error(res, 400, "state must be Submitted or Failed", "state");
+    return Error(res, Status::InvalidArgument("", "state must be Submitted or Failed").WithField("state"));
   x.error = body->value("error", "");
   if (x.state == "Submitted") {
     if (!(*body)["jobId"].is_number_integer() || !(*body)["submitTime"].is_number_integer() ||
         !(*body)["cluster"].is_string()) {
-      return Error(res, 400, "jobId, submitTime and cluster are required for a submitted job", "jobId");
+      return Error(res, Status::InvalidArgument("", "jobId, submitTime and cluster are required for a submitted job")
+                            .WithField("jobId"));
     }
     x.job_id = (*body)["jobId"];
     x.submit_time = (*body)["submitTime"];
@@ -128,9 +133,9 @@ void SettleSubmission(http::Auth* authn, const Request& req, Response& res) {
     JobRecord r;
     r.data_plane = x.data_plane, r.cluster = x.cluster, r.job_id = x.job_id, r.submit_time = x.submit_time;
     r.user = x.user, r.project = x.project, r.partition = x.workspace, r.state = "PENDING", r.source = "api";
-    if (Status st = store->UpsertJobs({r}); !st.ok()) return Error(res, 503, st.message());
+    if (Status st = store->UpsertJobs({r}); !st.ok()) return Error(res, StoreUnavailable(st));
   }
-  if (Status st = store->PutSubmission(x); !st.ok()) return Error(res, 503, st.message());
+  if (Status st = store->PutSubmission(x); !st.ok()) return Error(res, StoreUnavailable(st));
   Ok(res, SubmissionJson(x));
 }
 

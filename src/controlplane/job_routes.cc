@@ -82,7 +82,9 @@ void ListJobs(JobStore* store, const std::string& project, const Request& req, R
   if (req.has_param("cursor")) {
     auto c = JobCursor::Decode(req.get_param_value("cursor"));
     if (!c.ok()) return Error(res, c.status());
-    if (c->order != f.order) return Error(res, 400, "cursor: it was returned for another sort order", "cursor");
+    if (c->order != f.order)
+      return Error(res,
+                   Status::InvalidArgument("", "cursor: it was returned for another sort order").WithField("cursor"));
     cursor = *c;
   }
   auto page = store->ListJobs(f, cursor, limit);
@@ -99,7 +101,8 @@ void ExportJobs(JobStore* store, const std::string& project, const Request& req,
   auto f = std::make_shared<JobFilter>();
   if (Status s = ParseFilter(req, project, f.get(), res); !s.ok()) return FilterError(s, res);
   std::string format = req.has_param("format") ? req.get_param_value("format") : "ndjson";
-  if (format != "ndjson" && format != "csv") return Error(res, 400, "format must be ndjson or csv", "format");
+  if (format != "ndjson" && format != "csv")
+    return Error(res, Status::InvalidArgument("", "format must be ndjson or csv").WithField("format"));
   bool csv = format == "csv";
   res.set_chunked_content_provider(csv ? "text/csv" : "application/x-ndjson",
                                    [store, f, csv](size_t, httplib::DataSink& sink) {
@@ -120,13 +123,14 @@ void JobScript(Store* store, const Principal& p, const std::string& project, con
   auto j = http::ProjectJob(store, req, project, res);
   if (!j) return;
   if (j->user != p.subject && p.role != Role::kAdmin) {
-    return Error(res, 403,
-                 fmt::format("job {} is {}'s; only they or an admin may read its script", j->job_id, j->user));
+    return Error(res, Status::PermissionDenied(fmt::format("job {} is {}'s; only they or an admin may read its script",
+                                                           j->job_id, j->user)));
   }
   auto sub = store->SubmissionOfJob(j->data_plane, j->cluster, j->job_id, j->submit_time);
   if (!sub.ok()) return Error(res, StoreUnavailable(sub.status()));
   if (!*sub) {
-    return Error(res, 404, fmt::format("job {} was not submitted through the API: no script is kept", j->job_id));
+    return Error(
+        res, Status::NotFound(fmt::format("job {} was not submitted through the API: no script is kept", j->job_id)));
   }
   Ok(res, {{"script", (*sub)->script}, {"sbatchArgs", (*sub)->sbatch_args}, {"submission", (*sub)->id}});
 }
@@ -134,7 +138,8 @@ void JobScript(Store* store, const Principal& p, const std::string& project, con
 void GetSubmission(DispatchStore* store, const std::string& project, const Request& req, Response& res) {
   auto sub = store->GetSubmission(req.matches[2]);
   if (!sub.ok()) return Error(res, StoreUnavailable(sub.status()));
-  if (!*sub || (*sub)->project != project) return Error(res, 404, "no such submission in project " + project);
+  if (!*sub || (*sub)->project != project)
+    return Error(res, Status::NotFound("no such submission in project " + project));
   Ok(res, SubmissionJson(**sub));
 }
 

@@ -257,6 +257,9 @@ class FlagStore {
   virtual Status SetFlag(const std::string& name, bool value) = 0;
 };
 
+// A store failure as what it means to a client of the API: the store does not answer (503).
+inline Status StoreUnavailable(const Status& s) { return s.ok() ? s : Status::Unavailable(s.message()); }
+
 // The whole store: SQLite or PostgreSQL (sql_store.h).
 class Store : public DataPlaneStore,
               public JobStore,

@@ -9,8 +9,6 @@
 namespace hpc::cp {
 using nlohmann::json;
 
-Status StoreUnavailable(const Status& s) { return s.ok() ? s : Status::Unavailable(s.message()); }
-
 Status SlurmDataPlaneReady(DataPlaneStore* store, const std::string& name, int unreachable_after, int64_t now) {
   auto dps = store->DataPlanes();
   if (!dps.ok()) return StoreUnavailable(dps.status());

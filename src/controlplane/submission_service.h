@@ -25,9 +25,6 @@ inline constexpr const char* kFlagHpcJobs = "EnableHPCJobs";
 // store does not answer).
 Status SlurmDataPlaneReady(DataPlaneStore* store, const std::string& name, int unreachable_after, int64_t now);
 
-// A store failure as what it means to a client: the store does not answer (503).
-Status StoreUnavailable(const Status& s);
-
 class SubmissionService {
  public:
   struct Stores {

@@ -25,11 +25,12 @@ constexpr const char* kTemplate = R"(/api/v1/projects/([a-z][a-z0-9-]*)/template
 std::optional<std::string> TemplateName(const httplib::Request& req, httplib::Response& res) {
   const std::string name = req.matches[2];
   if (!http::ValidName(name)) {
-    http::Error(res, 400,
-                fmt::format("template name must be a lowercase letter, then up to 62 lowercase letters, digits or "
-                            "'-' (got \"{}\")",
-                            name.substr(0, 64)),
-                "name");
+    http::Error(
+        res, Status::InvalidArgument(
+                 "", fmt::format("template name must be a lowercase letter, then up to 62 lowercase letters, digits or "
+                                 "'-' (got \"{}\")",
+                                 name.substr(0, 64)))
+                 .WithField("name"));
     return std::nullopt;
   }
   return name;
@@ -45,7 +46,7 @@ void AddTemplateRoutes(RouteTable& s, http::Auth* auth) {
   s.Get(kTemplates,
         http::InProject(auth, [store](const Principal&, const std::string& project, const Request&, Response& res) {
           auto all = store->ProjectTemplates(project);
-          if (!all.ok()) return http::Error(res, 503, all.status().message());
+          if (!all.ok()) return http::Error(res, StoreUnavailable(all.status()));
           json out = json::array();
           for (const auto& t : *all) out.push_back(ToJson(t));
           http::Ok(res, {{"templates", out}});
@@ -56,8 +57,9 @@ void AddTemplateRoutes(RouteTable& s, http::Auth* auth) {
           auto name = TemplateName(req, res);
           if (!name) return;
           auto t = store->GetTemplate(project, *name);
-          if (!t.ok()) return http::Error(res, 503, t.status().message());
-          if (!*t) return http::Error(res, 404, fmt::format("no template {} in project {}", *name, project));
+          if (!t.ok()) return http::Error(res, StoreUnavailable(t.status()));
+          if (!*t)
+            return http::Error(res, Status::NotFound(fmt::format("no template {} in project {}", *name, project)));
           http::Ok(res, ToJson(**t));
         }));
 

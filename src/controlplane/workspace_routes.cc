@@ -67,12 +67,12 @@ void StopWorkspace(http::Auth* auth, const Principal& p, const std::string& proj
   auto w = ProjectWorkspace(auth->store(), project, req.matches[2]);
   if (!w.ok()) return http::Error(res, w.status());
   if (w->user != p.subject && p.role != Role::kAdmin) {
-    return http::Error(res, 403,
-                       fmt::format("workspace {} is {}'s; only they or an admin may stop it", w->id, w->user));
+    return http::Error(res, Status::PermissionDenied(fmt::format(
+                                "workspace {} is {}'s; only they or an admin may stop it", w->id, w->user)));
   }
   std::string cancel = req.get_param_value("cancelJobs");
   if (!cancel.empty() && cancel != "true" && cancel != "false") {
-    return http::Error(res, 400, "cancelJobs must be true or false", "cancelJobs");
+    return http::Error(res, Status::InvalidArgument("", "cancelJobs must be true or false").WithField("cancelJobs"));
   }
   w->desired = "Stopped";
   w->cancel_jobs = w->cancel_jobs || cancel == "true";
@@ -89,16 +89,18 @@ void ReportWorkspacePhase(http::Auth* auth, const Request& req, Response& res) {
   if (!body) return;
   std::string phase = body->value("phase", "");
   if (!ValidPhase(phase)) {
-    return http::Error(res, 400, "phase must be Pending, Ready, Stopping, Stopped or Failed (got \"" + phase + "\")",
-                       "phase");
+    return http::Error(res, Status::InvalidArgument(
+                                "", "phase must be Pending, Ready, Stopping, Stopped or Failed (got \"" + phase + "\")")
+                                .WithField("phase"));
   }
   if (body->contains("message") && !(*body)["message"].is_string()) {
-    return http::Error(res, 400, "message must be a string", "message");
+    return http::Error(res, Status::InvalidArgument("", "message must be a string").WithField("message"));
   }
   WorkspaceStore* store = auth->store();
   auto w = store->GetWorkspace(req.matches[2]);
   if (!w.ok()) return http::Error(res, StoreUnavailable(w.status()));
-  if (!*w || (*w)->data_plane != req.matches[1]) return http::Error(res, 404, "no such workspace on this data plane");
+  if (!*w || (*w)->data_plane != req.matches[1])
+    return http::Error(res, Status::NotFound("no such workspace on this data plane"));
   if (Status st = store->SetWorkspacePhase((*w)->id, phase, body->value("message", "")); !st.ok()) {
     return http::Error(res, StoreUnavailable(st));
   }
