@@ -21,6 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
@@ -83,7 +84,14 @@ def main():
                 raise SystemExit("the server wrote no admin token")
             time.sleep(0.1)
         admin = Api(base, open(token_file).read().strip())
-        while admin.call("GET", "/api/v1/flags")[0] != 200:
+        while True:
+            try:
+                if admin.call("GET", "/api/v1/flags")[0] == 200:
+                    break
+            except urllib.error.URLError:
+                pass  # not listening yet
+            if time.time() > deadline:
+                raise SystemExit("the server did not answer")
             time.sleep(0.1)
         tokens = {}
         for subject, role, projects in [("ann", "user", ["astro"]), ("dp1", "agent", [])]:

@@ -14,12 +14,13 @@ Result<std::unique_ptr<ControlPlaneProcess>> ControlPlaneProcess::Start(const Co
   RETURN_IF_ERROR(files::MakeDirs(dir, 0700));
   p->store_url_ = config.store_url.empty() ? "sqlite:" + dir + "/hpcplane.db" : config.store_url;
   ASSIGN_OR_RETURN(p->store_, cp::OpenStore(p->store_url_));
-  p->admin_token_file_ = dir + "/admin.token";
-  p->wrote_admin_token_ = !files::Exists(p->admin_token_file_);
-  RETURN_IF_ERROR(p->WriteTokenIfMissing(p->admin_token_file_, "admin", cp::Role::kAdmin));
   p->options_ = config.server;
   p->server_ = std::make_unique<cp::Server>(p->store_.get(), p->options_);
   ASSIGN_OR_RETURN(p->port_, p->server_->Bind());
+  // Written once the port is bound: whoever waits for the token file can connect at once.
+  p->admin_token_file_ = dir + "/admin.token";
+  p->wrote_admin_token_ = !files::Exists(p->admin_token_file_);
+  RETURN_IF_ERROR(p->WriteTokenIfMissing(p->admin_token_file_, "admin", cp::Role::kAdmin));
   cp::Server* server = p->server_.get();
   p->serving_ = true;
   p->server_thread_ = std::thread([server, serving = &p->serving_] {
