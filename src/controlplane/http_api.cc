@@ -68,17 +68,23 @@ std::optional<int64_t> ParseInteger(const std::string& text, int64_t min, int64_
   return v;
 }
 
-bool IntegerParam(const httplib::Request& req, httplib::Response& res, const std::string& name, int64_t min,
-                  int64_t max, int64_t* out) {
+Status IntegerQuery(const httplib::Request& req, const std::string& name, int64_t min, int64_t max, int64_t* out) {
   const std::string v = req.get_param_value(name);
-  if (v.empty()) return true;  // `name=` as a form sends it: not given
+  if (v.empty()) return Status::Ok();  // `name=` as a form sends it: not given
   auto parsed = ParseInteger(v, min, max);
   if (!parsed) {
-    Error(res, 400, fmt::format("{} must be an integer {}-{} (got \"{}\")", name, min, max, v), name);
-    return false;
+    return Status::InvalidArgument("", fmt::format("{} must be an integer {}-{} (got \"{}\")", name, min, max, v))
+        .WithField(name);
   }
   *out = *parsed;
-  return true;
+  return Status::Ok();
+}
+
+bool IntegerParam(const httplib::Request& req, httplib::Response& res, const std::string& name, int64_t min,
+                  int64_t max, int64_t* out) {
+  Status s = IntegerQuery(req, name, min, max, out);
+  if (!s.ok()) Error(res, s);
+  return s.ok();
 }
 
 std::optional<json> Body(const httplib::Request& req, httplib::Response& res) {

@@ -34,8 +34,10 @@ void Ok(httplib::Response& res, const nlohmann::json& body, int code = 200);
 
 // A whole decimal integer in [min, max]; nullopt for anything else (signs, spaces, overflow).
 std::optional<int64_t> ParseInteger(const std::string& text, int64_t min, int64_t max);
-// Query parameter `name` into *out when present and not empty; false after a 400 naming it when
-// it is not an integer in [min, max].
+// Query parameter `name` into *out when present and not empty; an invalid argument naming it
+// when it is not an integer in [min, max].
+Status IntegerQuery(const httplib::Request& req, const std::string& name, int64_t min, int64_t max, int64_t* out);
+// The same, answering the 400 itself: false after it.
 bool IntegerParam(const httplib::Request& req, httplib::Response& res, const std::string& name, int64_t min,
                   int64_t max, int64_t* out);
 

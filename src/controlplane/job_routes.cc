@@ -35,7 +35,7 @@ Status NameParam(const char* param, const std::string& value) {
 }
 
 // The jobs list's filter from the query: user, state, workspace, name, sort, from, to.
-Status ParseFilter(const Request& req, const std::string& project, JobFilter* f, Response& res) {
+Status ParseFilter(const Request& req, const std::string& project, JobFilter* f) {
   f->project = project;
   f->user = req.get_param_value("user");
   f->state = req.get_param_value("state");
@@ -60,22 +60,14 @@ Status ParseFilter(const Request& req, const std::string& project, JobFilter* f,
     return Status::InvalidArgument("", "sort must be submit, start or end (got \"" + sort.substr(0, 40) + "\")")
         .WithField("sort");
   }
-  // IntegerParam answers its own 400; a status without a message tells the caller it did.
-  if (!http::IntegerParam(req, res, "from", 0, kMaxUnixSeconds, &f->from) ||
-      !http::IntegerParam(req, res, "to", 0, kMaxUnixSeconds, &f->to)) {
-    return Status::InvalidArgument("", "");
-  }
+  RETURN_IF_ERROR(http::IntegerQuery(req, "from", 0, kMaxUnixSeconds, &f->from));
+  RETURN_IF_ERROR(http::IntegerQuery(req, "to", 0, kMaxUnixSeconds, &f->to));
   return Status::Ok();
-}
-
-// Answers a failed ParseFilter unless it answered already.
-void FilterError(const Status& s, Response& res) {
-  if (!s.message().empty()) Error(res, s);
 }
 
 void ListJobs(JobStore* store, const std::string& project, const Request& req, Response& res) {
   JobFilter f;
-  if (Status s = ParseFilter(req, project, &f, res); !s.ok()) return FilterError(s, res);
+  if (Status s = ParseFilter(req, project, &f); !s.ok()) return Error(res, s);
   int64_t limit = 100;
   if (!http::IntegerParam(req, res, "limit", 1, 1000, &limit)) return;
   std::optional<JobCursor> cursor;
@@ -99,7 +91,7 @@ void ListJobs(JobStore* store, const std::string& project, const Request& req, R
 // Streamed in keyset pages: memory does not grow with the number of records.
 void ExportJobs(JobStore* store, const std::string& project, const Request& req, Response& res) {
   auto f = std::make_shared<JobFilter>();
-  if (Status s = ParseFilter(req, project, f.get(), res); !s.ok()) return FilterError(s, res);
+  if (Status s = ParseFilter(req, project, f.get()); !s.ok()) return Error(res, s);
   std::string format = req.has_param("format") ? req.get_param_value("format") : "ndjson";
   if (format != "ndjson" && format != "csv")
     return Error(res, Status::InvalidArgument("", "format must be ndjson or csv").WithField("format"));
