@@ -1,9 +1,12 @@
 #!/usr/bin/env python3
 """The web console's first HPC-tab render with JOBS (1,000,000) records stored, in a real
 browser (chromium, headless), REPEATS (20) times: from navigation until the first page of jobs
-is on screen, p50/p95. Beside it, in the same run: the API request that page makes, alone (the
-floor the console stands on: render/API is what the browser adds), and the statistics query the
-charts make (7 days of the project's jobs in 6-hour buckets, aggregated by the store).
+is on screen, p50/p95, and until its dashboards (the charts over 7 days) are drawn. Beside it,
+in the same run: the API request that page makes, alone (the floor the console stands on:
+render/API is what the browser adds), and the statistics query the charts make (7 days of the
+project's jobs in 6-hour buckets, aggregated by the store). Then the live cluster page with a
+data plane of NODES (200) nodes and QUEUED (10,000) queued jobs, from navigation until its
+tables are on screen, against its REST call alone.
 
 The records are shipped through the agent API into a real `hpcplane server` on SQLite. The peer,
 run after it in the same invocation (SACCT_PEER=1, the default): listing the same number of jobs
@@ -25,7 +28,7 @@ import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
-from console_test import Api, chromium, free_port, job, shut_down  # noqa: E402  (the browser test's helpers)
+from console_test import Api, chromium, free_port, job, live_view, shut_down  # noqa: E402  (the browser test's helpers)
 
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
@@ -37,6 +40,8 @@ REPEATS = int(os.environ.get("REPEATS", "20"))
 SACCT_PEER = os.environ.get("SACCT_PEER", "1") == "1"
 SEED_JOBS = int(os.environ.get("SEED_JOBS", "2000"))
 PEER_REPEATS = os.environ.get("PEER_REPEATS", "3")
+NODES = int(os.environ.get("NODES", "200"))
+QUEUED = int(os.environ.get("QUEUED", "10000"))
 
 
 def sacct_peer():
@@ -66,6 +71,26 @@ def timed_get(url, token):
     with urllib.request.urlopen(req, timeout=120) as r:
         r.read()
     return (time.perf_counter() - t0) * 1000
+
+
+def live_cluster_page(driver, wait, base, admin, agent):
+    """The admin's live cluster page with the agent's view of NODES nodes and QUEUED queued jobs:
+    (render times, REST call times) in ms, REPEATS each."""
+    code, body = agent.call("POST", "/api/v1/dataplanes/dp1/live", live_view(NODES, QUEUED))
+    assert code == 200, body
+    driver.find_element(By.ID, "sign-out").click()
+    wait.until(EC.element_to_be_clickable((By.ID, "token"))).send_keys(admin.token)
+    driver.find_element(By.ID, "sign-in").click()
+    wait.until(EC.visibility_of_element_located((By.ID, "who-name")))
+    render, rest = [], []
+    for _ in range(REPEATS):
+        t0 = time.perf_counter()
+        driver.get(base + "/#/cluster")
+        driver.refresh()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "queue-table"), f"Queue: {QUEUED} job"))
+        render.append((time.perf_counter() - t0) * 1000)
+        rest.append(timed_get(f"{base}/api/v1/dataplanes/dp1/live", admin.token))
+    return render, rest
 
 
 def main():
@@ -122,22 +147,33 @@ def main():
         driver.find_element(By.ID, "sign-in").click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "jobs-status"), "Page 1: 50 jobs"))
 
-        render, api, stats = [], [], []
+        render, charts, api, stats = [], [], [], []
         for _ in range(REPEATS):
             t0 = time.perf_counter()
             driver.get(base + "/#/jobs")
             driver.refresh()  # a new page load each time: the module, the session check, the first page
             wait.until(EC.text_to_be_present_in_element((By.ID, "jobs-status"), "Page 1: 50 jobs"))
             render.append((time.perf_counter() - t0) * 1000)
+            wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#chart-figures figure svg")))
+            charts.append((time.perf_counter() - t0) * 1000)
             api.append(timed_get(f"{base}/api/v1/projects/astro/jobs?limit=50", tokens["ann"]))
             to = int(time.time()) + 1
             stats.append(timed_get(f"{base}/api/v1/projects/astro/jobs/stats?from={to - 7 * 86400}&to={to}&bucket=21600",
                                    tokens["ann"]))
+        live, live_api = live_cluster_page(driver, wait, base, admin, agent)
         rss_kib = int(open(f"/proc/{server.pid}/status").read().split("VmHWM:")[1].split()[0])
         print(f"records: {JOBS}; repeats: {REPEATS}")
         print(f"first HPC-tab render (navigation to 50 rows on screen): p50 {pct(render, 50):.0f} ms, p95 {pct(render, 95):.0f} ms")
         print(f"its API request alone (GET /projects/astro/jobs?limit=50): p50 {pct(api, 50):.1f} ms, p95 {pct(api, 95):.1f} ms")
+        print(f"dashboards drawn (navigation to the 7-day charts on screen): p50 {pct(charts, 50):.0f} ms, "
+              f"p95 {pct(charts, 95):.0f} ms")
         print(f"charts' statistics query (7 days, 6 h buckets): p50 {pct(stats, 50):.0f} ms, p95 {pct(stats, 95):.0f} ms")
+        print(f"live cluster page ({NODES} nodes, {QUEUED} queued jobs; navigation to its tables on screen): "
+              f"p50 {pct(live, 50):.0f} ms, p95 {pct(live, 95):.0f} ms")
+        print(f"its REST call alone (GET /dataplanes/dp1/live): p50 {pct(live_api, 50):.1f} ms, "
+              f"p95 {pct(live_api, 95):.1f} ms")
+        print(f"ratio live page/REST p50: {pct(live, 50) / max(0.001, pct(live_api, 50)):.1f}; "
+              f"dashboards/statistics query p50: {pct(charts, 50) / max(0.001, pct(stats, 50)):.1f}")
         print(f"server peak RSS: {rss_kib / 1024:.0f} MiB")
         print(f"ratio render/API p50: {statistics.median(render) / max(0.001, statistics.median(api)):.1f}", flush=True)
     finally:

@@ -34,17 +34,29 @@ echo "== its output (/shared/hello-$job.out, a volume every worker and the login
 
 echo
 "$bin" get nodesets
-# A sign-in token for the console that expires in 12 hours (revoke it sooner on the Admin page or
-# with `hpcplane tokens revoke ID`); the bootstrap admin token itself is never printed.
-signin="sign in with this token (admin, expires in 12 h): $("$bin" tokens create --subject demo-admin --role admin \
-  --ttl 12h --server "http://$console" --token-file "$HPCPLANE_STATE_DIR/controlplane/admin.token" 2>/dev/null ||
-  echo "(none: no control plane answers on $console)")"
+
+# The console's first screen: project "demo" (alice's Slurm account) on this data plane, and a
+# sign-in for alice that opens its HPC tab, where the job above is once the agent has shipped it.
+api=(--server "http://$console" --token-file "$HPCPLANE_STATE_DIR/controlplane/admin.token")
+signin="(none: no control plane answers on $console)"
+if "$bin" projects set demo --data-plane demo "${api[@]}" >/dev/null 2>&1; then
+  for _ in $(seq 60); do
+    "$bin" jobs list --project demo "${api[@]}" 2>/dev/null | grep -qw "$job" && break
+    sleep 1
+  done
+  # Sign-in tokens that expire in 12 hours (revoke them sooner on the Admin page or with
+  # `hpcplane tokens revoke ID`); the bootstrap admin token itself is never printed.
+  alice=$("$bin" tokens create --subject alice --role user --project demo --ttl 12h "${api[@]}")
+  admin=$("$bin" tokens create --subject demo-admin --role admin --ttl 12h "${api[@]}")
+  signin="sign in as alice (project demo, expires in 12 h): $alice
+  or as an admin (every project, the live cluster): $admin"
+fi
 cat <<EOT
 
-Web console: http://$console/ (when the control plane runs there)
+Web console: http://$console/#/projects/demo/jobs (job $job is on its first screen)
   $signin
-  The bootstrap admin token is in $HPCPLANE_STATE_DIR/controlplane/admin.token (mode 0600); a user's:
-  $bin tokens create --subject alice --role user --project P --out alice.token \\
+  The bootstrap admin token is in $HPCPLANE_STATE_DIR/controlplane/admin.token (mode 0600); another user's:
+  $bin tokens create --subject bob --role user --project P --out bob.token \\
     --server http://$console --token-file $HPCPLANE_STATE_DIR/controlplane/admin.token
 
 The cluster keeps running. Try next:

@@ -507,7 +507,9 @@ nlohmann::json ToJson(const SlurmCluster& c) {
   nlohmann::json datasets = DatasetsJson(s.datasets);
   nlohmann::json users = nlohmann::json::array();
   for (const auto& u : s.users) {
-    users.push_back({{"name", u.name}, {"uid", u.uid}, {"gid", u.gid}, {"admin", u.admin}});
+    nlohmann::json user = {{"name", u.name}, {"uid", u.uid}, {"gid", u.gid}, {"admin", u.admin}};
+    if (!u.account.empty()) user["account"] = u.account;
+    users.push_back(std::move(user));
   }
   nlohmann::json sched = {{"schedulerParameters", s.scheduler_parameters},
                           {"extraConfig", s.extra_config},

@@ -62,6 +62,7 @@ void WalkClusterSpec(R& r, SlurmClusterSpec* s) {
     u.Integer("uid", &user->uid);
     u.Integer("gid", &user->gid);
     u.Bool("admin", &user->admin);
+    u.String("account", &user->account);
   });
 }
 

@@ -47,6 +47,9 @@ struct ClusterUser {
   int64_t uid = 0;
   int64_t gid = 0;  // 0 means "same as uid": each user gets a private group
   bool admin = false;
+  // The Slurm account of the user's jobs, which the control plane reads as their project; empty:
+  // "default".
+  std::string account;
 };
 
 // Job accounting: slurmdbd backed by a MariaDB pod with its data on a volume.

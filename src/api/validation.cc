@@ -417,6 +417,10 @@ Status Validate(const SlurmCluster& c) {
     if (u.gid < 1000 || u.gid > 60000) {
       return FieldError(subject, p + ".gid", fmt::format("must be 1000-60000, outside system ids (got {})", u.gid));
     }
+    if (!u.account.empty()) {
+      if (Status st = ValidateResourceName(u.account); !st.ok())
+        return FieldError(subject, p + ".account", st.message());
+    }
     if (!user_names.insert(u.name).second) return FieldError(subject, p + ".name", "duplicate user \"" + u.name + "\"");
     if (!uids.insert(u.uid).second) return FieldError(subject, p + ".uid", fmt::format("duplicate uid {}", u.uid));
   }

@@ -52,6 +52,16 @@ cp::DataPlaneAccess::Health LocalDataPlane::CheckHealth() {
   return h;
 }
 
+Result<std::vector<cp::LiveNodeSet>> LocalDataPlane::NodeSets() {
+  ASSIGN_OR_RETURN(std::vector<api::NodeSet> all, op::Store(paths_.Dir()).LoadAllNodeSets());
+  std::vector<cp::LiveNodeSet> out;
+  for (const auto& n : all) {
+    const auto& s = n.status;
+    out.push_back({n.metadata.name, s.desired, s.replicas, s.busy, s.idle, s.draining});
+  }
+  return out;
+}
+
 Result<std::optional<api::Workspace>> LocalDataPlane::FindWorkspace(const std::string& id) {
   op::Store store(paths_.Dir());
   if (id.empty() || !store.HasWorkspace(id)) return std::optional<api::Workspace>();

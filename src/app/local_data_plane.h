@@ -18,6 +18,7 @@ class LocalDataPlane : public cp::DataPlaneAccess {
 
   Health CheckHealth() override;
   std::string ClusterName() const override { return paths_.name; }
+  Result<std::vector<cp::LiveNodeSet>> NodeSets() override;
   Result<std::optional<api::Workspace>> FindWorkspace(const std::string& id) override;
   Status CreateWorkspace(const cp::WorkspaceCreation& w) override;
   Status StopWorkspace(const std::string& id, bool cancel_jobs) override;

@@ -15,7 +15,9 @@
 #include "common/files.h"
 #include "common/http_client.h"
 #include "common/jwt.h"
+#include "controlplane/live_cluster_reader.h"
 #include "controlplane/sacct.h"
+#include "slurm/rest_client.h"
 
 namespace hpc::cp {
 using nlohmann::json;
@@ -172,11 +174,26 @@ Status Agent::RunCancellations() {
 
 Status Agent::Report() {
   DataPlaneAccess::Health h = dp_->CheckHealth();
+  healthy_ = h.healthy;
   json body = {{"state", h.healthy ? "Healthy" : "Degraded"},
                {"reasons", h.reasons},
                {"componentVersions", h.component_versions}};
   body["componentVersions"]["hpcplane"] = HPCPLANE_VERSION;
   return Post(fmt::format("/api/v1/dataplanes/{}/report", opts_.data_plane), body.dump());
+}
+
+Status Agent::ReportLiveCluster() {
+  ASSIGN_OR_RETURN(std::string nodes_json, dp_->InController({"scontrol", "show", "nodes", "--json"}));
+  ASSIGN_OR_RETURN(auto nodes, slurm::RestClient::ParseNodes(nodes_json));
+  ASSIGN_OR_RETURN(std::string partitions_json, dp_->InController({"scontrol", "show", "partitions", "--json"}));
+  ASSIGN_OR_RETURN(auto partitions, slurm::RestClient::ParsePartitions(partitions_json));
+  ASSIGN_OR_RETURN(std::string queue_text, dp_->InController(LiveQueueCommand()));
+  int64_t queue_total = 0;
+  ASSIGN_OR_RETURN(auto queue, ParseLiveQueue(queue_text, &queue_total));
+  ASSIGN_OR_RETURN(auto nodesets, dp_->NodeSets());
+  LiveCluster view =
+      AssembleLiveCluster(nodes, partitions, std::move(queue), queue_total, std::move(nodesets), jwt::UnixNow());
+  return Post(fmt::format("/api/v1/dataplanes/{}/live", opts_.data_plane), ToJson(view).dump());
 }
 
 Status Agent::SyncJobs() {
@@ -215,6 +232,10 @@ void Agent::Run(const std::atomic<bool>& stop) {
   while (!stop) {
     auto started = std::chrono::steady_clock::now();
     if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());
+    // Slurm is read only while the operator says it is up (it is not while the cluster starts).
+    if (Status s = healthy_ ? ReportLiveCluster() : Status::Ok(); !s.ok()) {
+      spdlog::warn("live cluster: {}", s.message());
+    }
     if (Status s = ApplyWorkspaces(); !s.ok()) spdlog::warn("workspaces: {}", s.message());
     if (Status s = RunSubmissions(); !s.ok()) spdlog::warn("submissions: {}", s.message());
     if (Status s = RunCancellations(); !s.ok()) spdlog::warn("cancellations: {}", s.message());

@@ -42,6 +42,8 @@ class Agent {
   Agent(DataPlaneAccess* data_plane, AgentOptions opts);
   // One report and one job sync. Errors are returned (and retried next round by Run).
   Status Report();
+  // The cluster's nodes, partitions, queue and nodesets as they are now (live_cluster.h).
+  Status ReportLiveCluster();
   Status SyncJobs();
   // Creates and stops the workspaces the control plane wants on this data plane and reports
   // each one's phase (see workspace_apply.cc).
@@ -66,6 +68,7 @@ class Agent {
 
   DataPlaneAccess* dp_;
   AgentOptions opts_;
+  bool healthy_ = false;  // as the last Report found the cluster
 };
 
 }  // namespace hpc::cp

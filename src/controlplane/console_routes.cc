@@ -92,8 +92,10 @@ void ListProjects(ProjectStore* store, const Principal& p, Response& res) {
 }
 
 // The statistics query: a window (the last 7 days by default) cut into at most kMaxBuckets.
+// `project` empty: every project's jobs.
 bool StatsFilter(const Request& req, const std::string& project, JobFilter* f, int64_t* bucket, Response& res) {
   f->project = project;
+  f->all_projects = project.empty();
   f->user = req.get_param_value("user");
   f->workspace = req.get_param_value("workspace");
   int64_t now = jwt::UnixNow();
@@ -129,7 +131,9 @@ void ServeJobStats(JobStore* store, const std::string& project, const Request& r
   json buckets = json::array(), wait = json::array(), usage = json::array();
   for (const auto& b : stats->buckets) buckets.push_back({{"start", b.start}, {"states", b.states}});
   for (const auto& [label, n] : stats->wait) wait.push_back({{"range", label}, {"jobs", n}});
-  for (const auto& u : stats->usage) usage.push_back({{"user", u.user}, {"day", u.day}, {"nodeHours", u.node_hours}});
+  // Node-hours per user within a project, per project across all of them.
+  const char* who = f.all_projects ? "project" : "user";
+  for (const auto& u : stats->usage) usage.push_back({{who, u.user}, {"day", u.day}, {"nodeHours", u.node_hours}});
   http::Ok(res, {{"from", f.from},
                  {"to", f.to},
                  {"bucket", bucket},
@@ -166,6 +170,9 @@ void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
            }));
   s.Get("/api/v1/projects", http::Authenticated(auth, [store](const Principal& p, const Request&, Response& res) {
           ListProjects(store, p, res);
+        }));
+  s.Get("/api/v1/jobs/stats", http::AdminOnly(auth, [store](const Principal&, const Request& req, Response& res) {
+          ServeJobStats(store, "", req, res);
         }));
   s.Get(R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/stats)",
         http::InProject(auth, [store](const Principal&, const std::string& project, const Request& req, Response& res) {

@@ -13,6 +13,7 @@
 #include "api/types.h"
 #include "common/result.h"
 #include "common/subprocess.h"
+#include "controlplane/live_cluster.h"
 
 namespace hpc::cp {
 
@@ -43,6 +44,9 @@ class DataPlaneAccess {
   // The cluster's state as its operator reports it; not healthy when no operator runs.
   virtual Health CheckHealth() = 0;
   virtual std::string ClusterName() const = 0;
+  // The cluster's nodesets (workspaces' included) with their workers as the operator last
+  // counted them.
+  virtual Result<std::vector<LiveNodeSet>> NodeSets() = 0;
 
   // The workspace of that id as this data plane runs it, or nullopt when it has none.
   virtual Result<std::optional<api::Workspace>> FindWorkspace(const std::string& id) = 0;

@@ -23,6 +23,8 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kJobs = R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs)";
+// Every project's jobs at once: the admins' view.
+constexpr const char* kAllJobs = "/api/v1/jobs";
 constexpr const char* kJob = R"(/api/v1/projects/([a-z][a-z0-9-]*)/jobs/([a-z][a-z0-9-]*)/([a-z][a-z0-9-]*)/(\d+))";
 
 // A name filter: empty, or a name as the API takes names (a filter that could match nothing is a
@@ -34,9 +36,17 @@ Status NameParam(const char* param, const std::string& value) {
       .WithField(param);
 }
 
-// The jobs list's filter from the query: user, state, workspace, name, sort, from, to.
-Status ParseFilter(const Request& req, const std::string& project, JobFilter* f) {
-  f->project = project;
+// Which jobs a list covers: one project's, or (empty) every project's.
+JobFilter Scope(const std::string& project) {
+  JobFilter f;
+  f.project = project;
+  f.all_projects = project.empty();
+  return f;
+}
+
+// The jobs list's filter from the query (user, state, workspace, name, sort, from, to) within
+// the scope `f` already holds.
+Status ParseFilter(const Request& req, JobFilter* f) {
   f->user = req.get_param_value("user");
   f->state = req.get_param_value("state");
   f->workspace = req.get_param_value("workspace");
@@ -65,9 +75,10 @@ Status ParseFilter(const Request& req, const std::string& project, JobFilter* f)
   return Status::Ok();
 }
 
+// `project` empty: every project's.
 void ListJobs(JobStore* store, const std::string& project, const Request& req, Response& res) {
-  JobFilter f;
-  if (Status s = ParseFilter(req, project, &f); !s.ok()) return Error(res, s);
+  JobFilter f = Scope(project);
+  if (Status s = ParseFilter(req, &f); !s.ok()) return Error(res, s);
   int64_t limit = 100;
   if (!http::IntegerParam(req, res, "limit", 1, 1000, &limit)) return;
   std::optional<JobCursor> cursor;
@@ -90,8 +101,8 @@ void ListJobs(JobStore* store, const std::string& project, const Request& req, R
 
 // Streamed in keyset pages: memory does not grow with the number of records.
 void ExportJobs(JobStore* store, const std::string& project, const Request& req, Response& res) {
-  auto f = std::make_shared<JobFilter>();
-  if (Status s = ParseFilter(req, project, f.get()); !s.ok()) return Error(res, s);
+  auto f = std::make_shared<JobFilter>(Scope(project));
+  if (Status s = ParseFilter(req, f.get()); !s.ok()) return Error(res, s);
   std::string format = req.has_param("format") ? req.get_param_value("format") : "ndjson";
   if (format != "ndjson" && format != "csv")
     return Error(res, Status::InvalidArgument("", "format must be ndjson or csv").WithField("format"));
@@ -148,6 +159,12 @@ void AddJobRoutes(RouteTable& s, http::Auth* authn, int unreachable_after) {
   s.Get(std::string(kJobs) + "/export",
         http::InProject(authn, [store](const Principal&, const std::string& project, const Request& req,
                                        Response& res) { ExportJobs(store, project, req, res); }));
+  s.Get(kAllJobs, http::AdminOnly(authn, [store](const Principal&, const Request& req, Response& res) {
+          ListJobs(store, "", req, res);
+        }));
+  s.Get(std::string(kAllJobs) + "/export",
+        http::AdminOnly(
+            authn, [store](const Principal&, const Request& req, Response& res) { ExportJobs(store, "", req, res); }));
   s.Get(kJob, http::InProject(authn,
                               [store](const Principal&, const std::string& project, const Request& req, Response& res) {
                                 if (auto j = http::ProjectJob(store, req, project, res)) Ok(res, ToJson(*j));

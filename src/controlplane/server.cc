@@ -16,6 +16,7 @@
 #include "controlplane/dataplane_routes.h"
 #include "controlplane/http_api.h"
 #include "controlplane/job_routes.h"
+#include "controlplane/live_cluster_routes.h"
 #include "controlplane/openapi.h"
 #include "controlplane/template_routes.h"
 #include "controlplane/workspace_routes.h"
@@ -137,6 +138,7 @@ void Server::Routes() {
 void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, int unreachable_after,
                   bool secure_cookies) {
   AddDataPlaneRoutes(s, authn, metrics, unreachable_after);
+  AddLiveClusterRoutes(s, authn, unreachable_after);
   AddJobRoutes(s, authn, unreachable_after);
   AddAdminRoutes(s, authn);
   AddWorkspaceRoutes(s, authn, unreachable_after);

@@ -90,6 +90,14 @@ const std::vector<std::string>& Migrations() {
                   SUM(CAST(nodes AS BIGINT) * elapsed_seconds)
            FROM jobs GROUP BY project, (submit_time / {0}) * {0}, user_name, partition_name, state, {1};)",
                   kRollupSeconds, WaitRangeSql()),
+      // Every project's jobs at once (the admins' list), newest first; each data plane's live
+      // view; its nodesets' worker counts over time.
+      R"(CREATE INDEX jobs_by_submit ON jobs (submit_time DESC, data_plane DESC, cluster DESC, job_id DESC);
+         CREATE TABLE live_clusters (data_plane TEXT PRIMARY KEY, snapshot TEXT NOT NULL, received_at BIGINT NOT NULL);
+         CREATE TABLE nodeset_samples (
+           data_plane TEXT NOT NULL, at BIGINT NOT NULL, nodeset TEXT NOT NULL, desired INTEGER NOT NULL,
+           current_workers INTEGER NOT NULL, busy INTEGER NOT NULL, idle INTEGER NOT NULL,
+           PRIMARY KEY (data_plane, at, nodeset));)",
   };
   return m;
 }
@@ -199,6 +207,54 @@ class SqlStore : public Store {
           dp.component_versions = json::parse(S(r[3]), nullptr, false).get<std::map<std::string, std::string>>();
           dp.last_report = I(r[4]), dp.registered_at = I(r[5]);
           out.push_back(std::move(dp));
+          return true;
+        }));
+    return out;
+  }
+
+  Status PutLiveCluster(const std::string& data_plane, const std::string& view_json, int64_t received_at,
+                        const std::vector<NodeSetSample>& samples) override {
+    return db_->Transaction([&](DbConnection& c) -> Status {
+      RETURN_IF_ERROR(
+          c.Query("INSERT INTO live_clusters (data_plane, snapshot, received_at) VALUES ($1, $2, $3) ON CONFLICT "
+                  "(data_plane) DO UPDATE SET snapshot = excluded.snapshot, received_at = excluded.received_at",
+                  {data_plane, view_json, N(received_at)}, nullptr));
+      // The history the charts offer (90 days) and a day more; older samples go.
+      RETURN_IF_ERROR(c.Query("DELETE FROM nodeset_samples WHERE data_plane = $1 AND at < CAST($2 AS BIGINT)",
+                              {data_plane, N(received_at - kNodeSetHistorySeconds)}, nullptr));
+      for (const auto& s : samples) {
+        RETURN_IF_ERROR(
+            c.Query("INSERT INTO nodeset_samples (data_plane, at, nodeset, desired, current_workers, busy, idle) "
+                    "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (data_plane, at, nodeset) DO UPDATE SET "
+                    "desired = excluded.desired, current_workers = excluded.current_workers, busy = excluded.busy, "
+                    "idle = excluded.idle",
+                    {data_plane, N(s.at), s.nodeset, N(s.desired), N(s.current), N(s.busy), N(s.idle)}, nullptr));
+      }
+      return Status::Ok();
+    });
+  }
+
+  Result<std::optional<std::pair<std::string, int64_t>>> GetLiveCluster(const std::string& data_plane) override {
+    std::optional<std::pair<std::string, int64_t>> out;
+    RETURN_IF_ERROR(db_->Query("SELECT snapshot, received_at FROM live_clusters WHERE data_plane = $1", {data_plane},
+                               [&](const SqlRow& r) {
+                                 out.emplace(S(r[0]), I(r[1]));
+                                 return false;
+                               }));
+    return out;
+  }
+
+  Result<std::vector<NodeSetSample>> NodeSetHistory(const std::string& data_plane, int64_t from, int64_t to,
+                                                    int64_t step) override {
+    std::vector<NodeSetSample> out;
+    RETURN_IF_ERROR(db_->Query(
+        fmt::format("SELECT nodeset, (at / {0}) * {0} AS t, MAX(desired), MAX(current_workers), MAX(busy), MAX(idle) "
+                    "FROM nodeset_samples WHERE data_plane = $1 AND at >= CAST($2 AS BIGINT) AND "
+                    "at < CAST($3 AS BIGINT) GROUP BY t, nodeset ORDER BY t, nodeset",
+                    std::max<int64_t>(1, step)),
+        {data_plane, N(from), N(to)}, [&](const SqlRow& r) {
+          out.push_back({S(r[0]), I(r[1]), static_cast<int>(I(r[2])), static_cast<int>(I(r[3])),
+                         static_cast<int>(I(r[4])), static_cast<int>(I(r[5]))});
           return true;
         }));
     return out;
@@ -316,12 +372,12 @@ class SqlStore : public Store {
 
   // " WHERE project = $1 AND ..." for a filter, its parameters appended to `p`.
   static std::string Where(const JobFilter& f, std::vector<SqlValue>* p) {
-    std::string sql = " WHERE project = $1";
-    p->push_back(f.project);
+    std::string sql = " WHERE 1 = 1";
     auto add = [&](const std::string& cond, const std::string& v) {
       p->push_back(v);
       sql += " AND " + fmt::format(fmt::runtime(cond), p->size());
     };
+    if (!f.all_projects) add("project = ${}", f.project);
     if (!f.user.empty()) add("user_name = ${}", f.user);
     if (!f.state.empty()) add("state = ${}", f.state);
     if (!f.workspace.empty()) add("partition_name = ${}", f.workspace);
@@ -341,6 +397,8 @@ class SqlStore : public Store {
 
   Result<JobStats> JobStatistics(const JobFilter& f, int64_t bucket) override {
     const StatsPlan plan = PlanStatistics(f, bucket);
+    // Usage per user within a project; per project across all of them.
+    const char* who = f.all_projects ? "project" : "user_name";
     StatsFold fold(bucket);
     auto add = [&](const SqlRow& r) {
       fold.Add(I(r[0]), S(r[1]), S(r[2]), static_cast<int>(I(r[3])), I(r[4]), I(r[5]));
@@ -350,21 +408,23 @@ class SqlStore : public Store {
       JobFilter part = f;
       part.from = from, part.to = to;
       std::vector<SqlValue> p;
-      RETURN_IF_ERROR(db_->Query(
-          fmt::format("SELECT (submit_time / {0}) * {0} AS t, user_name, state, {1} AS w, COUNT(*), "
-                      "SUM(CAST(nodes AS BIGINT) * elapsed_seconds) FROM jobs{2} GROUP BY t, user_name, state, w",
-                      plan.grain, WaitRangeSql(), Where(part, &p)),
-          p, add));
+      RETURN_IF_ERROR(
+          db_->Query(fmt::format("SELECT (submit_time / {0}) * {0} AS t, {3} AS who, state, {1} AS w, COUNT(*), "
+                                 "SUM(CAST(nodes AS BIGINT) * elapsed_seconds) FROM jobs{2} GROUP BY t, who, state, w",
+                                 plan.grain, WaitRangeSql(), Where(part, &p), who),
+                     p, add));
     }
     if (plan.use_rollup) {
-      std::vector<SqlValue> p = {f.project, N(plan.rollup_from)};
-      std::string sql =
-          "SELECT hour, user_name, state, wait_range, SUM(jobs), SUM(node_seconds) FROM job_rollup "
-          "WHERE project = $1 AND hour >= CAST($2 AS BIGINT)";
+      std::vector<SqlValue> p = {N(plan.rollup_from)};
+      std::string sql = fmt::format(
+          "SELECT hour, {0} AS who, state, wait_range, SUM(jobs), SUM(node_seconds) FROM job_rollup "
+          "WHERE hour >= CAST($1 AS BIGINT)",
+          who);
       auto add_condition = [&](const std::string& column, const std::string& value) {
         p.push_back(value);
         sql += fmt::format(" AND {} = ${}", column, p.size());
       };
+      if (!f.all_projects) add_condition("project", f.project);
       if (plan.rollup_to) {
         p.push_back(N(plan.rollup_to));
         sql += fmt::format(" AND hour < CAST(${} AS BIGINT)", p.size());
@@ -372,7 +432,7 @@ class SqlStore : public Store {
       if (!f.user.empty()) add_condition("user_name", f.user);
       if (!f.state.empty()) add_condition("state", f.state);
       if (!f.workspace.empty()) add_condition("partition_name", f.workspace);
-      RETURN_IF_ERROR(db_->Query(sql + " GROUP BY hour, user_name, state, wait_range", p, add));
+      RETURN_IF_ERROR(db_->Query(sql + " GROUP BY hour, who, state, wait_range", p, add));
     }
     return fold.Finish();
   }

@@ -69,7 +69,8 @@ struct AuditEntry {
 enum class JobOrder { kSubmit, kStart, kEnd };
 
 struct JobFilter {
-  std::string project;  // required for listing
+  std::string project;        // required for listing, unless all_projects
+  bool all_projects = false;  // every project's jobs (the admins' view); project is ignored
   JobOrder order = JobOrder::kSubmit;
   std::string user;
   std::string state;
@@ -102,8 +103,8 @@ struct JobStats {
   std::vector<Bucket> buckets;
   std::vector<std::pair<std::string, int64_t>> wait;  // range label -> jobs, in order
   struct UserDay {
-    std::string user;
-    int64_t day = 0;  // unix seconds of the day's start (UTC)
+    std::string user;  // the project instead, when the filter spans all projects
+    int64_t day = 0;   // unix seconds of the day's start (UTC)
     double node_hours = 0;
   };
   std::vector<UserDay> usage;
@@ -158,6 +159,33 @@ class DataPlaneStore {
   virtual ~DataPlaneStore() = default;
   virtual Status UpsertDataPlane(const DataPlane& dp) = 0;
   virtual Result<std::vector<DataPlane>> DataPlanes() = 0;
+};
+
+// One nodeset's workers at one moment (the live cluster's history, for its charts).
+struct NodeSetSample {
+  std::string nodeset;
+  int64_t at = 0;  // unix seconds, a multiple of kNodeSetSampleSeconds
+  int desired = 0, current = 0, busy = 0, idle = 0;
+};
+// Samples closer together than this are one (the latest report in the interval wins).
+inline constexpr int64_t kNodeSetSampleSeconds = 15;
+// How long samples are kept.
+inline constexpr int64_t kNodeSetHistorySeconds = 91 * 86400;
+
+// The last live view of each data plane (live_cluster.h) as the agent sent it, and the history
+// of its nodesets.
+class LiveClusterStore {
+ public:
+  virtual ~LiveClusterStore() = default;
+  // Replaces the data plane's live view (JSON text) and records its nodesets' samples.
+  virtual Status PutLiveCluster(const std::string& data_plane, const std::string& view_json, int64_t received_at,
+                                const std::vector<NodeSetSample>& samples) = 0;
+  // The view and when it was received; nullopt before the first.
+  virtual Result<std::optional<std::pair<std::string, int64_t>>> GetLiveCluster(const std::string& data_plane) = 0;
+  // Samples at [from, to) in steps of `step` seconds (the most of each count within a step),
+  // oldest first.
+  virtual Result<std::vector<NodeSetSample>> NodeSetHistory(const std::string& data_plane, int64_t from, int64_t to,
+                                                            int64_t step) = 0;
 };
 
 class JobStore {
@@ -262,6 +290,7 @@ inline Status StoreUnavailable(const Status& s) { return s.ok() ? s : Status::Un
 
 // The whole store: SQLite or PostgreSQL (sql_store.h).
 class Store : public DataPlaneStore,
+              public LiveClusterStore,
               public JobStore,
               public DispatchStore,
               public ProjectStore,

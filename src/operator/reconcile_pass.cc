@@ -21,11 +21,11 @@
 namespace hpc::op {
 namespace {
 
-// Associations slurmdbd should hold: cluster users in account "default", workspace users in
-// their project's account.
+// Associations slurmdbd should hold: cluster users in their account ("default" unless the spec
+// names one), workspace users in their project's account.
 std::vector<Association> WantedAssociations(const api::SlurmCluster& c, const std::vector<api::Workspace>& ws) {
   std::vector<Association> out;
-  for (const auto& u : c.spec.users) out.push_back({u.name, "default", u.admin});
+  for (const auto& u : c.spec.users) out.push_back({u.name, u.account.empty() ? "default" : u.account, u.admin});
   for (const auto& w : ws) out.push_back({w.spec.user.name, w.spec.project, w.spec.user.admin});
   return out;
 }

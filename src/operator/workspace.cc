@@ -117,7 +117,7 @@ Result<api::Workspace> WorkspaceFromJson(const json& j, const json& status) {
     w.metadata.namespace_ = w.spec.cluster;
     const json& u = s.at("user");
     w.spec.user = {u.at("name").get<std::string>(), u.at("uid").get<int64_t>(), u.at("gid").get<int64_t>(),
-                   u.value("admin", false)};
+                   u.value("admin", false), ""};
     w.spec.project = s.at("project").get<std::string>();
     w.spec.tier = s.value("tier", "");
     const json& r = s.at("resources");

@@ -21,7 +21,8 @@ Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Ca
   api::Workspace w;
   w.metadata.name = r.name.empty() ? api::DefaultWorkspaceName(user.slurm_name, r.project) : r.name;
   w.spec.cluster = p.name;
-  w.spec.user = {user.slurm_name, user.uid, user.gid, r.admin.value_or(user.IsSysAdmin())};
+  // A workspace user's account is the workspace's project (WantedAssociations).
+  w.spec.user = {user.slurm_name, user.uid, user.gid, r.admin.value_or(user.IsSysAdmin()), ""};
   w.spec.project = r.project;
   w.spec.tier = tier.name;
   w.spec.resources = {tier.cpus, tier.memory_mib, tier.gpus};

@@ -197,6 +197,8 @@ Result<std::vector<SlurmNode>> RestClient::ParseNodes(const std::string& body) {
       for (const auto& p : Strings(n, "partitions")) node.partitions.insert(p);
       node.cpus = static_cast<int>(Int(n, "cpus"));
       node.alloc_cpus = static_cast<int>(Int(n, "alloc_cpus"));
+      node.memory_mib = Int(n, "real_memory");
+      node.alloc_memory_mib = Int(n, "alloc_memory");
       node.last_busy = Int(n, "last_busy");
       out.push_back(std::move(node));
     }

@@ -26,6 +26,8 @@ struct SlurmNode {
   std::set<std::string> partitions;
   int cpus = 0;
   int alloc_cpus = 0;
+  int64_t memory_mib = 0;  // RealMemory
+  int64_t alloc_memory_mib = 0;
   int64_t last_busy = 0;  // unix seconds the node last had work (or registered)
 
   bool Drain() const { return flags.count("DRAIN") > 0; }

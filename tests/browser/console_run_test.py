@@ -18,7 +18,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_test import ARTIFACTS, BUILD, FAILURES, Api, check, chromium, free_port  # noqa: E402
+from console_test import ARTIFACTS, BUILD, FAILURES, Api, check, check_accessible, chromium, free_port  # noqa: E402
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -103,6 +103,12 @@ spec:
         check(phase() == "Ready", f"the workspace launched from the console turns Ready on the page ({phase()})")
         shot("01-workspace-ready")
 
+        # The live cluster's history of ann's nodeset (the agent's reports): at 0 workers before her job.
+        def history():
+            code, body = admin.call("GET", f"/api/v1/dataplanes/{name}/nodesets/history")
+            return [s["current"] for s in body["nodesets"].get("ann-astro", [])] if code == 200 else []
+        poll("a sample of ann's nodeset at 0 workers", lambda: 0 in history(), 60)
+
         # Run from the template; the form shows what is submitted.
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=jobs]").click()
         wait.until(EC.element_to_be_clickable((By.ID, "run-button"))).click()
@@ -145,6 +151,13 @@ spec:
         check(not driver.find_elements(By.ID, "cancel-job"), "an ended job offers no Cancel")
         shot("04-job-detail")
 
+        # Her workers go once idle (the project's idleTimeout, 20 s): the nodeset went 0 -> 2 -> 0.
+        def up_and_down(seq):
+            up = [k for k, v in enumerate(seq) if v == 2]
+            return bool(up) and 0 in seq[:up[0]] and 0 in seq[up[-1] + 1:]
+        poll("ann's nodeset to go 0 -> 2 -> 0 in the live cluster's history", lambda: up_and_down(history()), 180)
+        check(True, f"the nodeset's history went 0 -> 2 -> 0 ({history()})")
+
         # Stop from the console: the row follows it to Stopped.
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
         wait.until(EC.element_to_be_clickable((By.ID, "stop-ann-astro"))).click()
@@ -156,6 +169,21 @@ spec:
         code, body = ann.call("GET", "/api/v1/projects/astro/jobs?limit=10")
         check(code == 200 and any(j["jobId"] == record["jobId"] for j in body["jobs"]),
               "the job's record outlives the workspace")
+        check_accessible(driver, "workspaces (stopped)")
+
+        # The admin's Cluster page charts the same: ann's nodeset's workers went 0 -> 2 -> 0.
+        driver.find_element(By.ID, "sign-out").click()
+        wait.until(EC.element_to_be_clickable((By.ID, "token"))).send_keys(admin.token)
+        driver.find_element(By.ID, "sign-in").click()
+        wait.until(EC.visibility_of_element_located((By.ID, "who-name")))
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=cluster]").click()
+        chart = "#nodeset-charts figure[data-nodeset=ann-astro]"
+        totals = lambda: [int(float(v)) for v in driver.execute_script(
+            f"const f = document.querySelector('{chart}'); return f ? f.dataset.totals : ''").split(",") if v]
+        WebDriverWait(driver, 30).until(lambda d: up_and_down(totals()))
+        check(True, "the chart of ann's nodeset shows 0 -> 2 -> 0 workers")
+        check_accessible(driver, "live cluster after the run")
+        shot("06-nodeset-chart")
 
         # Chromium also aborts a request in flight with net::ERR_NETWORK_CHANGED whenever an address
         # of the host changes: the tests beside this one add and remove pods' links all the time.

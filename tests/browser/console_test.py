@@ -29,12 +29,38 @@ from selenium.webdriver.support.ui import Select, WebDriverWait
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 ARTIFACTS = os.path.join(BUILD, "console-artifacts")
 FAILURES = []
+WEB = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "web")
+_AXE = []
 
 
 def check(cond, what):
     print(("ok   " if cond else "FAIL ") + what, flush=True)
     if not cond:
         FAILURES.append(what)
+
+
+def axe_source():
+    """axe-core from web/node_modules (npm ci from web/package-lock.json, as `make lint` does)."""
+    if not _AXE:
+        path = os.path.join(WEB, "node_modules", "axe-core", "axe.min.js")
+        if not os.path.exists(path):
+            subprocess.run(["npm", "ci", "--no-audit", "--no-fund"], cwd=WEB, check=True, capture_output=True)
+        _AXE.append(open(path).read())
+    return _AXE[0]
+
+
+def check_accessible(driver, page):
+    """axe-core over the page as it is now: no serious or critical violation of WCAG 2 A/AA."""
+    driver.execute_script(axe_source())
+    found = driver.execute_async_script(
+        "const done = arguments[arguments.length - 1];"
+        "axe.run(document, {runOnly: ['wcag2a', 'wcag2aa', 'wcag21a', 'wcag21aa', 'best-practice']})"
+        ".then(r => done(r.violations.map(v => ({id: v.id, impact: v.impact, help: v.help,"
+        " where: v.nodes.slice(0, 3).map(n => n.target.join(' '))}))), e => done([{id: 'axe failed', impact: 'critical',"
+        " help: String(e), where: []}]))")
+    serious = [v for v in found if v["impact"] in ("serious", "critical")]
+    check(not serious, f"{page}: axe finds no serious or critical violation ({serious})")
+    return found
 
 
 def free_port():
@@ -97,6 +123,34 @@ def job(i, project, user, now):
             "tres": "cpu=2,mem=1G,node=1", "source": "terminal"}
 
 
+def live_view(nodes, queued, drained=None):
+    """A data plane's live view as its agent posts it: `nodes` workers of nodesets cpu and gpu,
+    `queued` jobs (the first 500 running), node number `drained` drained with a reason."""
+    view = {"collectedAt": int(time.time()), "partitions": [], "queue": [], "queueTotal": queued, "nodesets": [],
+            "nodes": []}
+    for i in range(nodes):
+        nodeset = "cpu" if i < nodes * 3 // 4 else "gpu"
+        busy = i % 3 != 0
+        view["nodes"].append({"name": f"dp1-{nodeset}-{i}", "nodeset": nodeset, "state": "mixed" if busy else "idle",
+                              "flags": ["DRAIN"] if i == drained else [],
+                              "reason": "bad DIMM (console test)" if i == drained else "",
+                              "cpus": 64, "cpusAllocated": 32 if busy else 0, "memoryMiB": 256000,
+                              "memoryAllocatedMiB": 128000 if busy else 0, "partitions": [nodeset]})
+    for ns in ("cpu", "gpu"):
+        members = [n for n in view["nodes"] if n["nodeset"] == ns]
+        busy = sum(1 for n in members if n["state"] == "mixed")
+        view["nodesets"].append({"name": ns, "desired": len(members), "current": len(members), "busy": busy,
+                                 "idle": len(members) - busy, "draining": 0})
+        view["partitions"].append({"name": ns, "state": "UP", "nodes": len(members), "cpus": 64 * len(members)})
+    for j in range(min(queued, 10000)):
+        running = j < 500
+        view["queue"].append({"jobId": 70000 + j, "name": f"q-{j}", "user": "ann", "account": "astro",
+                              "partition": "cpu", "state": "RUNNING" if running else "PENDING",
+                              "reason": "None" if running else ("Resources" if j % 2 else "Priority"),
+                              "nodes": 1, "cpus": 4, "submitTime": view["collectedAt"] - 600, "startTime": 0})
+    return view
+
+
 def main():
     state = tempfile.mkdtemp(prefix="hpcplane-console.")
     os.makedirs(ARTIFACTS, exist_ok=True)
@@ -130,9 +184,13 @@ def main():
                                     {"state": "Healthy", "componentVersions": {"slurm/slurmctld": "22.05.8"}})
         assert report()[0] == 200
 
+        live = {"view": None}  # the live view the agent reports, while there is one
+
         def keep_reporting():  # as the agent does: a data plane whose reports stop is Unreachable
             while not stop.wait(2):
                 report()
+                if live["view"]:
+                    agent.call("POST", "/api/v1/dataplanes/dp1/live", live["view"])
         reporter = threading.Thread(target=keep_reporting, daemon=True)
         reporter.start()
         now = int(time.time())
@@ -174,6 +232,7 @@ def main():
         driver.get(base + "/")
         wait.until(EC.visibility_of_element_located((By.ID, "token")))
         shot("01-sign-in")
+        check_accessible(driver, "sign-in")
         sign_in(tokens["ann"])
         wait_status("Page 1: 50 jobs")
         check(len(rows()) == 50, "the HPC tab lists 50 jobs on its first page")
@@ -191,6 +250,7 @@ def main():
         check(tokens["ann"] not in stored, "the token is in neither web storage nor the URL")
         wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#charts figure svg")))
         shot("02-hpc-jobs")
+        check_accessible(driver, "HPC jobs")
 
         # Paging through the cursor, and back.
         driver.find_element(By.ID, "next-page").click()
@@ -230,6 +290,7 @@ def main():
         check("of 1.0 GiB requested" in detail, "MaxRSS is shown against the requested memory")
         check("submitted" in detail and "started" in detail and "ended" in detail, "the detail has a timeline")
         shot("04-job-detail")
+        check_accessible(driver, "job detail")
 
         # A job array comes as one row with its tasks under it, closed until opened.
         driver.find_element(By.ID, "f-name").clear()
@@ -276,6 +337,7 @@ def main():
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
         wait.until(EC.presence_of_element_located((By.ID, "workspaces-table")))
         shot("06-workspaces")
+        check_accessible(driver, "workspaces")
 
         # Sign out: the cookie session ends.
         driver.find_element(By.ID, "sign-out").click()
@@ -298,6 +360,57 @@ def main():
         check("Slurm 22.05.8" in driver.find_element(By.ID, "dataplanes-table").text,
               "the admin sees the data plane and its Slurm")
         shot("07-data-planes")
+        check_accessible(driver, "data planes")
+
+        # Every project at once: the admin's selector offers it, and the list names each job's
+        # project (eve's jobs are bio's, which ann could not list).
+        Select(driver.find_element(By.ID, "project-select")).select_by_value("*")
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=jobs]").click()
+        wait_status("Page 1: 50 jobs")
+        heads = driver.execute_script("return [...document.querySelectorAll('#jobs-table th')].map(h => h.textContent)")
+        check(heads[:4] == ["Job", "Name", "User", "Project"], f"every project's list has a Project column ({heads})")
+        check("all projects" in driver.find_element(By.TAG_NAME, "h1").text, "the heading says all projects")
+        driver.find_element(By.ID, "f-user").send_keys("eve")
+        driver.find_element(By.CSS_SELECTOR, "form.filters button[type=submit]").click()
+        wait.until(lambda d: rows() and all(r[2] == "eve" for r in rows()))
+        check({r[3] for r in rows()} == {"bio"}, "the admin lists project bio's jobs beside astro's")
+        wait.until(EC.text_to_be_present_in_element((By.ID, "charts"), "Node-hours per project per day"))
+        legend = driver.execute_script(
+            "return [...document.querySelectorAll('#charts figure')].pop().querySelector('.legend').textContent")
+        check("astro" in legend and "bio" in legend, f"node-hours are charted per project ({legend})")
+        check_accessible(driver, "every project's jobs")
+        shot("07b-all-projects")
+
+        # The live cluster: 200 nodes and 10,000 queued jobs as the agent reports them; a node the
+        # admin drains shows its reason at the next report; a view that stops coming is stale.
+        live["view"] = live_view(200, 10000)
+        assert agent.call("POST", "/api/v1/dataplanes/dp1/live", live["view"])[0] == 200
+        opened = time.time()
+        driver.find_element(By.CSS_SELECTOR, "nav a[data-page=cluster]").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "queue-table"), "Queue: 10000 jobs"))
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#nodes-table tbody tr")) == 200, "the page lists the 200 nodes")
+        check(len(driver.find_elements(By.CSS_SELECTOR, "#queue-table tbody tr")) == 200,
+              "and the first 200 of the 10,000 queued jobs")
+        print(f"     cluster page: data on screen {time.time() - opened:.2f} s after the click", flush=True)
+        queue_text = driver.find_element(By.ID, "queue-table").text
+        check("Resources" in queue_text and "Priority" in queue_text, "pending jobs show why they wait")
+        nodesets = driver.find_element(By.ID, "nodesets-table").text
+        check("cpu 150 150 100 50 0" in nodesets, f"nodesets show desired, current, busy and idle ({nodesets[:80]})")
+        wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#nodeset-charts figure[data-nodeset=cpu]")))
+        check_accessible(driver, "live cluster")
+        shot("07c-cluster")
+        live["view"] = live_view(200, 10000, drained=7)
+        drained_at = time.time()
+        WebDriverWait(driver, 20).until(EC.text_to_be_present_in_element((By.ID, "nodes-table"), "bad DIMM"))
+        row = driver.execute_script(
+            "return [...document.querySelectorAll('#nodes-table tbody tr')].find(r => r.cells[0].textContent === "
+            "'dp1-cpu-7').textContent")
+        check("idle+drain" in row and "bad DIMM" in row, f"the drained node shows its state and reason ({row})")
+        print(f"     drained node on screen {time.time() - drained_at:.1f} s after its report", flush=True)
+        live["view"] = None
+        WebDriverWait(driver, 40).until(EC.text_to_be_present_in_element((By.ID, "live-status"), "Stale"))
+        check(True, "a view no longer reported is marked stale")
+        shot("07d-cluster-stale")
 
         # Run: no button while EnableHPCJobs is off (checked as ann above: none was shown).
         # The admin turns the flag on in the console; ann launches a workspace and submits.
@@ -363,6 +476,7 @@ def main():
         check(code == 200 and body["options"] == {"nodes": "2", "time": "00:10:00"} and "--comment=from-template" in body["script"],
               f"the template is stored as written ({code} {body})")
         shot("08-admin")
+        check_accessible(driver, "admin")
         driver.find_element(By.ID, "sign-out").click()
         wait.until(EC.visibility_of_element_located((By.ID, "token")))
         sign_in(tokens["ann"])
@@ -384,6 +498,7 @@ def main():
         wait.until(EC.text_to_be_present_in_element((By.ID, "err-opt-mem"), "must be one token"))
         check(True, "an option the API refuses shows its message next to the field")
         shot("09-run-form")
+        check_accessible(driver, "run form")
         mem = driver.find_element(By.ID, "run-opt-mem")
         mem.clear()
         mem.send_keys("1G")

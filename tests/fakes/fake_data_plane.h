@@ -23,7 +23,10 @@ class FakeDataPlane : public cp::DataPlaneAccess {
   std::function<Result<std::string>(const std::vector<std::string>&)> controller;
   std::function<ProcessResult(const api::Workspace&, const std::vector<std::string>&)> workspace;
 
+  std::vector<cp::LiveNodeSet> nodesets;
+
   Health CheckHealth() override { return health; }
+  Result<std::vector<cp::LiveNodeSet>> NodeSets() override { return nodesets; }
   std::string ClusterName() const override { return cluster; }
   Result<std::optional<api::Workspace>> FindWorkspace(const std::string& id) override {
     auto it = workspaces.find(id);

@@ -12,7 +12,7 @@ const PALETTE = ["#0a58ca", "#1a7f37", "#8a5a00", "#6f42c1", "#b42318", "#0f766e
 
 // Bars stacked from their parts.
 /** @param {string} title @param {Bar[]} bars @param {(key: string) => string} colorOf */
-function barChart(title, bars, colorOf) {
+export function barChart(title, bars, colorOf) {
   const W = 480, H = 180, pad = 24;
   const max = Math.max(1, ...bars.map((b) => b.parts.reduce((s, p) => s + p.value, 0)));
   const bw = (W - pad) / Math.max(1, bars.length);
@@ -32,42 +32,79 @@ function barChart(title, bars, colorOf) {
     g.append(svg("text", { x: W, y: H + 16, "font-size": 11, "text-anchor": "end" }, bars[bars.length - 1].label));
   }
   const keys = [...new Set(bars.flatMap((b) => b.parts.map((p) => p.key)))];
+  // A swatch of each series' color beside its name in the text color: names stay readable
+  // whatever the color (light ones would fail the contrast a reader needs).
   const legend = el("div", { class: "legend" }, keys.map((k) => {
-    const s = el("span", {}, k);
-    s.style.color = colorOf(k);
-    return s;
+    const swatch = el("span", { class: "swatch", "aria-hidden": "true" });
+    swatch.style.background = colorOf(k);
+    return el("span", {}, swatch, k);
   }));
-  return el("figure", { class: "chart" }, el("h2", {}, title), g, legend);
+  // Each bar's total, in order, for readers of the page's data (and its tests).
+  const totals = bars.map((b) => b.parts.reduce((s, p) => s + p.value, 0)).join(",");
+  return el("figure", { class: "chart", "data-totals": totals }, el("h2", {}, title), g, legend);
 }
 
-// The last seven days of project `project`'s jobs: states, queue wait, node-hours per user.
-/** @param {string} project @param {any} into */
-export async function loadCharts(project, into) {
-  const to = Math.floor(Date.now() / 1000) + 1, from = to - 7 * 86400;
-  try {
-    const s = await api("GET", `/api/v1/projects/${project}/jobs/stats?from=${from}&to=${to}&bucket=21600`);
-    /** @param {number} t */
-    const hour = (t) => new Date(t * 1000).toISOString().slice(5, 13).replace("T", " ") + "h";
-    /** @type {string[]} */
-    const users = [...new Set(s.nodeHours.map((/** @type {any} */ u) => u.user))];
-    /** @param {string} u */
-    const userColor = (u) => PALETTE[users.indexOf(u) % PALETTE.length];
-    /** @type {number[]} */
-    const days = [...new Set(s.nodeHours.map((/** @type {any} */ u) => u.day))];
-    into.replaceChildren(
-      barChart("Jobs per state, last 7 days (6 h buckets)",
-        s.states.map((/** @type {any} */ b) => ({ label: hour(b.start),
-          parts: Object.entries(b.states).map(([key, value]) => ({ key, value: Number(value) })) })),
-        (k) => STATE_COLORS[k] || "#57606a"),
-      barChart("Queue wait (submit → start)",
-        s.queueWait.map((/** @type {any} */ w) => ({ label: w.range, parts: [{ key: w.range, value: w.jobs }] })),
-        () => "#0a58ca"),
-      barChart("Node-hours per user per day",
-        days.map((d) => ({ label: new Date(d * 1000).toISOString().slice(5, 10),
-          parts: s.nodeHours.filter((/** @type {any} */ u) => u.day === d)
-            .map((/** @type {any} */ u) => ({ key: u.user, value: u.nodeHours })) })),
-        userColor));
-  } catch (e) {
-    into.replaceChildren(el("p", { class: "error" }, `Charts: ${messageOf(e)}`));
-  }
+// The ranges the charts offer: label, length and bucket (seconds; whole hours or days where they
+// can be, so the store answers from its hourly rollup).
+export const RANGES = [
+  { label: "1 hour", seconds: 3600, bucket: 300 },
+  { label: "6 hours", seconds: 6 * 3600, bucket: 1800 },
+  { label: "24 hours", seconds: 86400, bucket: 3600 },
+  { label: "7 days", seconds: 7 * 86400, bucket: 21600 },
+  { label: "30 days", seconds: 30 * 86400, bucket: 86400 },
+  { label: "90 days", seconds: 90 * 86400, bucket: 86400 },
+];
+const DEFAULT_RANGE = 3;
+
+/** @param {number} t @param {number} bucket */
+function bucketLabel(t, bucket) {
+  const iso = new Date(t * 1000).toISOString();
+  return bucket < 86400 ? iso.slice(5, 16).replace("T", " ") : iso.slice(5, 10);
+}
+
+/** @param {any} s @param {{label: string, bucket: number}} range @param {boolean} all */
+function drawStats(s, range, all) {
+  // Node-hours per user within a project, per project across all of them.
+  const whoOf = (/** @type {any} */ u) => (all ? u.project : u.user);
+  /** @type {string[]} */
+  const who = [...new Set(s.nodeHours.map(whoOf))];
+  /** @param {string} u */
+  const whoColor = (u) => PALETTE[who.indexOf(u) % PALETTE.length];
+  /** @type {number[]} */
+  const days = [...new Set(s.nodeHours.map((/** @type {any} */ u) => u.day))];
+  return [
+    barChart(`Jobs per state, last ${range.label}`,
+      s.states.map((/** @type {any} */ b) => ({ label: bucketLabel(b.start, range.bucket),
+        parts: Object.entries(b.states).map(([key, value]) => ({ key, value: Number(value) })) })),
+      (k) => STATE_COLORS[k] || "#57606a"),
+    barChart("Queue wait (submit → start)",
+      s.queueWait.map((/** @type {any} */ w) => ({ label: w.range, parts: [{ key: w.range, value: w.jobs }] })),
+      () => "#0a58ca"),
+    barChart(`Node-hours per ${all ? "project" : "user"} per day`,
+      days.map((d) => ({ label: new Date(d * 1000).toISOString().slice(5, 10),
+        parts: s.nodeHours.filter((/** @type {any} */ u) => u.day === d)
+          .map((/** @type {any} */ u) => ({ key: whoOf(u), value: u.nodeHours })) })),
+      whoColor)];
+}
+
+// Charts of the jobs under `base` (a project's, or every project's with `all`) over a range the
+// user picks, from an hour to 90 days.
+/** @param {string} base @param {boolean} all @param {any} into */
+export function loadCharts(base, all, into) {
+  const select = el("select", { id: "chart-range" },
+    RANGES.map((r, i) => el("option", { value: String(i), selected: i === DEFAULT_RANGE ? "" : null }, `Last ${r.label}`)));
+  const figures = el("div", { class: "charts", id: "chart-figures" });
+  const draw = async () => {
+    const range = RANGES[Number(select.value)] || RANGES[DEFAULT_RANGE];
+    const to = Math.floor(Date.now() / 1000) + 1, from = to - range.seconds;
+    try {
+      const s = await api("GET", `${base}/stats?from=${from}&to=${to}&bucket=${range.bucket}`);
+      figures.replaceChildren(...drawStats(s, range, all));
+    } catch (e) {
+      figures.replaceChildren(el("p", { class: "error" }, `Charts: ${messageOf(e)}`));
+    }
+  };
+  select.addEventListener("change", draw);
+  into.replaceChildren(el("label", { for: "chart-range" }, "Charts over ", select), figures);
+  return draw();
 }

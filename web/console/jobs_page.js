@@ -1,22 +1,27 @@
-// A project's HPC jobs: filters, the newest first in keyset pages, array tasks grouped under
-// their array, a job's detail, exports, Run, and charts. The first page refreshes every 15 s.
+// A project's HPC jobs (or every project's, for admins): filters, the newest first in keyset
+// pages, array tasks grouped under their array, a job's detail, exports, Run, and charts. The
+// first page refreshes every 15 s.
 import { api, messageOf } from "./api.js";
 import { activateOnKeys, el, mainArea } from "./dom.js";
 import { fmtDuration, fmtTime, groupArrays, jobsQuery, sameJob, stateCounts } from "./format.js";
 import { loadCharts } from "./charts.js";
 import { showJobDetail, stateCell } from "./job_detail.js";
 import { runButton } from "./run_form.js";
-import { every, state } from "./state.js";
+import { ALL_PROJECTS, every, jobsBase, state } from "./state.js";
 
 const SLURM_STATES = ["PENDING", "RUNNING", "COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "NODE_FAIL",
   "OUT_OF_MEMORY", "PREEMPTED", "REQUEUED", "SUSPENDED", "BOOT_FAIL", "DEADLINE"];
 const COLUMNS = ["Job", "Name", "User", "State", "Workspace", "Source", "Submitted", "Started", "Elapsed", "Nodes"];
-const NARROW_FROM = 7;  // columns from here on are hidden on narrow screens
+// Every project's list has the project after the user.
+const ALL_COLUMNS = [...COLUMNS.slice(0, 3), "Project", ...COLUMNS.slice(3)];
+const NARROW_AFTER = 3;  // the last columns, from Started on, are hidden on narrow screens
 
 class JobsList {
   /** @param {string} project */
   constructor(project) {
     this.project = project;
+    this.all = project === ALL_PROJECTS;
+    this.columns = this.all ? ALL_COLUMNS : COLUMNS;
     /** @type {Record<string, string>} */
     this.filters = { user: "", state: "", workspace: "", name: "", from: "", to: "", sort: "" };
     /** @type {Array<string | null>} cursor of each page shown so far; the last is the current page's */
@@ -74,13 +79,15 @@ class JobsList {
 
   table() {
     return el("div", { class: "table-wrap" }, el("table", { id: "jobs-table" },
-      el("caption", { class: "visually-hidden", id: "jobs-caption" }, `HPC jobs of project ${this.project}, newest first`),
-      el("thead", {}, el("tr", {}, COLUMNS.map((h, i) => el("th", { scope: "col", class: i >= NARROW_FROM ? "hide-narrow" : null }, h)))),
+      el("caption", { class: "visually-hidden", id: "jobs-caption" },
+        this.all ? "HPC jobs of every project, newest first" : `HPC jobs of project ${this.project}, newest first`),
+      el("thead", {}, el("tr", {}, this.columns.map((h, i) => el("th", { scope: "col",
+        class: i >= this.columns.length - NARROW_AFTER ? "hide-narrow" : null }, h)))),
       this.tbody));
   }
 
   async load(quiet = false) {
-    const base = `/api/v1/projects/${this.project}/jobs`;
+    const base = jobsBase(this.project);
     this.csv.href = `${base}/export?${jobsQuery(this.filters, { format: "csv" })}`;
     this.ndjson.href = `${base}/export?${jobsQuery(this.filters, { format: "ndjson" })}`;
     if (!quiet) this.status.textContent = "Loading…";
@@ -95,7 +102,7 @@ class JobsList {
         (this.page === 0 ? " · refreshes every 15 s" : "");
     } catch (e) {
       this.status.textContent = "";
-      this.tbody.replaceChildren(el("tr", {}, el("td", { colspan: COLUMNS.length, class: "error", role: "alert" }, messageOf(e))));
+      this.tbody.replaceChildren(el("tr", {}, el("td", { colspan: this.columns.length, class: "error", role: "alert" }, messageOf(e))));
     }
   }
 
@@ -103,7 +110,7 @@ class JobsList {
   render(jobs) {
     const rows = groupArrays(jobs).flatMap((r) => ("job" in r ? [this.jobRow(r.job)]
       : [this.arrayRow(r.tasks, r.group), ...r.tasks.map((t) => this.jobRow(t, r.group))]));
-    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "No jobs match.")));
+    if (!rows.length) rows.push(el("tr", {}, el("td", { colspan: this.columns.length, class: "muted" }, "No jobs match.")));
     this.tbody.replaceChildren(...rows);
     const shown = this.openJob;
     if (!shown) return;
@@ -120,7 +127,8 @@ class JobsList {
     return el("tr", { class: group ? "job task" : "job", tabindex: 0, "data-key": key, "data-group": group || null,
       hidden: group && !this.openArrays.has(group) ? "" : null, "aria-label": `Job ${id} ${j.name}`,
       onclick: open, onkeydown: activateOnKeys(open) },
-    el("td", {}, id), el("td", {}, j.name), el("td", {}, j.user), el("td", {}, stateCell(j.state)),
+    el("td", {}, id), el("td", {}, j.name), el("td", {}, j.user), this.all ? el("td", {}, j.project) : null,
+    el("td", {}, stateCell(j.state)),
     el("td", {}, j.partition), el("td", {}, j.source), el("td", {}, fmtTime(j.submitTime)),
     el("td", { class: "hide-narrow" }, fmtTime(j.startTime)),
     el("td", { class: "hide-narrow" }, fmtDuration(j.elapsedSeconds)),
@@ -141,13 +149,13 @@ class JobsList {
       } }, `Array ${first.arrayJobId}`);
     return el("tr", { class: "array", "data-array": group },
       el("td", {}, toggle), el("td", {}, first.name), el("td", {}, first.user),
-      el("td", { colspan: 7 }, `${tasks.length} task${tasks.length === 1 ? "" : "s"} here: ${stateCounts(tasks)}`));
+      el("td", { colspan: this.columns.length - 3 }, `${tasks.length} task${tasks.length === 1 ? "" : "s"} here: ${stateCounts(tasks)}`));
   }
 
   /** @param {any} j */
   show(j, focus = true) {
     this.openJob = j;
-    showJobDetail(this.detail, this.project, j, focus, () => { this.openJob = null; });
+    showJobDetail(this.detail, this.all ? j.project : this.project, j, focus, () => { this.openJob = null; });
   }
 }
 
@@ -155,12 +163,13 @@ export function jobsPage() {
   const project = state.project;
   const list = new JobsList(project);
   const run = el("section", { id: "run", "aria-label": "Run a job" });
-  const charts = el("section", { class: "charts", id: "charts", "aria-label": "Charts" });
-  mainArea().replaceChildren(el("h1", {}, `HPC jobs — ${project}`), run, list.filterForm(),
+  const charts = el("section", { id: "charts", "aria-label": "Charts" });
+  mainArea().replaceChildren(el("h1", {}, `HPC jobs — ${list.all ? "all projects" : project}`), run, list.filterForm(),
     el("div", { class: "pager" }, list.prev, list.next, list.csv, list.ndjson, list.status), list.detail, list.table(),
     charts);
-  runButton(project, run, () => list.load(true));
+  // Run needs a project to run in.
+  if (!list.all) runButton(project, run, () => list.load(true));
   list.load();
-  loadCharts(project, charts);
+  loadCharts(jobsBase(project), list.all, charts);
   every(() => { if (list.page === 0 && !document.hidden) list.load(true); }, 15000);
 }

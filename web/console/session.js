@@ -3,7 +3,7 @@
 import { api, messageOf } from "./api.js";
 import { $, el, mainArea } from "./dom.js";
 import { route } from "./router.js";
-import { state, stopRefresh } from "./state.js";
+import { ALL_PROJECTS, projectFromHash, state, stopRefresh } from "./state.js";
 
 /** @param {string} [message] */
 export function showSignIn(message) {
@@ -44,9 +44,10 @@ export async function signedIn(me) {
   for (const a of document.querySelectorAll("[data-admin]")) /** @type {HTMLElement} */ (a).hidden = me.role !== "admin";
   const { projects } = await api("GET", "/api/v1/projects");
   const select = $("#project-select");
-  select.replaceChildren(...projects.map((/** @type {string} */ p) => el("option", { value: p }, p)));
-  const fromHash = /^#\/projects\/([a-z][a-z0-9-]*)/.exec(location.hash);
-  state.project = fromHash && projects.includes(fromHash[1]) ? fromHash[1] : projects[0] || "";
+  const admin = me.role === "admin";
+  select.replaceChildren(...(admin ? [el("option", { value: ALL_PROJECTS }, "All projects")] : []),
+    ...projects.map((/** @type {string} */ p) => el("option", { value: p }, p)));
+  state.project = projectFromHash(location.hash, projects, admin);
   select.value = state.project;
   if (!location.hash || location.hash === "#/") location.hash = "#/jobs";
   else route();

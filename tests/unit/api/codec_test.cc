@@ -33,6 +33,7 @@ TEST(CodecTest, DecodesClusterAndNodeSetWithDefaults) {
   ASSERT_EQ(m->clusters.size(), 1u);
   ASSERT_EQ(m->nodesets.size(), 1u);
   EXPECT_EQ(m->clusters[0].spec.users[0].gid, 2001);  // private group defaults to the uid
+  EXPECT_EQ(m->clusters[0].spec.users[0].account, "") << "no account named: Slurm's \"default\"";
   EXPECT_EQ(m->clusters[0].spec.rest_port, 6820);
   EXPECT_EQ(m->clusters[0].spec.rest_memory_limit_mib, 2048);
   EXPECT_EQ(m->nodesets[0].spec.idle_timeout_seconds, 120);
@@ -167,6 +168,12 @@ INSTANTIATE_TEST_SUITE_P(
             "t.yaml: cluster \"c\": spec.users[0].name: user name \"Alice\" is not a valid Linux user name: it "
             "must match ^[a-z_][a-z0-9_-]{0,31}$ (a lowercase letter or underscore, then up to 31 lowercase "
             "letters, digits, '_' or '-')"},
+        InvalidCase{
+            "user account not a name",
+            "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "
+            "name: bob\n      uid: 2000\n      account: Ops;rm\n",
+            "t.yaml: cluster \"c\": spec.users[0].account: must be 1-20 lowercase letters, digits or '-', start with a "
+            "letter and not end with '-' (got \"Ops;rm\")"},
         InvalidCase{
             "system uid",
             "apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: c\nspec:\n  users:\n    - "

@@ -117,7 +117,7 @@ TEST(Crds, WorkspaceRecordsAndTheSchemaAgree) {
   Workspace w;
   w.metadata.name = "ws-1";
   w.spec.cluster = "research";
-  w.spec.user = {"alice", 2001, 2001, false};
+  w.spec.user = {"alice", 2001, 2001, false, ""};
   w.spec.project = "astro";
   w.spec.tier = "small";
   w.spec.datasets = {"sky"};

@@ -9,6 +9,7 @@
 #include <httplib.h>
 
 #include <filesystem>
+#include <map>
 #include <thread>
 
 #include <nlohmann/json.hpp>
@@ -211,6 +212,104 @@ TEST_F(RoutesTest, TheConsoleSignsInWithJsonOnlyAndKnowsItsCaller) {
   EXPECT_NE(signin->get_header_value("Set-Cookie").find("HttpOnly"), std::string::npos);
   EXPECT_EQ(Call("GET", "/api/v1/session", ann_).body["subject"], "ann");
   EXPECT_EQ(Call("POST", "/api/v1/session", "", {{"token", agent_}}).status, 403) << "agents have no console";
+}
+
+TEST_F(RoutesTest, EveryProjectsJobsAreForAdminsOnly) {
+  json jobs = json::array();
+  for (int i = 0; i < 3; ++i) {
+    jobs.push_back({{"cluster", "c1"},
+                    {"jobId", 100 + i},
+                    {"submitTime", 1700000000 + i},
+                    {"user", "ann"},
+                    {"project", i == 2 ? "bio" : "astro"},
+                    {"state", "COMPLETED"},
+                    {"nodes", 1},
+                    {"elapsedSeconds", 3600}});
+  }
+  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/jobs", agent_, {{"jobs", jobs}}).status, 200);
+  auto all = Call("GET", "/api/v1/jobs", admin_);
+  ASSERT_EQ(all.status, 200) << all.body.dump();
+  ASSERT_EQ(all.body["jobs"].size(), 3u);
+  EXPECT_EQ(all.body["jobs"][0]["project"], "bio") << "newest first, whatever the project";
+  EXPECT_EQ(Call("GET", "/api/v1/jobs?user=ann&state=COMPLETED", admin_).body["jobs"].size(), 3u);
+  EXPECT_EQ(Call("GET", "/api/v1/jobs?state=FAILED", admin_).body["jobs"].size(), 0u);
+  EXPECT_EQ(Call("GET", "/api/v1/projects/astro/jobs", admin_).body["jobs"].size(), 2u) << "a project's stay its own";
+  for (const std::string path : {"/api/v1/jobs", "/api/v1/jobs/export", "/api/v1/jobs/stats"}) {
+    EXPECT_EQ(Call("GET", path, ann_).status, 403) << path;
+    EXPECT_EQ(Call("GET", path, agent_).status, 403) << path;
+    EXPECT_EQ(Call("GET", path, "").status, 401) << path;
+  }
+  auto stats = Call("GET", "/api/v1/jobs/stats?from=1699990000&to=1700010000&bucket=3600", admin_);
+  ASSERT_EQ(stats.status, 200) << stats.body.dump();
+  std::map<std::string, double> per_project;
+  for (const auto& u : stats.body["nodeHours"]) per_project[u["project"]] += u["nodeHours"].get<double>();
+  EXPECT_EQ(per_project, (std::map<std::string, double>{{"astro", 2.0}, {"bio", 1.0}}))
+      << "node-hours per project across all of them";
+}
+
+json LiveView(int busy) {
+  return {{"collectedAt", 1700000000},
+          {"nodes",
+           {{{"name", "c1-cpu-0"},
+             {"nodeset", "cpu"},
+             {"state", "idle"},
+             {"flags", {"DRAIN"}},
+             {"reason", "disk check"},
+             {"cpus", 4},
+             {"cpusAllocated", 0},
+             {"memoryMiB", 8000},
+             {"partitions", {"cpu"}}}}},
+          {"partitions", {{{"name", "cpu"}, {"state", "UP"}, {"nodes", 1}, {"cpus", 4}}}},
+          {"queue", {{{"jobId", 7}, {"user", "ann"}, {"state", "PENDING"}, {"reason", "Resources"}}}},
+          {"queueTotal", 1},
+          {"nodesets", {{{"name", "cpu"}, {"desired", 2}, {"current", 2}, {"busy", busy}, {"idle", 2 - busy}}}}};
+}
+
+TEST_F(RoutesTest, TheLiveClusterIsPostedByItsAgentAndReadByAdmins) {
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/live", admin_).status, 404) << "nothing reported yet";
+  auto put = Call("POST", "/api/v1/dataplanes/dp1/live", agent_, LiveView(1));
+  ASSERT_EQ(put.status, 200) << put.body.dump();
+  EXPECT_EQ(Call("POST", "/api/v1/dataplanes/dp1/live", other_agent_, LiveView(1)).status, 403)
+      << "an agent speaks for its own data plane only";
+  EXPECT_EQ(Call("POST", "/api/v1/dataplanes/dp1/live", admin_, LiveView(1)).status, 403);
+  for (const std::string path : {"/api/v1/dataplanes/dp1/live", "/api/v1/dataplanes/dp1/nodesets/history"}) {
+    EXPECT_EQ(Call("GET", path, ann_).status, 403) << path;
+    EXPECT_EQ(Call("GET", path, "").status, 401) << path;
+  }
+  auto live = Call("GET", "/api/v1/dataplanes/dp1/live", admin_);
+  ASSERT_EQ(live.status, 200) << live.body.dump();
+  EXPECT_FALSE(live.body["stale"]);
+  EXPECT_EQ(live.body["view"]["nodes"][0]["reason"], "disk check");
+  EXPECT_EQ(live.body["view"]["nodes"][0]["flags"], json({"DRAIN"}));
+  EXPECT_EQ(live.body["view"]["queue"][0]["reason"], "Resources");
+  auto history = Call("GET", "/api/v1/dataplanes/dp1/nodesets/history", admin_);
+  ASSERT_EQ(history.status, 200) << history.body.dump();
+  ASSERT_EQ(history.body["nodesets"]["cpu"].size(), 1u);
+  EXPECT_EQ(history.body["nodesets"]["cpu"][0]["busy"], 1);
+  EXPECT_EQ(history.body["nodesets"]["cpu"][0]["desired"], 2);
+}
+
+TEST_F(RoutesTest, AMalformedLiveViewIsRefusedNamingItsFieldAndKeepsTheLastGoodOne) {
+  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/live", agent_, LiveView(2)).status, 200);
+  const std::vector<std::pair<json, std::string>> bad = {
+      {{{"nodes", {{{"name", "n"}, {"cpus", -1}}}}}, "nodes[0].cpus"},
+      {{{"nodes", {{{"name", 5}}}}}, "nodes[0].name"},
+      {{{"queue", "lots"}}, "queue"},
+      {{{"nodesets", {{{"name", "../etc"}}}}}, "nodesets[0].name"},
+      {{{"nodes", {{{"reason", std::string(600, 'x')}}}}}, "nodes[0].reason"},
+      {{{"queue", {{{"jobId", 1}}}}, {"queueTotal", 0}}, "queueTotal"},
+      {json::array(), "body"},
+  };
+  for (const auto& [body, field] : bad) {
+    auto r = Call("POST", "/api/v1/dataplanes/dp1/live", agent_, body);
+    EXPECT_EQ(r.status, 400) << body.dump();
+    EXPECT_EQ(r.body["error"].value("field", ""), field) << body.dump() << " -> " << r.body.dump();
+  }
+  auto live = Call("GET", "/api/v1/dataplanes/dp1/live", admin_);
+  EXPECT_EQ(live.body["view"]["nodesets"][0]["busy"], 2) << "a refused view changes nothing";
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/nodesets/history?from=10&to=5", admin_).body["error"]["field"], "from");
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/nodesets/history?from=0&to=99999999", admin_).status, 400)
+      << "beyond the history kept";
 }
 
 }  // namespace

@@ -13,7 +13,7 @@ api::SlurmCluster Cluster() {
   api::SlurmCluster c;
   c.metadata.name = "c1";
   c.spec.datasets = {{"shared", "/shared", ""}, {"ref", "/ref", "/srv/ref"}};
-  c.spec.users = {{"alice", 2001, 2001, false}};
+  c.spec.users = {{"alice", 2001, 2001, false, ""}};
   return c;
 }
 
@@ -239,7 +239,7 @@ TEST(BuildersTest, WorkspaceLoginPodsRunTheirWorkspaceEnvironment) {
   c.spec.shared_root = true;
   api::Workspace w;
   w.metadata.name = "alice-ml";
-  w.spec.user = {"alice", 2001, 2001, false};
+  w.spec.user = {"alice", 2001, 2001, false, ""};
   w.spec.project = "ml";
   auto plain = BuildWorkspaceLoginPod(c, w, in);
   EXPECT_EQ(plain.image, "slurm-26.05@sha256:aa");

@@ -86,7 +86,7 @@ TEST_F(StoreTest, DeletedNodeSetsAreGoneAndWorkspacesBringTheirOwn) {
   api::Workspace w;
   w.metadata.name = "ws-1";
   w.spec.cluster = "c1";
-  w.spec.user = {"alice", 2001, 2001, false};
+  w.spec.user = {"alice", 2001, 2001, false, ""};
   w.spec.project = "astro";
   ASSERT_TRUE(s.SaveWorkspace(w).ok());
   EXPECT_TRUE(s.HasWorkspace("ws-1"));

@@ -16,7 +16,7 @@ api::Workspace Stopping() {
   api::Workspace w;
   w.metadata.name = "ann-astro";
   w.spec.cluster = "demo";
-  w.spec.user = {"ann", 20000, 20000, false};
+  w.spec.user = {"ann", 20000, 20000, false, ""};
   w.spec.project = "astro";
   w.spec.tier = "small";
   w.spec.resources = {2, 2048, 0};

@@ -16,7 +16,7 @@ api::Workspace Ws() {
   api::Workspace w;
   w.metadata.name = "ann-astro";
   w.spec.cluster = "demo";
-  w.spec.user = {"ann", 20000, 20000, false};
+  w.spec.user = {"ann", 20000, 20000, false, ""};
   w.spec.project = "astro";
   w.spec.tier = "small";
   w.spec.resources = {2, 2048, 0};
@@ -127,7 +127,7 @@ TEST(UsersConfigMap, PrivateGroupsAndAnAdminGroup) {
   BuildInputs in;
   in.host_passwd = "root:x:0:0:root:/root:/bin/bash\n";
   in.host_group = "root:x:0:\n";
-  auto cm = BuildUsersConfigMap(c, {{"ann", 20000, 20000, false}, {"bob", 20001, 20001, true}}, in);
+  auto cm = BuildUsersConfigMap(c, {{"ann", 20000, 20000, false, ""}, {"bob", 20001, 20001, true, ""}}, in);
   EXPECT_NE(cm.data["passwd"].find("ann:x:20000:20000:"), std::string::npos);
   EXPECT_NE(cm.data["group"].find("ann:x:20000:ann\n"), std::string::npos);
   EXPECT_NE(cm.data["group"].find(std::string(kAdminGroup) + ":x:" + std::to_string(kAdminGroupGid) + ":bob\n"),
@@ -141,7 +141,7 @@ TEST(WorkspaceDatasets, BelongToTheProjectGroupWhoseMembersAreItsWorkspacesUsers
   ann.spec.dataset_gids = {{"astro", 60000}};
   api::Workspace ben = Ws();
   ben.metadata.name = "ben-astro";
-  ben.spec.user = {"ben", 20001, 20001, false};
+  ben.spec.user = {"ben", 20001, 20001, false, ""};
   ben.spec.dataset_gids = {{"astro", 60000}};
   api::NodeSet ns = WorkspaceNodeSet(ann, false);
   ASSERT_EQ(ns.spec.datasets.size(), 1u);
@@ -152,8 +152,8 @@ TEST(WorkspaceDatasets, BelongToTheProjectGroupWhoseMembersAreItsWorkspacesUsers
   // Admins are members of every dataset group; others are not.
   api::SlurmCluster c;
   BuildInputs in;
-  auto cm = BuildUsersConfigMap(c, {ann.spec.user, {"carol", 20002, 20002, true}, {"dan", 20003, 20003, false}}, in,
-                                {{"proj-astro", 60000, {"ann"}}});
+  auto cm = BuildUsersConfigMap(c, {ann.spec.user, {"carol", 20002, 20002, true, ""}, {"dan", 20003, 20003, false, ""}},
+                                in, {{"proj-astro", 60000, {"ann"}}});
   EXPECT_NE(cm.data["group"].find("\nproj-astro:x:60000:ann,carol\n"), std::string::npos) << cm.data["group"];
   // A workspace from before dataset groups has none (the daemon gives it one at start).
   EXPECT_TRUE(WorkspaceDatasetGroups({Ws()}).empty());

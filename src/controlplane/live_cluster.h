@@ -1,0 +1,76 @@
+// A data plane's Slurm as it is now: its nodes, partitions, queue and nodesets, collected by
+// the data plane's agent every few seconds and kept by the control plane (the server never
+// talks to Slurm). The JSON form is what the agent posts and what the console reads; parsing it
+// checks every field, since it crosses the network.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "common/result.h"
+
+namespace hpc::cp {
+
+struct LiveNode {
+  std::string name;
+  std::string nodeset;             // the nodeset (or workspace) whose worker it is; empty: none of ours
+  std::string state;               // Slurm's base state, lowercase: idle, mixed, allocated, down, ...
+  std::vector<std::string> flags;  // DRAIN, COMPLETING, NOT_RESPONDING, ...
+  std::string reason;
+  int cpus = 0;
+  int cpus_allocated = 0;
+  int64_t memory_mib = 0;
+  int64_t memory_allocated_mib = 0;
+  std::vector<std::string> partitions;
+};
+
+struct LivePartition {
+  std::string name;
+  std::string state;  // UP, DOWN, DRAIN, INACTIVE
+  int nodes = 0;
+  int cpus = 0;
+};
+
+// A queued or running job.
+struct LiveJob {
+  int64_t job_id = 0;
+  std::string name, user, account, partition;
+  std::string state;   // PENDING, RUNNING, ...
+  std::string reason;  // why it waits (Resources, Priority, Dependency, ...); None when running
+  int nodes = 0;
+  int cpus = 0;
+  int64_t submit_time = 0;
+  int64_t start_time = 0;  // expected start of a pending job, when Slurm has one
+};
+
+struct LiveNodeSet {
+  std::string name;
+  int desired = 0;
+  int current = 0;  // worker pods that exist
+  int busy = 0;
+  int idle = 0;
+  int draining = 0;
+};
+
+struct LiveCluster {
+  int64_t collected_at = 0;  // unix seconds, by the agent's clock
+  std::vector<LiveNode> nodes;
+  std::vector<LivePartition> partitions;
+  std::vector<LiveJob> queue;  // at most kMaxQueuedJobs, pending jobs by priority after running ones
+  int64_t queue_total = 0;     // the whole queue's length
+  std::vector<LiveNodeSet> nodesets;
+};
+
+// What one snapshot may hold: bounded so that a report stays well under the server's body limit.
+inline constexpr size_t kMaxLiveNodes = 5000;
+inline constexpr size_t kMaxQueuedJobs = 10000;
+inline constexpr size_t kMaxLiveNodeSets = 1000;
+
+nlohmann::json ToJson(const LiveCluster& c);
+// Every field checked (types, names, bounds); the error names the field, e.g. "nodes[3].cpus".
+Result<LiveCluster> LiveClusterFromJson(const nlohmann::json& j);
+
+}  // namespace hpc::cp
