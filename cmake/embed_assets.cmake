@@ -11,8 +11,10 @@ foreach(asset ${ASSETS})
   string(LENGTH "${hex}" hex_len)
   math(EXPR size "${hex_len} / 2")
   get_filename_component(name "${asset}" NAME)
+  # Scripts as application/javascript: cpp-httplib 0.11 compresses every text/* answer with
+  # Brotli at its slowest quality on each request (tens of ms for each of the console's modules).
   if(name MATCHES "\\.js$")
-    set(type "text/javascript; charset=utf-8")
+    set(type "application/javascript; charset=utf-8")
   elseif(name MATCHES "\\.css$")
     set(type "text/css; charset=utf-8")
   elseif(name MATCHES "\\.html$")

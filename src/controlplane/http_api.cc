@@ -23,7 +23,7 @@ void Error(httplib::Response& res, int code, const std::string& message, const s
   if (!field.empty()) e["field"] = Printable(field);
   res.status = code;
   // Messages may quote what a client sent; bytes that are not UTF-8 are replaced, never thrown on.
-  res.set_content(json{{"error", e}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
+  res.set_content(json{{"error", e}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", kJsonContentType);
 }
 
 int HttpStatusFor(StatusCode code) {
@@ -57,7 +57,7 @@ void Error(httplib::Response& res, const Status& status) {
 
 void Ok(httplib::Response& res, const json& body, int code) {
   res.status = code;
-  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", "application/json");
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace) + "\n", kJsonContentType);
 }
 
 std::optional<int64_t> ParseInteger(const std::string& text, int64_t min, int64_t max) {

@@ -121,6 +121,12 @@ bool RequireAdmin(const Principal& p, httplib::Response& res);
 // Times in queries are unix seconds up to the year 9999.
 inline constexpr int64_t kMaxUnixSeconds = 253402300799;
 
+// JSON answers carry their charset. It also keeps cpp-httplib 0.11 from compressing them: it
+// compresses exactly "application/json" for any client that accepts Brotli (every browser), at
+// Brotli's slowest quality, on each request: 7.7 s for the live view of 10,000 queued jobs that
+// takes 0.1 s uncompressed.
+inline constexpr const char* kJsonContentType = "application/json; charset=utf-8";
+
 // For routes /api/v1/projects/{project}/jobs/{dataPlane}/{cluster}/{jobId}[/...] (?submitTime=):
 // the project's job, or an answer (400 bad submitTime, 404 no such job in the project, 503).
 std::optional<JobRecord> ProjectJob(Store* store, const httplib::Request& req, const std::string& project,

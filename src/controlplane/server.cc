@@ -128,7 +128,7 @@ void Server::Routes() {
 
   s.Get("/api/v1/openapi.json", [=](const httplib::Request& req, httplib::Response& res) {
     if (!auth(req, res)) return;
-    res.set_content(kOpenApiDocument, "application/json");
+    res.set_content(kOpenApiDocument, http::kJsonContentType);
   });
 
   AddApiRoutes(s, authn, metrics, unreachable_after, !opts_.tls_cert.empty());

@@ -125,7 +125,7 @@ def job(i, project, user, now):
 
 def live_view(nodes, queued, drained=None):
     """A data plane's live view as its agent posts it: `nodes` workers of nodesets cpu and gpu,
-    `queued` jobs (the first 500 running), node number `drained` drained with a reason."""
+    `queued` jobs (the first 100 running), node number `drained` drained with a reason."""
     view = {"collectedAt": int(time.time()), "partitions": [], "queue": [], "queueTotal": queued, "nodesets": [],
             "nodes": []}
     for i in range(nodes):
@@ -143,7 +143,7 @@ def live_view(nodes, queued, drained=None):
                                  "idle": len(members) - busy, "draining": 0})
         view["partitions"].append({"name": ns, "state": "UP", "nodes": len(members), "cpus": 64 * len(members)})
     for j in range(min(queued, 10000)):
-        running = j < 500
+        running = j < 100
         view["queue"].append({"jobId": 70000 + j, "name": f"q-{j}", "user": "ann", "account": "astro",
                               "partition": "cpu", "state": "RUNNING" if running else "PENDING",
                               "reason": "None" if running else ("Resources" if j % 2 else "Priority"),
@@ -380,6 +380,7 @@ def main():
         check("astro" in legend and "bio" in legend, f"node-hours are charted per project ({legend})")
         check_accessible(driver, "every project's jobs")
         shot("07b-all-projects")
+        Select(driver.find_element(By.ID, "project-select")).select_by_value("astro")
 
         # The live cluster: 200 nodes and 10,000 queued jobs as the agent reports them; a node the
         # admin drains shows its reason at the next report; a view that stops coming is stale.
@@ -399,12 +400,12 @@ def main():
         wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#nodeset-charts figure[data-nodeset=cpu]")))
         check_accessible(driver, "live cluster")
         shot("07c-cluster")
-        live["view"] = live_view(200, 10000, drained=7)
+        live["view"] = live_view(200, 10000, drained=6)
         drained_at = time.time()
         WebDriverWait(driver, 20).until(EC.text_to_be_present_in_element((By.ID, "nodes-table"), "bad DIMM"))
         row = driver.execute_script(
             "return [...document.querySelectorAll('#nodes-table tbody tr')].find(r => r.cells[0].textContent === "
-            "'dp1-cpu-7').textContent")
+            "'dp1-cpu-6').textContent")
         check("idle+drain" in row and "bad DIMM" in row, f"the drained node shows its state and reason ({row})")
         print(f"     drained node on screen {time.time() - drained_at:.1f} s after its report", flush=True)
         live["view"] = None

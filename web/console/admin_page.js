@@ -5,7 +5,7 @@ import { el, headerRow, mainArea, showLoading, showPageError, toast } from "./do
 import { clearErrors, fieldMaker, showFieldError } from "./forms.js";
 import { fmtTime, listOf } from "./format.js";
 import { projectAdmin } from "./project_admin.js";
-import { state } from "./state.js";
+import { ALL_PROJECTS, state } from "./state.js";
 import { templatesAdmin } from "./templates_admin.js";
 
 const TOKEN_COLUMNS = ["Id", "Subject", "Role", "Projects", "Created", "Expires", "Last used", ""];
@@ -89,8 +89,10 @@ export async function adminPage() {
     mainArea().replaceChildren(el("h1", {}, "Admin"), el("h2", {}, "Feature flags"), flagList(flags),
       project, templates, el("h2", {}, "API tokens"), tokenForm(() => reloadTokens().catch((e) => toast(messageOf(e)))),
       el("div", { class: "table-wrap" }, el("table", { id: "tokens-table" }, headerRow(TOKEN_COLUMNS), tokenBody)));
-    projectAdmin(project, state.project);
-    templatesAdmin(templates, state.project);
+    // With every project selected, none is the one to configure: the form takes a name.
+    const selected = state.project === ALL_PROJECTS ? "" : state.project;
+    projectAdmin(project, selected);
+    templatesAdmin(templates, selected);
   } catch (e) {
     showPageError("Admin", messageOf(e));
   }

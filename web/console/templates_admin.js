@@ -17,7 +17,7 @@ const templateRow = (t, edit, remove) => el("tr", {}, el("td", {}, t.name), el("
 /** @param {any} into @param {string} project */
 export async function templatesAdmin(into, project) {
   const heading = el("h2", { id: "templates-heading" }, `Job templates of ${project || "—"}`);
-  if (!project) return into.replaceChildren(heading, el("p", { class: "muted" }, "No project is configured."));
+  if (!project) return into.replaceChildren(heading, el("p", { class: "muted" }, "Pick a project in the selector above (or configure one) to see its templates."));
   let templates;
   try {
     ({ templates } = await api("GET", `/api/v1/projects/${project}/templates`));
