@@ -182,11 +182,21 @@ Status Agent::Report() {
   return Post(fmt::format("/api/v1/dataplanes/{}/report", opts_.data_plane), body.dump());
 }
 
+Result<std::string> Agent::NodesJson() {
+  if (!nodes_from_sinfo_) {
+    auto out = dp_->InController({"scontrol", "show", "nodes", "--json"});
+    if (out.ok() || out.status().message().find("unrecognized option") == std::string::npos) return out;
+    // Slurm 22.05: scontrol has no --json, and sinfo --json prints the node list instead.
+    nodes_from_sinfo_ = true;
+  }
+  return dp_->InController({"sinfo", "--json"});
+}
+
 Status Agent::ReportLiveCluster() {
-  ASSIGN_OR_RETURN(std::string nodes_json, dp_->InController({"scontrol", "show", "nodes", "--json"}));
+  ASSIGN_OR_RETURN(std::string nodes_json, NodesJson());
   ASSIGN_OR_RETURN(auto nodes, slurm::RestClient::ParseNodes(nodes_json));
-  ASSIGN_OR_RETURN(std::string partitions_json, dp_->InController({"scontrol", "show", "partitions", "--json"}));
-  ASSIGN_OR_RETURN(auto partitions, slurm::RestClient::ParsePartitions(partitions_json));
+  ASSIGN_OR_RETURN(std::string partitions_text, dp_->InController(LivePartitionsCommand()));
+  ASSIGN_OR_RETURN(auto partitions, ParseLivePartitions(partitions_text));
   ASSIGN_OR_RETURN(std::string queue_text, dp_->InController(LiveQueueCommand()));
   int64_t queue_total = 0;
   ASSIGN_OR_RETURN(auto queue, ParseLiveQueue(queue_text, &queue_total));

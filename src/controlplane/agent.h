@@ -69,6 +69,10 @@ class Agent {
   DataPlaneAccess* dp_;
   AgentOptions opts_;
   bool healthy_ = false;  // as the last Report found the cluster
+  // Slurm's node list as JSON: `scontrol show nodes --json`, or where scontrol has no --json
+  // (22.05) `sinfo --json`, remembered once found.
+  Result<std::string> NodesJson();
+  bool nodes_from_sinfo_ = false;
 };
 
 }  // namespace hpc::cp

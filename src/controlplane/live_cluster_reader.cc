@@ -1,6 +1,7 @@
 #include "controlplane/live_cluster_reader.h"
 
 #include <algorithm>
+#include <cctype>
 #include <map>
 #include <set>
 #include <sstream>
@@ -35,6 +36,26 @@ std::vector<std::string> QueueFields(const std::string& line) {
 }
 
 }  // namespace
+
+std::vector<std::string> LivePartitionsCommand() { return {"sinfo", "--noheader", "--format=%R|%a"}; }
+
+Result<std::vector<slurm::SlurmPartition>> ParseLivePartitions(const std::string& output) {
+  std::vector<slurm::SlurmPartition> out;
+  std::set<std::string> seen;
+  std::istringstream in(output);
+  std::string line;
+  for (int n = 1; std::getline(in, line); ++n) {
+    if (line.empty()) continue;
+    auto bar = line.find('|');
+    if (bar == std::string::npos || bar == 0) {
+      return Status::Errorf("sinfo line {}: expected \"partition|availability\": \"{}\"", n, line.substr(0, 120));
+    }
+    std::string name = line.substr(0, bar), state = line.substr(bar + 1);
+    std::transform(state.begin(), state.end(), state.begin(), [](unsigned char c) { return std::toupper(c); });
+    if (seen.insert(name).second) out.push_back({name, state});
+  }
+  return out;
+}
 
 std::vector<std::string> LiveQueueCommand() {
   return {"env",

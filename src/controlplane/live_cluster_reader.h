@@ -1,7 +1,8 @@
-// How the agent reads its data plane's live view (live_cluster.h) from Slurm: node and
-// partition lists as `scontrol show ... --json` prints them (the documents slurmrestd serves,
-// parsed by slurm::RestClient for every supported release), and the queue from squeue's text
-// format, which stays small and cheap at 10,000 jobs where its JSON does not.
+// How the agent reads its data plane's live view (live_cluster.h) from Slurm: the node list as
+// `scontrol show nodes --json` prints it (Slurm 22.05, whose scontrol has no --json: `sinfo
+// --json`), the documents slurmrestd serves, parsed by slurm::RestClient for every supported
+// release; partitions and the queue from sinfo's and squeue's text formats, which every release
+// prints alike and which stay small and cheap at 10,000 jobs where the JSON does not.
 #pragma once
 
 #include <string>
@@ -12,6 +13,12 @@
 #include "slurm/slurm_client.h"
 
 namespace hpc::cp {
+
+// sinfo's arguments for ParseLivePartitions: each partition and its availability.
+std::vector<std::string> LivePartitionsCommand();
+// "name|up" lines (a partition may come on several lines, one per node state) to partitions,
+// each once, their state upper case (UP, DOWN, DRAIN, INACT).
+Result<std::vector<slurm::SlurmPartition>> ParseLivePartitions(const std::string& output);
 
 // squeue's arguments for LiveQueue: queued and running jobs, one '|'-separated line each, times
 // in unix seconds (run under SLURM_TIME_FORMAT=%s).

@@ -1,7 +1,7 @@
 // The admin page: feature flags, the selected project's configuration and job templates, and
 // API tokens (created here, their secret shown once; listed and revoked).
 import { api, messageOf } from "./api.js";
-import { el, headerRow, mainArea, showLoading, showPageError, toast } from "./dom.js";
+import { el, headerRow, mainArea, showLoading, showPageError, tableWrap, toast } from "./dom.js";
 import { clearErrors, fieldMaker, showFieldError } from "./forms.js";
 import { fmtTime, listOf } from "./format.js";
 import { projectAdmin } from "./project_admin.js";
@@ -88,7 +88,7 @@ export async function adminPage() {
     const project = el("section", { id: "project-admin", "aria-labelledby": "project-heading" });
     mainArea().replaceChildren(el("h1", {}, "Admin"), el("h2", {}, "Feature flags"), flagList(flags),
       project, templates, el("h2", {}, "API tokens"), tokenForm(() => reloadTokens().catch((e) => toast(messageOf(e)))),
-      el("div", { class: "table-wrap" }, el("table", { id: "tokens-table" }, headerRow(TOKEN_COLUMNS), tokenBody)));
+      tableWrap("API tokens", el("table", { id: "tokens-table" }, headerRow(TOKEN_COLUMNS), tokenBody)));
     // With every project selected, none is the one to configure: the form takes a name.
     const selected = state.project === ALL_PROJECTS ? "" : state.project;
     projectAdmin(project, selected);

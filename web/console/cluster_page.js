@@ -3,7 +3,7 @@
 // the nodesets' busy and idle workers over a range from an hour to 90 days.
 import { api, messageOf } from "./api.js";
 import { barChart, RANGES } from "./charts.js";
-import { el, headerRow, mainArea, showPageError } from "./dom.js";
+import { el, headerRow, mainArea, showPageError, tableWrap } from "./dom.js";
 import { fmtTime } from "./format.js";
 import { every } from "./state.js";
 
@@ -13,7 +13,7 @@ const QUEUE_ROWS = 200;  // the queue's first rows shown; the count says how man
 function table(columns, rows, id, caption, empty) {
   const body = rows.length ? rows.map((r) => el("tr", {}, r.map((c) => el("td", {}, c))))
     : [el("tr", {}, el("td", { colspan: columns.length, class: "muted" }, empty))];
-  return el("div", { class: "table-wrap" }, el("table", { id },
+  return tableWrap(caption, el("table", { id },
     el("caption", {}, caption), headerRow(columns), el("tbody", {}, body)));
 }
 

@@ -1,6 +1,6 @@
 // The data planes (admins): each one's state, last report, the Slurm it offers, its components.
 import { api, messageOf } from "./api.js";
-import { el, headerRow, mainArea, showLoading, showPageError } from "./dom.js";
+import { el, headerRow, mainArea, showLoading, showPageError, tableWrap } from "./dom.js";
 
 const COLUMNS = ["Name", "State", "Last report", "Slurm", "Components", "Reasons"];
 
@@ -15,7 +15,7 @@ export async function dataPlanesPage() {
       el("td", {}, Object.entries(d.componentVersions).map(([k, v]) => `${k} ${v}`).join(", ")),
       el("td", {}, (d.reasons || []).join("; "))));
     mainArea().replaceChildren(el("h1", {}, "Data planes"),
-      el("div", { class: "table-wrap" }, el("table", { id: "dataplanes-table" }, headerRow(COLUMNS),
+      tableWrap("Data planes", el("table", { id: "dataplanes-table" }, headerRow(COLUMNS),
         el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "No data plane has reported."))))));
   } catch (e) {
     showPageError("Data planes", messageOf(e));

@@ -62,6 +62,12 @@ export function showLoading(title) {
   mainArea().replaceChildren(el("h1", {}, title), el("p", { class: "muted" }, "Loading…"));
 }
 
+// A table in a box that scrolls sideways on narrow screens: focusable, so that a keyboard can
+// scroll it too, and named for screen readers.
+/** @param {string} label @param {any} table */
+export const tableWrap = (label, table) =>
+  el("div", { class: "table-wrap", tabindex: 0, role: "region", "aria-label": label }, table);
+
 // A table's header row of column names.
 /** @param {string[]} names */
 export const headerRow = (names) => el("thead", {}, el("tr", {}, names.map((h) => el("th", { scope: "col" }, h))));

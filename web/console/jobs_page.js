@@ -2,7 +2,7 @@
 // pages, array tasks grouped under their array, a job's detail, exports, Run, and charts. The
 // first page refreshes every 15 s.
 import { api, messageOf } from "./api.js";
-import { activateOnKeys, el, mainArea } from "./dom.js";
+import { activateOnKeys, el, mainArea, tableWrap } from "./dom.js";
 import { fmtDuration, fmtTime, groupArrays, jobsQuery, sameJob, stateCounts } from "./format.js";
 import { loadCharts } from "./charts.js";
 import { showJobDetail, stateCell } from "./job_detail.js";
@@ -78,7 +78,7 @@ class JobsList {
   }
 
   table() {
-    return el("div", { class: "table-wrap" }, el("table", { id: "jobs-table" },
+    return tableWrap("HPC jobs", el("table", { id: "jobs-table" },
       el("caption", { class: "visually-hidden", id: "jobs-caption" },
         this.all ? "HPC jobs of every project, newest first" : `HPC jobs of project ${this.project}, newest first`),
       el("thead", {}, el("tr", {}, this.columns.map((h, i) => el("th", { scope: "col",

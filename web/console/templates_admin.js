@@ -1,7 +1,7 @@
 // The selected project's job templates: listed with Edit and Delete, and a form that creates or
 // replaces one (PUT /projects/{p}/templates/{name}); members pick them in the Run form.
 import { api, messageOf } from "./api.js";
-import { el, headerRow, toast } from "./dom.js";
+import { el, headerRow, tableWrap, toast } from "./dom.js";
 import { clearErrors, fieldMaker, fillOptions, optionInputs, readOptions, showFieldError } from "./forms.js";
 import { fmtTime } from "./format.js";
 
@@ -63,7 +63,7 @@ export async function templatesAdmin(into, project) {
   field("script", "Batch script", script), ...optionInputs("tpl-", field),
   el("button", { type: "submit", class: "primary", id: "tpl-save" }, "Save template"), result);
   into.replaceChildren(heading,
-    el("div", { class: "table-wrap" }, el("table", { id: "templates-table" }, headerRow(COLUMNS),
+    tableWrap("Job templates", el("table", { id: "templates-table" }, headerRow(COLUMNS),
       el("tbody", {}, rows.length ? rows : el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "No templates yet."))))),
     form);
 }

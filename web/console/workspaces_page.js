@@ -2,7 +2,7 @@
 // a workspace is on its way (Pending, Stopping) its row follows it every 3 s; the launch form
 // above is left as the user is filling it.
 import { api, messageOf } from "./api.js";
-import { el, headerRow, mainArea, showPageError, toast } from "./dom.js";
+import { el, headerRow, mainArea, showPageError, tableWrap, toast } from "./dom.js";
 import { every, state, stopRefresh } from "./state.js";
 
 const COLUMNS = ["Id", "User", "Tier", "Data plane", "Phase", "Message", "Max workers", "Open a shell", ""];
@@ -77,7 +77,7 @@ export async function workspacesPage() {
     const form = await launchForm(project);
     await loadWorkspaces(project, body);
     mainArea().replaceChildren(el("h1", {}, title), form,
-      el("div", { class: "table-wrap" }, el("table", { id: "workspaces-table" }, headerRow(COLUMNS), body)));
+      tableWrap("Workspaces", el("table", { id: "workspaces-table" }, headerRow(COLUMNS), body)));
   } catch (e) {
     showPageError(title, messageOf(e));
   }

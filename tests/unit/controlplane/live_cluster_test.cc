@@ -50,6 +50,17 @@ TEST(LiveQueue, AMalformedLineIsAnErrorNamingIt) {
   EXPECT_NE(q.status().message().find("line 1"), std::string::npos) << q.status().message();
 }
 
+TEST(LivePartitions, EachPartitionOnceWithItsStateUpperCase) {
+  auto p = ParseLivePartitions("cpu|up\ncpu|up\nann-astro|down\nold|inact\n");
+  ASSERT_TRUE(p.ok()) << p.status().message();
+  ASSERT_EQ(p->size(), 3u);
+  EXPECT_EQ((*p)[0].name, "cpu");
+  EXPECT_EQ((*p)[0].state, "UP");
+  EXPECT_EQ((*p)[1].state, "DOWN");
+  EXPECT_EQ((*p)[2].state, "INACT");
+  EXPECT_FALSE(ParseLivePartitions("sinfo: error: something\n").ok());
+}
+
 TEST(LiveCluster, NodesBelongToTheNodesetNamedByAFeatureAndPartitionsCountThem) {
   slurm::SlurmNode a, b, other;
   a.name = "c1-cpu-0", a.state = "idle", a.features = {"cpu"}, a.partitions = {"cpu", "all"}, a.cpus = 4;

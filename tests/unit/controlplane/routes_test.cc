@@ -14,9 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
+#include "controlplane/agent.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
 #include "controlplane/submission_service.h"
+#include "fakes/fake_data_plane.h"
 
 namespace hpc::cp {
 namespace {
@@ -287,6 +289,42 @@ TEST_F(RoutesTest, TheLiveClusterIsPostedByItsAgentAndReadByAdmins) {
   ASSERT_EQ(history.body["nodesets"]["cpu"].size(), 1u);
   EXPECT_EQ(history.body["nodesets"]["cpu"][0]["busy"], 1);
   EXPECT_EQ(history.body["nodesets"]["cpu"][0]["desired"], 2);
+}
+
+// The agent's side: it reads Slurm in the controller pod (here a fake data plane answering as
+// Slurm 22.05 does, whose scontrol has no --json) and posts the view the admin then reads.
+TEST_F(RoutesTest, TheAgentReportsTheLiveViewAndFallsBackToSinfoWhereScontrolHasNoJson) {
+  fakes::FakeDataPlane dp;
+  dp.cluster = "dp1";
+  dp.nodesets = {{"cpu", 1, 1, 0, 1, 0}};
+  dp.controller = [](const std::vector<std::string>& argv) -> Result<std::string> {
+    if (argv[0] == "scontrol") return Status::Errorf("scontrol: exit 1: scontrol: unrecognized option '--json'");
+    if (argv == std::vector<std::string>{"sinfo", "--json"}) {
+      return std::string(R"({"nodes": [{"name": "dp1-cpu-0", "state": "idle", "state_flags": ["DRAIN"],
+        "reason": "fan", "features": "cpu", "partitions": ["cpu"], "cpus": 4, "alloc_cpus": 0,
+        "real_memory": 8000, "alloc_memory": 0}], "errors": []})");
+    }
+    if (argv[0] == "sinfo") return std::string("cpu|up\n");
+    return std::string("7|ann|astro|cpu|PENDING|Resources|1|1|1700000000|0|10|hello\n");  // squeue
+  };
+  AgentOptions o;
+  o.server = "http://127.0.0.1:" + std::to_string(port_);
+  o.token = agent_;
+  Agent agent(&dp, o);
+  ASSERT_TRUE(agent.ReportLiveCluster().ok());
+  ASSERT_TRUE(agent.ReportLiveCluster().ok());
+  int scontrol_calls = 0;
+  for (const auto& argv : dp.commands) scontrol_calls += argv[0] == "scontrol" ? 1 : 0;
+  EXPECT_EQ(scontrol_calls, 1) << "the fallback is remembered";
+  auto live = Call("GET", "/api/v1/dataplanes/dp1/live", admin_);
+  ASSERT_EQ(live.status, 200) << live.body.dump();
+  const json& view = live.body["view"];
+  EXPECT_EQ(view["nodes"][0]["nodeset"], "cpu");
+  EXPECT_EQ(view["nodes"][0]["reason"], "fan");
+  EXPECT_EQ(view["nodes"][0]["memoryMiB"], 8000);
+  EXPECT_EQ(view["partitions"][0]["nodes"], 1);
+  EXPECT_EQ(view["queue"][0]["reason"], "Resources");
+  EXPECT_EQ(view["nodesets"][0]["idle"], 1);
 }
 
 TEST_F(RoutesTest, AMalformedLiveViewIsRefusedNamingItsFieldAndKeepsTheLastGoodOne) {
