@@ -40,8 +40,9 @@ echo
 api=(--server "http://$console" --token-file "$HPCPLANE_STATE_DIR/controlplane/admin.token")
 signin="(none: no control plane answers on $console)"
 if "$bin" projects set demo --data-plane demo "${api[@]}" >/dev/null 2>&1; then
+  # Until its record is there as it ended (the agent ships it running first, then as it ended).
   for _ in $(seq 60); do
-    "$bin" jobs list --project demo "${api[@]}" 2>/dev/null | grep -qw "$job" && break
+    "$bin" jobs list --project demo --state COMPLETED "${api[@]}" 2>/dev/null | grep -qw "$job" && break
     sleep 1
   done
   # Sign-in tokens that expire in 12 hours (revoke them sooner on the Admin page or with

@@ -63,6 +63,25 @@ def check_accessible(driver, page):
     return found
 
 
+def browser_errors(driver):
+    """The browser log's errors that are the console's. Chromium also aborts a request in flight
+    with net::ERR_NETWORK_CHANGED whenever an address of the host changes, which the tests beside
+    this one do all the time: that is the host, not the console (a page that lost data shows it,
+    and the tests check what pages show). The one 401 expected: the page asking for a session
+    before anyone signed in."""
+    return [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
+            and "net::ERR_NETWORK_CHANGED" not in e["message"]
+            and not ("/api/v1/session" in e["message"] and "status of 401" in e["message"])]
+
+
+def finish():
+    """Exits non-zero when a check failed."""
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed")
+        sys.exit(1)
+    print("all checks passed")
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))

@@ -70,7 +70,7 @@ TEST_P(StoreTest, MigrationsAreVersionedAndRerunSafely) {
   ASSERT_TRUE(again.ok()) << again.status().message();
   auto v = (*again)->Migrate();
   ASSERT_TRUE(v.ok());
-  EXPECT_EQ(*v, 10);  // the last: the statistics' rollup (9: job templates)
+  EXPECT_EQ(*v, 11);  // the last: live views and nodeset samples (10: the statistics' rollup)
   store_ = std::move(*again);
 }
 
@@ -253,9 +253,9 @@ cp::JobStats ReferenceStatistics(const std::vector<cp::JobRecord>& jobs, const c
   std::vector<int64_t> wait(cp::WaitRanges().size(), 0);
   std::map<std::pair<int64_t, std::string>, int64_t> usage;
   for (const auto& j : jobs) {
-    if (j.project != f.project || (!f.user.empty() && j.user != f.user) || (!f.state.empty() && j.state != f.state) ||
-        (!f.workspace.empty() && j.partition != f.workspace) || (f.from && j.submit_time < f.from) ||
-        (f.to && j.submit_time >= f.to) ||
+    if ((!f.all_projects && j.project != f.project) || (!f.user.empty() && j.user != f.user) ||
+        (!f.state.empty() && j.state != f.state) || (!f.workspace.empty() && j.partition != f.workspace) ||
+        (f.from && j.submit_time < f.from) || (f.to && j.submit_time >= f.to) ||
         (!f.name_contains.empty() && j.name.find(f.name_contains) == std::string::npos)) {
       continue;
     }
@@ -266,7 +266,8 @@ cp::JobStats ReferenceStatistics(const std::vector<cp::JobRecord>& jobs, const c
       while (r + 1 < wait.size() && w >= cp::WaitRanges()[r].second) ++r;
       wait[r]++;
     }
-    usage[{j.submit_time / 86400 * 86400, j.user}] += static_cast<int64_t>(j.nodes) * j.elapsed_seconds;
+    usage[{j.submit_time / 86400 * 86400, f.all_projects ? j.project : j.user}] +=
+        static_cast<int64_t>(j.nodes) * j.elapsed_seconds;
   }
   cp::JobStats out;
   for (const auto& [start, s] : states) out.buckets.push_back({start, s});
@@ -342,10 +343,11 @@ TEST_P(StoreTest, StatisticsFromTheRollupEqualThoseOfTheRecords) {
       {t0 + 5, t0 + 3 * 86400 - 5, 3600, "", "", "ann-astro", ""},
       {t0, t0 + 3 * 86400, 3600, "", "", "", "sim-1"},
   };
-  for (const std::string project : {"astro", "bio"}) {
+  for (const std::string project : {"astro", "bio", ""}) {  // "": every project's (the admins' view)
     for (const auto& c : cases) {
       cp::JobFilter f;
-      f.project = project, f.from = c.from, f.to = c.to, f.user = c.user, f.state = c.state;
+      f.project = project, f.all_projects = project.empty();
+      f.from = c.from, f.to = c.to, f.user = c.user, f.state = c.state;
       f.workspace = c.workspace, f.name_contains = c.name;
       auto got = store_->JobStatistics(f, c.bucket);
       ASSERT_TRUE(got.ok()) << got.status().message();
@@ -354,6 +356,81 @@ TEST_P(StoreTest, StatisticsFromTheRollupEqualThoseOfTheRecords) {
           << c.workspace << c.name;
     }
   }
+}
+
+// Every project's jobs in one list (the admins' view): newest first across projects, in pages
+// that cover each record once, with the filters of a project's list.
+TEST_P(StoreTest, EveryProjectsJobsArePagedNewestFirst) {
+  std::vector<cp::JobRecord> jobs;
+  for (int i = 0; i < 45; ++i) {
+    auto j = Job(i + 1, 1700000000 + i * 10);
+    j.project = i % 3 == 0 ? "bio" : "astro";
+    jobs.push_back(j);
+  }
+  ASSERT_TRUE(store_->UpsertJobs(jobs).ok());
+  cp::JobFilter f;
+  f.all_projects = true;
+  std::vector<int64_t> seen;
+  std::optional<cp::JobCursor> cursor;
+  do {
+    auto page = store_->ListJobs(f, cursor, 10);
+    ASSERT_TRUE(page.ok()) << page.status().message();
+    for (const auto& j : page->jobs) seen.push_back(j.job_id);
+    cursor = page->next;
+  } while (cursor);
+  ASSERT_EQ(seen.size(), 45u);
+  for (size_t k = 0; k < seen.size(); ++k) EXPECT_EQ(seen[k], 45 - static_cast<int64_t>(k)) << "newest first";
+  f.project = "bio";  // ignored: every project's
+  f.user = jobs[0].user;
+  auto page = store_->ListJobs(f, std::nullopt, 100);
+  ASSERT_TRUE(page.ok());
+  EXPECT_EQ(page->jobs.size(), 45u);
+}
+
+// The live cluster: the last view per data plane, and its nodesets' samples folded into steps
+// (the most of each count in a step), old ones pruned.
+TEST_P(StoreTest, LiveViewsAndNodesetHistory) {
+  auto none = store_->GetLiveCluster("dp1");
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  const int64_t t0 = 1700000010;  // a multiple of the sample interval, 15 s
+  for (int k = 0; k < 8; ++k) {
+    // cpu: 0, 1, 2, 2, 2, 1, 0, 0 workers; gpu stays at 1.
+    const int cpu = std::vector<int>{0, 1, 2, 2, 2, 1, 0, 0}[k];
+    ASSERT_TRUE(
+        store_
+            ->PutLiveCluster("dp1", "{\"k\":" + std::to_string(k) + "}", t0 + k * 15,
+                             {{"cpu", t0 + k * 15, cpu, cpu, cpu / 2, cpu - cpu / 2}, {"gpu", t0 + k * 15, 1, 1, 0, 1}})
+            .ok());
+  }
+  ASSERT_TRUE(store_->PutLiveCluster("dp2", "{}", t0, {{"cpu", t0, 9, 9, 9, 0}}).ok());
+  auto live = store_->GetLiveCluster("dp1");
+  ASSERT_TRUE(live.ok() && live->has_value());
+  EXPECT_EQ((*live)->first, "{\"k\":7}") << "the last view replaces the others";
+  EXPECT_EQ((*live)->second, t0 + 7 * 15);
+  auto fine = store_->NodeSetHistory("dp1", t0, t0 + 8 * 15, 15);
+  ASSERT_TRUE(fine.ok()) << fine.status().message();
+  std::vector<int> cpu;
+  for (const auto& s : *fine) {
+    if (s.nodeset == "cpu") cpu.push_back(s.current);
+  }
+  EXPECT_EQ(cpu, (std::vector<int>{0, 1, 2, 2, 2, 1, 0, 0})) << "another data plane's samples are not these";
+  auto coarse = store_->NodeSetHistory("dp1", t0, t0 + 8 * 15, 60);
+  ASSERT_TRUE(coarse.ok());
+  std::vector<std::pair<int64_t, int>> steps;
+  for (const auto& s : *coarse) {
+    if (s.nodeset == "cpu") steps.emplace_back(s.at, s.current);
+  }
+  // Steps of 60 s from the epoch (t0 is 30 s into one): samples 0-1, 2-5 and 6-7.
+  EXPECT_EQ(steps, (std::vector<std::pair<int64_t, int>>{{t0 - 30, 1}, {t0 + 30, 2}, {t0 + 90, 0}}));
+  // A report 91 days later prunes what is older than the history kept.
+  ASSERT_TRUE(store_->PutLiveCluster("dp1", "{}", t0 + cp::kNodeSetHistorySeconds + 200, {}).ok());
+  auto after = store_->NodeSetHistory("dp1", 0, t0 + cp::kNodeSetHistorySeconds + 300, 86400);
+  ASSERT_TRUE(after.ok());
+  EXPECT_TRUE(after->empty());
+  auto other = store_->NodeSetHistory("dp2", 0, t0 + 1, 15);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(other->size(), 1u) << "pruning is per data plane";
 }
 
 // A database whose records came before the rollup gets it filled from them by the migration:
@@ -374,8 +451,11 @@ TEST_P(StoreTest, TheRollupMigrationFillsItFromTheRecordsKept) {
   store_.reset();
   sqlite3* db = nullptr;
   ASSERT_EQ(sqlite3_open((dir_ + "/cp.db").c_str(), &db), SQLITE_OK);
-  ASSERT_EQ(sqlite3_exec(db, "DROP TABLE job_rollup; DELETE FROM schema_migrations WHERE version = 10", nullptr,
-                         nullptr, nullptr),
+  // Back to version 9: what migrations 10 (the rollup) and 11 (live views) made goes.
+  ASSERT_EQ(sqlite3_exec(db,
+                         "DROP TABLE job_rollup; DROP TABLE live_clusters; DROP TABLE nodeset_samples; "
+                         "DROP INDEX jobs_by_submit; DELETE FROM schema_migrations WHERE version >= 10",
+                         nullptr, nullptr, nullptr),
             SQLITE_OK)
       << sqlite3_errmsg(db);
   sqlite3_close(db);
