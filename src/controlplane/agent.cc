@@ -203,7 +203,7 @@ Status Agent::ReportLiveCluster() {
   ASSIGN_OR_RETURN(auto nodesets, dp_->NodeSets());
   LiveCluster view =
       AssembleLiveCluster(nodes, partitions, std::move(queue), queue_total, std::move(nodesets), jwt::UnixNow());
-  return Post(fmt::format("/api/v1/dataplanes/{}/live", opts_.data_plane), ToJson(view).dump());
+  return Post(fmt::format("/api/v1/dataplanes/{}/live", opts_.data_plane), EncodeLiveCluster(std::move(view)));
 }
 
 Status Agent::SyncJobs() {

@@ -129,7 +129,9 @@ void ServeJobStats(JobStore* store, const std::string& project, const Request& r
   auto stats = store->JobStatistics(f, bucket);
   if (!stats.ok()) return http::Error(res, StoreUnavailable(stats.status()));
   json buckets = json::array(), wait = json::array(), usage = json::array();
-  for (const auto& b : stats->buckets) buckets.push_back({{"start", b.start}, {"states", b.states}});
+  for (const auto& b : stats->buckets) {
+    buckets.push_back({{"start", b.start}, {"states", b.states}, {"waits", b.waits}});
+  }
   for (const auto& [label, n] : stats->wait) wait.push_back({{"range", label}, {"jobs", n}});
   // Node-hours per user within a project, per project across all of them.
   const char* who = f.all_projects ? "project" : "user";

@@ -71,14 +71,21 @@ StatsPlan PlanStatistics(const JobFilter& f, int64_t bucket) {
 void StatsFold::Add(int64_t time, const std::string& user, const std::string& state, int wait_range, int64_t jobs,
                     int64_t node_seconds) {
   if (jobs <= 0) return;  // a rollup row every job has left
-  states_[time / bucket_ * bucket_][state] += jobs;
-  if (wait_range >= 0 && static_cast<size_t>(wait_range) < wait_.size()) wait_[wait_range] += jobs;
+  JobStats::Bucket& b = buckets_[time / bucket_ * bucket_];
+  b.states[state] += jobs;
+  if (wait_range >= 0 && static_cast<size_t>(wait_range) < wait_.size()) {
+    wait_[wait_range] += jobs;
+    b.waits[WaitRanges()[wait_range].first] += jobs;
+  }
   usage_[{time / 86400 * 86400, user}] += node_seconds;
 }
 
 JobStats StatsFold::Finish() const {
   JobStats out;
-  for (const auto& [start, states] : states_) out.buckets.push_back({start, states});
+  for (auto [start, b] : buckets_) {
+    b.start = start;
+    out.buckets.push_back(std::move(b));
+  }
   for (size_t i = 0; i < wait_.size(); ++i) out.wait.emplace_back(WaitRanges()[i].first, wait_[i]);
   for (const auto& [key, seconds] : usage_) {
     out.usage.push_back({key.second, key.first, static_cast<double>(seconds) / 3600.0});

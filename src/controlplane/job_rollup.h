@@ -76,7 +76,7 @@ class StatsFold {
 
  private:
   int64_t bucket_;
-  std::map<int64_t, std::map<std::string, int64_t>> states_;
+  std::map<int64_t, JobStats::Bucket> buckets_;
   std::vector<int64_t> wait_ = std::vector<int64_t>(WaitRanges().size(), 0);
   std::map<std::pair<int64_t, std::string>, int64_t> usage_;  // (day, user) -> node-seconds
 };

@@ -50,6 +50,16 @@ json ToJson(const LiveCluster& c) {
           {"queueTotal", c.queue_total},   {"nodesets", nodesets}};
 }
 
+std::string EncodeLiveCluster(LiveCluster c, size_t max_bytes) {
+  auto encode = [&] { return ToJson(c).dump(-1, ' ', false, json::error_handler_t::replace); };
+  std::string text = encode();
+  while (text.size() > max_bytes && !c.queue.empty()) {
+    c.queue.resize(c.queue.size() / 2);
+    text = encode();
+  }
+  return text;
+}
+
 namespace {
 
 constexpr size_t kMaxText = 512;  // a reason, a job name: Slurm's own are shorter

@@ -69,7 +69,15 @@ inline constexpr size_t kMaxLiveNodes = 5000;
 inline constexpr size_t kMaxQueuedJobs = 10000;
 inline constexpr size_t kMaxLiveNodeSets = 1000;
 
+// What an agent posts at most: under the server's default body limit (4 MiB), whatever the
+// names in the queue.
+inline constexpr size_t kMaxLiveViewBytes = 3 << 20;
+
 nlohmann::json ToJson(const LiveCluster& c);
+// The view as JSON text of at most `max_bytes`: when it would be longer, the queue is cut (its
+// tail, the lowest priorities first) until it fits; queue_total still counts every job. Bytes
+// that are not UTF-8 (a job name is the user's) are replaced.
+std::string EncodeLiveCluster(LiveCluster c, size_t max_bytes = kMaxLiveViewBytes);
 // Every field checked (types, names, bounds); the error names the field, e.g. "nodes[3].cpus".
 Result<LiveCluster> LiveClusterFromJson(const nlohmann::json& j);
 

@@ -158,7 +158,7 @@ inline constexpr const char* kOpenApiDocument = R"json({
         {"name": "to", "in": "query", "description": "submit time < (unix s; default now)"},
         {"name": "bucket", "in": "query", "description": "seconds, 60 to 366 days (default 3600); at most 1000 buckets"},
         {"name": "user", "in": "query"}, {"name": "workspace", "in": "query"}],
-      "responses": {"200": {"description": "states: [{start, states: {STATE: jobs}}], queueWait: [{range, jobs}], nodeHours: [{user, day, nodeHours}]"},
+      "responses": {"200": {"description": "states: [{start, states: {STATE: jobs}, waits: {RANGE: jobs that started}}], queueWait: [{range, jobs}], nodeHours: [{user, day, nodeHours}]"},
         "400": {"description": "bad range or too many buckets, names the field"}}}},
     "/jobs": {"get": {"summary": "Admin: every project's jobs, with the filters and paging of a project's list",
       "responses": {"200": {"description": "jobs: [JobRecord], nextCursor"}, "403": {"description": "not an admin"}}}},

@@ -93,12 +93,13 @@ struct JobCursor {
 };
 
 // A project's jobs over a time range, aggregated in the store (the console's charts): jobs per
-// state per bucket of submit time, queue waits (submit to start) by range, and node-hours per
-// user per day.
+// state and per queue-wait range (submit to start) per bucket of submit time, queue waits by
+// range over the whole range, and node-hours per user per day.
 struct JobStats {
   struct Bucket {
     int64_t start = 0;
     std::map<std::string, int64_t> states;  // state -> jobs submitted in the bucket
+    std::map<std::string, int64_t> waits;   // wait range -> those of them that started
   };
   std::vector<Bucket> buckets;
   std::vector<std::pair<std::string, int64_t>> wait;  // range label -> jobs, in order

@@ -249,7 +249,7 @@ TEST_P(StoreTest, NameSearchAndJobStatistics) {
 
 // The charts' aggregates computed from `jobs` directly, as the store's statistics define them.
 cp::JobStats ReferenceStatistics(const std::vector<cp::JobRecord>& jobs, const cp::JobFilter& f, int64_t bucket) {
-  std::map<int64_t, std::map<std::string, int64_t>> states;
+  std::map<int64_t, std::map<std::string, int64_t>> states, waits;
   std::vector<int64_t> wait(cp::WaitRanges().size(), 0);
   std::map<std::pair<int64_t, std::string>, int64_t> usage;
   for (const auto& j : jobs) {
@@ -265,12 +265,13 @@ cp::JobStats ReferenceStatistics(const std::vector<cp::JobRecord>& jobs, const c
       size_t r = 0;
       while (r + 1 < wait.size() && w >= cp::WaitRanges()[r].second) ++r;
       wait[r]++;
+      waits[j.submit_time / bucket * bucket][cp::WaitRanges()[r].first]++;
     }
     usage[{j.submit_time / 86400 * 86400, f.all_projects ? j.project : j.user}] +=
         static_cast<int64_t>(j.nodes) * j.elapsed_seconds;
   }
   cp::JobStats out;
-  for (const auto& [start, s] : states) out.buckets.push_back({start, s});
+  for (const auto& [start, s] : states) out.buckets.push_back({start, s, waits[start]});
   for (size_t r = 0; r < wait.size(); ++r) out.wait.emplace_back(cp::WaitRanges()[r].first, wait[r]);
   for (const auto& [k, ns] : usage) out.usage.push_back({k.second, k.first, static_cast<double>(ns) / 3600.0});
   return out;
@@ -281,6 +282,7 @@ std::string Describe(const cp::JobStats& s) {
   for (const auto& b : s.buckets) {
     out += std::to_string(b.start) + "{";
     for (const auto& [st, n] : b.states) out += st + "=" + std::to_string(n) + " ";
+    for (const auto& [range, n] : b.waits) out += range + "=" + std::to_string(n) + " ";
     out += "} ";
   }
   out += "| wait";

@@ -6,6 +6,8 @@ import { el, svg } from "./dom.js";
 const STATE_COLORS = /** @type {Record<string, string>} */ ({ COMPLETED: "#1a7f37", FAILED: "#b42318",
   CANCELLED: "#8a5a00", RUNNING: "#0a58ca", PENDING: "#6f42c1", TIMEOUT: "#d1242f", NODE_FAIL: "#cf222e",
   OUT_OF_MEMORY: "#a40e26" });
+// Queue-wait ranges from short (light) to long (dark), in the order the API gives them.
+const WAIT_COLORS = ["#9ec5fe", "#6ea8fe", "#3d8bfd", "#0a58ca", "#084298", "#052c65"];
 const PALETTE = ["#0a58ca", "#1a7f37", "#8a5a00", "#6f42c1", "#b42318", "#0f766e", "#9a3412", "#334155"];
 
 /** @typedef {{label: string, parts: Array<{key: string, value: number}>}} Bar */
@@ -72,6 +74,8 @@ function drawStats(s, range, all) {
   const whoColor = (u) => PALETTE[who.indexOf(u) % PALETTE.length];
   /** @type {number[]} */
   const days = [...new Set(s.nodeHours.map((/** @type {any} */ u) => u.day))];
+  /** @type {string[]} */
+  const ranges = s.queueWait.map((/** @type {any} */ w) => w.range);
   return [
     barChart(`Jobs per state, last ${range.label}`,
       s.states.map((/** @type {any} */ b) => ({ label: bucketLabel(b.start, range.bucket),
@@ -80,6 +84,10 @@ function drawStats(s, range, all) {
     barChart("Queue wait (submit → start)",
       s.queueWait.map((/** @type {any} */ w) => ({ label: w.range, parts: [{ key: w.range, value: w.jobs }] })),
       () => "#0a58ca"),
+    barChart(`Queue wait over time, last ${range.label} (jobs that started, by wait)`,
+      s.states.map((/** @type {any} */ b) => ({ label: bucketLabel(b.start, range.bucket),
+        parts: ranges.map((r) => ({ key: r, value: Number((b.waits || {})[r] || 0) })) })),
+      (k) => WAIT_COLORS[ranges.indexOf(k) % WAIT_COLORS.length]),
     barChart(`Node-hours per ${all ? "project" : "user"} per day`,
       days.map((d) => ({ label: new Date(d * 1000).toISOString().slice(5, 10),
         parts: s.nodeHours.filter((/** @type {any} */ u) => u.day === d)

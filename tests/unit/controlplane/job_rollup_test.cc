@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <map>
+
 namespace hpc::cp {
 namespace {
 
@@ -84,7 +86,8 @@ TEST(JobRollup, PlansReadWholeHoursFromTheRollup) {
   EXPECT_FALSE(PlanStatistics(f, 3600).use_rollup);
 }
 
-// Rows fold into buckets, wait ranges and node-hours per user per day; empty rows count nothing.
+// Rows fold into buckets (states and wait ranges), wait ranges over the whole range and
+// node-hours per user per day; empty rows count nothing.
 TEST(JobRollup, FoldSumsRowsIntoTheChartsAggregates) {
   StatsFold fold(21600);
   fold.Add(3600, "ann", "COMPLETED", 0, 2, 7200);
@@ -97,6 +100,9 @@ TEST(JobRollup, FoldSumsRowsIntoTheChartsAggregates) {
   EXPECT_EQ(s.buckets[0].states.at("COMPLETED"), 2);
   EXPECT_EQ(s.buckets[0].states.at("FAILED"), 1);
   EXPECT_EQ(s.buckets[1].start, 86400);
+  EXPECT_EQ(s.buckets[0].waits, (std::map<std::string, int64_t>{{"<10s", 2}}))
+      << "a job that never started waits in none";
+  EXPECT_EQ(s.buckets[1].waits, (std::map<std::string, int64_t>{{">1d", 3}}));
   EXPECT_EQ(s.wait[0].second, 2);
   EXPECT_EQ(s.wait[1].second, 0);
   EXPECT_EQ(s.wait[5].second, 3);

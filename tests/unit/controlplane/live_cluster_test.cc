@@ -97,6 +97,26 @@ TEST(LiveCluster, JsonRoundTrips) {
   EXPECT_EQ(ToJson(*back), ToJson(c));
 }
 
+TEST(LiveCluster, AnEncodedViewTooLongLosesTheQueuesTailAndKeepsItsTotal) {
+  LiveCluster c;
+  for (int i = 0; i < 1000; ++i) {
+    LiveJob j;
+    j.job_id = i + 1, j.name = std::string(400, 'n'), j.user = "ann", j.state = "PENDING";
+    c.queue.push_back(j);
+  }
+  c.queue_total = 1000;
+  const std::string whole = EncodeLiveCluster(c);
+  EXPECT_EQ(nlohmann::json::parse(whole)["queue"].size(), 1000u) << "it fits the default bound";
+  const std::string cut = EncodeLiveCluster(c, 100000);
+  ASSERT_LE(cut.size(), 100000u);
+  auto back = LiveClusterFromJson(nlohmann::json::parse(cut));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_GT(back->queue.size(), 0u);
+  EXPECT_LT(back->queue.size(), 1000u);
+  EXPECT_EQ(back->queue.front().job_id, 1) << "the head of the queue stays";
+  EXPECT_EQ(back->queue_total, 1000);
+}
+
 TEST(LiveCluster, TooManyNodesIsRefused) {
   nlohmann::json j = {{"nodes", nlohmann::json::array()}};
   for (size_t i = 0; i <= kMaxLiveNodes; ++i) j["nodes"].push_back({{"name", "n"}});

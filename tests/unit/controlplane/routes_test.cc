@@ -305,7 +305,8 @@ TEST_F(RoutesTest, TheAgentReportsTheLiveViewAndFallsBackToSinfoWhereScontrolHas
         "real_memory": 8000, "alloc_memory": 0}], "errors": []})");
     }
     if (argv[0] == "sinfo") return std::string("cpu|up\n");
-    return std::string("7|ann|astro|cpu|PENDING|Resources|1|1|1700000000|0|10|hello\n");  // squeue
+    // squeue; a job name is the user's bytes, not always UTF-8.
+    return std::string("7|ann|astro|cpu|PENDING|Resources|1|1|1700000000|0|10|hello\xff\n");
   };
   AgentOptions o;
   o.server = "http://127.0.0.1:" + std::to_string(port_);
@@ -324,6 +325,7 @@ TEST_F(RoutesTest, TheAgentReportsTheLiveViewAndFallsBackToSinfoWhereScontrolHas
   EXPECT_EQ(view["nodes"][0]["memoryMiB"], 8000);
   EXPECT_EQ(view["partitions"][0]["nodes"], 1);
   EXPECT_EQ(view["queue"][0]["reason"], "Resources");
+  EXPECT_EQ(view["queue"][0]["name"], "hello\xEF\xBF\xBD") << "a byte that is not UTF-8 is replaced, not thrown on";
   EXPECT_EQ(view["nodesets"][0]["idle"], 1);
 }
 
