@@ -11,7 +11,6 @@ Usage: console_run_test.py BUILD_DIR
 """
 import os
 import random
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -19,7 +18,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_test import (ARTIFACTS, BUILD, Api, browser_errors, check, check_accessible, chromium, finish,  # noqa: E402
-                          free_port)
+                          free_port, tear_down_cluster)
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -200,12 +199,7 @@ spec:
             print("".join(open(log, errors="replace").readlines()[-60:]))
         raise
     finally:
-        if driver:
-            driver.quit()
-        down = hp("down", "--purge", timeout=180)
-        if down.returncode != 0:
-            print(f"hpcplane down failed: {down.stdout}{down.stderr}")
-        shutil.rmtree(state, ignore_errors=True)
+        tear_down_cluster(driver, HPCPLANE, env, state)
     finish()
 
 

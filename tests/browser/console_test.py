@@ -74,6 +74,17 @@ def browser_errors(driver):
             and not ("/api/v1/session" in e["message"] and "status of 401" in e["message"])]
 
 
+def tear_down_cluster(driver, hpcplane, env, state):
+    """Quits the browser, takes the cluster of `state` down with its state (`hpcplane down
+    --purge`, saying so when that fails) and removes the state dir."""
+    if driver:
+        driver.quit()
+    down = subprocess.run([hpcplane, "down", "--purge"], env=env, capture_output=True, text=True, timeout=180)
+    if down.returncode != 0:
+        print(f"hpcplane down failed: {down.stdout}{down.stderr}")
+    shutil.rmtree(state, ignore_errors=True)
+
+
 def finish():
     """Exits non-zero when a check failed."""
     if FAILURES:

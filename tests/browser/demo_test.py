@@ -10,7 +10,6 @@ Usage: demo_test.py BUILD_DIR
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
 import tempfile
@@ -18,7 +17,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_test import (ARTIFACTS, BUILD, browser_errors, check, check_accessible, chromium, finish,  # noqa: E402
-                          free_port)
+                          free_port, tear_down_cluster)
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -119,12 +118,7 @@ def main():
         logs = browser_errors(driver)
         check(not logs, f"no errors in the browser console ({logs[:3]})")
     finally:
-        if driver:
-            driver.quit()
-        down = subprocess.run([HPCPLANE, "down", "--purge"], env=env, capture_output=True, text=True, timeout=180)
-        if down.returncode != 0:
-            print(f"hpcplane down failed: {down.stdout}{down.stderr}")
-        shutil.rmtree(state, ignore_errors=True)
+        tear_down_cluster(driver, HPCPLANE, env, state)
     finish()
 
 
