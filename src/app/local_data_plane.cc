@@ -1,5 +1,6 @@
 #include "app/local_data_plane.h"
 
+#include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
 #include "app/environments.h"
@@ -94,6 +95,7 @@ Status LocalDataPlane::StopWorkspace(const std::string& id, bool cancel_jobs) {
 
 Result<runtime::PodRuntime*> LocalDataPlane::Runtime() {
   // Opened once: the cluster's pod names do not change while it exists.
+  std::lock_guard<std::mutex> lock(runtime_mu_);
   if (!runtime_) {
     op::Store store(paths_.Dir());
     ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
@@ -125,6 +127,37 @@ Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const
   o.argv = argv;
   o.stdin_data = stdin_data;
   return rt->Exec(op::WorkspaceLoginPodName(w), o);
+}
+
+// The pod a job's files are read in: its own worker while that runs (its /tmp is there), else a
+// login pod, which mounts the cluster's datasets as the workers do.
+Result<ProcessResult> LocalDataPlane::OnJobNode(const std::string& node, const std::string& user,
+                                                const std::vector<std::string>& argv) {
+  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
+  ASSIGN_OR_RETURN(auto pods, rt->ListPods({{op::kLabelCluster, paths_.name}}));
+  std::string worker, login, workspace_login;
+  op::Store store(paths_.Dir());
+  for (const auto& p : pods) {
+    if (p.phase != runtime::PodPhase::kRunning) continue;
+    const std::string component = p.labels.count(op::kLabelComponent) ? p.labels.at(op::kLabelComponent) : "";
+    if (component == "worker" && p.name == node) worker = p.name;
+    if (component == "login") login = p.name;
+    if (component == "workspace-login" && workspace_login.empty() && p.labels.count(op::kLabelWorkspace)) {
+      auto w = store.LoadWorkspace(p.labels.at(op::kLabelWorkspace));
+      if (w.ok() && w->spec.user.name == user) workspace_login = p.name;
+    }
+  }
+  const std::string pod = !worker.empty() ? worker : !login.empty() ? login : workspace_login;
+  if (pod.empty()) {
+    return Status::Unavailable(
+        fmt::format("no pod of cluster {} can read {}'s files: the job's node {} no longer runs and no login pod does",
+                    paths_.name, user, node.empty() ? "(none)" : node));
+  }
+  runtime::ExecOptions o;
+  o.user = user;
+  o.argv = argv;
+  o.timeout = std::chrono::milliseconds(20000);
+  return rt->Exec(pod, o);
 }
 
 }  // namespace hpc::app

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <memory>
+#include <mutex>
 #include <string>
 
 #include "controlplane/data_plane_access.h"
@@ -25,6 +26,8 @@ class LocalDataPlane : public cp::DataPlaneAccess {
   Result<std::string> InController(const std::vector<std::string>& argv) override;
   Result<ProcessResult> InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
                                     const std::string& stdin_data) override;
+  Result<ProcessResult> OnJobNode(const std::string& node, const std::string& user,
+                                  const std::vector<std::string>& argv) override;
 
   // Where the agent keeps its job window (in the cluster's state directory).
   std::string AgentCursorFile() const { return paths_.Dir() + "/agent-window.json"; }
@@ -34,6 +37,7 @@ class LocalDataPlane : public cp::DataPlaneAccess {
 
   op::ClusterPaths paths_;
   std::string self_exe_;
+  std::mutex runtime_mu_;  // the agent's relay thread uses it beside its main loop
   std::unique_ptr<runtime::PodRuntime> runtime_;
   std::string controller_pod_;
 };

@@ -15,6 +15,7 @@
 #include "common/files.h"
 #include "common/http_client.h"
 #include "common/jwt.h"
+#include "controlplane/job_output.h"
 #include "controlplane/live_cluster_reader.h"
 #include "controlplane/sacct.h"
 #include "slurm/rest_client.h"
@@ -236,9 +237,68 @@ Status Agent::SyncJobs() {
   return Status::Ok();
 }
 
+json Agent::HandleRelayed(const json& request) {
+  const std::string kind = request.is_object() && request.contains("kind") && request["kind"].is_string()
+                               ? request["kind"].get<std::string>()
+                               : "";
+  if (kind == "job-output") {
+    auto r = JobOutputRequestFromJson(request);
+    if (!r.ok()) return {{"error", {{"code", "Unavailable"}, {"message", "request: " + r.status().message()}}}};
+    return ReadJobOutput(dp_, *r);
+  }
+  return {{"error",
+           {{"code", "Unavailable"},
+            {"message", fmt::format("data plane {}'s agent does not serve \"{}\" requests (an older agent?)",
+                                    opts_.data_plane, kind.substr(0, 40))}}}};
+}
+
+Status Agent::ServeRelay(std::chrono::seconds wait) {
+  auto client = HttpClientFor(opts_.server, opts_.ca_file);
+  client->set_connection_timeout(3);
+  client->set_read_timeout(static_cast<time_t>(wait.count()) + 10);
+  client->set_bearer_token_auth(opts_.token);
+  {
+    std::lock_guard<std::mutex> lock(relay_mu_);
+    if (relay_stopping_) return Status::Ok();
+    relay_client_ = client.get();
+  }
+  auto res = client->Get(fmt::format("/api/v1/dataplanes/{}/relay?wait={}", opts_.data_plane, wait.count()));
+  {
+    std::lock_guard<std::mutex> lock(relay_mu_);
+    relay_client_ = nullptr;
+  }
+  if (!res) return Status::Errorf("control plane {}: {}", opts_.server, httplib::to_string(res.error()));
+  if (res->status != 200) return Status::Errorf("control plane {} relay: {} {}", opts_.server, res->status, res->body);
+  json body = json::parse(res->body, nullptr, false);
+  if (!body.is_object() || !body.contains("requests") || !body["requests"].is_array()) {
+    return Status::Errorf("control plane {} relay: not a list of requests", opts_.server);
+  }
+  Status result = Status::Ok();
+  for (const auto& request : body["requests"]) {
+    if (!request.is_object() || !request.contains("id") || !request["id"].is_string()) continue;
+    const std::string id = request["id"].get<std::string>();
+    const json answer = HandleRelayed(request);
+    Status posted = Post(fmt::format("/api/v1/dataplanes/{}/relay/{}", opts_.data_plane, id),
+                         answer.dump(-1, ' ', false, json::error_handler_t::replace));
+    // A caller that gave up meanwhile is not this agent's failure.
+    if (!posted.ok() && posted.message().find(": 404 ") == std::string::npos) result = posted;
+  }
+  return result;
+}
+
+void Agent::RelayLoop(const std::atomic<bool>& stop) {
+  while (!stop) {
+    Status s = ServeRelay(std::chrono::seconds(20));
+    if (s.ok()) continue;
+    spdlog::warn("relay: {}", s.message());
+    for (int i = 0; i < 20 && !stop; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+}
+
 void Agent::Run(const std::atomic<bool>& stop) {
   spdlog::info("agent for data plane {} (cluster {}) reporting to {}", opts_.data_plane, dp_->ClusterName(),
                opts_.server);
+  std::thread relay([this, &stop] { RelayLoop(stop); });
   while (!stop) {
     auto started = std::chrono::steady_clock::now();
     if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());
@@ -254,6 +314,12 @@ void Agent::Run(const std::atomic<bool>& stop) {
     while (!stop && std::chrono::steady_clock::now() < next)
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
   }
+  {
+    std::lock_guard<std::mutex> lock(relay_mu_);
+    relay_stopping_ = true;
+    if (relay_client_) relay_client_->stop();
+  }
+  relay.join();
 }
 
 }  // namespace hpc::cp

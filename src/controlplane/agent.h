@@ -8,13 +8,21 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
 
+#include <nlohmann/json.hpp>
+
 #include "common/result.h"
 #include "controlplane/data_plane_access.h"
+
+namespace httplib {
+class Client;
+}
 
 namespace hpc::cp {
 
@@ -56,7 +64,13 @@ class Agent {
   // that id in the queue is still the same one (its user and submit time); a job that already
   // left the queue needs nothing.
   Status RunCancellations();
-  // Loops until `stop` is set.
+  // One long poll (at most `wait`) for the requests the control plane relays to this data plane
+  // (relay.h: e.g. a job's output for the console); each is run here and its answer posted.
+  Status ServeRelay(std::chrono::seconds wait);
+  // The answer to one relayed request; an unknown kind is answered as an error, not dropped.
+  nlohmann::json HandleRelayed(const nlohmann::json& request);
+  // Loops until `stop` is set; relayed requests are served on a thread of their own, so they
+  // are answered at once rather than at the next round.
   void Run(const std::atomic<bool>& stop);
 
  private:
@@ -73,6 +87,11 @@ class Agent {
   // (22.05) `sinfo --json`, remembered once found.
   Result<std::string> NodesJson();
   bool nodes_from_sinfo_ = false;
+
+  void RelayLoop(const std::atomic<bool>& stop);
+  std::mutex relay_mu_;
+  httplib::Client* relay_client_ = nullptr;  // the long poll in flight, stopped on shutdown
+  bool relay_stopping_ = false;
 };
 
 }  // namespace hpc::cp

@@ -15,9 +15,11 @@
 #include "controlplane/console_routes.h"
 #include "controlplane/dataplane_routes.h"
 #include "controlplane/http_api.h"
+#include "controlplane/job_output_routes.h"
 #include "controlplane/job_routes.h"
 #include "controlplane/live_cluster_routes.h"
 #include "controlplane/openapi.h"
+#include "controlplane/relay_routes.h"
 #include "controlplane/template_routes.h"
 #include "controlplane/workspace_routes.h"
 
@@ -97,6 +99,7 @@ Result<int> Server::Bind() {
 
 void Server::Serve() { http_->listen_after_bind(); }
 void Server::Stop() {
+  relay_.Shutdown();  // agents' long polls return
   http_->stop();
   watchdog_.Stop();
 }
@@ -131,15 +134,17 @@ void Server::Routes() {
     res.set_content(kOpenApiDocument, http::kJsonContentType);
   });
 
-  AddApiRoutes(s, authn, metrics, unreachable_after, !opts_.tls_cert.empty());
+  AddApiRoutes(s, authn, metrics, &relay_, unreachable_after, !opts_.tls_cert.empty());
   ServerLimits();
 }
 
-void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, int unreachable_after,
+void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay, int unreachable_after,
                   bool secure_cookies) {
   AddDataPlaneRoutes(s, authn, metrics, unreachable_after);
   AddLiveClusterRoutes(s, authn, unreachable_after);
   AddJobRoutes(s, authn, unreachable_after);
+  AddRelayRoutes(s, authn, relay);
+  AddJobOutputRoutes(s, authn, relay, unreachable_after);
   AddAdminRoutes(s, authn);
   AddWorkspaceRoutes(s, authn, unreachable_after);
   AddConsoleRoutes(s, authn, secure_cookies);

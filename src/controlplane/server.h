@@ -10,6 +10,7 @@
 #include "common/result.h"
 #include "controlplane/connection_guard.h"
 #include "controlplane/http_api.h"
+#include "controlplane/relay.h"
 #include "controlplane/route_table.h"
 #include "controlplane/server_metrics.h"
 #include "controlplane/store.h"
@@ -42,8 +43,8 @@ class ServerMetrics;
 
 // Every /api/v1 route but the OpenAPI document itself, and the console's files: what
 // Server::Routes registers beside /metrics. Apart so a test can list what the API serves.
-void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, int unreachable_after_seconds,
-                  bool secure_cookies);
+void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay,
+                  int unreachable_after_seconds, bool secure_cookies);
 
 class Server {
  public:
@@ -67,7 +68,8 @@ class Server {
   std::unique_ptr<RouteTable> routes_;
   ConnectionWatchdog watchdog_;
   std::unique_ptr<ServerMetrics> metrics_;
-  Status init_;  // TLS files that could not be loaded
+  RelayHub relay_;  // requests for the agents, which call in for them
+  Status init_;     // TLS files that could not be loaded
 };
 
 // Creates the first admin token if the store has none for `subject`; returns it, or "" when

@@ -6,6 +6,7 @@
 #include <functional>
 #include <map>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "controlplane/data_plane_access.h"
@@ -24,6 +25,9 @@ class FakeDataPlane : public cp::DataPlaneAccess {
   std::function<ProcessResult(const api::Workspace&, const std::vector<std::string>&)> workspace;
 
   std::vector<cp::LiveNodeSet> nodesets;
+  // OnJobNode's commands as (node, user, argv), answered by `job_node`.
+  std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> job_node_commands;
+  std::function<Result<ProcessResult>(const std::string& node, const std::vector<std::string>&)> job_node;
 
   Health CheckHealth() override { return health; }
   Result<std::vector<cp::LiveNodeSet>> NodeSets() override { return nodesets; }
@@ -60,6 +64,12 @@ class FakeDataPlane : public cp::DataPlaneAccess {
     ProcessResult r;
     r.exit_code = 0;
     return r;
+  }
+  Result<ProcessResult> OnJobNode(const std::string& node, const std::string& user,
+                                  const std::vector<std::string>& argv) override {
+    job_node_commands.emplace_back(node, user, argv);
+    if (job_node) return job_node(node, argv);
+    return Status::Unavailable("no pod");
   }
 };
 

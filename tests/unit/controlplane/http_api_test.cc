@@ -141,7 +141,8 @@ TEST(OpenApi, DescribesEveryRouteTheServerServes) {
   RouteTable routes(server);
   http::SignInLimiter limiter;
   http::Auth auth(nullptr, &limiter);
-  AddApiRoutes(routes, &auth, nullptr, 30, false);
+  RelayHub relay;
+  AddApiRoutes(routes, &auth, nullptr, &relay, 30, false);
   int checked = 0;
   for (const auto& [method, tmpl] : routes.Routes()) {
     if (tmpl.rfind("/api/v1/", 0) != 0) continue;  // the console's files

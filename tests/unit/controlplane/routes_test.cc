@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 #include <httplib.h>
 
+#include <atomic>
 #include <filesystem>
 #include <map>
 #include <thread>
@@ -350,6 +351,67 @@ TEST_F(RoutesTest, AMalformedLiveViewIsRefusedNamingItsFieldAndKeepsTheLastGoodO
   EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/nodesets/history?from=10&to=5", admin_).body["error"]["field"], "from");
   EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/nodesets/history?from=0&to=99999999", admin_).status, 400)
       << "beyond the history kept";
+}
+
+// A job's output reaches the console only through its data plane's agent, which the control
+// plane never dials: the agent's long poll takes the request and posts the answer back.
+TEST_F(RoutesTest, AJobsOutputIsRelayedThroughItsAgentToItsUserAndAdminsOnly) {
+  DataPlaneAndProject();
+  const std::string carl = Token("carl", Role::kUser, {"astro"});
+  json job = {{"cluster", "c1"},    {"jobId", 12}, {"submitTime", 1700000000}, {"user", "ann"}, {"project", "astro"},
+              {"state", "RUNNING"}, {"nodes", 1}};
+  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/jobs", agent_, {{"jobs", {job}}}).status, 200);
+  fakes::FakeDataPlane dp;
+  dp.controller = [](const std::vector<std::string>&) -> Result<std::string> {
+    return std::string(
+        "JobId=12 UserId=ann(1001) JobState=RUNNING SubmitTime=1700000000 BatchHost=c1-cpu-0 "
+        "StdOut=/datasets/astro/slurm-12.out\n");
+  };
+  std::atomic<int> reads{0};
+  dp.job_node = [&](const std::string&, const std::vector<std::string>& argv) -> Result<ProcessResult> {
+    ProcessResult r;
+    r.exit_code = argv[4] == "/datasets/astro/slurm-12.out" ? 0 : 3;
+    r.out = "6 0\nhello\n";
+    ++reads;
+    return r;
+  };
+  AgentOptions o;
+  o.server = "http://127.0.0.1:" + std::to_string(port_);
+  o.token = agent_;
+  o.data_plane = "dp1";
+  Agent agent(&dp, o);
+  std::atomic<bool> stop{false};
+  std::thread relay([&] {
+    while (!stop) EXPECT_TRUE(agent.ServeRelay(std::chrono::seconds(1)).ok());
+  });
+  const std::string path = "/api/v1/projects/astro/jobs/dp1/c1/12/output?submitTime=1700000000";
+  auto out = Call("GET", path, ann_);
+  EXPECT_EQ(out.status, 200) << out.body.dump();
+  EXPECT_EQ(out.body["text"], "hello\n");
+  EXPECT_EQ(out.body["path"], "/datasets/astro/slurm-12.out");
+  EXPECT_EQ(out.body["nextOffset"], 6);
+  EXPECT_EQ(Call("GET", path + "&offset=0&stream=stderr", admin_).status, 200) << "admins read any job's output";
+  const int read_by_owner_and_admin = reads;
+  EXPECT_EQ(Call("GET", path, carl).status, 403) << "another member of the project";
+  EXPECT_EQ(Call("GET", path, bob_).status, 403) << "not a member";
+  EXPECT_EQ(reads, read_by_owner_and_admin) << "a refused caller makes the agent read nothing";
+  EXPECT_EQ(Call("GET", path + "&stream=stdin", ann_).body["error"]["field"], "stream");
+  EXPECT_EQ(Call("GET", path + "&limit=0", ann_).body["error"]["field"], "limit");
+  EXPECT_EQ(Call("GET", "/api/v1/projects/astro/jobs/dp1/c1/13/output?submitTime=1700000000", ann_).status, 404);
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/relay?wait=0", other_agent_).status, 403);
+  EXPECT_EQ(Call("GET", "/api/v1/dataplanes/dp1/relay?wait=0", ann_).status, 403);
+  EXPECT_EQ(Call("POST", "/api/v1/dataplanes/dp1/relay/" + std::string(32, 'a'), agent_, {{"text", "forged"}}).status,
+            404)
+      << "an answer needs a request waiting for it";
+  dp.controller = [](const std::vector<std::string>&) -> Result<std::string> {
+    return std::string("JobId=12 UserId=ann(1001) JobState=RUNNING SubmitTime=1700000000 StdOut=/tmp/gone\n");
+  };
+  auto gone = Call("GET", path, ann_);
+  EXPECT_EQ(gone.status, 404);
+  EXPECT_NE(gone.body["error"]["message"].get<std::string>().find("/tmp/gone does not exist"), std::string::npos)
+      << gone.body.dump();
+  stop = true;
+  relay.join();
 }
 
 }  // namespace
