@@ -129,30 +129,30 @@ Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const
   return rt->Exec(op::WorkspaceLoginPodName(w), o);
 }
 
-// The pod a job's files are read in: its own worker while that runs (its /tmp is there), else a
-// login pod, which mounts the cluster's datasets as the workers do.
-Result<ProcessResult> LocalDataPlane::OnJobNode(const std::string& node, const std::string& user,
-                                                const std::vector<std::string>& argv) {
+Result<std::vector<std::string>> LocalDataPlane::PodsForJobFiles(const std::string& node, const std::string& user) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
   ASSIGN_OR_RETURN(auto pods, rt->ListPods({{op::kLabelCluster, paths_.name}}));
-  std::string worker, login, workspace_login;
+  std::vector<std::string> worker, workspace_logins, login;
   op::Store store(paths_.Dir());
   for (const auto& p : pods) {
     if (p.phase != runtime::PodPhase::kRunning) continue;
-    const std::string component = p.labels.count(op::kLabelComponent) ? p.labels.at(op::kLabelComponent) : "";
-    if (component == "worker" && p.name == node) worker = p.name;
-    if (component == "login") login = p.name;
-    if (component == "workspace-login" && workspace_login.empty() && p.labels.count(op::kLabelWorkspace)) {
-      auto w = store.LoadWorkspace(p.labels.at(op::kLabelWorkspace));
-      if (w.ok() && w->spec.user.name == user) workspace_login = p.name;
+    auto label = [&](const char* key) { return p.labels.count(key) ? p.labels.at(key) : std::string(); };
+    const std::string component = label(op::kLabelComponent);
+    if (component == "worker" && p.name == node) worker.push_back(p.name);
+    if (component == "login") login.push_back(p.name);
+    if (component == "workspace-login") {
+      auto w = store.LoadWorkspace(label(op::kLabelWorkspace));
+      if (w.ok() && w->spec.user.name == user) workspace_logins.push_back(p.name);
     }
   }
-  const std::string pod = !worker.empty() ? worker : !login.empty() ? login : workspace_login;
-  if (pod.empty()) {
-    return Status::Unavailable(
-        fmt::format("no pod of cluster {} can read {}'s files: the job's node {} no longer runs and no login pod does",
-                    paths_.name, user, node.empty() ? "(none)" : node));
-  }
+  worker.insert(worker.end(), workspace_logins.begin(), workspace_logins.end());
+  worker.insert(worker.end(), login.begin(), login.end());
+  return worker;
+}
+
+Result<ProcessResult> LocalDataPlane::AsUserInPod(const std::string& pod, const std::string& user,
+                                                  const std::vector<std::string>& argv) {
+  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
   runtime::ExecOptions o;
   o.user = user;
   o.argv = argv;

@@ -26,8 +26,9 @@ class LocalDataPlane : public cp::DataPlaneAccess {
   Result<std::string> InController(const std::vector<std::string>& argv) override;
   Result<ProcessResult> InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
                                     const std::string& stdin_data) override;
-  Result<ProcessResult> OnJobNode(const std::string& node, const std::string& user,
-                                  const std::vector<std::string>& argv) override;
+  Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string& user) override;
+  Result<ProcessResult> AsUserInPod(const std::string& pod, const std::string& user,
+                                    const std::vector<std::string>& argv) override;
 
   // Where the agent keeps its job window (in the cluster's state directory).
   std::string AgentCursorFile() const { return paths_.Dir() + "/agent-window.json"; }

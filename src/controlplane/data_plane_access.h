@@ -63,11 +63,13 @@ class DataPlaneAccess {
   // environment (token, partition), in its dataset directory.
   virtual Result<ProcessResult> InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
                                             const std::string& stdin_data) = 0;
-  // Runs a command as `user` where a job's files are: on the worker `node` (Slurm's node name)
-  // while it runs, else on the cluster's login pod, else on a login pod of one of the user's
-  // workspaces. Unavailable when none runs.
-  virtual Result<ProcessResult> OnJobNode(const std::string& node, const std::string& user,
-                                          const std::vector<std::string>& argv) = 0;
+  // The running pods of this cluster where a job's files may be, best first: the job's worker
+  // `node` (Slurm's node name) while it runs, the login pods of the user's workspaces (they
+  // mount the workspaces' datasets), the cluster's login pod.
+  virtual Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string& user) = 0;
+  // Runs a command as `user` in `pod`, one of this cluster's pods.
+  virtual Result<ProcessResult> AsUserInPod(const std::string& pod, const std::string& user,
+                                            const std::vector<std::string>& argv) = 0;
 };
 
 }  // namespace hpc::cp

@@ -73,6 +73,24 @@ json ErrorAnswer(const Status& s) {
   return {{"error", {{"code", code}, {"message", s.message()}}}};
 }
 
+// Reads the piece in the first pod where the file exists: the job's worker while it runs (its
+// /tmp is there), then login pods, which mount the datasets the job may have written to.
+Result<ProcessResult> ReadWhereItIs(DataPlaneAccess* dp, const std::string& node, const JobOutputRequest& r,
+                                    const std::string& path) {
+  ASSIGN_OR_RETURN(auto pods, dp->PodsForJobFiles(node, r.user));
+  if (pods.empty()) {
+    return Status::Unavailable(fmt::format("no pod of cluster {} runs to read {}'s files in: the job's node {} is gone "
+                                           "and no login pod runs",
+                                           dp->ClusterName(), r.user, node.empty() ? "(none)" : node));
+  }
+  ProcessResult run;
+  for (const auto& pod : pods) {
+    ASSIGN_OR_RETURN(run, dp->AsUserInPod(pod, r.user, ReadFileCommand(path, r.offset, r.limit)));
+    if (run.exit_code != 3) break;  // found (or unreadable): no other pod has a better answer
+  }
+  return run;
+}
+
 Result<json> ReadPiece(DataPlaneAccess* dp, const JobOutputRequest& r) {
   if (Status s = api::ValidateUserName(r.user); !s.ok() || r.user == "root") {
     return Status::FailedPrecondition(
@@ -93,7 +111,7 @@ Result<json> ReadPiece(DataPlaneAccess* dp, const JobOutputRequest& r) {
     return Status::NotFound(fmt::format(
         "job {} has no {} file: its output went to the terminal that ran it (srun or salloc)", r.job_id, r.stream));
   }
-  ASSIGN_OR_RETURN(ProcessResult run, dp->OnJobNode(f.node, r.user, ReadFileCommand(path, r.offset, r.limit)));
+  ASSIGN_OR_RETURN(ProcessResult run, ReadWhereItIs(dp, f.node, r, path));
   if (run.exit_code == 3) {
     return Status::NotFound(
         fmt::format("job {}'s {} file {} does not exist (any more), or {} cannot reach its directory", r.job_id,

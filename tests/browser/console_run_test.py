@@ -11,6 +11,7 @@ Usage: console_run_test.py BUILD_DIR
 """
 import os
 import random
+import re
 import subprocess
 import sys
 import tempfile
@@ -74,7 +75,8 @@ spec:
         assert code == 200, body
         code, body = admin.call("PUT", "/api/v1/projects/astro/templates/two-node-hello", {
             "description": "hostname on two nodes",
-            "script": "#!/bin/bash\n#SBATCH --comment=from-template\nsrun hostname\nsleep 1\n",
+            "script": "#!/bin/bash\n#SBATCH --comment=from-template\nsrun hostname\n"
+                      "for i in $(seq 1 20); do echo tick-$i; sleep 1; done\n",
             "options": {"nodes": 2, "time": "00:05:00"}})
         assert code == 201, body
         assert admin.call("PUT", "/api/v1/flags/EnableHPCJobs", {"value": True})[0] == 200
@@ -111,6 +113,9 @@ spec:
         # a second one exists.
         poll("a settled sample of ann's nodeset at 0 workers", lambda: history()[:1] == [0] and len(history()) >= 2, 90)
 
+        rows = lambda: driver.execute_script(
+            "return [...document.querySelectorAll('#jobs-body tr.job')].map(r => [...r.cells].map(c => c.textContent))")
+
         # Run from the template; the form shows what is submitted.
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=jobs]").click()
         wait.until(EC.element_to_be_clickable((By.ID, "run-button"))).click()
@@ -121,6 +126,37 @@ spec:
         shot("02-run-form")
         driver.find_element(By.ID, "run-submit").click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "toast"), "Submitted"))
+
+        # While it runs, its output grows on screen: read by the agent on the job's worker as ann.
+        def live_record():
+            code, body = ann.call("GET", "/api/v1/projects/astro/jobs?limit=10")
+            jobs = [j for j in body.get("jobs", []) if j["name"] == "console-run"] if code == 200 else []
+            return jobs[0] if jobs and jobs[0]["state"] in ("PENDING", "CONFIGURING", "RUNNING") else None
+        running = poll("the console's job in the history while it is queued or runs", live_record, 120, interval=1)
+        driver.refresh()
+        WebDriverWait(driver, 30).until(lambda d: rows() and rows()[0][1] == "console-run")
+        driver.execute_script("document.querySelector('#jobs-body tr.job').click()")
+        ticks = lambda: [int(t) for t in re.findall(r"tick-(\d+)", driver.execute_script(
+            "const p = document.getElementById('output-text'); return p ? p.textContent : ''"))]
+        WebDriverWait(driver, 120).until(lambda d: ticks())
+        first = max(ticks())
+        check(True, f"the running job's output is on screen (up to tick-{first})")
+        WebDriverWait(driver, 30).until(lambda d: max(ticks()) >= first + 3)
+        check(ticks() == list(range(1, max(ticks()) + 1)),
+              f"it grows in order, nothing lost or repeated (tick-{first} then up to tick-{max(ticks())})")
+        note = driver.find_element(By.ID, "output-note").text
+        check("/slurm-" in note and "following" in note, f"the note names the file and that it follows ({note})")
+        driver.execute_script("document.getElementById('job-output').scrollIntoView()")
+        shot("03-job-output")
+        driver.find_element(By.ID, "output-stderr").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "output-note"), "same file as stdout"))
+        check_accessible(driver, "job output")
+        code, body = admin.call("POST", "/api/v1/tokens", {"subject": "cid", "role": "user", "projects": ["astro"]})
+        assert code == 201, body
+        output = (f"/api/v1/projects/astro/jobs/{running['dataPlane']}/{running['cluster']}/{running['jobId']}"
+                  f"/output?submitTime={running['submitTime']}")
+        code, body = Api(base, body["token"]).call("GET", output)
+        check(code == 403, f"another member of the project may not read it ({code} {body})")
 
         # The agent runs sbatch in ann's login pod; workers come from zero; sacct's record comes
         # back through the agent.
@@ -137,13 +173,11 @@ spec:
 
         # The HPC tab shows it; its detail has the statistics and the script.
         driver.refresh()
-        rows = lambda: driver.execute_script(
-            "return [...document.querySelectorAll('#jobs-body tr.job')].map(r => [...r.cells].map(c => c.textContent))")
         WebDriverWait(driver, 30).until(lambda d: rows() and rows()[0][1] == "console-run")
         first = rows()[0]
         check(first[0] == str(record["jobId"]) and first[3] == "COMPLETED" and first[5] == "api",
               f"the HPC tab lists the job first, COMPLETED, source api ({first})")
-        shot("03-hpc-tab")
+        shot("04-hpc-tab")
         driver.execute_script("document.querySelector('#jobs-body tr.job').click()")
         wait.until(EC.text_to_be_present_in_element((By.ID, "job-script"), "--comment=from-template"))
         detail = driver.find_element(By.ID, "job-detail").text
@@ -151,7 +185,7 @@ spec:
               "the detail names the job, its statistics and its workspace")
         check("--nodes=2" in driver.find_element(By.ID, "job-script").text, "the detail shows the options it ran with")
         check(not driver.find_elements(By.ID, "cancel-job"), "an ended job offers no Cancel")
-        shot("04-job-detail")
+        shot("05-job-detail")
 
         # Her workers go once idle (the project's idleTimeout, 20 s): the nodeset went 0 -> 2 -> 0.
         def up_and_down(seq):
@@ -162,6 +196,13 @@ spec:
         except AssertionError as e:
             raise AssertionError(f"{e}; its samples: {history()}") from None
         check(True, f"the nodeset's history went 0 -> 2 -> 0 ({history()})")
+        # The job wrote to the project's dataset: with its workers gone, ann's login pod still has it.
+        code, body = ann.call("GET", output + "&offset=0")
+        text = body.get("text", "") if code == 200 else ""
+        check(re.findall(r"tick-(\d+)", text) == [str(i) for i in range(1, 21)],
+              f"after its workers went, the whole output is read from her login pod ({code} {text[-80:]!r})")
+        code, body = ann.call("GET", output + "&stream=stdin")
+        check(code == 400 and body["error"]["field"] == "stream", f"a bad stream is refused by name ({code} {body})")
 
         # Stop from the console: the row follows it to Stopped.
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
@@ -170,7 +211,7 @@ spec:
         WebDriverWait(driver, 180, ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: phase() in ("Stopped", "Failed"))
         check(phase() == "Stopped", f"the workspace stopped from the console is Stopped ({phase()})")
-        shot("05-workspace-stopped")
+        shot("07-workspace-stopped")
         code, body = ann.call("GET", "/api/v1/projects/astro/jobs?limit=10")
         check(code == 200 and any(j["jobId"] == record["jobId"] for j in body["jobs"]),
               "the job's record outlives the workspace")
@@ -188,7 +229,7 @@ spec:
         WebDriverWait(driver, 30).until(lambda d: up_and_down(totals()))
         check(True, "the chart of ann's nodeset shows 0 -> 2 -> 0 workers")
         check_accessible(driver, "live cluster after the run")
-        shot("06-nodeset-chart")
+        shot("08-nodeset-chart")
 
         logs = browser_errors(driver)
         check(not logs, f"no errors in the browser console ({logs[:3]})")

@@ -25,9 +25,11 @@ class FakeDataPlane : public cp::DataPlaneAccess {
   std::function<ProcessResult(const api::Workspace&, const std::vector<std::string>&)> workspace;
 
   std::vector<cp::LiveNodeSet> nodesets;
-  // OnJobNode's commands as (node, user, argv), answered by `job_node`.
-  std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> job_node_commands;
-  std::function<Result<ProcessResult>(const std::string& node, const std::vector<std::string>&)> job_node;
+  // PodsForJobFiles answers `job_pods`; AsUserInPod's commands are kept as (pod, user, argv)
+  // and answered by `in_pod` (Unavailable when unset).
+  std::vector<std::string> job_pods = {"c1-cpu-0"};
+  std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> pod_commands;
+  std::function<Result<ProcessResult>(const std::string& pod, const std::vector<std::string>&)> in_pod;
 
   Health CheckHealth() override { return health; }
   Result<std::vector<cp::LiveNodeSet>> NodeSets() override { return nodesets; }
@@ -65,10 +67,18 @@ class FakeDataPlane : public cp::DataPlaneAccess {
     r.exit_code = 0;
     return r;
   }
-  Result<ProcessResult> OnJobNode(const std::string& node, const std::string& user,
-                                  const std::vector<std::string>& argv) override {
-    job_node_commands.emplace_back(node, user, argv);
-    if (job_node) return job_node(node, argv);
+  Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string&) override {
+    std::vector<std::string> pods;
+    for (const auto& p : job_pods) {
+      // A worker is a candidate only as the job's own node; login pods always are.
+      if (p == node || p.find("login") != std::string::npos) pods.push_back(p);
+    }
+    return pods;
+  }
+  Result<ProcessResult> AsUserInPod(const std::string& pod, const std::string& user,
+                                    const std::vector<std::string>& argv) override {
+    pod_commands.emplace_back(pod, user, argv);
+    if (in_pod) return in_pod(pod, argv);
     return Status::Unavailable("no pod");
   }
 };

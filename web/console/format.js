@@ -15,15 +15,18 @@ export function fmtDuration(s) {
   return d ? `${d}-${hms}` : hms;
 }
 
-// KiB in the largest unit that keeps the number at least 1 ("1.5 GiB"); "—" for none.
-/** @param {number | null | undefined} k */
-export function fmtKiB(k) {
-  if (!k) return "—";
-  const units = ["KiB", "MiB", "GiB", "TiB"];
-  let i = 0, v = k;
+// Bytes in the largest unit that keeps the number at least 1 ("512 B", "1.5 MiB").
+/** @param {number} b */
+export function fmtBytes(b) {
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0, v = b;
   while (v >= 1024 && i < units.length - 1) { v /= 1024; i++; }
   return `${v.toFixed(v < 10 && i ? 1 : 0)} ${units[i]}`;
 }
+
+// KiB the same way; "—" for none.
+/** @param {number | null | undefined} k */
+export const fmtKiB = (k) => (k ? fmtBytes(k * 1024) : "—");
 
 /** @type {Record<string, number>} */
 const KIB_PER_UNIT = { "": 1024, K: 1, M: 1024, G: 1024 ** 2, T: 1024 ** 3 };

@@ -1,8 +1,10 @@
-// One job's detail under the jobs table: its timeline, usage and efficiency, its batch script
-// (API submissions, for its user and admins) and Cancel while it can still be cancelled.
+// One job's detail under the jobs table: its timeline, usage and efficiency, its output and its
+// batch script (API submissions) for its user and admins, and Cancel while it can still be
+// cancelled.
 import { api, messageOf } from "./api.js";
 import { $, el } from "./dom.js";
 import { cpuEfficiency, exitCodeText, fmtDuration, fmtTime, isLive, maxRssText } from "./format.js";
+import { JobOutput } from "./job_output.js";
 import { state } from "./state.js";
 
 // A Slurm state as a coloured cell ("CANCELLED by 1001" is coloured as CANCELLED).
@@ -93,6 +95,11 @@ export function showJobDetail(into, project, j, focus, onClose) {
       el("li", {}, `ended ${fmtTime(j.endTime)}`)),
     facts(j),
     el("div", { class: "pager" }, cancelButton(project, j, cancelNote), close, cancelNote)));
+  if (mayAct(j)) {
+    const output = new JobOutput(jobPath(project, j), j);
+    into.firstChild.append(output.box);
+    output.show("stdout");
+  }
   if (j.source === "api" && mayAct(j)) {
     const box = el("section", { id: "job-script", "aria-label": "Batch script" });
     into.firstChild.append(box);

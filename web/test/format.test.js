@@ -4,7 +4,7 @@ import assert from "node:assert/strict";
 import test from "node:test";
 
 import {
-  cpuEfficiency, exitCodeText, fmtDuration, fmtKiB, fmtTime, groupArrays, isLive, jobsQuery, listOf, listText,
+  cpuEfficiency, exitCodeText, fmtBytes, fmtDuration, fmtKiB, fmtTime, groupArrays, isLive, jobsQuery, listOf, listText,
   maxRssText, sameJob, stateCounts, tresCpus, tresMemKiB,
 } from "../console/format.js";
 
@@ -31,6 +31,10 @@ test("sizes take the largest unit, one decimal below ten", () => {
   assert.equal(fmtKiB(20 * 1024 * 1024), "20 GiB");
   assert.equal(fmtKiB(3 * 1024 ** 3), "3.0 TiB");
   assert.equal(fmtKiB(3 * 1024 ** 4), "3072 TiB", "TiB is the largest unit");
+  assert.equal(fmtBytes(0), "0 B", "an empty file has a size");
+  assert.equal(fmtBytes(1023), "1023 B");
+  assert.equal(fmtBytes(1536), "1.5 KiB");
+  assert.equal(fmtBytes(3 * 1024 * 1024), "3.0 MiB");
 });
 
 test("TRES strings give CPUs and memory in KiB (a bare number is MiB)", () => {

@@ -124,7 +124,7 @@ class ReadJobOutputTest : public ::testing::Test {
     dp_.controller = [this](const std::vector<std::string>& argv) -> Result<std::string> {
       return argv[0] == "scontrol" ? scontrol_ : sacct_;
     };
-    dp_.job_node = [this](const std::string&, const std::vector<std::string>&) -> Result<ProcessResult> {
+    dp_.in_pod = [this](const std::string&, const std::vector<std::string>&) -> Result<ProcessResult> {
       return file_;
     };
     file_.exit_code = 0;
@@ -147,12 +147,40 @@ TEST_F(ReadJobOutputTest, ARunningJobsOutputIsReadOnItsNodeAsItsUser) {
   EXPECT_EQ(a["text"], "hello\nwor") << "the € not yet whole is left for the next read";
   EXPECT_EQ(a["nextOffset"], 9);
   EXPECT_EQ(a["size"], 11);
-  ASSERT_EQ(dp_.job_node_commands.size(), 1u);
-  EXPECT_EQ(std::get<0>(dp_.job_node_commands[0]), "c1-cpu-0");
-  EXPECT_EQ(std::get<1>(dp_.job_node_commands[0]), "ann");
-  EXPECT_EQ(std::get<2>(dp_.job_node_commands[0]), ReadFileCommand("/datasets/astro/out 12.txt", 0, 65536));
+  ASSERT_EQ(dp_.pod_commands.size(), 1u);
+  EXPECT_EQ(std::get<0>(dp_.pod_commands[0]), "c1-cpu-0");
+  EXPECT_EQ(std::get<1>(dp_.pod_commands[0]), "ann");
+  EXPECT_EQ(std::get<2>(dp_.pod_commands[0]), ReadFileCommand("/datasets/astro/out 12.txt", 0, 65536));
   request_.stream = "stderr";
   EXPECT_EQ(Read()["path"], "/datasets/astro/err 12.txt");
+}
+
+TEST_F(ReadJobOutputTest, TheFileIsReadInTheFirstPodThatHasIt) {
+  dp_.job_pods = {"c1-cpu-0", "ann-astro-login", "c1-login"};
+  std::vector<std::string> tried;
+  dp_.in_pod = [&](const std::string& pod, const std::vector<std::string>&) -> Result<ProcessResult> {
+    tried.push_back(pod);
+    ProcessResult r = file_;
+    if (pod == "c1-cpu-0") r.exit_code = 3;  // not in the worker's /tmp: on a dataset
+    return r;
+  };
+  json a = Read();
+  ASSERT_FALSE(a.contains("error")) << a.dump();
+  EXPECT_EQ(tried, (std::vector<std::string>{"c1-cpu-0", "ann-astro-login"}))
+      << "the worker first, then the user's workspace login pod; the cluster's login pod not needed";
+  tried.clear();
+  dp_.in_pod = [&](const std::string& pod, const std::vector<std::string>&) -> Result<ProcessResult> {
+    tried.push_back(pod);
+    ProcessResult r;
+    r.exit_code = 3;
+    return r;
+  };
+  EXPECT_EQ(ErrorCode(Read()), "NotFound");
+  EXPECT_EQ(tried.size(), 3u) << "gone only when no pod has it";
+  dp_.job_pods = {"c1-cpu-7"};  // neither the job's node nor a login pod
+  a = Read();
+  EXPECT_EQ(ErrorCode(a), "Unavailable");
+  EXPECT_NE(a.dump().find("no login pod runs"), std::string::npos) << a.dump();
 }
 
 TEST_F(ReadJobOutputTest, AJobThatLeftSlurmctldIsFoundInSacct) {
@@ -196,7 +224,7 @@ TEST_F(ReadJobOutputTest, EachCaseTheConsoleExplainsHasItsCodeAndMessage) {
   request_.cluster = "c1";
   request_.user = "root";
   expect("FailedPrecondition", "is not one whose files are read");
-  EXPECT_TRUE(dp_.job_node_commands.size() <= 2u) << "nothing read once a check failed";
+  EXPECT_TRUE(dp_.pod_commands.size() <= 2u) << "nothing read once a check failed";
 }
 
 TEST(JobOutput, RequestsAndAnswersAreCheckedFieldByField) {

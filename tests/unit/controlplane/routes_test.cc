@@ -367,8 +367,9 @@ TEST_F(RoutesTest, AJobsOutputIsRelayedThroughItsAgentToItsUserAndAdminsOnly) {
         "JobId=12 UserId=ann(1001) JobState=RUNNING SubmitTime=1700000000 BatchHost=c1-cpu-0 "
         "StdOut=/datasets/astro/slurm-12.out\n");
   };
+  dp.job_pods = {"c1-cpu-0", "c1-login"};
   std::atomic<int> reads{0};
-  dp.job_node = [&](const std::string&, const std::vector<std::string>& argv) -> Result<ProcessResult> {
+  dp.in_pod = [&](const std::string&, const std::vector<std::string>& argv) -> Result<ProcessResult> {
     ProcessResult r;
     r.exit_code = argv[4] == "/datasets/astro/slurm-12.out" ? 0 : 3;
     r.out = "6 0\nhello\n";
