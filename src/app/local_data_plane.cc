@@ -10,6 +10,7 @@
 #include "operator/store.h"
 #include "operator/workspace_request.h"
 #include "platform/catalog.h"
+#include "runtime/local/local_runtime.h"
 
 namespace hpc::app {
 namespace {
@@ -127,6 +128,23 @@ Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const
   o.argv = argv;
   o.stdin_data = stdin_data;
   return rt->Exec(op::WorkspaceLoginPodName(w), o);
+}
+
+Result<PtyProcess> LocalDataPlane::StartShell(const api::Workspace& w, int cols, int rows) {
+  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
+  auto* local = dynamic_cast<runtime::local::LocalRuntime*>(rt);
+  if (local == nullptr) {
+    return Status::FailedPrecondition("a terminal in the browser runs on the local runtime only, for now");
+  }
+  runtime::ExecOptions o;
+  o.user = w.spec.user.name;  // never root: the login pod is the user's
+  o.env = op::WorkspaceShellEnv(w);
+  o.env["TERM"] = "xterm-256color";
+  o.env["PS1"] = fmt::format("{}@{}:\\w$ ", w.spec.user.name, w.metadata.name);
+  o.working_dir = o.env["HPCPLANE_DATASET"];
+  o.argv = {"/bin/bash", "--norc", "--noprofile", "-i"};
+  ASSIGN_OR_RETURN(auto argv, local->ExecArgv(op::WorkspaceLoginPodName(w), o));
+  return SpawnOnPty(argv, cols, rows);
 }
 
 Result<std::vector<std::string>> LocalDataPlane::PodsForJobFiles(const std::string& node, const std::string& user) {

@@ -26,6 +26,7 @@ class LocalDataPlane : public cp::DataPlaneAccess {
   Result<std::string> InController(const std::vector<std::string>& argv) override;
   Result<ProcessResult> InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
                                     const std::string& stdin_data) override;
+  Result<PtyProcess> StartShell(const api::Workspace& w, int cols, int rows) override;
   Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string& user) override;
   Result<ProcessResult> AsUserInPod(const std::string& pod, const std::string& user,
                                     const std::vector<std::string>& argv) override;

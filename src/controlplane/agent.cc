@@ -23,7 +23,11 @@
 namespace hpc::cp {
 using nlohmann::json;
 
-Agent::Agent(DataPlaneAccess* data_plane, AgentOptions opts) : dp_(data_plane), opts_(std::move(opts)) {
+Agent::Agent(DataPlaneAccess* data_plane, AgentOptions opts)
+    : dp_(data_plane),
+      opts_(std::move(opts)),
+      terminals_(data_plane, {opts_.server, opts_.token, opts_.ca_file,
+                              opts_.data_plane.empty() ? data_plane->ClusterName() : opts_.data_plane}) {
   if (opts_.data_plane.empty()) opts_.data_plane = dp_->ClusterName();
 }
 
@@ -246,6 +250,7 @@ json Agent::HandleRelayed(const json& request) {
     if (!r.ok()) return {{"error", {{"code", "Unavailable"}, {"message", "request: " + r.status().message()}}}};
     return ReadJobOutput(dp_, *r);
   }
+  if (kind == "terminal-open") return terminals_.Open(request);
   return {{"error",
            {{"code", "Unavailable"},
             {"message", fmt::format("data plane {}'s agent does not serve \"{}\" requests (an older agent?)",
@@ -320,6 +325,7 @@ void Agent::Run(const std::atomic<bool>& stop) {
     if (relay_client_) relay_client_->stop();
   }
   relay.join();
+  terminals_.StopAll();
 }
 
 }  // namespace hpc::cp

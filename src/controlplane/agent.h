@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "controlplane/agent_terminal.h"
 #include "controlplane/data_plane_access.h"
 
 namespace httplib {
@@ -92,6 +93,7 @@ class Agent {
   std::mutex relay_mu_;
   httplib::Client* relay_client_ = nullptr;  // the long poll in flight, stopped on shutdown
   bool relay_stopping_ = false;
+  AgentTerminals terminals_;  // shells of terminals in the browser
 };
 
 }  // namespace hpc::cp

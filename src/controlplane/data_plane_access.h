@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "api/types.h"
+#include "common/pty.h"
 #include "common/result.h"
 #include "common/subprocess.h"
 #include "controlplane/live_cluster.h"
@@ -67,6 +68,10 @@ class DataPlaneAccess {
   // `node` (Slurm's node name) while it runs, the login pods of the user's workspaces (they
   // mount the workspaces' datasets), the cluster's login pod.
   virtual Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string& user) = 0;
+  // An interactive shell as the workspace's user in its login pod (its shell environment and
+  // dataset directory, as `hpcplane workspace exec`), on a new pseudo-terminal of cols x rows.
+  // The caller owns the terminal and the process.
+  virtual Result<PtyProcess> StartShell(const api::Workspace& w, int cols, int rows) = 0;
   // Runs a command as `user` in `pod`, one of this cluster's pods.
   virtual Result<ProcessResult> AsUserInPod(const std::string& pod, const std::string& user,
                                             const std::vector<std::string>& argv) = 0;

@@ -79,9 +79,10 @@ Result<ProcessResult> ReadWhereItIs(DataPlaneAccess* dp, const std::string& node
                                     const std::string& path) {
   ASSIGN_OR_RETURN(auto pods, dp->PodsForJobFiles(node, r.user));
   if (pods.empty()) {
-    return Status::Unavailable(fmt::format("no pod of cluster {} runs to read {}'s files in: the job's node {} is gone "
-                                           "and no login pod runs",
-                                           dp->ClusterName(), r.user, node.empty() ? "(none)" : node));
+    return Status::Unavailable(
+        fmt::format("no pod of cluster {} runs to read {}'s files in: the job's node {} is gone "
+                    "and no login pod runs",
+                    dp->ClusterName(), r.user, node.empty() ? "(none)" : node));
   }
   ProcessResult run;
   for (const auto& pod : pods) {

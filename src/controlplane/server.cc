@@ -21,6 +21,7 @@
 #include "controlplane/openapi.h"
 #include "controlplane/relay_routes.h"
 #include "controlplane/template_routes.h"
+#include "controlplane/terminal_routes.h"
 #include "controlplane/workspace_routes.h"
 
 namespace hpc::cp {
@@ -99,7 +100,8 @@ Result<int> Server::Bind() {
 
 void Server::Serve() { http_->listen_after_bind(); }
 void Server::Stop() {
-  relay_.Shutdown();  // agents' long polls return
+  relay_.Shutdown();  // agents' and browsers' long polls return
+  terminals_.Shutdown();
   http_->stop();
   watchdog_.Stop();
 }
@@ -134,17 +136,18 @@ void Server::Routes() {
     res.set_content(kOpenApiDocument, http::kJsonContentType);
   });
 
-  AddApiRoutes(s, authn, metrics, &relay_, unreachable_after, !opts_.tls_cert.empty());
+  AddApiRoutes(s, authn, metrics, &relay_, &terminals_, unreachable_after, !opts_.tls_cert.empty());
   ServerLimits();
 }
 
-void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay, int unreachable_after,
-                  bool secure_cookies) {
+void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay, TerminalHub* terminals,
+                  int unreachable_after, bool secure_cookies) {
   AddDataPlaneRoutes(s, authn, metrics, unreachable_after);
   AddLiveClusterRoutes(s, authn, unreachable_after);
   AddJobRoutes(s, authn, unreachable_after);
   AddRelayRoutes(s, authn, relay);
   AddJobOutputRoutes(s, authn, relay, unreachable_after);
+  AddTerminalRoutes(s, authn, relay, terminals, unreachable_after);
   AddAdminRoutes(s, authn);
   AddWorkspaceRoutes(s, authn, unreachable_after);
   AddConsoleRoutes(s, authn, secure_cookies);

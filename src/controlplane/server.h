@@ -14,6 +14,7 @@
 #include "controlplane/route_table.h"
 #include "controlplane/server_metrics.h"
 #include "controlplane/store.h"
+#include "controlplane/terminal_hub.h"
 
 namespace hpc::cp {
 
@@ -43,7 +44,7 @@ class ServerMetrics;
 
 // Every /api/v1 route but the OpenAPI document itself, and the console's files: what
 // Server::Routes registers beside /metrics. Apart so a test can list what the API serves.
-void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay,
+void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay, TerminalHub* terminals,
                   int unreachable_after_seconds, bool secure_cookies);
 
 class Server {
@@ -68,8 +69,9 @@ class Server {
   std::unique_ptr<RouteTable> routes_;
   ConnectionWatchdog watchdog_;
   std::unique_ptr<ServerMetrics> metrics_;
-  RelayHub relay_;  // requests for the agents, which call in for them
-  Status init_;     // TLS files that could not be loaded
+  RelayHub relay_;         // requests for the agents, which call in for them
+  TerminalHub terminals_;  // browser terminals' queues
+  Status init_;            // TLS files that could not be loaded
 };
 
 // Creates the first admin token if the store has none for `subject`; returns it, or "" when

@@ -67,6 +67,13 @@ class FakeDataPlane : public cp::DataPlaneAccess {
     r.exit_code = 0;
     return r;
   }
+  // StartShell runs this on a real pseudo-terminal here (a local shell stands for the pod's).
+  std::vector<std::string> shell = {"/bin/sh", "-i"};
+  std::vector<std::string> shells_started;  // workspace ids
+  Result<PtyProcess> StartShell(const api::Workspace& w, int cols, int rows) override {
+    shells_started.push_back(w.metadata.name);
+    return SpawnOnPty(shell, cols, rows);
+  }
   Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string&) override {
     std::vector<std::string> pods;
     for (const auto& p : job_pods) {

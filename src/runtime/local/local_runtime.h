@@ -52,6 +52,9 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   Result<ProcessResult> Exec(const std::string& pod, const ExecOptions& opts) override;
   Result<int> ExecInteractive(const std::string& pod, const ExecOptions& opts) override;
   Result<std::string> Logs(const std::string& pod, size_t tail_lines) override;
+  /** The host command that runs `opts` in the pod, as Exec runs it: for a caller that runs it
+   *  itself, e.g. on a pseudo-terminal (a terminal in the browser). */
+  Result<std::vector<std::string>> ExecArgv(const std::string& pod, const ExecOptions& opts);
 
   /** Reaps, restarts with backoff, probes readiness. Only with Options::supervise. */
   SupervisionResult Supervise() override;
@@ -85,7 +88,6 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   Status StopProcess(PodState* st);
   // Rewrites the hosts file every pod mounts at /etc/hosts from the pods' addresses.
   Status UpdateHosts();
-  Result<std::vector<std::string>> ExecArgv(const std::string& pod, const ExecOptions& opts);
   bool ProbeReady(const PodSpec& spec, const PodState& st);
   bool ProbeAlive(const PodSpec& spec, const PodState& st);
   Result<std::string> ResolveMountSource(const PodSpec& spec, const Mount& m);

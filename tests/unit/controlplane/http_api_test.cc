@@ -142,7 +142,8 @@ TEST(OpenApi, DescribesEveryRouteTheServerServes) {
   http::SignInLimiter limiter;
   http::Auth auth(nullptr, &limiter);
   RelayHub relay;
-  AddApiRoutes(routes, &auth, nullptr, &relay, 30, false);
+  TerminalHub terminals;
+  AddApiRoutes(routes, &auth, nullptr, &relay, &terminals, 30, false);
   int checked = 0;
   for (const auto& [method, tmpl] : routes.Routes()) {
     if (tmpl.rfind("/api/v1/", 0) != 0) continue;  // the console's files

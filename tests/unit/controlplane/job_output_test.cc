@@ -124,9 +124,7 @@ class ReadJobOutputTest : public ::testing::Test {
     dp_.controller = [this](const std::vector<std::string>& argv) -> Result<std::string> {
       return argv[0] == "scontrol" ? scontrol_ : sacct_;
     };
-    dp_.in_pod = [this](const std::string&, const std::vector<std::string>&) -> Result<ProcessResult> {
-      return file_;
-    };
+    dp_.in_pod = [this](const std::string&, const std::vector<std::string>&) -> Result<ProcessResult> { return file_; };
     file_.exit_code = 0;
     file_.out = "11 0\nhello\nwor\xE2\x82";
   }

@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/jwt.h"
 #include "controlplane/agent.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
@@ -413,6 +414,86 @@ TEST_F(RoutesTest, AJobsOutputIsRelayedThroughItsAgentToItsUserAndAdminsOnly) {
       << gone.body.dump();
   stop = true;
   relay.join();
+}
+
+// A terminal in the browser, end to end but for the pod: the real server, the real agent serving
+// it through the relay, and a real shell on a pseudo-terminal here standing for the login pod's.
+TEST_F(RoutesTest, ATerminalRunsTheOwnersShellThroughTheAgentAndEndsWhenClosed) {
+  DataPlaneAndProject();
+  const std::string carl = Token("carl", Role::kUser, {"astro"});
+  auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
+  ASSERT_EQ(launched.status, 202) << launched.body.dump();
+  const std::string ws = launched.body["id"];
+  const std::string open_path = "/api/v1/projects/astro/workspaces/" + ws + "/terminals";
+  EXPECT_EQ(Call("POST", open_path, ann_, json::object()).status, 409) << "not Ready yet";
+  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/workspaces/" + ws + "/status", agent_, {{"phase", "Ready"}}).status,
+            200);
+  fakes::FakeDataPlane dp;
+  dp.cluster = "dp1";
+  api::Workspace w;
+  w.metadata.name = ws;
+  w.spec.user.name = "ann";
+  w.status.phase = "Ready";
+  dp.workspaces[ws] = w;
+  AgentOptions o;
+  o.server = "http://127.0.0.1:" + std::to_string(port_);
+  o.token = agent_;
+  o.data_plane = "dp1";
+  auto agent = std::make_unique<Agent>(&dp, o);
+  std::atomic<bool> stop{false};
+  std::thread relay([&] {
+    while (!stop) EXPECT_TRUE(agent->ServeRelay(std::chrono::seconds(1)).ok());
+  });
+  EXPECT_EQ(Call("POST", open_path, carl, json::object()).status, 403) << "another member";
+  EXPECT_EQ(Call("POST", open_path, admin_, json::object()).status, 403) << "not even an admin: the shell is ann's";
+  EXPECT_EQ(Call("POST", open_path, bob_, json::object()).status, 403);
+  EXPECT_EQ(Call("POST", open_path, ann_, {{"cols", 1}}).body["error"]["field"], "cols");
+  EXPECT_TRUE(dp.shells_started.empty()) << "no refused request started a shell";
+
+  auto opened = Call("POST", open_path, ann_, {{"cols", 80}, {"rows", 24}});
+  ASSERT_EQ(opened.status, 201) << opened.body.dump();
+  const std::string term = "/api/v1/terminals/" + opened.body["id"].get<std::string>();
+  uint64_t offset = 0;
+  std::string screen;
+  json last;
+  // Reads until `text` is on screen (or the session closed, or 10 s passed).
+  auto until = [&](const std::string& text) {
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (screen.find(text) == std::string::npos && std::chrono::steady_clock::now() < deadline) {
+      last = Call("GET", term + "/output?wait=2&offset=" + std::to_string(offset), ann_).body;
+      if (!last.is_object() || !last.contains("next")) return false;
+      screen += *jwt::Base64Decode(last["data"].get<std::string>());
+      offset = last["next"];
+      if (last["closed"] == true) break;
+    }
+    return screen.find(text) != std::string::npos;
+  };
+  auto type = [&](const std::string& keys) { return Call("POST", term + "/input", ann_, {{"data", keys}}).status; };
+  ASSERT_EQ(type("echo $((6*7))\n"), 200);
+  EXPECT_TRUE(until("42")) << screen;
+  ASSERT_EQ(Call("POST", term + "/input", ann_, {{"resize", {{"cols", 120}, {"rows", 40}}}}).status, 200);
+  ASSERT_EQ(type("stty size\n"), 200);
+  EXPECT_TRUE(until("40 120")) << "the resize reached the terminal: " << screen;
+  ASSERT_EQ(type("sleep 100\n"), 200);
+  ASSERT_EQ(type("\x03"), 200);
+  ASSERT_EQ(type("echo after-$((1+1))\n"), 200);
+  EXPECT_TRUE(until("after-2")) << "Ctrl-C interrupted the sleep: " << screen;
+  EXPECT_EQ(Call("GET", term + "/output?wait=0", bob_).status, 404) << "another user sees no such terminal";
+  EXPECT_EQ(Call("POST", term + "/input", carl, {{"data", "id\n"}}).status, 404);
+  EXPECT_EQ(Call("DELETE", term, carl).status, 404);
+
+  ASSERT_EQ(Call("DELETE", term, ann_).status, 200);
+  until("\x01never");  // reads to the end
+  EXPECT_EQ(last["closed"], true);
+  EXPECT_EQ(last["reason"], "closed by its user");
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  auto audit = Call("GET", "/api/v1/audit", admin_).body.dump();
+  EXPECT_NE(audit.find("terminal.open"), std::string::npos);
+  EXPECT_NE(audit.find("terminal.close"), std::string::npos);
+  stop = true;
+  relay.join();
+  agent.reset();  // joins every pump: the shell is gone by then
+  EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "the agent stopped promptly";
 }
 
 }  // namespace
