@@ -13,7 +13,7 @@ foreach(asset ${ASSETS})
   get_filename_component(name "${asset}" NAME)
   # Scripts as application/javascript: cpp-httplib 0.11 compresses every text/* answer with
   # Brotli at its slowest quality on each request (tens of ms for each of the console's modules).
-  if(name MATCHES "\\.js$")
+  if(name MATCHES "\\.m?js$")
     set(type "application/javascript; charset=utf-8")
   elseif(name MATCHES "\\.css$")
     set(type "text/css; charset=utf-8")

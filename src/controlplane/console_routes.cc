@@ -20,20 +20,22 @@ namespace {
 constexpr int64_t kMaxBuckets = 1000;
 
 // The page may load only its own files and talk only to its own server; nothing inline, nothing
-// framed.
-void SecurityHeaders(httplib::Response& res) {
+// framed. The terminal page alone may have inline styles: xterm.js's renderer sizes the
+// terminal's cells with style elements it writes (scripts stay its own files only).
+void SecurityHeaders(httplib::Response& res, bool inline_styles = false) {
   res.set_header("Content-Security-Policy",
-                 "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
-                 "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'");
+                 fmt::format("default-src 'none'; script-src 'self'; style-src 'self'{}; img-src 'self' data:; "
+                             "connect-src 'self'; form-action 'self'; frame-ancestors 'none'; base-uri 'none'",
+                             inline_styles ? " 'unsafe-inline'" : ""));
   res.set_header("X-Content-Type-Options", "nosniff");
   res.set_header("Referrer-Policy", "no-referrer");
   res.set_header("Cache-Control", "no-cache");
 }
 
-void Serve(const std::string& name, httplib::Response& res) {
+void Serve(const std::string& name, httplib::Response& res, bool inline_styles = false) {
   const ConsoleAsset* a = FindConsoleAsset(name);
   if (!a) return http::Error(res, Status::NotFound("no such console file: " + name));
-  SecurityHeaders(res);
+  SecurityHeaders(res, inline_styles);
   res.set_content(a->data, a->size, a->content_type);
 }
 
@@ -149,7 +151,8 @@ void ServeJobStats(JobStore* store, const std::string& project, const Request& r
 void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
   Store* store = auth->store();
   s.Get("/", [](const Request&, Response& res) { Serve("index.html", res); });
-  s.Get(R"(/console/([a-z][a-z_]*\.(?:js|css|html)))",
+  s.Get("/terminal", [](const Request&, Response& res) { Serve("terminal.html", res, true); });
+  s.Get(R"(/console/([a-z][a-z_-]*\.(?:m?js|css|html)))",
         [](const Request& req, Response& res) { Serve(req.matches[1], res); });
   // Browsers ask for an icon on their own; the console has none, and says so without an error.
   s.Get("/favicon.ico", [](const Request&, Response& res) { res.status = 204; });

@@ -25,6 +25,16 @@ function stopButton(project, w, reload) {
   } }, "Stop");
 }
 
+// A terminal in the browser for the workspace's own user while it is Ready (a page of its own,
+// in a new tab); the CLI command for everyone else.
+/** @param {string} project @param {any} w */
+function shellCell(project, w) {
+  const command = el("code", {}, `hpcplane workspace exec ${w.id} -- bash`);
+  if (w.user !== state.me.subject || w.phase !== "Ready" || w.desired !== "Running") return command;
+  return [el("a", { href: `/terminal#/projects/${project}/workspaces/${w.id}`, target: "_blank",
+    rel: "noopener", id: `terminal-${w.id}`, class: "button" }, "Terminal"), " or ", command];
+}
+
 /** @param {string} project @param {any} body */
 async function loadWorkspaces(project, body) {
   const { workspaces } = await api("GET", `/api/v1/projects/${project}/workspaces`);
@@ -32,7 +42,7 @@ async function loadWorkspaces(project, body) {
   const rows = workspaces.map((/** @type {any} */ w) => el("tr", { "data-workspace": w.id }, el("td", {}, w.id),
     el("td", {}, w.user), el("td", {}, w.tier), el("td", {}, w.dataPlane), el("td", { class: "phase" }, w.phase),
     el("td", {}, w.message || ""), el("td", {}, String(w.maxWorkers)),
-    el("td", {}, el("code", {}, `hpcplane workspace exec ${w.id} -- bash`)), el("td", {}, stopButton(project, w, reload))));
+    el("td", {}, shellCell(project, w)), el("td", {}, stopButton(project, w, reload))));
   body.replaceChildren(...(rows.length ? rows : [el("tr", {}, el("td", { colspan: COLUMNS.length, class: "muted" }, "No workspaces."))]));
   stopRefresh();
   if (workspaces.some(moving)) every(() => loadWorkspaces(project, body).catch(stopRefresh), 3000);
