@@ -54,11 +54,14 @@ smoke_one() {
       run console_render "ratio sacct/console render" env JOBS=2000 REPEATS=2 SEED_JOBS=20 PEER_REPEATS=1 \
         /usr/bin/python3 "$here/console_render.py" "$build"
       ;;
+    terminal_keystroke)
+      run terminal_keystroke "ratio exec/keystroke" env KEYS=20 EXECS=3 /usr/bin/python3 "$here/terminal_keystroke.py" "$build"
+      ;;
     *) echo "bench smoke: no benchmark '$1' (one of: $all)"; failed=$((failed + 1)) ;;
   esac
 }
 all="decision_cost up_to_ready cold_start warm_dispatch trace_replay controlplane api_load throughput scale idle_cost
-  console_render health_drain releases mpi_pingpong"
+  console_render terminal_keystroke health_drain releases mpi_pingpong"
 if [ $# -gt 1 ]; then
   shift
   for name in "$@"; do smoke_one "$name"; done

@@ -90,8 +90,9 @@ json AgentTerminals::Open(const json& request) {
   return {{"started", true}};
 }
 
-// What the shell writes, posted as it comes: the first bytes at once, then whatever followed
-// within 5 ms in the same post (a burst of output is one request, a keystroke's echo is fast).
+// What the shell writes, posted as it comes: whatever is there when a read returns, without
+// waiting for more (a keystroke's echo goes at once; under a burst of output, what piles up while
+// one post is in flight goes in the next, so the posts batch themselves).
 void AgentTerminals::PumpOutput(Session* s) {
   auto client = ClientFor(endpoint_, 30);
   const std::string path = fmt::format("/api/v1/dataplanes/{}/terminals/{}/output", endpoint_.data_plane, s->id);
@@ -106,7 +107,7 @@ void AgentTerminals::PumpOutput(Session* s) {
     if (n < 0 && errno == EINTR) continue;
     while (n > 0) {
       chunk.append(buf.data(), static_cast<size_t>(n));
-      if (chunk.size() >= (64u << 10) || ::poll(&p, 1, 5) <= 0) break;
+      if (chunk.size() >= (64u << 10) || ::poll(&p, 1, 0) <= 0) break;
       n = ::read(s->shell.fd, buf.data(), buf.size());
     }
     json body = {{"data", jwt::Base64Encode(chunk)}};

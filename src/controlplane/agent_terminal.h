@@ -1,7 +1,7 @@
 // The agent's side of terminals in the browser (terminal_hub.h): for each session the control
 // plane relays ("terminal-open"), a shell on a pseudo-terminal in the workspace's login pod
 // (DataPlaneAccess::StartShell), and two pumps: what the shell writes is posted to the control
-// plane as it comes (batched over a few milliseconds), and the browser's input and resizes are
+// plane as it comes, and the browser's input and resizes are
 // long-polled from it and applied. The shell ends when the session closes (SIGHUP to its
 // session, SIGKILL after 2 s); the session ends when the shell does.
 #pragma once

@@ -20,13 +20,13 @@ namespace {
 constexpr const char* kRelay = R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/relay)";
 constexpr const char* kAnswer = R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/relay/([0-9a-f]{32}))";
 // The longest an agent's poll is held open: under every proxy's idle timeout we know of.
-constexpr int64_t kMaxWaitSeconds = 25;
+constexpr int64_t kMaxRelayWaitSeconds = 25;
 
 void TakeRequests(http::Auth* authn, RelayHub* relay, const Request& req, Response& res) {
   auto p = authn->Authenticate(req, res);
   if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
   int64_t wait = 20;
-  if (!http::IntegerParam(req, res, "wait", 0, kMaxWaitSeconds, &wait)) return;
+  if (!http::IntegerParam(req, res, "wait", 0, kMaxRelayWaitSeconds, &wait)) return;
   json requests = json::array();
   for (auto& r : relay->Take(req.matches[1], std::chrono::seconds(wait))) requests.push_back(std::move(r));
   Ok(res, {{"requests", requests}});

@@ -23,7 +23,7 @@ namespace {
 constexpr const char* kOpen = R"(/api/v1/projects/([a-z][a-z0-9-]*)/workspaces/([a-z][a-z0-9-]*)/terminals)";
 constexpr const char* kTerminal = R"(/api/v1/terminals/([0-9a-f]{32}))";
 constexpr const char* kAgentTerminal = R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/terminals/([0-9a-f]{32}))";
-constexpr int64_t kMaxWaitSeconds = 25;
+constexpr int64_t kMaxTerminalWaitSeconds = 25;
 
 // A terminal's size: 2..1000 columns and rows, as a pseudo-terminal takes it.
 Status SizeFrom(const json& j, int64_t* cols, int64_t* rows) {
@@ -88,7 +88,7 @@ void OpenTerminal(http::Auth* auth, RelayHub* relay, TerminalHub* terminals, int
 void ReadOutput(TerminalHub* terminals, const Principal& p, const Request& req, Response& res) {
   int64_t offset = 0, wait = 20;
   if (!http::IntegerParam(req, res, "offset", 0, INT64_MAX / 2, &offset)) return;
-  if (!http::IntegerParam(req, res, "wait", 0, kMaxWaitSeconds, &wait)) return;
+  if (!http::IntegerParam(req, res, "wait", 0, kMaxTerminalWaitSeconds, &wait)) return;
   auto out = terminals->Output(req.matches[1], p.subject, static_cast<uint64_t>(offset), std::chrono::seconds(wait));
   if (!out.ok()) return Error(res, out.status());
   Ok(res, {{"data", jwt::Base64Encode(out->data)},
@@ -133,7 +133,7 @@ void AgentInput(http::Auth* auth, TerminalHub* terminals, const Request& req, Re
   auto p = auth->Authenticate(req, res);
   if (!p || !http::RequireAgentFor(*p, req.matches[1], res)) return;
   int64_t wait = 20;
-  if (!http::IntegerParam(req, res, "wait", 0, kMaxWaitSeconds, &wait)) return;
+  if (!http::IntegerParam(req, res, "wait", 0, kMaxTerminalWaitSeconds, &wait)) return;
   terminals->Reap();
   auto in = terminals->TakeInput(req.matches[2], req.matches[1], std::chrono::seconds(wait));
   if (!in.ok()) return Error(res, in.status());

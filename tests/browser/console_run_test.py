@@ -15,6 +15,7 @@ import re
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -22,6 +23,8 @@ from console_test import (ARTIFACTS, BUILD, Api, browser_errors, check, check_ac
                           free_port, tear_down_cluster)
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
+from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
+from selenium.webdriver.common.keys import Keys  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
 from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
@@ -39,6 +42,52 @@ def poll(what, predicate, timeout, interval=0.5):
         if time.time() > deadline:
             raise AssertionError(f"timed out after {timeout} s waiting for {what}")
         time.sleep(interval)
+
+
+def terminal_checks(driver, wait, admin, base, shot):
+    """ann's terminal: her shell in her login pod; sbatch --wait and squeue as her; Ctrl-C; refused
+    to another member of the project; closed by its button."""
+    main_window = driver.current_window_handle
+    driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
+    wait.until(EC.element_to_be_clickable((By.ID, "terminal-ann-astro"))).click()
+    WebDriverWait(driver, 10).until(lambda d: len(d.window_handles) == 2)
+    driver.switch_to.window([h for h in driver.window_handles if h != main_window][0])
+    wait.until(EC.text_to_be_present_in_element((By.ID, "terminal-status"), "ann in workspace ann-astro"))
+    screen = lambda: driver.execute_script(
+        "const r = document.querySelector('.xterm-rows'); return r ? r.textContent : ''")
+    keys = driver.find_element(By.CSS_SELECTOR, ".xterm-helper-textarea")
+
+    def run(command, expect, timeout=30):
+        keys.send_keys(command + "\n")
+        try:
+            WebDriverWait(driver, timeout).until(lambda d: expect in screen())
+        except Exception:
+            raise AssertionError(f"the terminal never showed {expect!r} after {command!r}; it shows {screen()[-400:]!r}")
+    run("echo user=$(id -un) home=$PWD", "user=ann home=/datasets/astro")
+    check(True, "the terminal's shell runs as ann in her dataset directory")
+    run("sbatch --wait -o term-%j.out --wrap 'echo from-terminal-$((20+1))' && cat term-*.out", "from-terminal-21",
+        timeout=180)
+    check(True, "sbatch --wait from the terminal ran a job on her workers (scaled from zero) and its output is there")
+    run("sbatch -H -J held --wrap true >/dev/null && squeue -u ann -h -o queued-by=%u:%j:%T", "queued-by=ann:held")
+    run("scancel -u ann -n held && echo cancelled-$((1+1))", "cancelled-2")
+    check(True, "squeue in the terminal lists her held job as hers")
+    run("sleep 300", "sleep 300")
+    ActionChains(driver).key_down(Keys.CONTROL).send_keys("c").key_up(Keys.CONTROL).perform()
+    run("echo after-$((2+2))", "after-4", timeout=10)
+    check(True, "Ctrl-C interrupts what runs in the terminal")
+    shot("03-terminal")
+    check_accessible(driver, "terminal")
+    code, body = admin.call("POST", "/api/v1/tokens", {"subject": "dan", "role": "user", "projects": ["astro"]})
+    assert code == 201, body
+    code, body = Api(base, body["token"]).call("POST", "/api/v1/projects/astro/workspaces/ann-astro/terminals", {})
+    check(code == 403, f"another member of the project may not open a terminal in ann's workspace ({code} {body})")
+    driver.find_element(By.ID, "terminal-close").click()
+    wait.until(EC.text_to_be_present_in_element((By.ID, "terminal-status"), "Closed"))
+    code, body = admin.call("GET", "/api/v1/audit?limit=100")
+    actions = [e["action"] for e in body.get("entries", [])]
+    check("terminal.open" in actions and "terminal.close" in actions,
+          f"the session's open and close are audited ({[a for a in actions if a.startswith('terminal')]})")
+    driver.close()
 
 
 def main():
@@ -113,6 +162,10 @@ spec:
         # a second one exists.
         poll("a settled sample of ann's nodeset at 0 workers", lambda: history()[:1] == [0] and len(history()) >= 2, 90)
 
+        # A terminal in the browser into her login pod, from the Workspaces page (a tab of its own).
+        terminal_checks(driver, wait, admin, base, shot)
+        driver.switch_to.window(driver.window_handles[0])
+
         rows = lambda: driver.execute_script(
             "return [...document.querySelectorAll('#jobs-body tr.job')].map(r => [...r.cells].map(c => c.textContent))")
 
@@ -147,7 +200,7 @@ spec:
         note = driver.find_element(By.ID, "output-note").text
         check("/slurm-" in note and "following" in note, f"the note names the file and that it follows ({note})")
         driver.execute_script("document.getElementById('job-output').scrollIntoView()")
-        shot("03-job-output")
+        shot("04-job-output")
         driver.find_element(By.ID, "output-stderr").click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "output-note"), "same file as stdout"))
         check_accessible(driver, "job output")
@@ -177,7 +230,7 @@ spec:
         first = rows()[0]
         check(first[0] == str(record["jobId"]) and first[3] == "COMPLETED" and first[5] == "api",
               f"the HPC tab lists the job first, COMPLETED, source api ({first})")
-        shot("04-hpc-tab")
+        shot("05-hpc-tab")
         driver.execute_script("document.querySelector('#jobs-body tr.job').click()")
         wait.until(EC.text_to_be_present_in_element((By.ID, "job-script"), "--comment=from-template"))
         detail = driver.find_element(By.ID, "job-detail").text
@@ -185,7 +238,7 @@ spec:
               "the detail names the job, its statistics and its workspace")
         check("--nodes=2" in driver.find_element(By.ID, "job-script").text, "the detail shows the options it ran with")
         check(not driver.find_elements(By.ID, "cancel-job"), "an ended job offers no Cancel")
-        shot("05-job-detail")
+        shot("06-job-detail")
 
         # Her workers go once idle (the project's idleTimeout, 20 s): the nodeset went 0 -> 2 -> 0.
         def up_and_down(seq):
@@ -204,6 +257,22 @@ spec:
         code, body = ann.call("GET", output + "&stream=stdin")
         check(code == 400 and body["error"]["field"] == "stream", f"a bad stream is refused by name ({code} {body})")
 
+        # A terminal left open (read all along, as an open tab does) ends with the workspace.
+        code, body = ann.call("POST", "/api/v1/projects/astro/workspaces/ann-astro/terminals", {})
+        assert code == 201, body
+        ended = {}
+
+        def follow(session):
+            offset, deadline = 0, time.time() + 240
+            while time.time() < deadline:
+                code, o = ann.call("GET", f"/api/v1/terminals/{session}/output?offset={offset}&wait=5")
+                if code != 200 or o["closed"]:
+                    ended.update(code=code, reason=o.get("reason") if code == 200 else o)
+                    return
+                offset = o["next"]
+        follower = threading.Thread(target=follow, args=(body["id"],), daemon=True)
+        follower.start()
+
         # Stop from the console: the row follows it to Stopped.
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
         wait.until(EC.element_to_be_clickable((By.ID, "stop-ann-astro"))).click()
@@ -211,6 +280,9 @@ spec:
         WebDriverWait(driver, 180, ignored_exceptions=[StaleElementReferenceException]).until(
             lambda d: phase() in ("Stopped", "Failed"))
         check(phase() == "Stopped", f"the workspace stopped from the console is Stopped ({phase()})")
+        follower.join(timeout=60)
+        check(ended.get("reason", "").startswith("the shell"),
+              f"the terminal still open closed as its login pod went, its shell ended ({ended})")
         shot("07-workspace-stopped")
         code, body = ann.call("GET", "/api/v1/projects/astro/jobs?limit=10")
         check(code == 200 and any(j["jobId"] == record["jobId"] for j in body["jobs"]),
