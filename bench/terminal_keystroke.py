@@ -23,23 +23,12 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "browser"))
-from console_test import Api, free_port, tear_down_cluster  # noqa: E402  (the browser test's helpers)
+from console_test import Api, free_port, poll, tear_down_cluster  # noqa: E402  (the browser test's helpers)
 
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 HPCPLANE = os.path.join(BUILD, "hpcplane")
 KEYS = int(os.environ.get("KEYS", "200"))
 EXECS = int(os.environ.get("EXECS", "20"))
-
-
-def poll(what, predicate, timeout):
-    deadline = time.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise SystemExit(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(0.5)
 
 
 class Terminal:

@@ -20,7 +20,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from console_test import (ARTIFACTS, BUILD, Api, browser_errors, check, check_accessible, chromium, finish,  # noqa: E402
-                          free_port, tear_down_cluster)
+                          free_port, poll, tear_down_cluster)
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
@@ -30,18 +30,6 @@ from selenium.webdriver.support import expected_conditions as EC  # noqa: E402
 from selenium.webdriver.support.ui import Select, WebDriverWait  # noqa: E402
 
 HPCPLANE = os.path.join(BUILD, "hpcplane")
-
-
-def poll(what, predicate, timeout, interval=0.5):
-    """predicate() until it returns something true, or fail naming `what` after `timeout` s."""
-    deadline = time.time() + timeout
-    while True:
-        value = predicate()
-        if value:
-            return value
-        if time.time() > deadline:
-            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
-        time.sleep(interval)
 
 
 def terminal_checks(driver, wait, admin, base, shot):

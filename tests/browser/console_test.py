@@ -93,6 +93,18 @@ def finish():
     print("all checks passed")
 
 
+def poll(what, predicate, timeout, interval=0.5):
+    """predicate() until it returns something true, or fail naming `what` after `timeout` s."""
+    deadline = time.time() + timeout
+    while True:
+        value = predicate()
+        if value:
+            return value
+        if time.time() > deadline:
+            raise AssertionError(f"timed out after {timeout} s waiting for {what}")
+        time.sleep(interval)
+
+
 def free_port():
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
