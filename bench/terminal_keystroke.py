@@ -78,9 +78,10 @@ def main():
     port = free_port()
     env = dict(os.environ, HPCPLANE_STATE_DIR=state, HPCPLANE_CLUSTER=name)
     manifest = os.path.join(state, "cluster.yaml")
+    # 10.242/16: no other test or benchmark takes addresses there.
     with open(manifest, "w") as f:
         f.write(f"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: {name}\nspec:\n"
-                f"  network:\n    subnet: 10.239.{random.Random(os.getpid()).randrange(250)}.0/24\n")
+                f"  network:\n    subnet: 10.242.{random.Random(os.getpid()).randrange(250)}.0/24\n")
     try:
         up = subprocess.run([HPCPLANE, "up", "-f", manifest, "--detach", "--control-plane", f"127.0.0.1:{port}"],
                             env=env, capture_output=True, text=True, timeout=300)
