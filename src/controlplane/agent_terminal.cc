@@ -31,7 +31,9 @@ json Refused(const std::string& code, const std::string& message) {
   return {{"error", {{"code", code}, {"message", message}}}};
 }
 
-std::unique_ptr<httplib::Client> ClientFor(const TerminalEndpoint& e, int read_timeout_s) {
+}  // namespace
+
+std::unique_ptr<httplib::Client> TerminalClient(const TerminalEndpoint& e, int read_timeout_s) {
   auto c = HttpClientFor(e.server, e.ca_file);
   c->set_connection_timeout(3);
   c->set_read_timeout(read_timeout_s);
@@ -40,7 +42,18 @@ std::unique_ptr<httplib::Client> ClientFor(const TerminalEndpoint& e, int read_t
   return c;
 }
 
-}  // namespace
+int PostTerminalOutput(const TerminalEndpoint& e, std::unique_ptr<httplib::Client>& client, const std::string& path,
+                       const std::string& body, int tries) {
+  for (int attempt = 0; attempt < tries; ++attempt) {
+    auto res = client->Post(path, body, "application/json");
+    if (res && (res->status == 200 || res->status == 404)) return res->status;
+    spdlog::warn("terminal output: {} (try {} of {})",
+                 res ? std::to_string(res->status) : httplib::to_string(res.error()), attempt + 1, tries);
+    client = TerminalClient(e, 30);
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::min(2000, 50 << attempt)));
+  }
+  return 0;
+}
 
 AgentTerminals::AgentTerminals(DataPlaneAccess* dp, TerminalEndpoint endpoint)
     : dp_(dp), endpoint_(std::move(endpoint)) {}
@@ -94,7 +107,7 @@ json AgentTerminals::Open(const json& request) {
 // waiting for more (a keystroke's echo goes at once; under a burst of output, what piles up while
 // one post is in flight goes in the next, so the posts batch themselves).
 void AgentTerminals::PumpOutput(Session* s) {
-  auto client = ClientFor(endpoint_, 30);
+  auto client = TerminalClient(endpoint_, 30);
   const std::string path = fmt::format("/api/v1/dataplanes/{}/terminals/{}/output", endpoint_.data_plane, s->id);
   std::string buf(64 << 10, '\0');
   for (;;) {
@@ -116,13 +129,11 @@ void AgentTerminals::PumpOutput(Session* s) {
       while (::waitpid(s->shell.pid, &status, 0) < 0 && errno == EINTR) {}
       body["exited"] = "the shell " + ExitReason(status);
     }
-    auto res = client->Post(path, body.dump(), "application/json");
+    const int answered = PostTerminalOutput(endpoint_, client, path, body.dump());
     if (body.contains("exited")) break;
-    if (res && res->status == 404) {  // the session is gone: end the shell
+    if (answered != 200) {  // the session is gone, or the control plane away for long: end the shell
+      spdlog::warn("terminal {}: output not delivered ({}): ending its shell", s->id.substr(0, 8), answered);
       ::kill(-s->shell.pid, SIGHUP);
-    } else if (!res || res->status != 200) {
-      spdlog::warn("terminal {}: output not delivered: {}", s->id.substr(0, 8),
-                   res ? std::to_string(res->status) : httplib::to_string(res.error()));
     }
   }
   s->done = true;
@@ -133,7 +144,7 @@ void AgentTerminals::PumpInput(Session* s) {
   const std::string path = fmt::format("/api/v1/dataplanes/{}/terminals/{}/input?wait=20", endpoint_.data_plane, s->id);
   int failures = 0;
   while (!s->done) {
-    auto client = ClientFor(endpoint_, 30);
+    auto client = TerminalClient(endpoint_, 30);
     {
       std::lock_guard<std::mutex> lock(s->client_mu);
       if (s->done) break;

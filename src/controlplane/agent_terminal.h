@@ -28,6 +28,15 @@ struct TerminalEndpoint {
   std::string server, token, ca_file, data_plane;
 };
 
+// A client of the control plane for a terminal's pumps (kept alive between requests).
+std::unique_ptr<httplib::Client> TerminalClient(const TerminalEndpoint& e, int read_timeout_s);
+// Posts one piece of a shell's output; on a failure, again on a fresh connection, with backoff
+// (8 tries: about 7 s; a kept-alive connection the server closes just as the next post goes out fails it, and
+// that piece would be lost). The status the server answered (200, or 404 for a session gone), or
+// 0 when it never answered either.
+int PostTerminalOutput(const TerminalEndpoint& e, std::unique_ptr<httplib::Client>& client, const std::string& path,
+                       const std::string& body, int tries = 8);
+
 class AgentTerminals {
  public:
   AgentTerminals(DataPlaneAccess* dp, TerminalEndpoint endpoint);

@@ -103,6 +103,11 @@ void Type(TerminalHub* terminals, const Principal& p, const Request& req, Respon
   if (!body) return;
   json event;
   if (body->is_object() && body->contains("data") && (*body)["data"].is_string()) {
+    if ((*body)["data"].get_ref<const std::string&>().size() > TerminalHub::kMaxPendingInputBytes) {
+      return Error(res, Status::InvalidArgument(
+                            "", fmt::format("data: at most {} bytes at once", TerminalHub::kMaxPendingInputBytes))
+                            .WithField("data"));
+    }
     event = {{"data", (*body)["data"]}};
   } else if (body->is_object() && body->contains("resize") && (*body)["resize"].is_object()) {
     int64_t cols = 0, rows = 0;

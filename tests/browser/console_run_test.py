@@ -53,9 +53,13 @@ def terminal_checks(driver, wait, admin, base, shot):
             raise AssertionError(f"the terminal never showed {expect!r} after {command!r}; it shows {screen()[-400:]!r}")
     run("echo user=$(id -un) home=$PWD", "user=ann home=/datasets/astro")
     check(True, "the terminal's shell runs as ann in her dataset directory")
-    run("sbatch --wait -o term-%j.out --wrap 'echo from-terminal-$((20+1))' && cat term-*.out", "from-terminal-21",
+    # The job's state and sbatch's exit status are printed too: what a failure shows says why.
+    run("j=$(sbatch --parsable --wait -o term-%j.out --wrap 'echo from-terminal-$((20+1))'); echo \"rc=$? job=$j\"; "
+        "cat term-$j.out; sacct -X -n -j \"$j\" -o State,ExitCode,Reason%40; echo sbatch-$((6*7))", "sbatch-42",
         timeout=180)
-    check(True, "sbatch --wait from the terminal ran a job on her workers (scaled from zero) and its output is there")
+    check("from-terminal-21" in screen() and "rc=0" in screen(),
+          f"sbatch --wait from the terminal ran a job on her workers (scaled from zero), its output is there "
+          f"({screen()[-400:]!r})")
     run("sbatch -H -J held --wrap true >/dev/null && squeue -u ann -h -o queued-by=%u:%j:%T", "queued-by=ann:held")
     run("scancel -u ann -n held && echo cancelled-$((1+1))", "cancelled-2")
     check(True, "squeue in the terminal lists her held job as hers")

@@ -478,6 +478,10 @@ TEST_F(RoutesTest, ATerminalRunsTheOwnersShellThroughTheAgentAndEndsWhenClosed) 
   ASSERT_EQ(type("\x03"), 200);
   ASSERT_EQ(type("echo after-$((1+1))\n"), 200);
   EXPECT_TRUE(until("after-2")) << "Ctrl-C interrupted the sleep: " << screen;
+  EXPECT_EQ(Call("POST", term + "/input", ann_, {{"data", std::string(65537, 'x')}}).body["error"]["field"], "data")
+      << "a paste larger than the input queue is refused whole, not cut";
+  EXPECT_EQ(Call("POST", term + "/input", ann_, {{"resize", {{"cols", 5000}, {"rows", 40}}}}).body["error"]["field"],
+            "cols");
   EXPECT_EQ(Call("GET", term + "/output?wait=0", bob_).status, 404) << "another user sees no such terminal";
   EXPECT_EQ(Call("POST", term + "/input", carl, {{"data", "id\n"}}).status, 404);
   EXPECT_EQ(Call("DELETE", term, carl).status, 404);
