@@ -17,6 +17,7 @@
 #include "common/jwt.h"
 #include "controlplane/job_output.h"
 #include "controlplane/live_cluster_reader.h"
+#include "controlplane/relay.h"
 #include "controlplane/sacct.h"
 #include "slurm/rest_client.h"
 
@@ -247,14 +248,12 @@ json Agent::HandleRelayed(const json& request) {
                                : "";
   if (kind == "job-output") {
     auto r = JobOutputRequestFromJson(request);
-    if (!r.ok()) return {{"error", {{"code", "Unavailable"}, {"message", "request: " + r.status().message()}}}};
+    if (!r.ok()) return RelayError(Status::Unavailable("request: " + r.status().message()));
     return ReadJobOutput(dp_, *r);
   }
   if (kind == "terminal-open") return terminals_.Open(request);
-  return {{"error",
-           {{"code", "Unavailable"},
-            {"message", fmt::format("data plane {}'s agent does not serve \"{}\" requests (an older agent?)",
-                                    opts_.data_plane, kind.substr(0, 40))}}}};
+  return RelayError(Status::Unavailable(fmt::format(
+      "data plane {}'s agent does not serve \"{}\" requests (an older agent?)", opts_.data_plane, kind.substr(0, 40))));
 }
 
 Status Agent::ServeRelay(std::chrono::seconds wait) {

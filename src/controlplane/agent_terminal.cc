@@ -12,6 +12,7 @@
 #include "api/validation.h"
 #include "common/http_client.h"
 #include "common/jwt.h"
+#include "controlplane/relay.h"
 
 namespace hpc::cp {
 using nlohmann::json;
@@ -24,14 +25,6 @@ struct AgentTerminals::Session {
   httplib::Client* polling = nullptr;  // the input poll in flight, stopped on StopAll
   std::thread output, input;
 };
-
-namespace {
-
-json Refused(const std::string& code, const std::string& message) {
-  return {{"error", {{"code", code}, {"message", message}}}};
-}
-
-}  // namespace
 
 std::unique_ptr<httplib::Client> TerminalClient(const TerminalEndpoint& e, int read_timeout_s) {
   auto c = HttpClientFor(e.server, e.ca_file);
@@ -70,27 +63,28 @@ json AgentTerminals::Open(const json& request) {
   };
   const std::string id = text("session"), workspace = text("workspace"), user = text("user");
   if (id.size() != 32 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return Refused("Unavailable", "terminal-open: no session id");
+    return RelayError(Status::Unavailable("terminal-open: no session id"));
   }
   auto w = dp_->FindWorkspace(workspace);
-  if (!w.ok()) return Refused("Unavailable", w.status().message());
+  if (!w.ok()) return RelayError(Status::Unavailable(w.status().message()));
   // The control plane checked who asks; the data plane checks the workspace is theirs here too.
   if (!*w || (*w)->spec.user.name != user || (*w)->spec.stopping || (*w)->status.phase != "Ready") {
-    return Refused("FailedPrecondition",
-                   fmt::format("workspace {} is not a Ready workspace of {} on this data plane", workspace, user));
+    return RelayError(Status::FailedPrecondition(
+        fmt::format("workspace {} is not a Ready workspace of {} on this data plane", workspace, user)));
   }
   if (!api::ValidateUserName(user).ok() || user == "root") {
-    return Refused("FailedPrecondition", "not a user a shell runs as");
+    return RelayError(Status::FailedPrecondition("not a user a shell runs as"));
   }
   auto shell = dp_->StartShell(**w, number("cols", 80), number("rows", 24));
-  if (!shell.ok()) return Refused("FailedPrecondition", "the shell did not start: " + shell.status().message());
+  if (!shell.ok())
+    return RelayError(Status::FailedPrecondition("the shell did not start: " + shell.status().message()));
   ReapEnded();
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
     ::kill(-shell->pid, SIGKILL);
     ::waitpid(shell->pid, nullptr, 0);
     ::close(shell->fd);
-    return Refused("Unavailable", "the agent is stopping");
+    return RelayError(Status::Unavailable("the agent is stopping"));
   }
   auto s = std::make_unique<Session>();
   s->id = id;

@@ -6,6 +6,7 @@
 #include <fmt/format.h>
 
 #include "api/validation.h"
+#include "controlplane/relay.h"
 
 namespace hpc::cp {
 using nlohmann::json;
@@ -64,13 +65,6 @@ Result<JobFiles> LocateJobFiles(DataPlaneAccess* dp, const JobOutputRequest& r) 
   auto f = ParseSacctJob(*acct, r.job_id, r.submit_time);
   if (!f) return Status::NotFound(fmt::format("Slurm has no job {} submitted at {}", id, r.submit_time));
   return *f;
-}
-
-json ErrorAnswer(const Status& s) {
-  const char* code = s.code() == StatusCode::kNotFound             ? "NotFound"
-                     : s.code() == StatusCode::kFailedPrecondition ? "FailedPrecondition"
-                                                                   : "Unavailable";
-  return {{"error", {{"code", code}, {"message", s.message()}}}};
 }
 
 // Reads the piece in the first pod where the file exists: the job's worker while it runs (its
@@ -268,22 +262,11 @@ size_t IncompleteUtf8Tail(const std::string& data) {
 
 json ReadJobOutput(DataPlaneAccess* dp, const JobOutputRequest& r) {
   auto piece = ReadPiece(dp, r);
-  return piece.ok() ? *piece : ErrorAnswer(piece.status());
+  return piece.ok() ? *piece : RelayError(piece.status());
 }
 
 Result<json> JobOutputAnswer(const json& answer) {
-  if (!answer.is_object()) return Status::Unavailable("the agent's answer is not a JSON object");
-  if (answer.contains("error")) {
-    const json& e = answer["error"];
-    auto text = [&](const char* key, const char* otherwise) {
-      return e.is_object() && e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : otherwise;
-    };
-    const std::string code = text("code", "");
-    std::string message = text("message", "the agent could not read the output");
-    if (code == "NotFound") return Status::NotFound(message);
-    if (code == "FailedPrecondition") return Status::FailedPrecondition(message);
-    return Status::Unavailable(message);
-  }
+  RETURN_IF_ERROR(RelayAnswerError(answer, "the agent could not read the output"));
   for (const char* key : {"size", "offset", "nextOffset"}) {
     if (!answer.contains(key) || !answer[key].is_number_integer()) {
       return Status::Unavailable(fmt::format("the agent's answer has no integer {}", key));

@@ -7,6 +7,26 @@
 namespace hpc::cp {
 using nlohmann::json;
 
+json RelayError(const Status& s) {
+  const char* code = s.code() == StatusCode::kNotFound             ? "NotFound"
+                     : s.code() == StatusCode::kFailedPrecondition ? "FailedPrecondition"
+                                                                   : "Unavailable";
+  return {{"error", {{"code", code}, {"message", s.message()}}}};
+}
+
+Status RelayAnswerError(const json& answer, const std::string& otherwise) {
+  if (!answer.is_object()) return Status::Unavailable("the agent's answer is not a JSON object");
+  if (!answer.contains("error")) return Status::Ok();
+  const json& e = answer["error"];
+  auto text = [&](const char* key, const std::string& fallback) {
+    return e.is_object() && e.contains(key) && e[key].is_string() ? e[key].get<std::string>() : fallback;
+  };
+  const std::string code = text("code", ""), message = text("message", otherwise);
+  if (code == "NotFound") return Status::NotFound(message);
+  if (code == "FailedPrecondition") return Status::FailedPrecondition(message);
+  return Status::Unavailable(message);
+}
+
 size_t RelayHub::PendingFor(const std::string& data_plane) const {
   size_t n = 0;
   for (const auto& [id, p] : pending_) n += p->data_plane == data_plane;

@@ -21,6 +21,13 @@
 
 namespace hpc::cp {
 
+// An answer that refuses carries {"error": {"code", "message"}}, the code one of NotFound,
+// FailedPrecondition and Unavailable (any other Status is sent as Unavailable).
+nlohmann::json RelayError(const Status& s);
+// The error an answer carries, as that Status; Ok when it carries none. A malformed error is
+// Unavailable: the agent's fault, never the caller's.
+Status RelayAnswerError(const nlohmann::json& answer, const std::string& otherwise);
+
 class RelayHub {
  public:
   explicit RelayHub(size_t max_pending_per_data_plane = 64) : max_pending_(max_pending_per_data_plane) {}

@@ -73,10 +73,7 @@ void OpenTerminal(http::Auth* auth, RelayHub* relay, TerminalHub* terminals, int
                               {"cols", cols},
                               {"rows", rows}},
                              std::chrono::seconds(20));
-  Status st = started.ok() ? Status::Ok() : started.status();
-  if (st.ok() && started->contains("error")) {
-    st = Status::FailedPrecondition(started->at("error").value("message", "the agent could not start the shell"));
-  }
+  Status st = started.ok() ? RelayAnswerError(*started, "the agent could not start the shell") : started.status();
   if (!st.ok()) {
     (void)terminals->Close(*session, p.subject, "it did not start");
     return Error(res, st);

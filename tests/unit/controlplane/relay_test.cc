@@ -71,6 +71,21 @@ TEST(RelayHub, ADataPlaneHasBoundedRequestsWaiting) {
   EXPECT_TRUE(b.get().ok());
 }
 
+TEST(RelayHub, AnAnswersErrorKeepsItsCodeAndAMalformedOneIsTheAgents) {
+  for (const Status& s :
+       {Status::NotFound("gone"), Status::FailedPrecondition("pending"), Status::Unavailable("away")}) {
+    const Status back = RelayAnswerError(RelayError(s), "x");
+    EXPECT_EQ(back.code(), s.code());
+    EXPECT_EQ(back.message(), s.message());
+  }
+  EXPECT_EQ(RelayAnswerError(RelayError(Status::Internal("boom")), "x").code(), StatusCode::kUnavailable);
+  EXPECT_TRUE(RelayAnswerError({{"text", "fine"}}, "x").ok());
+  const Status odd = RelayAnswerError({{"error", {{"code", 7}, {"message", 8}}}}, "the agent failed");
+  EXPECT_EQ(odd.code(), StatusCode::kUnavailable) << "never thrown on, never blamed on the caller";
+  EXPECT_EQ(odd.message(), "the agent failed");
+  EXPECT_EQ(RelayAnswerError(json::array(), "x").code(), StatusCode::kUnavailable);
+}
+
 TEST(RelayHub, ShutdownEndsEveryWait) {
   RelayHub hub;
   auto call = std::async(std::launch::async, [&] { return hub.Call("dp1", json::object(), milliseconds(60000)); });
