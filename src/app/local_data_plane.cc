@@ -147,6 +147,42 @@ Result<PtyProcess> LocalDataPlane::StartShell(const api::Workspace& w, int cols,
   return SpawnOnPty(argv, cols, rows);
 }
 
+Result<cp::LabProcess> LocalDataPlane::StartLab(const api::Workspace& w, const cp::LabLaunch& launch) {
+  ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
+  auto* local = dynamic_cast<runtime::local::LocalRuntime*>(rt);
+  if (local == nullptr) return Status::FailedPrecondition("JupyterLab runs on the local runtime only, for now");
+  const std::string pod = op::WorkspaceLoginPodName(w);
+  ASSIGN_OR_RETURN(auto found, InWorkspace(w, {"sh", "-c", "command -v jupyter-lab"}, ""));
+  if (!found.ok()) {
+    return Status::FailedPrecondition(fmt::format(
+        "workspace {}'s environment ({}) has no JupyterLab: launch it on an environment with the package jupyterlab",
+        w.metadata.name, w.spec.environment.empty() ? "the cluster's" : w.spec.environment));
+  }
+  ASSIGN_OR_RETURN(auto pods, rt->ListPods({{op::kLabelCluster, paths_.name}}));
+  std::string ip;
+  for (const auto& p : pods)
+    if (p.name == pod && p.phase == runtime::PodPhase::kRunning) ip = p.ip;
+  if (ip.empty()) return Status::FailedPrecondition(fmt::format("workspace {}'s login pod is not running", w.metadata.name));
+  runtime::ExecOptions o;
+  o.user = w.spec.user.name;  // never root: the login pod is the user's
+  o.env = op::WorkspaceShellEnv(w);
+  o.env["JUPYTER_TOKEN"] = launch.token;
+  o.working_dir = o.env["HPCPLANE_DATASET"];
+  // On the pod's own address: reached from the data plane's host; its token is the only way in.
+  o.argv = {"jupyter-lab",
+            "--no-browser",
+            "--ServerApp.ip=" + ip,
+            fmt::format("--ServerApp.port={}", launch.port),
+            "--ServerApp.port_retries=0",
+            "--ServerApp.base_url=" + launch.base_url,
+            "--ServerApp.root_dir=" + o.working_dir,
+            // The Host the agent sends is the pod's address, not localhost.
+            "--ServerApp.allow_remote_access=True"};
+  ASSIGN_OR_RETURN(auto argv, local->ExecArgv(pod, o));
+  ASSIGN_OR_RETURN(PtyProcess process, SpawnOnPty(argv, 200, 50));
+  return cp::LabProcess{process, ip, launch.port};
+}
+
 Result<std::vector<std::string>> LocalDataPlane::PodsForJobFiles(const std::string& node, const std::string& user) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
   ASSIGN_OR_RETURN(auto pods, rt->ListPods({{op::kLabelCluster, paths_.name}}));

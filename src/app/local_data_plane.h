@@ -27,6 +27,7 @@ class LocalDataPlane : public cp::DataPlaneAccess {
   Result<ProcessResult> InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
                                     const std::string& stdin_data) override;
   Result<PtyProcess> StartShell(const api::Workspace& w, int cols, int rows) override;
+  Result<cp::LabProcess> StartLab(const api::Workspace& w, const cp::LabLaunch& launch) override;
   Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string& user) override;
   Result<ProcessResult> AsUserInPod(const std::string& pod, const std::string& user,
                                     const std::vector<std::string>& argv) override;

@@ -28,7 +28,9 @@ Agent::Agent(DataPlaneAccess* data_plane, AgentOptions opts)
     : dp_(data_plane),
       opts_(std::move(opts)),
       terminals_(data_plane, {opts_.server, opts_.token, opts_.ca_file,
-                              opts_.data_plane.empty() ? data_plane->ClusterName() : opts_.data_plane}) {
+                              opts_.data_plane.empty() ? data_plane->ClusterName() : opts_.data_plane}),
+      labs_(data_plane, {opts_.server, opts_.token, opts_.ca_file,
+                         opts_.data_plane.empty() ? data_plane->ClusterName() : opts_.data_plane}) {
   if (opts_.data_plane.empty()) opts_.data_plane = dp_->ClusterName();
 }
 
@@ -252,6 +254,8 @@ json Agent::HandleRelayed(const json& request) {
     return ReadJobOutput(dp_, *r);
   }
   if (kind == "terminal-open") return terminals_.Open(request);
+  if (kind == "lab-http") return labs_.Request(request);
+  if (kind == "lab-socket") return labs_.Socket(request);
   return RelayError(Status::Unavailable(fmt::format(
       "data plane {}'s agent does not serve \"{}\" requests (an older agent?)", opts_.data_plane, kind.substr(0, 40))));
 }
@@ -277,17 +281,22 @@ Status Agent::ServeRelay(std::chrono::seconds wait) {
   if (!body.is_object() || !body.contains("requests") || !body["requests"].is_array()) {
     return Status::Errorf("control plane {} relay: not a list of requests", opts_.server);
   }
-  Status result = Status::Ok();
   for (const auto& request : body["requests"]) {
     if (!request.is_object() || !request.contains("id") || !request["id"].is_string()) continue;
-    const std::string id = request["id"].get<std::string>();
-    const json answer = HandleRelayed(request);
-    Status posted = Post(fmt::format("/api/v1/dataplanes/{}/relay/{}", opts_.data_plane, id),
-                         answer.dump(-1, ' ', false, json::error_handler_t::replace));
-    // A caller that gave up meanwhile is not this agent's failure.
-    if (!posted.ok() && posted.message().find(": 404 ") == std::string::npos) result = posted;
+    // Each on a thread of the pool: a request that takes long (JupyterLab starting, a large
+    // file) holds up none of the others.
+    relay_workers_->enqueue([this, request] {
+      const std::string id = request["id"].get<std::string>();
+      const json answer = HandleRelayed(request);
+      Status posted = Post(fmt::format("/api/v1/dataplanes/{}/relay/{}", opts_.data_plane, id),
+                           answer.dump(-1, ' ', false, json::error_handler_t::replace));
+      // A caller that gave up meanwhile is not this agent's failure.
+      if (!posted.ok() && posted.message().find(": 404 ") == std::string::npos) {
+        spdlog::warn("relay: answer not delivered: {}", posted.message());
+      }
+    });
   }
-  return result;
+  return Status::Ok();
 }
 
 void Agent::RelayLoop(const std::atomic<bool>& stop) {
@@ -324,6 +333,8 @@ void Agent::Run(const std::atomic<bool>& stop) {
     if (relay_client_) relay_client_->stop();
   }
   relay.join();
+  labs_.StopAll();  // its sockets close, so requests waiting on them end
+  relay_workers_->shutdown();
   terminals_.StopAll();
 }
 

@@ -18,7 +18,9 @@
 #include <nlohmann/json.hpp>
 
 #include "common/result.h"
+#include "controlplane/agent_lab.h"
 #include "controlplane/agent_terminal.h"
+#include "controlplane/connection_guard.h"
 #include "controlplane/data_plane_access.h"
 
 namespace httplib {
@@ -66,7 +68,8 @@ class Agent {
   // left the queue needs nothing.
   Status RunCancellations();
   // One long poll (at most `wait`) for the requests the control plane relays to this data plane
-  // (relay.h: e.g. a job's output for the console); each is run here and its answer posted.
+  // (relay.h: e.g. a job's output for the console); each is run on a worker thread, which posts
+  // its answer.
   Status ServeRelay(std::chrono::seconds wait);
   // The answer to one relayed request; an unknown kind is answered as an error, not dropped.
   nlohmann::json HandleRelayed(const nlohmann::json& request);
@@ -94,6 +97,10 @@ class Agent {
   httplib::Client* relay_client_ = nullptr;  // the long poll in flight, stopped on shutdown
   bool relay_stopping_ = false;
   AgentTerminals terminals_;  // shells of terminals in the browser
+  AgentLabs labs_;            // JupyterLab in workspaces
+  // Relayed requests run here, each on its own thread (up to kRelayWorkers at once).
+  static constexpr size_t kRelayWorkers = 32;
+  std::unique_ptr<ElasticThreadPool> relay_workers_ = std::make_unique<ElasticThreadPool>(kRelayWorkers);
 };
 
 }  // namespace hpc::cp

@@ -69,6 +69,24 @@ int WidenListenBacklog(int server_port, int backlog) {
   return widened;
 }
 
+int FindConnection(int local_port, const std::string& peer_host, int peer_port) {
+  int found = -1;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+      const int fd = std::atoi(e->d_name);
+      std::string host;
+      int port = 0;
+      if (fd != dirfd(d) && PeerOf(fd, local_port, &host, &port) && host == peer_host && port == peer_port) {
+        found = fd;
+        break;
+      }
+    }
+    closedir(d);
+  }
+  return found;
+}
+
 ElasticThreadPool::ElasticThreadPool(size_t max_threads) : max_threads_(std::max(max_threads, kMinThreads)) {}
 
 ElasticThreadPool::~ElasticThreadPool() { shutdown(); }

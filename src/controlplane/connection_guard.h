@@ -34,6 +34,11 @@ struct ConnectionLimits {
 // socket(s) on `server_port`; returns how many it changed.
 int WidenListenBacklog(int server_port, int backlog);
 
+// The descriptor of the server's connection on `local_port` from peer `peer_host`:`peer_port`
+// (as httplib reports remote_addr and remote_port), or -1: what a handler takes over to serve a
+// WebSocket on it (websocket_upgrade.h).
+int FindConnection(int local_port, const std::string& peer_host, int peer_port);
+
 // An httplib task queue that starts a thread per waiting connection up to `max_threads`, and
 // lets threads idle for a while go.
 class ElasticThreadPool : public httplib::TaskQueue {

@@ -33,6 +33,18 @@ struct WorkspaceCreation {
   std::string environment;  // the login pod's workspace environment; empty: the cluster's
 };
 
+// JupyterLab for a workspace (lab_routes.h): where it serves and its only credential.
+struct LabLaunch {
+  std::string base_url;  // the path it serves under, with the trailing slash
+  std::string token;     // in its environment, never on a command line
+  int port = 0;
+};
+struct LabProcess {
+  PtyProcess process;  // on a pseudo-terminal: the caller drains what it logs, owns fd and pid
+  std::string host;    // where the agent reaches it
+  int port = 0;
+};
+
 class DataPlaneAccess {
  public:
   virtual ~DataPlaneAccess() = default;
@@ -72,6 +84,10 @@ class DataPlaneAccess {
   // dataset directory, as `hpcplane workspace exec`), on a new pseudo-terminal of cols x rows.
   // The caller owns the terminal and the process.
   virtual Result<PtyProcess> StartShell(const api::Workspace& w, int cols, int rows) = 0;
+  // JupyterLab (`jupyter-lab` of the login pod's environment) as the workspace's user in its
+  // login pod, in its dataset directory, listening on the pod's address. FailedPrecondition when
+  // the environment has no JupyterLab. The caller owns the process.
+  virtual Result<LabProcess> StartLab(const api::Workspace& w, const LabLaunch& launch) = 0;
   // Runs a command as `user` in `pod`, one of this cluster's pods.
   virtual Result<ProcessResult> AsUserInPod(const std::string& pod, const std::string& user,
                                             const std::vector<std::string>& argv) = 0;

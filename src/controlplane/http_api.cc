@@ -127,6 +127,14 @@ bool SameSecret(const std::string& a, const std::string& b) {
   for (size_t i = 0; i < a.size(); ++i) diff |= static_cast<unsigned char>(a[i] ^ b[i]);
   return diff == 0;
 }
+
+// A session's caller: its credential stops working when the token or the session expires.
+std::optional<Principal> WithSessionExpiry(std::optional<Principal> p, const Session& s) {
+  if (p && (p->credential_expires_at == 0 || s.expires_at < p->credential_expires_at)) {
+    p->credential_expires_at = s.expires_at;
+  }
+  return p;
+}
 }  // namespace
 
 std::optional<Session> Auth::SessionOf(const httplib::Request& req) {
@@ -151,7 +159,7 @@ std::optional<Principal> Auth::Authenticate(const httplib::Request& req, httplib
       Error(res, 403, "missing or wrong X-CSRF-Token header for this session");
       return std::nullopt;
     }
-    return AuthenticateDigest(s->token_digest, req, res);
+    return WithSessionExpiry(AuthenticateDigest(s->token_digest, req, res), *s);
   }
   if (h.rfind("Bearer ", 0) != 0 || h.size() <= 7) {
     Error(res, 401, "missing bearer token (Authorization: Bearer <token>)");
@@ -198,7 +206,27 @@ std::optional<Principal> Auth::AuthenticateDigest(const std::string& digest, con
     if (Status s = store_->TouchToken(digest, now); !s.ok())
       spdlog::warn("token {}: last use not recorded: {}", (*t)->id, s.message());
   }
-  return (*t)->principal;
+  Principal p = (*t)->principal;
+  p.credential_expires_at = (*t)->expires_at;
+  return p;
+}
+
+std::optional<Principal> Auth::AuthenticateProxied(const httplib::Request& req, httplib::Response& res) {
+  const std::string h = req.get_header_value("Authorization");
+  if (h.rfind("Bearer ", 0) == 0) return Authenticate(req, res);
+  auto s = SessionOf(req);
+  if (!s) {
+    Error(res, 401, "sign in to the console first (no console session, or it expired)");
+    return std::nullopt;
+  }
+  const bool safe = req.method == "GET" || req.method == "HEAD";
+  const std::string origin = req.get_header_value("Origin");
+  const size_t scheme = origin.find("://");
+  if (!safe && (scheme == std::string::npos || origin.substr(scheme + 3) != req.get_header_value("Host"))) {
+    Error(res, 403, "a state-changing request through the console's proxy must come from the console's own site");
+    return std::nullopt;
+  }
+  return WithSessionExpiry(AuthenticateDigest(s->token_digest, req, res), *s);
 }
 
 bool Auth::ClaimTouch(const std::string& digest, int64_t now) {
@@ -302,6 +330,30 @@ bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachabl
 bool ValidName(const std::string& s) {
   static const std::regex re("^[a-z][a-z0-9-]{0,62}$");
   return std::regex_match(s, re);
+}
+
+std::optional<WorkspaceRecord> OwnersReadyWorkspace(Store* store, const Principal& p, const std::string& project,
+                                                    const std::string& id, const std::string& what,
+                                                    int unreachable_after, httplib::Response& res) {
+  auto w = store->GetWorkspace(id);
+  if (!w.ok()) {
+    Error(res, StoreUnavailable(w.status()));
+    return std::nullopt;
+  }
+  if (!*w || (*w)->project != project) {
+    Error(res, Status::NotFound(fmt::format("no workspace {} in project {}", id, project)));
+    return std::nullopt;
+  }
+  if ((*w)->user != p.subject) {
+    Error(res, Status::PermissionDenied(fmt::format("workspace {} is {}'s; only they may open {}", id, (*w)->user, what)));
+    return std::nullopt;
+  }
+  if ((*w)->desired != "Running" || (*w)->phase != "Ready") {
+    Error(res, Status::FailedPrecondition(fmt::format("workspace {} is {}, not Ready", id, (*w)->phase)));
+    return std::nullopt;
+  }
+  if (!RequireSlurmDataPlane(store, (*w)->data_plane, unreachable_after, res)) return std::nullopt;
+  return **w;
 }
 
 }  // namespace hpc::cp::http

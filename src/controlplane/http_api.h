@@ -82,6 +82,11 @@ class Auth {
   // an answer: 401 (none, unknown, expired, revoked), 403 (CSRF), 429 (a failure from an
   // address with too many already), 503 (store away).
   std::optional<Principal> Authenticate(const httplib::Request& req, httplib::Response& res);
+  // For an application the console proxies (JupyterLab), whose own script sends no
+  // X-CSRF-Token: a bearer token, or the console's session cookie, a state-changing request then
+  // having to come from this site (its Origin names the request's Host). An Authorization header
+  // of another scheme (the application's own) is not the caller's credential here.
+  std::optional<Principal> AuthenticateProxied(const httplib::Request& req, httplib::Response& res);
   // The same for a token known by its digest (sign-in).
   std::optional<Principal> AuthenticateDigest(const std::string& digest, const httplib::Request& req,
                                               httplib::Response& res);
@@ -135,5 +140,12 @@ std::optional<JobRecord> ProjectJob(Store* store, const httplib::Request& req, c
 // The data plane if it is Healthy, reports slurm/slurmctld and reported within
 // `unreachable_after` seconds; otherwise a 409 naming it (503 if the store is away).
 bool RequireSlurmDataPlane(Store* store, const std::string& name, int unreachable_after, httplib::Response& res);
+
+// For what only a workspace's own user reaches (a terminal, JupyterLab; not even an admin):
+// workspace `id` of `project` when it is the caller's, Ready, and its data plane is up; otherwise
+// an answer (404, 403 naming the owner and `what`, 409, 503).
+std::optional<WorkspaceRecord> OwnersReadyWorkspace(Store* store, const Principal& p, const std::string& project,
+                                                    const std::string& id, const std::string& what,
+                                                    int unreachable_after, httplib::Response& res);
 
 }  // namespace hpc::cp::http

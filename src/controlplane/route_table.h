@@ -30,6 +30,9 @@ class RouteTable {
   void Delete(const std::string& pattern, httplib::Server::Handler h) {
     s_.Delete(pattern, Wrap("DELETE", pattern, std::move(h)));
   }
+  void Patch(const std::string& pattern, httplib::Server::Handler h) {
+    s_.Patch(pattern, Wrap("PATCH", pattern, std::move(h)));
+  }
 
   // The template of the route whose handler ran for the request this thread answered last (its
   // pattern's groups shown as {}), for metrics; "unmatched" when no handler ran, so labels stay

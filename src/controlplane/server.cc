@@ -17,6 +17,7 @@
 #include "controlplane/http_api.h"
 #include "controlplane/job_output_routes.h"
 #include "controlplane/job_routes.h"
+#include "controlplane/lab_routes.h"
 #include "controlplane/live_cluster_routes.h"
 #include "controlplane/openapi.h"
 #include "controlplane/relay_routes.h"
@@ -102,6 +103,7 @@ void Server::Serve() { http_->listen_after_bind(); }
 void Server::Stop() {
   relay_.Shutdown();  // agents' and browsers' long polls return
   terminals_.Shutdown();
+  tunnels_.Shutdown();  // open WebSockets close, their handlers return
   http_->stop();
   watchdog_.Stop();
 }
@@ -136,12 +138,12 @@ void Server::Routes() {
     res.set_content(kOpenApiDocument, http::kJsonContentType);
   });
 
-  AddApiRoutes(s, authn, metrics, &relay_, &terminals_, unreachable_after, !opts_.tls_cert.empty());
+  AddApiRoutes(s, authn, metrics, &relay_, &terminals_, &tunnels_, unreachable_after, !opts_.tls_cert.empty());
   ServerLimits();
 }
 
 void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay, TerminalHub* terminals,
-                  int unreachable_after, bool secure_cookies) {
+                  TunnelHub* tunnels, int unreachable_after, bool tls) {
   AddDataPlaneRoutes(s, authn, metrics, unreachable_after);
   AddLiveClusterRoutes(s, authn, unreachable_after);
   AddJobRoutes(s, authn, unreachable_after);
@@ -150,7 +152,8 @@ void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, Rela
   AddTerminalRoutes(s, authn, relay, terminals, unreachable_after);
   AddAdminRoutes(s, authn);
   AddWorkspaceRoutes(s, authn, unreachable_after);
-  AddConsoleRoutes(s, authn, secure_cookies);
+  AddConsoleRoutes(s, authn, tls);
+  AddLabRoutes(s, authn, relay, tunnels, unreachable_after, tls);
   AddCancelRoutes(s, authn, unreachable_after);
   AddTemplateRoutes(s, authn);
 }

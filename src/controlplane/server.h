@@ -15,6 +15,7 @@
 #include "controlplane/server_metrics.h"
 #include "controlplane/store.h"
 #include "controlplane/terminal_hub.h"
+#include "controlplane/tunnel_hub.h"
 
 namespace hpc::cp {
 
@@ -44,8 +45,9 @@ class ServerMetrics;
 
 // Every /api/v1 route but the OpenAPI document itself, and the console's files: what
 // Server::Routes registers beside /metrics. Apart so a test can list what the API serves.
+// `tls`: the server terminates TLS (secure cookies; no WebSockets).
 void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay, TerminalHub* terminals,
-                  int unreachable_after_seconds, bool secure_cookies);
+                  TunnelHub* tunnels, int unreachable_after_seconds, bool tls);
 
 class Server {
  public:
@@ -71,6 +73,7 @@ class Server {
   std::unique_ptr<ServerMetrics> metrics_;
   RelayHub relay_;         // requests for the agents, which call in for them
   TerminalHub terminals_;  // browser terminals' queues
+  TunnelHub tunnels_;      // WebSockets joined to agents' (JupyterLab)
   Status init_;            // TLS files that could not be loaded
 };
 

@@ -37,6 +37,9 @@ struct Principal {
   std::string subject;  // user name, or the agent's data plane
   Role role = Role::kUser;
   std::vector<std::string> projects;  // users: projects they belong to
+  // When the credential a request came with stops working (unix seconds, 0: never): its token's
+  // expiry, or its console session's when sooner. Set by authentication, never stored.
+  int64_t credential_expires_at = 0;
   bool MemberOf(const std::string& project) const;
 };
 

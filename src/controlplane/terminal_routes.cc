@@ -48,24 +48,12 @@ void OpenTerminal(http::Auth* auth, RelayHub* relay, TerminalHub* terminals, int
     return Error(res, s);
   }
   const std::string id = req.matches[2];
-  auto w = auth->store()->GetWorkspace(id);
-  if (!w.ok()) return Error(res, StoreUnavailable(w.status()));
-  if (!*w || (*w)->project != project) {
-    return Error(res, Status::NotFound(fmt::format("no workspace {} in project {}", id, project)));
-  }
-  // Only the workspace's own user: a shell is theirs, as their login pod is (not even admins').
-  if ((*w)->user != p.subject) {
-    return Error(res, Status::PermissionDenied(
-                          fmt::format("workspace {} is {}'s; only they may open a terminal in it", id, (*w)->user)));
-  }
-  if ((*w)->desired != "Running" || (*w)->phase != "Ready") {
-    return Error(res, Status::FailedPrecondition(fmt::format("workspace {} is {}, not Ready", id, (*w)->phase)));
-  }
-  if (!http::RequireSlurmDataPlane(auth->store(), (*w)->data_plane, unreachable_after, res)) return;
+  auto w = http::OwnersReadyWorkspace(auth->store(), p, project, id, "a terminal in it", unreachable_after, res);
+  if (!w) return;
   terminals->Reap();
-  auto session = terminals->Open({p.subject, project, id, (*w)->data_plane});
+  auto session = terminals->Open({p.subject, project, id, w->data_plane});
   if (!session.ok()) return Error(res, session.status());
-  auto started = relay->Call((*w)->data_plane,
+  auto started = relay->Call(w->data_plane,
                              {{"kind", "terminal-open"},
                               {"session", *session},
                               {"workspace", id},

@@ -74,6 +74,14 @@ class FakeDataPlane : public cp::DataPlaneAccess {
     shells_started.push_back(w.metadata.name);
     return SpawnOnPty(shell, cols, rows);
   }
+  // StartLab answers with this (tests start a stand-in JupyterLab here); unset: no JupyterLab.
+  std::function<Result<LabProcess>(const api::Workspace&, const LabLaunch&)> lab;
+  std::vector<std::string> labs_started;  // workspace ids
+  Result<LabProcess> StartLab(const api::Workspace& w, const LabLaunch& launch) override {
+    labs_started.push_back(w.metadata.name);
+    if (lab) return lab(w, launch);
+    return Status::FailedPrecondition("this environment has no JupyterLab");
+  }
   Result<std::vector<std::string>> PodsForJobFiles(const std::string& node, const std::string&) override {
     std::vector<std::string> pods;
     for (const auto& p : job_pods) {

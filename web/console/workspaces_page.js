@@ -25,14 +25,16 @@ function stopButton(project, w, reload) {
   } }, "Stop");
 }
 
-// A terminal in the browser for the workspace's own user while it is Ready (a page of its own,
-// in a new tab); the CLI command for everyone else.
+// A terminal in the browser and JupyterLab (when the workspace's environment has it) for the
+// workspace's own user while it is Ready, each in a new tab; the CLI command for everyone else.
 /** @param {string} project @param {any} w */
 function shellCell(project, w) {
   const command = el("code", {}, `hpcplane workspace exec ${w.id} -- bash`);
   if (w.user !== state.me.subject || w.phase !== "Ready" || w.desired !== "Running") return command;
   return [el("a", { href: `/terminal#/projects/${project}/workspaces/${w.id}`, target: "_blank",
-    rel: "noopener", id: `terminal-${w.id}`, class: "button" }, "Terminal"), " or ", command];
+    rel: "noopener", id: `terminal-${w.id}`, class: "button" }, "Terminal"),
+  " ", el("a", { href: `/projects/${project}/workspaces/${w.id}/lab/lab`, target: "_blank", rel: "noopener",
+    id: `lab-${w.id}`, class: "button" }, "JupyterLab"), " or ", command];
 }
 
 /** @param {string} project @param {any} body */

@@ -143,7 +143,8 @@ TEST(OpenApi, DescribesEveryRouteTheServerServes) {
   http::Auth auth(nullptr, &limiter);
   RelayHub relay;
   TerminalHub terminals;
-  AddApiRoutes(routes, &auth, nullptr, &relay, &terminals, 30, false);
+  TunnelHub tunnels;
+  AddApiRoutes(routes, &auth, nullptr, &relay, &terminals, &tunnels, 30, false);
   int checked = 0;
   for (const auto& [method, tmpl] : routes.Routes()) {
     if (tmpl.rfind("/api/v1/", 0) != 0) continue;  // the console's files
