@@ -162,19 +162,16 @@ Result<cp::LabProcess> LocalDataPlane::StartLab(const api::Workspace& w, const c
   std::string ip;
   for (const auto& p : pods)
     if (p.name == pod && p.phase == runtime::PodPhase::kRunning) ip = p.ip;
-  if (ip.empty()) return Status::FailedPrecondition(fmt::format("workspace {}'s login pod is not running", w.metadata.name));
+  if (ip.empty())
+    return Status::FailedPrecondition(fmt::format("workspace {}'s login pod is not running", w.metadata.name));
   runtime::ExecOptions o;
   o.user = w.spec.user.name;  // never root: the login pod is the user's
   o.env = op::WorkspaceShellEnv(w);
   o.env["JUPYTER_TOKEN"] = launch.token;
   o.working_dir = o.env["HPCPLANE_DATASET"];
   // On the pod's own address: reached from the data plane's host; its token is the only way in.
-  o.argv = {"jupyter-lab",
-            "--no-browser",
-            "--ServerApp.ip=" + ip,
-            fmt::format("--ServerApp.port={}", launch.port),
-            "--ServerApp.port_retries=0",
-            "--ServerApp.base_url=" + launch.base_url,
+  o.argv = {"jupyter-lab", "--no-browser", "--ServerApp.ip=" + ip, fmt::format("--ServerApp.port={}", launch.port),
+            "--ServerApp.port_retries=0", "--ServerApp.base_url=" + launch.base_url,
             "--ServerApp.root_dir=" + o.working_dir,
             // The Host the agent sends is the pod's address, not localhost.
             "--ServerApp.allow_remote_access=True"};

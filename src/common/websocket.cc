@@ -162,6 +162,7 @@ namespace {
 // Runs `fn` on the connection's Loop thread, if the Loop and the connection still live.
 template <typename Fn>
 void OnLoop(const std::weak_ptr<Connection::Impl>& weak, const std::shared_ptr<Shared>& shared, Fn fn) {
+  if (!shared) return;  // a handle of no connection
   std::lock_guard<std::mutex> lock(shared->mu);
   if (shared->ioc == nullptr) return;
   asio::post(*shared->ioc, [weak, fn = std::move(fn)]() mutable {
@@ -235,7 +236,7 @@ Result<std::shared_ptr<Connection>> Loop::Accept(int fd, const UpgradeRequest& r
   // Checked here rather than by Beast's accept, which would answer a bad handshake itself.
   if (!IsUpgrade(request.headers)) return Status::InvalidArgument("", "not a WebSocket upgrade request");
   if (HeaderValue(request.headers, "sec-websocket-version") != "13") {
-    return Status::InvalidArgument("", "unsupported WebSocket version (13 is)");
+    return Status::InvalidArgument("", "Sec-WebSocket-Version must be 13");
   }
   if (HeaderValue(request.headers, "sec-websocket-key").empty()) {
     return Status::InvalidArgument("", "no Sec-WebSocket-Key header");
@@ -288,15 +289,13 @@ Result<std::shared_ptr<Connection>> Loop::Connect(const std::string& host, const
   impl->ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
     for (const auto& [k, v] : headers) req.set(k, v);
   }));
-  websocket::response_type res;
-  impl->ws.handshake(res, host + ":" + port, target, ec);
-  if (ec) {
-    if (res.result_int() != 0 && res.result_int() != 101) {
-      return Status::Unavailable(fmt::format("ws://{}:{}{}: answered {} {}", host, port, target.substr(0, 200),
-                                             res.result_int(), res.body().substr(0, 400)));
-    }
-    return Status::Unavailable(fmt::format("ws://{}:{}{}: {}", host, port, target.substr(0, 200), ec.message()));
+  impl->ws.handshake(host + ":" + port, target, ec);
+  if (ec == websocket::error::upgrade_declined) {
+    // Beast 1.74 keeps the refusing answer to itself: its status is not known here.
+    return Status::Unavailable(fmt::format("ws://{}:{}{}: the server refused the upgrade (an HTTP error, not 101)",
+                                           host, port, target.substr(0, 200)));
   }
+  if (ec) return Status::Unavailable(fmt::format("ws://{}:{}{}: {}", host, port, target.substr(0, 200), ec.message()));
   SetSocketTimeouts(fd, std::chrono::milliseconds(0));
   return state_->Start(std::move(impl), std::move(on_message), std::move(on_closed));
 }

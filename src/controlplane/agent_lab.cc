@@ -25,8 +25,8 @@ namespace {
 constexpr auto kStartTimeout = std::chrono::seconds(80);
 constexpr size_t kLogTailBytes = 8192;
 // What JupyterLab is told of a request (the control plane sends no more; checked again here).
-constexpr std::array<const char*, 7> kForwarded = {"Accept",   "Content-Type",      "If-None-Match",   "If-Match",
-                                                   "If-Modified-Since", "X-Requested-With", "Accept-Encoding"};
+constexpr std::array<const char*, 7> kForwarded = {
+    "Accept", "Content-Type", "If-None-Match", "If-Match", "If-Modified-Since", "X-Requested-With", "Accept-Encoding"};
 
 std::string Text(const json& j, const char* key) {
   return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
@@ -62,8 +62,7 @@ struct AgentLabs::Lab {
       if (log.size() > kLogTailBytes) log.erase(0, log.size() - kLogTailBytes);
     }
     int status = 0;
-    while (::waitpid(server.process.pid, &status, 0) < 0 && errno == EINTR) {
-    }
+    while (::waitpid(server.process.pid, &status, 0) < 0 && errno == EINTR) {}
     {
       std::lock_guard<std::mutex> lock(log_mu);
       exit_reason = ExitReason(status);
@@ -198,8 +197,8 @@ json AgentLabs::Request(const json& request) {
         fmt::format("JupyterLab of workspace {} did not answer: {}", r->workspace, httplib::to_string(res.error()))));
   }
   if (res->body.size() > kMaxAnswerBytes) {
-    return Refused(Status::Unavailable(fmt::format("JupyterLab's answer ({} bytes) is larger than the relay carries ({})",
-                                                   res->body.size(), kMaxAnswerBytes)));
+    return Refused(Status::Unavailable(fmt::format(
+        "JupyterLab's answer ({} bytes) is larger than the relay carries ({})", res->body.size(), kMaxAnswerBytes)));
   }
   json headers = json::object();
   for (const auto& [k, v] : res->headers) headers[k] = v;
@@ -242,7 +241,8 @@ json AgentLabs::Socket(const json& request) {
       {{"Authorization", "Bearer " + endpoint_.token}}, std::chrono::seconds(10),
       [s](std::string data, bool binary) { s->lab->Send(std::move(data), binary); },
       [s](const ws::CloseInfo& info) { s->lab->Close(ws::SendableCloseCode(info.code), info.reason); });
-  if (!server_end.ok()) return Refused(Status::Unavailable("the control plane's tunnel: " + server_end.status().message()));
+  if (!server_end.ok())
+    return Refused(Status::Unavailable("the control plane's tunnel: " + server_end.status().message()));
   s->server = *server_end;
   s->thread = std::thread([s] {
     s->loop.Run();

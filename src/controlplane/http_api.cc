@@ -345,7 +345,8 @@ std::optional<WorkspaceRecord> OwnersReadyWorkspace(Store* store, const Principa
     return std::nullopt;
   }
   if ((*w)->user != p.subject) {
-    Error(res, Status::PermissionDenied(fmt::format("workspace {} is {}'s; only they may open {}", id, (*w)->user, what)));
+    Error(res,
+          Status::PermissionDenied(fmt::format("workspace {} is {}'s; only they may open {}", id, (*w)->user, what)));
     return std::nullopt;
   }
   if ((*w)->desired != "Running" || (*w)->phase != "Ready") {

@@ -31,12 +31,12 @@ constexpr auto kLabRequestTimeout = std::chrono::seconds(90);
 constexpr auto kAgentEndTimeout = std::chrono::seconds(5);
 
 // What JupyterLab is told of a request: never the console's cookie or credentials.
-constexpr std::array<const char*, 6> kRequestHeaders = {"Accept",        "Content-Type",      "If-None-Match",
-                                                        "If-Match",      "If-Modified-Since", "X-Requested-With"};
+constexpr std::array<const char*, 6> kRequestHeaders = {"Accept",   "Content-Type",      "If-None-Match",
+                                                        "If-Match", "If-Modified-Since", "X-Requested-With"};
 // What the browser is told of JupyterLab's answer (Content-Type is the body's).
 constexpr std::array<const char*, 8> kAnswerHeaders = {
-    "Cache-Control", "ETag",    "Last-Modified",           "Location", "Content-Encoding", "Content-Disposition",
-    "Content-Range", "Expires"};
+    "Cache-Control",       "ETag",          "Last-Modified", "Location", "Content-Encoding",
+    "Content-Disposition", "Content-Range", "Expires"};
 
 struct LabContext {
   http::Auth* auth;
@@ -167,8 +167,8 @@ void AgentEnd(const LabContext& c, const Request& req, Response& res) {
   if (!p || !http::RequireAgentFor(*p, req.matches[1], res) || !CheckUpgrade(req, res, c.tls)) return;
   const std::string data_plane = req.matches[1], tunnel = req.matches[2];
   if (!c.tunnels->Waits(tunnel, TunnelHub::End::kAgent, data_plane)) {
-    return Error(res, Status::NotFound(fmt::format("no tunnel {} waits for data plane {}", tunnel.substr(0, 8),
-                                                   data_plane)));
+    return Error(
+        res, Status::NotFound(fmt::format("no tunnel {} waits for data plane {}", tunnel.substr(0, 8), data_plane)));
   }
   TunnelHub* tunnels = c.tunnels;
   bool served = ServeWebSocket(

@@ -18,8 +18,8 @@ Result<std::string> TunnelHub::Create(const std::string& data_plane) {
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return Status::Unavailable("the control plane is stopping");
   if (tunnels_.size() >= max_tunnels_) {
-    return Status::Unavailable(fmt::format("{} sockets are open through this server already; try again later",
-                                           max_tunnels_));
+    return Status::Unavailable(
+        fmt::format("{} sockets are open through this server already; try again later", max_tunnels_));
   }
   auto t = std::make_shared<Tunnel>();
   t->data_plane = data_plane;

@@ -75,9 +75,9 @@ class FakeDataPlane : public cp::DataPlaneAccess {
     return SpawnOnPty(shell, cols, rows);
   }
   // StartLab answers with this (tests start a stand-in JupyterLab here); unset: no JupyterLab.
-  std::function<Result<LabProcess>(const api::Workspace&, const LabLaunch&)> lab;
+  std::function<Result<cp::LabProcess>(const api::Workspace&, const cp::LabLaunch&)> lab;
   std::vector<std::string> labs_started;  // workspace ids
-  Result<LabProcess> StartLab(const api::Workspace& w, const LabLaunch& launch) override {
+  Result<cp::LabProcess> StartLab(const api::Workspace& w, const cp::LabLaunch& launch) override {
     labs_started.push_back(w.metadata.name);
     if (lab) return lab(w, launch);
     return Status::FailedPrecondition("this environment has no JupyterLab");

@@ -16,10 +16,12 @@
 #include <nlohmann/json.hpp>
 
 #include "common/jwt.h"
+#include "common/websocket.h"
 #include "controlplane/agent.h"
 #include "controlplane/server.h"
 #include "controlplane/store.h"
 #include "controlplane/submission_service.h"
+#include "controlplane/websocket_upgrade.h"
 #include "fakes/fake_data_plane.h"
 
 namespace hpc::cp {
@@ -498,6 +500,176 @@ TEST_F(RoutesTest, ATerminalRunsTheOwnersShellThroughTheAgentAndEndsWhenClosed) 
   relay.join();
   agent.reset();  // joins every pump: the shell is gone by then
   EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "the agent stopped promptly";
+}
+
+// A stand-in JupyterLab here: answers under its base path, an echoing WebSocket at api/echo, and
+// its token as the only way in (what the agent sends; never the caller's own credentials).
+struct FakeLab {
+  FakeLab(std::string base_url, std::string lab_token) : base(std::move(base_url)), token(std::move(lab_token)) {
+    auto handle = [this](const httplib::Request& req, httplib::Response& res) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        seen.push_back(req.headers);
+      }
+      if (req.get_header_value("Authorization") != "token " + token) {
+        res.status = 403;
+        return;
+      }
+      if (req.path == base + "api/echo" && ws::IsUpgrade({req.headers.begin(), req.headers.end()})) {
+        auto self = std::make_shared<std::shared_ptr<ws::Connection>>();
+        ServeWebSocket(
+            req, res, [self](std::string data, bool binary) { (*self)->Send(std::move(data), binary); },
+            [](const ws::CloseInfo&) {}, [self](const std::shared_ptr<ws::Connection>& c) { *self = c; });
+        return;
+      }
+      if (req.path == base + "api/status") return res.set_content("{}", "application/json");
+      if (req.path == base + "hello") return res.set_content("hi " + req.get_param_value("name"), "text/plain");
+      if (req.method == "POST") return res.set_content(req.body, req.get_header_value("Content-Type"));
+      res.status = 404;
+    };
+    http.Get(".*", handle);
+    http.Post(".*", handle);
+    port = http.bind_to_any_port("127.0.0.1");
+    thread = std::thread([this] { http.listen_after_bind(); });
+  }
+  ~FakeLab() {
+    http.stop();
+    thread.join();
+  }
+  std::vector<httplib::Headers> Seen() {
+    std::lock_guard<std::mutex> lock(mu);
+    return seen;
+  }
+  std::string base, token;
+  httplib::Server http;
+  std::thread thread;
+  int port = 0;
+  std::mutex mu;
+  std::vector<httplib::Headers> seen;
+};
+
+// JupyterLab end to end but for the pod: the real server proxying it, the real agent starting it
+// (a stand-in here) and relaying its HTTP requests and WebSockets.
+TEST_F(RoutesTest, JupyterLabIsItsOwnersAloneOverHttpAndWebSocketsThroughTheAgent) {
+  DataPlaneAndProject();
+  const std::string carl = Token("carl", Role::kUser, {"astro"});
+  auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
+  ASSERT_EQ(launched.status, 202) << launched.body.dump();
+  const std::string ws = launched.body["id"];
+  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/workspaces/" + ws + "/status", agent_, {{"phase", "Ready"}}).status,
+            200);
+  fakes::FakeDataPlane dp;
+  dp.cluster = "dp1";
+  api::Workspace w;
+  w.metadata.name = ws;
+  w.spec.user.name = "ann";
+  w.spec.project = "astro";
+  w.status.phase = "Ready";
+  dp.workspaces[ws] = w;
+  AgentOptions o;
+  o.server = "http://127.0.0.1:" + std::to_string(port_);
+  o.token = agent_;
+  o.data_plane = "dp1";
+  auto agent = std::make_unique<Agent>(&dp, o);
+  std::atomic<bool> stop{false};
+  std::thread relay([&] {
+    while (!stop) EXPECT_TRUE(agent->ServeRelay(std::chrono::seconds(1)).ok());
+  });
+  const std::string base = "/projects/astro/workspaces/" + ws + "/lab/";
+  httplib::Client c("127.0.0.1", port_);
+  auto get = [&](const std::string& path, const std::string& token) {
+    httplib::Headers h;
+    if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
+    return c.Get(path, h);
+  };
+  EXPECT_EQ(get(base + "hello", "")->status, 401);
+  EXPECT_EQ(get(base + "hello", carl)->status, 403) << "another member";
+  EXPECT_EQ(get(base + "hello", admin_)->status, 403) << "not even an admin: JupyterLab is ann's";
+  EXPECT_EQ(get(base + "hello", bob_)->status, 403);
+  EXPECT_TRUE(dp.labs_started.empty()) << "no refused request started JupyterLab";
+  auto none = get(base + "hello", ann_);
+  EXPECT_EQ(none->status, 409) << "an environment without JupyterLab";
+  EXPECT_NE(none->body.find("no JupyterLab"), std::string::npos) << none->body;
+
+  std::unique_ptr<FakeLab> lab;
+  pid_t lab_pid = 0;
+  dp.lab = [&](const api::Workspace&, const LabLaunch& launch) -> Result<LabProcess> {
+    lab = std::make_unique<FakeLab>(launch.base_url, launch.token);
+    ASSIGN_OR_RETURN(PtyProcess p, SpawnOnPty({"sleep", "600"}, 80, 24));
+    lab_pid = p.pid;
+    return LabProcess{p, "127.0.0.1", lab->port};
+  };
+  auto hello = get(base + "hello?name=x", ann_);
+  ASSERT_EQ(hello->status, 200) << hello->body;
+  EXPECT_EQ(hello->body, "hi x");
+  ASSERT_TRUE(lab);
+  EXPECT_EQ(lab->base, base);
+  for (const auto& h : lab->Seen()) {
+    EXPECT_EQ(h.count("Cookie"), 0u);
+    EXPECT_EQ(h.find("Authorization")->second, "token " + lab->token) << "the lab's own token, never ann's";
+  }
+  auto bare = get(base.substr(0, base.size() - 1), ann_);
+  EXPECT_EQ(bare->status, 302);
+  EXPECT_EQ(bare->get_header_value("Location"), base);
+
+  // The console's session: a state-changing request must come from the console's own site.
+  auto signin = c.Post("/api/v1/session", json{{"token", ann_}}.dump(), "application/json");
+  ASSERT_EQ(signin->status, 201);
+  const std::string cookie =
+      signin->get_header_value("Set-Cookie").substr(0, signin->get_header_value("Set-Cookie").find(';'));
+  auto cross =
+      c.Post(base + "save", {{"Cookie", cookie}, {"Origin", "http://elsewhere.example"}}, "{}", "application/json");
+  EXPECT_EQ(cross->status, 403) << "a page elsewhere posting with ann's cookie";
+  auto same = c.Post(base + "save", {{"Cookie", cookie}, {"Origin", "http://127.0.0.1:" + std::to_string(port_)}},
+                     "{\"n\":1}", "application/json");
+  EXPECT_EQ(same->status, 200) << same->body;
+  EXPECT_EQ(same->body, "{\"n\":1}");
+
+  // A WebSocket through the agent's tunnel: text and binary pass both ways unchanged.
+  ws::Loop loop;
+  std::vector<std::pair<std::string, bool>> got;
+  ws::CloseInfo closed;
+  std::shared_ptr<ws::Connection> sock;
+  auto opened = loop.Connect(
+      "127.0.0.1", std::to_string(port_), base + "api/echo", {{"Authorization", "Bearer " + ann_}},
+      std::chrono::seconds(30),
+      [&](std::string data, bool binary) {
+        got.emplace_back(std::move(data), binary);
+        if (got.size() == 2) sock->Close(ws::kNormalClosure, "done");
+      },
+      [&](const ws::CloseInfo& info) { closed = info; });
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  sock = *opened;
+  sock->Send("ping", false);
+  sock->Send(std::string("\x00\x01\xff", 3), true);
+  loop.Run();
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[0], std::make_pair(std::string("ping"), false));
+  EXPECT_EQ(got[1], std::make_pair(std::string("\x00\x01\xff", 3), true));
+  EXPECT_EQ(closed.code, ws::kNormalClosure);
+  // Upgrades refused before any WebSocket: with their HTTP status.
+  auto upgrade = [&](const std::string& path, const std::string& token) {
+    return c
+        .Get(path, {{"Authorization", "Bearer " + token},
+                    {"Upgrade", "websocket"},
+                    {"Connection", "Upgrade"},
+                    {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
+                    {"Sec-WebSocket-Version", "13"}})
+        ->status;
+  };
+  EXPECT_EQ(upgrade(base + "api/echo", carl), 403) << "another member";
+  const std::string tunnel = "/api/v1/dataplanes/dp1/tunnels/" + std::string(32, 'a');
+  EXPECT_EQ(upgrade(tunnel, other_agent_), 403) << "another data plane's agent";
+  EXPECT_EQ(upgrade(tunnel, agent_), 404) << "no such tunnel";
+  EXPECT_EQ(upgrade(tunnel, ann_), 403) << "a user is no agent";
+  EXPECT_FALSE(loop.Connect("127.0.0.1", std::to_string(port_), base + "api/echo",
+                            {{"Authorization", "Bearer " + carl}}, std::chrono::seconds(30), nullptr, nullptr)
+                   .ok());
+  EXPECT_EQ(dp.labs_started.size(), 2u) << "one JupyterLab served every request once it started";
+  stop = true;
+  relay.join();
+  agent.reset();  // ends JupyterLab
+  EXPECT_NE(::kill(lab_pid, 0), 0) << "the agent ended JupyterLab when it stopped";
 }
 
 }  // namespace
