@@ -1,5 +1,6 @@
 #include "common/pty.h"
 
+#include <signal.h>
 #include <fcntl.h>
 #include <pty.h>
 #include <sys/ioctl.h>
@@ -26,6 +27,14 @@ Result<PtyProcess> SpawnOnPty(const std::vector<std::string>& argv, int cols, in
   const pid_t pid = ::forkpty(&fd, nullptr, nullptr, &size);
   if (pid < 0) return Status::Errorf("forkpty: {}", std::strerror(errno));
   if (pid == 0) {
+    // A terminal's programs start as a login's do: no signal blocked or ignored, whatever the
+    // thread that started them had (a Ctrl-C must reach them).
+    sigset_t none;
+    sigemptyset(&none);
+    ::sigprocmask(SIG_SETMASK, &none, nullptr);
+    for (int sig : {SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGPIPE, SIGTSTP, SIGTTIN, SIGTTOU, SIGCHLD}) {
+      ::signal(sig, SIG_DFL);
+    }
     ::execvp(args[0], args.data());
     _exit(127);
   }

@@ -214,6 +214,24 @@ int SendableCloseCode(int code) {
   return defined || (code >= 3000 && code <= 4999) ? code : kServerError;
 }
 
+Result<HostPort> PlainHttpHostPort(const std::string& url) {
+  const std::string prefix = "http://";
+  if (url.rfind(prefix, 0) != 0) {
+    return Status::FailedPrecondition(
+        fmt::format("{}: WebSockets are dialled on a plain http:// address only", url.substr(0, 200)));
+  }
+  std::string rest = url.substr(prefix.size());
+  rest = rest.substr(0, rest.find('/'));
+  if (!rest.empty() && rest[0] == '[') {  // [IPv6]:port
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) return Status::FailedPrecondition(fmt::format("{}: bad address", url));
+    return HostPort{rest.substr(1, close - 1), rest.size() > close + 2 ? rest.substr(close + 2) : "80"};
+  }
+  const size_t colon = rest.rfind(':');
+  if (colon == std::string::npos) return HostPort{rest, "80"};
+  return HostPort{rest.substr(0, colon), rest.substr(colon + 1)};
+}
+
 bool IsUpgrade(const std::vector<std::pair<std::string, std::string>>& headers) {
   return Lower(HeaderValue(headers, "upgrade")) == "websocket" &&
          Lower(HeaderValue(headers, "connection")).find("upgrade") != std::string::npos;

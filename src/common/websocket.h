@@ -78,6 +78,13 @@ struct UpgradeRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // as received
 };
 
+// Where a WebSocket to the server of a plain http:// URL is dialled (ws://; the path is
+// dropped). FailedPrecondition for any other scheme: WebSockets are dialled on plain HTTP only.
+struct HostPort {
+  std::string host, port;
+};
+Result<HostPort> PlainHttpHostPort(const std::string& url);
+
 // Is this header set a WebSocket upgrade (Upgrade: websocket, Connection: upgrade)?
 bool IsUpgrade(const std::vector<std::pair<std::string, std::string>>& headers);
 

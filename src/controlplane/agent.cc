@@ -254,6 +254,7 @@ json Agent::HandleRelayed(const json& request) {
     return ReadJobOutput(dp_, *r);
   }
   if (kind == "terminal-open") return terminals_.Open(request);
+  if (kind == "terminal-socket") return terminals_.OpenSocket(request);
   if (kind == "lab-http") return labs_.Request(request);
   if (kind == "lab-socket") return labs_.Socket(request);
   return RelayError(Status::Unavailable(fmt::format(

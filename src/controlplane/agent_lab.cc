@@ -214,17 +214,8 @@ json AgentLabs::Socket(const json& request) {
   if (tunnel.size() != 32 || tunnel.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return Refused(Status::Unavailable("lab-socket: no tunnel id"));
   }
-  // The control plane's own listener (WebSockets are served on plain HTTP only).
-  const std::string prefix = "http://";
-  if (endpoint_.server.rfind(prefix, 0) != 0) {
-    return Refused(Status::FailedPrecondition(
-        "sockets through the control plane need the agent to reach it at an http:// address"));
-  }
-  std::string host_port = endpoint_.server.substr(prefix.size());
-  host_port = host_port.substr(0, host_port.find('/'));
-  const size_t colon = host_port.rfind(':');
-  const std::string host = colon == std::string::npos ? host_port : host_port.substr(0, colon);
-  const std::string port = colon == std::string::npos ? "80" : host_port.substr(colon + 1);
+  auto server = ws::PlainHttpHostPort(endpoint_.server);
+  if (!server.ok()) return Refused(server.status());
   auto lab = Ensure(w, *r);
   if (!lab.ok()) return Refused(lab.status());
   auto run = std::make_unique<SocketRun>();
@@ -237,7 +228,7 @@ json AgentLabs::Socket(const json& request) {
   if (!lab_end.ok()) return Refused(Status::Unavailable("JupyterLab's socket: " + lab_end.status().message()));
   s->lab = *lab_end;
   auto server_end = s->loop.Connect(
-      host, port, fmt::format("/api/v1/dataplanes/{}/tunnels/{}", endpoint_.data_plane, tunnel),
+      server->host, server->port, fmt::format("/api/v1/dataplanes/{}/tunnels/{}", endpoint_.data_plane, tunnel),
       {{"Authorization", "Bearer " + endpoint_.token}}, std::chrono::seconds(10),
       [s](std::string data, bool binary) { s->lab->Send(std::move(data), binary); },
       [s](const ws::CloseInfo& info) { s->lab->Close(ws::SendableCloseCode(info.code), info.reason); });

@@ -6,6 +6,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <optional>
+
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
@@ -48,36 +50,56 @@ int PostTerminalOutput(const TerminalEndpoint& e, std::unique_ptr<httplib::Clien
   return 0;
 }
 
+struct AgentTerminals::SocketSession {
+  PtyProcess shell;
+  ws::Loop loop;
+  std::shared_ptr<ws::Connection> socket;
+  std::atomic<bool> hung_up{false};  // the browser's side closed: the shell was sent SIGHUP
+  std::atomic<bool> done{false};     // the shell was reaped
+  std::thread output, serve;
+};
+
 AgentTerminals::AgentTerminals(DataPlaneAccess* dp, TerminalEndpoint endpoint)
     : dp_(dp), endpoint_(std::move(endpoint)) {}
 
 AgentTerminals::~AgentTerminals() { StopAll(); }
 
-json AgentTerminals::Open(const json& request) {
-  auto text = [&](const char* key) {
-    return request.contains(key) && request[key].is_string() ? request[key].get<std::string>() : std::string();
-  };
+namespace {
+std::string Text(const json& request, const char* key) {
+  return request.contains(key) && request[key].is_string() ? request[key].get<std::string>() : std::string();
+}
+bool IsHexId(const std::string& id) {
+  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+}  // namespace
+
+Result<PtyProcess> AgentTerminals::ShellFor(const json& request) {
   auto number = [&](const char* key, int otherwise) {
     return request.contains(key) && request[key].is_number_integer() ? std::clamp(request[key].get<int>(), 2, 1000)
                                                                      : otherwise;
   };
-  const std::string id = text("session"), workspace = text("workspace"), user = text("user");
-  if (id.size() != 32 || id.find_first_not_of("0123456789abcdef") != std::string::npos) {
-    return RelayError(Status::Unavailable("terminal-open: no session id"));
-  }
+  const std::string workspace = Text(request, "workspace"), user = Text(request, "user");
   auto w = dp_->FindWorkspace(workspace);
-  if (!w.ok()) return RelayError(Status::Unavailable(w.status().message()));
+  if (!w.ok()) return Status::Unavailable(w.status().message());
   // The control plane checked who asks; the data plane checks the workspace is theirs here too.
   if (!*w || (*w)->spec.user.name != user || (*w)->spec.stopping || (*w)->status.phase != "Ready") {
-    return RelayError(Status::FailedPrecondition(
-        fmt::format("workspace {} is not a Ready workspace of {} on this data plane", workspace, user)));
+    return Status::FailedPrecondition(
+        fmt::format("workspace {} is not a Ready workspace of {} on this data plane", workspace, user));
   }
   if (!api::ValidateUserName(user).ok() || user == "root") {
-    return RelayError(Status::FailedPrecondition("not a user a shell runs as"));
+    return Status::FailedPrecondition("not a user a shell runs as");
   }
   auto shell = dp_->StartShell(**w, number("cols", 80), number("rows", 24));
-  if (!shell.ok())
-    return RelayError(Status::FailedPrecondition("the shell did not start: " + shell.status().message()));
+  if (!shell.ok()) return Status::FailedPrecondition("the shell did not start: " + shell.status().message());
+  spdlog::info("terminal: a shell for {} in workspace {}", user, workspace);
+  return shell;
+}
+
+json AgentTerminals::Open(const json& request) {
+  const std::string id = Text(request, "session");
+  if (!IsHexId(id)) return RelayError(Status::Unavailable("terminal-open: no session id"));
+  auto shell = ShellFor(request);
+  if (!shell.ok()) return RelayError(shell.status());
   ReapEnded();
   std::lock_guard<std::mutex> lock(mu_);
   if (stopping_) {
@@ -93,8 +115,86 @@ json AgentTerminals::Open(const json& request) {
   sessions_[id] = std::move(s);
   raw->output = std::thread([this, raw] { PumpOutput(raw); });
   raw->input = std::thread([this, raw] { PumpInput(raw); });
-  spdlog::info("terminal {}: a shell for {} in workspace {}", id.substr(0, 8), user, workspace);
   return {{"started", true}};
+}
+
+json AgentTerminals::OpenSocket(const json& request) {
+  ReapEnded();
+  const std::string tunnel = Text(request, "tunnel");
+  if (!IsHexId(tunnel)) return RelayError(Status::Unavailable("terminal-socket: no tunnel id"));
+  auto server = ws::PlainHttpHostPort(endpoint_.server);
+  if (!server.ok()) return RelayError(server.status());
+  auto shell = ShellFor(request);
+  if (!shell.ok()) return RelayError(shell.status());
+  auto s = std::make_unique<SocketSession>();
+  SocketSession* raw = s.get();
+  raw->shell = *shell;
+  auto socket = raw->loop.Connect(
+      server->host, server->port, fmt::format("/api/v1/dataplanes/{}/tunnels/{}", endpoint_.data_plane, tunnel),
+      {{"Authorization", "Bearer " + endpoint_.token}}, std::chrono::seconds(10),
+      [raw](std::string data, bool binary) {
+        if (binary) {
+          for (size_t off = 0; off < data.size();) {
+            const ssize_t n = ::write(raw->shell.fd, data.data() + off, data.size() - off);
+            if (n < 0 && errno == EINTR) continue;
+            if (n <= 0) break;
+            off += static_cast<size_t>(n);
+          }
+          return;
+        }
+        json event = json::parse(data, nullptr, false);
+        if (event.is_object() && event.contains("resize") && event["resize"].is_object()) {
+          const json& r = event["resize"];
+          auto size = [&](const char* key) {
+            return r.contains(key) && r[key].is_number_integer() ? std::clamp(r[key].get<int>(), 2, 1000) : 0;
+          };
+          if (size("cols") && size("rows")) (void)ResizePty(raw->shell.fd, size("cols"), size("rows"));
+        }
+      },
+      [raw](const ws::CloseInfo&) {
+        if (!raw->done) ::kill(-raw->shell.pid, SIGHUP);
+        raw->hung_up = true;
+      });
+  if (!socket.ok()) {
+    ::kill(-raw->shell.pid, SIGKILL);
+    ::waitpid(raw->shell.pid, nullptr, 0);
+    ::close(raw->shell.fd);
+    return RelayError(Status::Unavailable("the control plane's tunnel: " + socket.status().message()));
+  }
+  raw->socket = *socket;
+  std::lock_guard<std::mutex> lock(mu_);
+  if (stopping_) raw->loop.Stop();
+  raw->output = std::thread([this, raw] { PumpSocketOutput(raw); });
+  raw->serve = std::thread([raw] { raw->loop.Run(); });
+  sockets_.push_back(std::move(s));
+  return {{"started", true}};
+}
+
+// What the shell writes goes out as it comes (as PumpOutput's posts do); when every process of
+// the terminal is gone, the socket closes saying how the shell ended.
+void AgentTerminals::PumpSocketOutput(SocketSession* s) {
+  std::string buf(64 << 10, '\0');
+  std::optional<std::chrono::steady_clock::time_point> hung_up_at;
+  for (;;) {
+    // A shell that outlives the SIGHUP by 2 s is killed.
+    if (s->hung_up && !hung_up_at) hung_up_at = std::chrono::steady_clock::now();
+    if (hung_up_at && std::chrono::steady_clock::now() - *hung_up_at > std::chrono::seconds(2)) {
+      ::kill(-s->shell.pid, SIGKILL);
+    }
+    struct pollfd p {
+      s->shell.fd, POLLIN, 0
+    };
+    if (::poll(&p, 1, 200) == 0) continue;
+    const ssize_t n = ::read(s->shell.fd, buf.data(), buf.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;  // EIO: every process of the terminal is gone
+    s->socket->Send(std::string(buf.data(), static_cast<size_t>(n)), true);
+  }
+  int status = 0;
+  while (::waitpid(s->shell.pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  s->done = true;
+  s->socket->Close(ws::kNormalClosure, "the shell " + ExitReason(status));
 }
 
 // What the shell writes, posted as it comes: whatever is there when a read returns, without
@@ -188,10 +288,19 @@ void AgentTerminals::EndShell(Session* s) {
 
 void AgentTerminals::StopAll() {
   std::map<std::string, std::unique_ptr<Session>> sessions;
+  std::vector<std::unique_ptr<SocketSession>> sockets;
   {
     std::lock_guard<std::mutex> lock(mu_);
     stopping_ = true;
     sessions.swap(sessions_);
+    sockets.swap(sockets_);
+  }
+  for (auto& s : sockets) {
+    if (!s->done) ::kill(-s->shell.pid, SIGKILL);
+    s->output.join();  // closes the socket as the shell ends
+    s->loop.Stop();
+    s->serve.join();
+    ::close(s->shell.fd);
   }
   for (auto& [id, s] : sessions) {
     {
@@ -214,8 +323,17 @@ void AgentTerminals::StopAll() {
 
 void AgentTerminals::ReapEnded() {
   std::vector<std::unique_ptr<Session>> ended;
+  std::vector<std::unique_ptr<SocketSession>> ended_sockets;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    for (auto it = sockets_.begin(); it != sockets_.end();) {
+      if ((*it)->done) {
+        ended_sockets.push_back(std::move(*it));
+        it = sockets_.erase(it);
+      } else {
+        ++it;
+      }
+    }
     for (auto it = sessions_.begin(); it != sessions_.end();) {
       if (!it->second->done) {
         ++it;
@@ -224,6 +342,11 @@ void AgentTerminals::ReapEnded() {
       ended.push_back(std::move(it->second));
       it = sessions_.erase(it);
     }
+  }
+  for (auto& s : ended_sockets) {
+    s->output.join();
+    s->serve.join();  // the socket's close was started when the shell ended
+    ::close(s->shell.fd);
   }
   for (auto& s : ended) {
     {
@@ -240,6 +363,7 @@ size_t AgentTerminals::Running() {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   for (const auto& [id, s] : sessions_) n += !s->done;
+  for (const auto& s : sockets_) n += !s->done;
   return n;
 }
 

@@ -1,9 +1,15 @@
-// The agent's side of terminals in the browser (terminal_hub.h): for each session the control
-// plane relays ("terminal-open"), a shell on a pseudo-terminal in the workspace's login pod
-// (DataPlaneAccess::StartShell), and two pumps: what the shell writes is posted to the control
-// plane as it comes, and the browser's input and resizes are
-// long-polled from it and applied. The shell ends when the session closes (SIGHUP to its
-// session, SIGKILL after 2 s); the session ends when the shell does.
+// The agent's side of terminals in the browser: for each session the control plane relays, a
+// shell on a pseudo-terminal in the workspace's login pod (DataPlaneAccess::StartShell), joined
+// to the browser one of two ways:
+// - "terminal-socket": a WebSocket the agent opens back to the control plane's tunnel
+//   (tunnel_routes.h): what the shell writes goes out as binary messages as it comes; binary
+//   messages in are keystrokes, text ones resizes ({"resize": {"cols", "rows"}}); the shell's
+//   end closes the socket with why (1000, "the shell exited 0").
+// - "terminal-open" (terminal_hub.h, for a server that terminates TLS itself and so serves no
+//   WebSockets): what the shell writes is posted to the control plane, and the browser's input
+//   and resizes are long-polled from it.
+// The shell ends when the browser's side closes (SIGHUP to its session, SIGKILL after 2 s); the
+// session ends when the shell does.
 #pragma once
 
 #include <atomic>
@@ -16,6 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "common/websocket.h"
 #include "controlplane/data_plane_access.h"
 
 namespace httplib {
@@ -44,12 +51,19 @@ class AgentTerminals {
   // A relayed "terminal-open": starts the shell and its pumps; answers {"started": true} or
   // {"error": {"code", "message"}}.
   nlohmann::json Open(const nlohmann::json& request);
+  // A relayed "terminal-socket" ({workspace, user, cols, rows, tunnel}): starts the shell and
+  // joins it to the tunnel; answers {"started": true} or {"error": ...}.
+  nlohmann::json OpenSocket(const nlohmann::json& request);
   // Ends every shell and waits for the pumps.
   void StopAll();
   size_t Running();
 
  private:
   struct Session;
+  struct SocketSession;
+  // The request's workspace's shell, when the workspace is the user's and Ready here.
+  Result<PtyProcess> ShellFor(const nlohmann::json& request);
+  void PumpSocketOutput(SocketSession* s);
   void PumpOutput(Session* s);
   void PumpInput(Session* s);
   void EndShell(Session* s);
@@ -60,6 +74,7 @@ class AgentTerminals {
   TerminalEndpoint endpoint_;
   std::mutex mu_;
   std::map<std::string, std::unique_ptr<Session>> sessions_;
+  std::vector<std::unique_ptr<SocketSession>> sockets_;
   bool stopping_ = false;
 };
 

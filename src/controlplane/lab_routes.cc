@@ -13,6 +13,7 @@
 #include "controlplane/relay.h"
 #include "controlplane/route_table.h"
 #include "controlplane/tunnel_hub.h"
+#include "controlplane/tunnel_routes.h"
 #include "controlplane/websocket_upgrade.h"
 
 namespace hpc::cp {
@@ -24,11 +25,8 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kLab = R"(/projects/([a-z][a-z0-9-]*)/workspaces/([a-z][a-z0-9-]*)/lab(/.*)?)";
-constexpr const char* kAgentTunnel = R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/tunnels/([0-9a-f]{32}))";
 // The first request of a workspace starts its JupyterLab (seconds; a minute on a cold image).
 constexpr auto kLabRequestTimeout = std::chrono::seconds(90);
-// After the agent answered that its end is open, its connection is a moment away at most.
-constexpr auto kAgentEndTimeout = std::chrono::seconds(5);
 
 // What JupyterLab is told of a request: never the console's cookie or credentials.
 constexpr std::array<const char*, 6> kRequestHeaders = {"Accept",   "Content-Type",      "If-None-Match",
@@ -130,59 +128,12 @@ void ProxySocket(const LabContext& c, const Request& req, Response& res) {
   if (!caller || !CheckUpgrade(req, res, c.tls)) return;
   auto target = TargetUnderBase(req, res);
   if (!target) return;
-  auto id = c.tunnels->Create(caller->workspace.data_plane);
-  if (!id.ok()) return Error(res, id.status());
-  json relayed = RelayedRequest(*caller, "lab-socket", *target);
-  relayed["tunnel"] = *id;
-  auto answer = c.relay->Call(caller->workspace.data_plane, std::move(relayed), kLabRequestTimeout);
-  Status st = answer.ok() ? RelayAnswerError(*answer, "the agent could not open the socket") : answer.status();
-  if (st.ok() && !c.tunnels->WaitForAgent(*id, kAgentEndTimeout)) {
-    st = Status::Unavailable("the agent's end of the socket did not arrive");
-  }
-  if (!st.ok()) {
-    c.tunnels->Closed(*id, {ws::kServerError, st.message()});
-    return Error(res, st);
-  }
-  TunnelHub* tunnels = c.tunnels;
-  const std::string tunnel = *id;
-  const int64_t expires = caller->principal.credential_expires_at;
-  bool served = ServeWebSocket(
-      req, res,
-      [tunnels, tunnel](std::string data, bool binary) {
-        tunnels->Forward(tunnel, TunnelHub::End::kBrowser, std::move(data), binary);
-      },
-      [tunnels, tunnel](const ws::CloseInfo& info) { tunnels->Closed(tunnel, info); },
-      [&](const std::shared_ptr<ws::Connection>& conn) {
-        if (!tunnels->Join(tunnel, TunnelHub::End::kBrowser, "", conn).ok()) {
-          conn->Close(ws::kServerError, "the socket ended before it opened");
-        } else if (expires > 0) {
-          conn->CloseAt(std::chrono::system_clock::from_time_t(expires), ws::kTokenExpired, "the sign-in expired");
-        }
-      });
-  if (!served) c.tunnels->Closed(tunnel, {ws::kServerError, "the browser's socket could not be served"});
-}
-
-void AgentEnd(const LabContext& c, const Request& req, Response& res) {
-  auto p = c.auth->Authenticate(req, res);
-  if (!p || !http::RequireAgentFor(*p, req.matches[1], res) || !CheckUpgrade(req, res, c.tls)) return;
-  const std::string data_plane = req.matches[1], tunnel = req.matches[2];
-  if (!c.tunnels->Waits(tunnel, TunnelHub::End::kAgent, data_plane)) {
-    return Error(
-        res, Status::NotFound(fmt::format("no tunnel {} waits for data plane {}", tunnel.substr(0, 8), data_plane)));
-  }
-  TunnelHub* tunnels = c.tunnels;
-  bool served = ServeWebSocket(
-      req, res,
-      [tunnels, tunnel](std::string data, bool binary) {
-        tunnels->Forward(tunnel, TunnelHub::End::kAgent, std::move(data), binary);
-      },
-      [tunnels, tunnel](const ws::CloseInfo& info) { tunnels->Closed(tunnel, info); },
-      [&](const std::shared_ptr<ws::Connection>& conn) {
-        if (!tunnels->Join(tunnel, TunnelHub::End::kAgent, data_plane, conn).ok()) {
-          conn->Close(ws::kServerError, "the tunnel ended before its agent's end joined");
-        }
-      });
-  if (!served) c.tunnels->Closed(tunnel, {ws::kServerError, "the agent's socket could not be served"});
+  BrowserTunnel t;
+  t.data_plane = caller->workspace.data_plane;
+  t.request = RelayedRequest(*caller, "lab-socket", *target);
+  t.open_timeout = kLabRequestTimeout;
+  t.credential_expires_at = caller->principal.credential_expires_at;
+  ServeBrowserTunnel(c.relay, c.tunnels, std::move(t), req, res);
 }
 
 }  // namespace
@@ -199,7 +150,6 @@ void AddLabRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TunnelHub* 
   s.Put(kLab, proxy);
   s.Patch(kLab, proxy);
   s.Delete(kLab, proxy);
-  s.Get(kAgentTunnel, [c](const Request& req, Response& res) { AgentEnd(c, req, res); });
 }
 
 }  // namespace hpc::cp

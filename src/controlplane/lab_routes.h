@@ -16,8 +16,7 @@ namespace http {
 class Auth;
 }
 
-// The agent's end of tunnels (/api/v1/dataplanes/{dp}/tunnels/{id}) and the JupyterLab paths.
-// `tls`: the server terminates TLS itself, where WebSockets cannot be served.
+// The JupyterLab paths. `tls`: the server terminates TLS itself, where WebSockets cannot be served.
 void AddLabRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TunnelHub* tunnels, int unreachable_after,
                   bool tls);
 

@@ -23,6 +23,7 @@
 #include "controlplane/relay_routes.h"
 #include "controlplane/template_routes.h"
 #include "controlplane/terminal_routes.h"
+#include "controlplane/tunnel_routes.h"
 #include "controlplane/workspace_routes.h"
 
 namespace hpc::cp {
@@ -149,10 +150,11 @@ void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, Rela
   AddJobRoutes(s, authn, unreachable_after);
   AddRelayRoutes(s, authn, relay);
   AddJobOutputRoutes(s, authn, relay, unreachable_after);
-  AddTerminalRoutes(s, authn, relay, terminals, unreachable_after);
+  AddTerminalRoutes(s, authn, relay, terminals, tunnels, unreachable_after, tls);
   AddAdminRoutes(s, authn);
   AddWorkspaceRoutes(s, authn, unreachable_after);
   AddConsoleRoutes(s, authn, tls);
+  AddTunnelRoutes(s, authn, tunnels, tls);
   AddLabRoutes(s, authn, relay, tunnels, unreachable_after, tls);
   AddCancelRoutes(s, authn, unreachable_after);
   AddTemplateRoutes(s, authn);

@@ -10,6 +10,8 @@
 #include "controlplane/relay.h"
 #include "controlplane/route_table.h"
 #include "controlplane/terminal_hub.h"
+#include "controlplane/tunnel_routes.h"
+#include "controlplane/websocket_upgrade.h"
 
 namespace hpc::cp {
 using http::Error;
@@ -21,6 +23,7 @@ using nlohmann::json;
 namespace {
 
 constexpr const char* kOpen = R"(/api/v1/projects/([a-z][a-z0-9-]*)/workspaces/([a-z][a-z0-9-]*)/terminals)";
+constexpr const char* kSocket = R"(/api/v1/projects/([a-z][a-z0-9-]*)/workspaces/([a-z][a-z0-9-]*)/terminal)";
 constexpr const char* kTerminal = R"(/api/v1/terminals/([0-9a-f]{32}))";
 constexpr const char* kAgentTerminal = R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/terminals/([0-9a-f]{32}))";
 constexpr int64_t kMaxTerminalWaitSeconds = 25;
@@ -68,6 +71,29 @@ void OpenTerminal(http::Auth* auth, RelayHub* relay, TerminalHub* terminals, int
   }
   auth->Audit(p.subject, req, "terminal.open", project + "/" + id, "session " + session->substr(0, 8));
   Ok(res, {{"id", *session}, {"workspace", id}}, 201);
+}
+
+// A terminal over a WebSocket: the browser's socket joined to one the agent opens for the shell.
+void OpenSocket(http::Auth* auth, RelayHub* relay, TunnelHub* tunnels, int unreachable_after, bool tls,
+                const Principal& p, const std::string& project, const Request& req, Response& res) {
+  if (!CheckUpgrade(req, res, tls)) return;
+  int64_t cols = 80, rows = 24;
+  if (!http::IntegerParam(req, res, "cols", 2, 1000, &cols) || !http::IntegerParam(req, res, "rows", 2, 1000, &rows)) {
+    return;
+  }
+  const std::string id = req.matches[2];
+  auto w = http::OwnersReadyWorkspace(auth->store(), p, project, id, "a terminal in it", unreachable_after, res);
+  if (!w) return;
+  BrowserTunnel t;
+  t.data_plane = w->data_plane;
+  t.request = {{"kind", "terminal-socket"}, {"workspace", id}, {"user", p.subject}, {"cols", cols}, {"rows", rows}};
+  t.credential_expires_at = p.credential_expires_at;
+  const std::string target = project + "/" + id, actor = p.subject;
+  t.on_open = [auth, &req, actor, target] { auth->Audit(actor, req, "terminal.open", target, "websocket"); };
+  t.on_close = [auth, &req, actor, target](const ws::CloseInfo& info) {
+    auth->Audit(actor, req, "terminal.close", target, fmt::format("{} {}", info.code, info.reason.substr(0, 100)));
+  };
+  ServeBrowserTunnel(relay, tunnels, std::move(t), req, res);
 }
 
 void ReadOutput(TerminalHub* terminals, const Principal& p, const Request& req, Response& res) {
@@ -154,7 +180,11 @@ void AgentOutput(http::Auth* auth, TerminalHub* terminals, const Request& req, R
 }  // namespace
 
 void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals,
-                       int unreachable_after) {
+                       TunnelHub* tunnels, int unreachable_after, bool tls) {
+  s.Get(kSocket,
+        http::InProject(authn, [=](const Principal& p, const std::string& project, const Request& req, Response& res) {
+          OpenSocket(authn, relay, tunnels, unreachable_after, tls, p, project, req, res);
+        }));
   s.Post(kOpen,
          http::InProject(authn, [=](const Principal& p, const std::string& project, const Request& req, Response& res) {
            OpenTerminal(authn, relay, terminals, unreachable_after, p, project, req, res);

@@ -1,6 +1,9 @@
-// A terminal in the browser (terminal_hub.h): the owner of a Ready workspace opens a shell in its
-// login pod, reads what it writes and types into it; the workspace's data plane's agent serves
-// the session (opened through the relay, then polling its input and posting its output). Every
+// A terminal in the browser: the owner of a Ready workspace opens a shell in its login pod, reads
+// what it writes and types into it; the workspace's data plane's agent serves it. Over a
+// WebSocket (GET .../workspaces/{id}/terminal?cols=&rows=, an upgrade: binary messages are the
+// terminal's bytes both ways, text ones {"resize": {cols, rows}}; it closes with why the shell
+// ended, or 4401 when the sign-in expires) joined through a tunnel to the agent's; or, where the
+// server terminates TLS itself and serves no WebSockets, over long polls (terminal_hub.h). Every
 // open and close is audited.
 #pragma once
 
@@ -8,11 +11,12 @@ namespace hpc::cp {
 class RouteTable;
 class RelayHub;
 class TerminalHub;
+class TunnelHub;
 namespace http {
 class Auth;
 }
 
 void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals,
-                       int unreachable_after);
+                       TunnelHub* tunnels, int unreachable_after, bool tls);
 
 }  // namespace hpc::cp

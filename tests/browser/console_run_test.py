@@ -76,9 +76,10 @@ def terminal_checks(driver, wait, admin, base, shot):
     driver.find_element(By.ID, "terminal-close").click()
     wait.until(EC.text_to_be_present_in_element((By.ID, "terminal-status"), "Closed"))
     code, body = admin.call("GET", "/api/v1/audit?limit=100")
-    actions = [e["action"] for e in body.get("entries", [])]
-    check("terminal.open" in actions and "terminal.close" in actions,
-          f"the session's open and close are audited ({[a for a in actions if a.startswith('terminal')]})")
+    entries = [e for e in body.get("entries", []) if e["action"].startswith("terminal.")]
+    check(any(e["action"] == "terminal.open" and e.get("detail") == "websocket" for e in entries) and
+          any(e["action"] == "terminal.close" for e in entries),
+          f"the session, over a WebSocket, is audited as it opens and closes ({entries})")
     driver.close()
 
 

@@ -1,9 +1,11 @@
 // A terminal in the browser (/terminal#/projects/P/workspaces/W): a shell in the signed-in
-// user's own workspace login pod, run by the workspace's data plane's agent. What the shell
-// writes is read with a long poll (GET /terminals/{id}/output, from an offset, so nothing is lost
-// or shown twice); keystrokes and resizes are posted in the order typed. A page of its own: its
-// renderer (xterm.js, from npm, compiled into the binary) writes style elements, which only this
-// page's Content-Security-Policy allows.
+// user's own workspace login pod, run by the workspace's data plane's agent. Over a WebSocket
+// (binary messages are the terminal's bytes both ways, text ones resizes; it closes saying why the
+// shell ended); where the server terminates TLS itself and so serves no WebSockets, over long
+// polls: what the shell writes is read from an offset (GET /terminals/{id}/output, so nothing is
+// lost or shown twice), keystrokes and resizes are posted in the order typed. A page of its own:
+// its renderer (xterm.js, from npm, compiled into the binary) writes style elements, which only
+// this page's Content-Security-Policy allows.
 import { api, messageOf } from "./api.js";
 import { $ } from "./dom.js";
 import { state } from "./state.js";
@@ -23,6 +25,58 @@ function bytesOf(b64) {
   return out;
 }
 
+// The shell over a WebSocket joined by the server to one the agent opens.
+class SocketSession {
+  /** @param {any} term @param {string} url */
+  constructor(term, url) {
+    this.term = term;
+    this.open = true;
+    this.encoder = new TextEncoder();
+    this.socket = new WebSocket(url);
+    this.socket.binaryType = "arraybuffer";
+    let connected = false;
+    this.opened = new Promise((resolve) => {
+      this.socket.onopen = () => { connected = true; resolve(true); };
+      this.socket.onclose = (ev) => {
+        resolve(false);
+        const why = !connected ? "The terminal did not open: the workspace's data plane did not start the shell."
+          : ev.code === 4401 ? "Closed: the sign-in expired; sign in again."
+            : ev.reason ? `Closed: ${ev.reason}.` : `Disconnected (${ev.code}).`;
+        this.ended(why);
+      };
+    });
+    this.socket.onmessage = (ev) => this.term.write(new Uint8Array(ev.data));
+  }
+
+  readLoop() {}
+
+  /** @param {string} keys */
+  type(keys) {
+    if (this.open && this.socket.readyState === WebSocket.OPEN) this.socket.send(this.encoder.encode(keys));
+  }
+
+  /** @param {number} cols @param {number} rows */
+  resize(cols, rows) {
+    if (this.open && this.socket.readyState === WebSocket.OPEN) this.socket.send(JSON.stringify({ resize: { cols, rows } }));
+  }
+
+  close() {
+    if (!this.open) return;
+    this.socket.close(1000, "closed by its user");
+    this.ended("Closed.");
+  }
+
+  /** @param {string} why */
+  ended(why) {
+    if (!this.open) return;
+    this.open = false;
+    status(why);
+    this.term.options.disableStdin = true;
+    $("#terminal-close").disabled = true;
+  }
+}
+
+// The shell over long polls (the server serves no WebSockets).
 class TerminalSession {
   /** @param {any} term @param {string} id */
   constructor(term, id) {
@@ -97,8 +151,9 @@ async function main() {
   const [, project, workspace] = m;
   $("#terminal-title").textContent = `Terminal — ${workspace}`;
   document.title = `${workspace} — hpcplane terminal`;
+  let me;
   try {
-    const me = await api("GET", "/api/v1/session");
+    me = await api("GET", "/api/v1/session");
     state.me = me;
     state.csrf = me.csrfToken || "";
   } catch {
@@ -118,9 +173,19 @@ async function main() {
   fitter.fit();
   let session;
   try {
-    const t = await api("POST", `/api/v1/projects/${project}/workspaces/${workspace}/terminals`,
-      { cols: term.cols, rows: term.rows });
-    session = new TerminalSession(term, t.id);
+    const w = await api("GET", `/api/v1/projects/${project}/workspaces/${workspace}`);
+    if (w.user !== state.me.subject) return status(`Workspace ${workspace} is ${w.user}'s; only they open a terminal in it.`);
+    if (w.phase !== "Ready" || w.desired !== "Running") return status(`Workspace ${workspace} is ${w.phase}, not Ready.`);
+    if (me.websockets) {
+      const scheme = location.protocol === "https:" ? "wss:" : "ws:";
+      session = new SocketSession(term, `${scheme}//${location.host}/api/v1/projects/${project}/workspaces/` +
+        `${workspace}/terminal?cols=${term.cols}&rows=${term.rows}`);
+      if (!await session.opened) return;
+    } else {
+      const t = await api("POST", `/api/v1/projects/${project}/workspaces/${workspace}/terminals`,
+        { cols: term.cols, rows: term.rows });
+      session = new TerminalSession(term, t.id);
+    }
   } catch (e) {
     return status(messageOf(e));
   }

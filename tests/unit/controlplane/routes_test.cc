@@ -672,5 +672,110 @@ TEST_F(RoutesTest, JupyterLabIsItsOwnersAloneOverHttpAndWebSocketsThroughTheAgen
   EXPECT_NE(::kill(lab_pid, 0), 0) << "the agent ended JupyterLab when it stopped";
 }
 
+// The terminal over a WebSocket, end to end but for the pod: the browser's socket joined through
+// the server's tunnel to the agent's, a real shell on a pseudo-terminal here.
+TEST_F(RoutesTest, ATerminalOverAWebSocketRunsTheOwnersShellAndClosesWithWhyItEnded) {
+  DataPlaneAndProject();
+  auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
+  ASSERT_EQ(launched.status, 202) << launched.body.dump();
+  const std::string ws = launched.body["id"];
+  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/workspaces/" + ws + "/status", agent_, {{"phase", "Ready"}}).status,
+            200);
+  fakes::FakeDataPlane dp;
+  dp.cluster = "dp1";
+  dp.shell = {"/bin/sh", "-c", "PS1='ready> ' exec /bin/sh -i"};
+  api::Workspace w;
+  w.metadata.name = ws;
+  w.spec.user.name = "ann";
+  w.spec.project = "astro";
+  w.status.phase = "Ready";
+  dp.workspaces[ws] = w;
+  AgentOptions o;
+  o.server = "http://127.0.0.1:" + std::to_string(port_);
+  o.token = agent_;
+  o.data_plane = "dp1";
+  auto agent = std::make_unique<Agent>(&dp, o);
+  std::atomic<bool> stop{false};
+  std::thread relay([&] {
+    while (!stop) EXPECT_TRUE(agent->ServeRelay(std::chrono::seconds(1)).ok());
+  });
+  const std::string path = "/api/v1/projects/astro/workspaces/" + ws + "/terminal";
+  httplib::Client c("127.0.0.1", port_);
+  auto upgrade = [&](const std::string& target, const std::string& token, const std::string& origin = "") {
+    httplib::Headers h = {{"Authorization", "Bearer " + token}, {"Upgrade", "websocket"}, {"Connection", "Upgrade"},
+                          {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, {"Sec-WebSocket-Version", "13"}};
+    if (!origin.empty()) h.emplace("Origin", origin);
+    return c.Get(target, h)->status;
+  };
+  EXPECT_EQ(upgrade(path, bob_), 403) << "not a member";
+  EXPECT_EQ(upgrade(path, admin_), 403) << "not even an admin: the shell is ann's";
+  EXPECT_EQ(upgrade(path, ann_, "http://elsewhere.example"), 403) << "a page of another site";
+  EXPECT_EQ(upgrade(path + "?cols=5000", ann_), 400);
+  EXPECT_EQ(c.Get(path, {{"Authorization", "Bearer " + ann_}})->status, 400) << "not an upgrade";
+  EXPECT_TRUE(dp.shells_started.empty()) << "no refused request started a shell";
+
+  ws::Loop loop;
+  std::string screen;
+  ws::CloseInfo closed;
+  std::shared_ptr<ws::Connection> term;
+  // Typed in turn, each once the screen shows, after what the step before matched, what the one
+  // before should have printed (a prompt after Ctrl-C: a shell drops a line typed ahead of its
+  // interrupt).
+  std::vector<std::pair<std::string, std::string>> script = {
+      {"", "ready> "},
+      {"echo $((6*7))\n", "42"},
+      {R"({"resize": {"cols": 120, "rows": 40}})", ""},
+      {"stty size\n", "40 120"},
+      // Ctrl-C once the sleep runs (typed before, it reaches the shell, not the sleep).
+      {"sh -c 'echo sleep\"\"ing-now; exec sleep 100'\n", "sleeping-now"},
+      {"\x03", "^C"},
+      {"", "ready> "},
+      {"echo after-$((1+1))\n", "after-2"},
+      {"exit 3\n", ""}};
+  size_t next = 0, from = 0;
+  std::string waiting_for;
+  auto advance = [&] {
+    while (next < script.size()) {
+      const size_t at = waiting_for.empty() ? from : screen.find(waiting_for, from);
+      if (at == std::string::npos) return;
+      from = at + waiting_for.size();  // what the next step waits for comes after this
+      const auto& [keys, expect] = script[next++];
+      if (!keys.empty()) term->Send(keys, keys[0] != '{');  // text messages are resizes; keystrokes binary
+      waiting_for = expect;
+    }
+  };
+  auto opened = loop.Connect(
+      "127.0.0.1", std::to_string(port_), path + "?cols=80&rows=24", {{"Authorization", "Bearer " + ann_}},
+      std::chrono::seconds(30),
+      [&](std::string data, bool binary) {
+        EXPECT_TRUE(binary) << "the terminal's bytes are binary messages";
+        screen += data;
+        advance();
+      },
+      [&](const ws::CloseInfo& info) { closed = info; });
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  term = *opened;
+  term->CloseAt(std::chrono::system_clock::now() + std::chrono::seconds(20), ws::kNormalClosure, "test timed out");
+  advance();
+  loop.Run();
+  EXPECT_EQ(next, script.size()) << "stuck waiting for " << waiting_for << " in " << screen;
+  EXPECT_NE(screen.find("after-2"), std::string::npos) << "Ctrl-C interrupted the sleep: " << screen;
+  EXPECT_EQ(closed.code, ws::kNormalClosure);
+  EXPECT_EQ(closed.reason, "the shell exited 3") << screen;
+  EXPECT_EQ(dp.shells_started.size(), 1u);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  std::string audit;
+  while (std::chrono::steady_clock::now() < deadline && audit.find("the shell exited 3") == std::string::npos) {
+    audit = Call("GET", "/api/v1/audit", admin_).body.dump();
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(audit.find("terminal.open"), std::string::npos);
+  EXPECT_NE(audit.find("the shell exited 3"), std::string::npos) << "the close is audited with why: " << audit;
+  stop = true;
+  relay.join();
+  agent.reset();
+  EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "the agent stopped promptly";
+}
+
 }  // namespace
 }  // namespace hpc::cp
