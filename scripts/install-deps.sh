@@ -26,7 +26,7 @@ run=(
 test=(
   bc python3 postgresql prometheus
   runc
-  chromium chromium-driver python3-selenium
+  chromium chromium-driver python3-selenium python3-websocket
   python3-kubernetes python3-yaml
   clang-format clang-tidy
 )
