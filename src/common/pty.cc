@@ -1,8 +1,8 @@
 #include "common/pty.h"
 
-#include <signal.h>
 #include <fcntl.h>
 #include <pty.h>
+#include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/wait.h>
 #include <unistd.h>

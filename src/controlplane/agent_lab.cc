@@ -28,10 +28,6 @@ constexpr size_t kLogTailBytes = 8192;
 constexpr std::array<const char*, 7> kForwarded = {
     "Accept", "Content-Type", "If-None-Match", "If-Match", "If-Modified-Since", "X-Requested-With", "Accept-Encoding"};
 
-std::string Text(const json& j, const char* key) {
-  return j.contains(key) && j[key].is_string() ? j[key].get<std::string>() : std::string();
-}
-
 json Refused(const Status& s) { return RelayError(s); }
 }  // namespace
 
@@ -94,7 +90,8 @@ AgentLabs::AgentLabs(DataPlaneAccess* dp, TerminalEndpoint endpoint) : dp_(dp), 
 AgentLabs::~AgentLabs() { StopAll(); }
 
 Result<AgentLabs::Relayed> AgentLabs::Check(const json& request, api::Workspace* out) {
-  Relayed r{Text(request, "workspace"), Text(request, "project"), Text(request, "user"), Text(request, "target")};
+  Relayed r{RelayedText(request, "workspace"), RelayedText(request, "project"), RelayedText(request, "user"),
+            RelayedText(request, "target")};
   if (!api::ValidateUserName(r.user).ok() || r.user == "root") {
     return Status::FailedPrecondition("not a user JupyterLab runs as");
   }
@@ -166,12 +163,12 @@ json AgentLabs::Request(const json& request) {
   api::Workspace w;
   auto r = Check(request, &w);
   if (!r.ok()) return Refused(r.status());
-  const std::string method = Text(request, "method");
+  const std::string method = RelayedText(request, "method");
   static const std::array<const char*, 6> kMethods = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
   if (std::find(kMethods.begin(), kMethods.end(), method) == kMethods.end()) {
     return Refused(Status::FailedPrecondition("not a method JupyterLab is asked with: " + method.substr(0, 10)));
   }
-  auto body = jwt::Base64Decode(Text(request, "body"));
+  auto body = jwt::Base64Decode(RelayedText(request, "body"));
   if (!body.ok()) return Refused(Status::Unavailable("lab-http: the body is not base64"));
   auto lab = Ensure(w, *r);
   if (!lab.ok()) return Refused(lab.status());
@@ -210,7 +207,7 @@ json AgentLabs::Socket(const json& request) {
   api::Workspace w;
   auto r = Check(request, &w);
   if (!r.ok()) return Refused(r.status());
-  const std::string tunnel = Text(request, "tunnel");
+  const std::string tunnel = RelayedText(request, "tunnel");
   if (tunnel.size() != 32 || tunnel.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return Refused(Status::Unavailable("lab-socket: no tunnel id"));
   }

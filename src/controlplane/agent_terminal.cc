@@ -65,9 +65,6 @@ AgentTerminals::AgentTerminals(DataPlaneAccess* dp, TerminalEndpoint endpoint)
 AgentTerminals::~AgentTerminals() { StopAll(); }
 
 namespace {
-std::string Text(const json& request, const char* key) {
-  return request.contains(key) && request[key].is_string() ? request[key].get<std::string>() : std::string();
-}
 bool IsHexId(const std::string& id) {
   return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
 }
@@ -78,7 +75,7 @@ Result<PtyProcess> AgentTerminals::ShellFor(const json& request) {
     return request.contains(key) && request[key].is_number_integer() ? std::clamp(request[key].get<int>(), 2, 1000)
                                                                      : otherwise;
   };
-  const std::string workspace = Text(request, "workspace"), user = Text(request, "user");
+  const std::string workspace = RelayedText(request, "workspace"), user = RelayedText(request, "user");
   auto w = dp_->FindWorkspace(workspace);
   if (!w.ok()) return Status::Unavailable(w.status().message());
   // The control plane checked who asks; the data plane checks the workspace is theirs here too.
@@ -96,7 +93,7 @@ Result<PtyProcess> AgentTerminals::ShellFor(const json& request) {
 }
 
 json AgentTerminals::Open(const json& request) {
-  const std::string id = Text(request, "session");
+  const std::string id = RelayedText(request, "session");
   if (!IsHexId(id)) return RelayError(Status::Unavailable("terminal-open: no session id"));
   auto shell = ShellFor(request);
   if (!shell.ok()) return RelayError(shell.status());
@@ -120,7 +117,7 @@ json AgentTerminals::Open(const json& request) {
 
 json AgentTerminals::OpenSocket(const json& request) {
   ReapEnded();
-  const std::string tunnel = Text(request, "tunnel");
+  const std::string tunnel = RelayedText(request, "tunnel");
   if (!IsHexId(tunnel)) return RelayError(Status::Unavailable("terminal-socket: no tunnel id"));
   auto server = ws::PlainHttpHostPort(endpoint_.server);
   if (!server.ok()) return RelayError(server.status());
@@ -191,8 +188,7 @@ void AgentTerminals::PumpSocketOutput(SocketSession* s) {
     s->socket->Send(std::string(buf.data(), static_cast<size_t>(n)), true);
   }
   int status = 0;
-  while (::waitpid(s->shell.pid, &status, 0) < 0 && errno == EINTR) {
-  }
+  while (::waitpid(s->shell.pid, &status, 0) < 0 && errno == EINTR) {}
   s->done = true;
   s->socket->Close(ws::kNormalClosure, "the shell " + ExitReason(status));
 }

@@ -117,7 +117,7 @@ void ProxyRequest(const LabContext& c, const Request& req, Response& res) {
                                ? h["Content-Type"].get<std::string>()
                                : "application/octet-stream";
   res.status = status;
-  if (status != 204 && status != 304) res.set_content(std::move(*body), type);
+  if (status != 204 && status != 304) res.set_content(*body, type);
   if (req.method == "GET" && std::string(req.matches[3]) == "/lab") {
     c.auth->Audit(caller->principal.subject, req, "lab.open", caller->workspace.project + "/" + caller->workspace.id);
   }

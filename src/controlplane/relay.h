@@ -28,6 +28,12 @@ nlohmann::json RelayError(const Status& s);
 // Unavailable: the agent's fault, never the caller's.
 Status RelayAnswerError(const nlohmann::json& answer, const std::string& otherwise);
 
+// A relayed request's string field `key`; "" when it has none (the agent then refuses the
+// request for what is missing).
+inline std::string RelayedText(const nlohmann::json& request, const char* key) {
+  return request.contains(key) && request[key].is_string() ? request[key].get<std::string>() : std::string();
+}
+
 class RelayHub {
  public:
   explicit RelayHub(size_t max_pending_per_data_plane = 64) : max_pending_(max_pending_per_data_plane) {}

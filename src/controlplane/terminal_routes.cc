@@ -179,8 +179,8 @@ void AgentOutput(http::Auth* auth, TerminalHub* terminals, const Request& req, R
 
 }  // namespace
 
-void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals,
-                       TunnelHub* tunnels, int unreachable_after, bool tls) {
+void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals, TunnelHub* tunnels,
+                       int unreachable_after, bool tls) {
   s.Get(kSocket,
         http::InProject(authn, [=](const Principal& p, const std::string& project, const Request& req, Response& res) {
           OpenSocket(authn, relay, tunnels, unreachable_after, tls, p, project, req, res);

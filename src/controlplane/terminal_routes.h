@@ -16,7 +16,7 @@ namespace http {
 class Auth;
 }
 
-void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals,
-                       TunnelHub* tunnels, int unreachable_after, bool tls);
+void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals, TunnelHub* tunnels,
+                       int unreachable_after, bool tls);
 
 }  // namespace hpc::cp

@@ -23,8 +23,8 @@ void AgentEnd(http::Auth* auth, TunnelHub* tunnels, bool tls, const Request& req
   if (!p || !http::RequireAgentFor(*p, req.matches[1], res) || !CheckUpgrade(req, res, tls)) return;
   const std::string data_plane = req.matches[1], tunnel = req.matches[2];
   if (!tunnels->Waits(tunnel, TunnelHub::End::kAgent, data_plane)) {
-    return Error(res, Status::NotFound(
-                          fmt::format("no tunnel {} waits for data plane {}", tunnel.substr(0, 8), data_plane)));
+    return Error(
+        res, Status::NotFound(fmt::format("no tunnel {} waits for data plane {}", tunnel.substr(0, 8), data_plane)));
   }
   bool served = ServeWebSocket(
       req, res,

@@ -23,10 +23,10 @@ class Auth;
 
 struct BrowserTunnel {
   std::string data_plane;
-  nlohmann::json request;                // relayed to the agent with "tunnel": its id added
+  nlohmann::json request;                 // relayed to the agent with "tunnel": its id added
   std::chrono::seconds open_timeout{20};  // for the agent to open its end
-  int64_t credential_expires_at = 0;     // the browser's end closes then (4401); 0: never
-  std::function<void()> on_open;         // once both ends are open
+  int64_t credential_expires_at = 0;      // the browser's end closes then (4401); 0: never
+  std::function<void()> on_open;          // once both ends are open
   std::function<void(const ws::CloseInfo&)> on_close;
 };
 

@@ -702,8 +702,11 @@ TEST_F(RoutesTest, ATerminalOverAWebSocketRunsTheOwnersShellAndClosesWithWhyItEn
   const std::string path = "/api/v1/projects/astro/workspaces/" + ws + "/terminal";
   httplib::Client c("127.0.0.1", port_);
   auto upgrade = [&](const std::string& target, const std::string& token, const std::string& origin = "") {
-    httplib::Headers h = {{"Authorization", "Bearer " + token}, {"Upgrade", "websocket"}, {"Connection", "Upgrade"},
-                          {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="}, {"Sec-WebSocket-Version", "13"}};
+    httplib::Headers h = {{"Authorization", "Bearer " + token},
+                          {"Upgrade", "websocket"},
+                          {"Connection", "Upgrade"},
+                          {"Sec-WebSocket-Key", "dGhlIHNhbXBsZSBub25jZQ=="},
+                          {"Sec-WebSocket-Version", "13"}};
     if (!origin.empty()) h.emplace("Origin", origin);
     return c.Get(target, h)->status;
   };
