@@ -221,7 +221,11 @@ json AgentLabs::Socket(const json& request) {
       (*lab)->server.host, std::to_string((*lab)->server.port), r->target,
       {{"Authorization", "token " + (*lab)->token}}, std::chrono::seconds(10),
       [s](std::string data, bool binary) { s->server->Send(std::move(data), binary); },
-      [s](const ws::CloseInfo& info) { s->server->Close(ws::SendableCloseCode(info.code), info.reason); });
+      [s](const ws::CloseInfo& info) {
+        // A socket that broke (its login pod went) says so; a close JupyterLab sent passes as it is.
+        s->server->Close(ws::SendableCloseCode(info.code),
+                         info.code == 1006 ? "JupyterLab's socket ended (" + info.reason + ")" : info.reason);
+      });
   if (!lab_end.ok()) return Refused(Status::Unavailable("JupyterLab's socket: " + lab_end.status().message()));
   s->lab = *lab_end;
   auto server_end = s->loop.Connect(

@@ -34,7 +34,13 @@ using http::Ok;
 using nlohmann::json;
 
 Server::Server(Store* store, ServerOptions opts)
-    : store_(store), opts_(std::move(opts)), limiter_(opts_.max_failed_signins), watchdog_(opts_.connections) {
+    : store_(store),
+      opts_(std::move(opts)),
+      limiter_(opts_.max_failed_signins),
+      watchdog_(opts_.connections),
+      // A socket holds a server thread at each end (the browser's, the agent's) for its life:
+      // half of the threads at most (128 sockets of the default 512), so the API keeps the rest.
+      tunnels_(std::max<size_t>(1, opts_.connections.max_threads / 4)) {
   if (opts_.tls_cert.empty() != opts_.tls_key.empty()) {
     init_ = Status::Error("TLS needs both --tls-cert and --tls-key");
   } else if (!opts_.tls_cert.empty()) {

@@ -73,7 +73,7 @@ class Server {
   std::unique_ptr<ServerMetrics> metrics_;
   RelayHub relay_;         // requests for the agents, which call in for them
   TerminalHub terminals_;  // browser terminals' queues
-  TunnelHub tunnels_;      // WebSockets joined to agents' (JupyterLab)
+  TunnelHub tunnels_;      // browsers' WebSockets joined to agents' (terminals, JupyterLab)
   Status init_;            // TLS files that could not be loaded
 };
 

@@ -10,18 +10,16 @@ workspace. Screenshots go to <build>/console-artifacts (run-*.png).
 Usage: console_run_test.py BUILD_DIR
 """
 import os
-import random
 import re
-import subprocess
 import sys
-import tempfile
 import threading
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_test import (ARTIFACTS, BUILD, Api, browser_errors, check, check_accessible, chromium, finish,  # noqa: E402
-                          free_port, poll, tear_down_cluster)
+from console_test import (ARTIFACTS, BUILD, Api, LocalCluster, browser_errors, check, check_accessible,  # noqa: E402
+                          chromium, finish, poll, tear_down_cluster)
 
+import websocket  # noqa: E402  (python3-websocket)
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.action_chains import ActionChains  # noqa: E402
 from selenium.webdriver.common.keys import Keys  # noqa: E402
@@ -84,30 +82,12 @@ def terminal_checks(driver, wait, admin, base, shot):
 
 
 def main():
-    state = tempfile.mkdtemp(prefix="hpcplane-console-run.")
+    cluster = LocalCluster("crun", 238)
     os.makedirs(ARTIFACTS, exist_ok=True)
-    name = f"crun{os.getpid() % 100000}"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, HPCPLANE_STATE_DIR=state, HPCPLANE_CLUSTER=name)
-    manifest = os.path.join(state, "cluster.yaml")
-    with open(manifest, "w") as f:
-        f.write(f"""apiVersion: hpcplane.io/v1alpha1
-kind: SlurmCluster
-metadata:
-  name: {name}
-spec:
-  network:
-    subnet: 10.238.{random.Random(os.getpid()).randrange(250)}.0/24
-""")
-    hp = lambda *args, timeout=240: subprocess.run([HPCPLANE, *args], env=env, capture_output=True, text=True,
-                                                   timeout=timeout)
+    name, base, state, env = cluster.name, cluster.base, cluster.state, cluster.env
     driver = None
     try:
-        up = hp("up", "-f", manifest, "--detach", "--control-plane", f"127.0.0.1:{port}")
-        if up.returncode != 0:
-            raise SystemExit(f"hpcplane up failed ({up.returncode}): {up.stdout}{up.stderr}")
-        admin = Api(base, open(os.path.join(state, "controlplane", "admin.token")).read().strip())
+        admin = cluster.up()
         code, body = admin.call("POST", "/api/v1/tokens", {"subject": "ann", "role": "user", "projects": ["astro"]})
         assert code == 201, body
         ann = Api(base, body["token"])
@@ -250,7 +230,23 @@ spec:
         code, body = ann.call("GET", output + "&stream=stdin")
         check(code == 400 and body["error"]["field"] == "stream", f"a bad stream is refused by name ({code} {body})")
 
-        # A terminal left open (read all along, as an open tab does) ends with the workspace.
+        # A terminal left open ends with the workspace: over a WebSocket (the console's), and over
+        # long polls (read all along, as an open tab does).
+        sock = websocket.create_connection(f"ws://{base[len('http://'):]}/api/v1/projects/astro/workspaces/ann-astro/"
+                                           "terminal", header=["Authorization: Bearer " + ann.token], timeout=240)
+        socket_ended = {}
+
+        def follow_socket():
+            try:
+                while True:
+                    op, data = sock.recv_data()
+                    if op == websocket.ABNF.OPCODE_CLOSE:
+                        socket_ended.update(code=int.from_bytes(data[:2], "big"), reason=data[2:].decode())
+                        return
+            except Exception as e:  # noqa: BLE001 (what broke is the check's message)
+                socket_ended.update(error=repr(e))
+        socket_follower = threading.Thread(target=follow_socket, daemon=True)
+        socket_follower.start()
         code, body = ann.call("POST", "/api/v1/projects/astro/workspaces/ann-astro/terminals", {})
         assert code == 201, body
         ended = {}
@@ -274,8 +270,11 @@ spec:
             lambda d: phase() in ("Stopped", "Failed"))
         check(phase() == "Stopped", f"the workspace stopped from the console is Stopped ({phase()})")
         follower.join(timeout=60)
+        socket_follower.join(timeout=60)
+        check(socket_ended.get("code") == 1000 and socket_ended.get("reason", "").startswith("the shell"),
+              f"the terminal's WebSocket still open closed as its login pod went, saying why ({socket_ended})")
         check(ended.get("reason", "").startswith("the shell"),
-              f"the terminal still open closed as its login pod went, its shell ended ({ended})")
+              f"the terminal still open over long polls closed as its login pod went, its shell ended ({ended})")
         shot("07-workspace-stopped")
         code, body = ann.call("GET", "/api/v1/projects/astro/jobs?limit=10")
         check(code == 200 and any(j["jobId"] == record["jobId"] for j in body["jobs"]),

@@ -6,6 +6,7 @@ through the agent API. Screenshots of each page go to <build>/console-artifacts.
 Usage: console_test.py BUILD_DIR
 """
 import json
+import random
 import os
 import shutil
 import signal
@@ -127,6 +128,33 @@ class Api:
                 return r.status, json.loads(r.read() or b"null")
         except urllib.error.HTTPError as e:
             return e.code, json.loads(e.read() or b"null")
+
+
+class LocalCluster:
+    """A cluster of its own for one test: state dir, name, control plane port and subnet
+    10.`octet`.N.0/24 (each test file its own octet), and `hp(...)` running hpcplane against it."""
+
+    def __init__(self, prefix, octet):
+        self.state = tempfile.mkdtemp(prefix=f"hpcplane-{prefix}.")
+        self.name = f"{prefix}{os.getpid() % 100000}"
+        self.port = free_port()
+        self.base = f"http://127.0.0.1:{self.port}"
+        self.env = dict(os.environ, HPCPLANE_STATE_DIR=self.state, HPCPLANE_CLUSTER=self.name)
+        self.manifest = os.path.join(self.state, "cluster.yaml")
+        with open(self.manifest, "w") as f:
+            f.write(f"apiVersion: hpcplane.io/v1alpha1\nkind: SlurmCluster\nmetadata:\n  name: {self.name}\n"
+                    f"spec:\n  network:\n    subnet: 10.{octet}.{random.Random(os.getpid()).randrange(250)}.0/24\n")
+
+    def hp(self, *args, timeout=240):
+        return subprocess.run([os.path.join(BUILD, "hpcplane"), *args], env=self.env, capture_output=True, text=True,
+                              timeout=timeout)
+
+    def up(self):
+        """`hpcplane up --control-plane` (real Slurm, the server and the agent); the admin's Api."""
+        up = self.hp("up", "-f", self.manifest, "--detach", "--control-plane", f"127.0.0.1:{self.port}")
+        if up.returncode != 0:
+            raise SystemExit(f"hpcplane up failed ({up.returncode}): {up.stdout}{up.stderr}")
+        return Api(self.base, open(os.path.join(self.state, "controlplane", "admin.token")).read().strip())
 
 
 def chromium(state):

@@ -11,18 +11,16 @@ Usage: lab_test.py BUILD_DIR
 """
 import base64
 import os
-import random
 import socket
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from console_test import (ARTIFACTS, BUILD, Api, browser_errors, check, check_accessible, chromium, finish,  # noqa: E402
-                          free_port, poll, tear_down_cluster)
+from console_test import (ARTIFACTS, BUILD, Api, LocalCluster, browser_errors, check, check_accessible,  # noqa: E402
+                          chromium, finish, poll, tear_down_cluster)
 
 from selenium.common.exceptions import StaleElementReferenceException  # noqa: E402
 from selenium.webdriver.common.by import By  # noqa: E402
@@ -86,24 +84,9 @@ def upgrade_status(port, path, token):
 
 
 def main():
-    state = tempfile.mkdtemp(prefix="hpcplane-lab.")
+    cluster = LocalCluster("lab", 243)
     os.makedirs(ARTIFACTS, exist_ok=True)
-    name = f"lab{os.getpid() % 100000}"
-    port = free_port()
-    base = f"http://127.0.0.1:{port}"
-    env = dict(os.environ, HPCPLANE_STATE_DIR=state, HPCPLANE_CLUSTER=name)
-    manifest = os.path.join(state, "cluster.yaml")
-    with open(manifest, "w") as f:
-        f.write(f"""apiVersion: hpcplane.io/v1alpha1
-kind: SlurmCluster
-metadata:
-  name: {name}
-spec:
-  network:
-    subnet: 10.243.{random.Random(os.getpid()).randrange(250)}.0/24
-""")
-    hp = lambda *args, timeout=240: subprocess.run([HPCPLANE, *args], env=env, capture_output=True, text=True,
-                                                   timeout=timeout)
+    name, port, base, state, hp = cluster.name, cluster.port, cluster.base, cluster.state, cluster.hp
     driver = None
     try:
         started = time.time()
@@ -111,10 +94,7 @@ spec:
         if built.returncode != 0:
             raise SystemExit(f"building the JupyterLab environment failed: {built.stdout}{built.stderr}")
         print(f"jupyterlab-26.05 ready in {time.time() - started:.0f} s")
-        up = hp("up", "-f", manifest, "--detach", "--control-plane", f"127.0.0.1:{port}")
-        if up.returncode != 0:
-            raise SystemExit(f"hpcplane up failed ({up.returncode}): {up.stdout}{up.stderr}")
-        admin = Api(base, open(os.path.join(state, "controlplane", "admin.token")).read().strip())
+        admin = cluster.up()
         tokens = {}
         for user in ("ann", "bob"):
             code, body = admin.call("POST", "/api/v1/tokens", {"subject": user, "role": "user", "projects": ["astro"]})
@@ -202,7 +182,7 @@ spec:
         check(status_of(base, lab + "api/status", tokens["ann"]) in (404, 409),
               "JupyterLab of a stopped workspace is refused")
     finally:
-        tear_down_cluster(driver, HPCPLANE, env, state)
+        tear_down_cluster(driver, HPCPLANE, cluster.env, state)
     finish()
 
 

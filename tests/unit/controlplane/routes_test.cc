@@ -89,6 +89,44 @@ class RoutesTest : public ::testing::Test {
     ASSERT_EQ(Call("PUT", "/api/v1/projects/astro", admin_, {{"dataPlane", "dp1"}}).status, 200);
   }
 
+  // Workspace `ws` Ready as the agent reports it, and as `dp` (data plane dp1) runs it: ann's in
+  // project astro.
+  void ReadyOn(fakes::FakeDataPlane& dp, const std::string& ws) {
+    ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/workspaces/" + ws + "/status", agent_, {{"phase", "Ready"}}).status,
+              200);
+    dp.cluster = "dp1";
+    api::Workspace w;
+    w.metadata.name = ws;
+    w.spec.user.name = "ann";
+    w.spec.project = "astro";
+    w.status.phase = "Ready";
+    dp.workspaces[ws] = w;
+  }
+  // dp1's real agent over `dp`, serving the relay on a thread of its own until Stop.
+  struct RunningAgent {
+    std::unique_ptr<Agent> agent;
+    std::atomic<bool> stop{false};
+    std::thread relay;
+    void Stop() {
+      stop = true;
+      if (relay.joinable()) relay.join();
+      agent.reset();  // joins what it runs: shells, JupyterLab, sockets
+    }
+    ~RunningAgent() { Stop(); }
+  };
+  std::unique_ptr<RunningAgent> StartAgent(fakes::FakeDataPlane& dp) {
+    AgentOptions o;
+    o.server = "http://127.0.0.1:" + std::to_string(port_);
+    o.token = agent_;
+    o.data_plane = "dp1";
+    auto a = std::make_unique<RunningAgent>();
+    a->agent = std::make_unique<Agent>(&dp, o);
+    a->relay = std::thread([raw = a.get()] {
+      while (!raw->stop) EXPECT_TRUE(raw->agent->ServeRelay(std::chrono::seconds(1)).ok());
+    });
+    return a;
+  }
+
   std::filesystem::path dir_;
   std::unique_ptr<Store> store_;
   std::unique_ptr<Server> server_;
@@ -428,24 +466,9 @@ TEST_F(RoutesTest, ATerminalRunsTheOwnersShellThroughTheAgentAndEndsWhenClosed) 
   const std::string ws = launched.body["id"];
   const std::string open_path = "/api/v1/projects/astro/workspaces/" + ws + "/terminals";
   EXPECT_EQ(Call("POST", open_path, ann_, json::object()).status, 409) << "not Ready yet";
-  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/workspaces/" + ws + "/status", agent_, {{"phase", "Ready"}}).status,
-            200);
   fakes::FakeDataPlane dp;
-  dp.cluster = "dp1";
-  api::Workspace w;
-  w.metadata.name = ws;
-  w.spec.user.name = "ann";
-  w.status.phase = "Ready";
-  dp.workspaces[ws] = w;
-  AgentOptions o;
-  o.server = "http://127.0.0.1:" + std::to_string(port_);
-  o.token = agent_;
-  o.data_plane = "dp1";
-  auto agent = std::make_unique<Agent>(&dp, o);
-  std::atomic<bool> stop{false};
-  std::thread relay([&] {
-    while (!stop) EXPECT_TRUE(agent->ServeRelay(std::chrono::seconds(1)).ok());
-  });
+  ReadyOn(dp, ws);
+  auto agent = StartAgent(dp);
   EXPECT_EQ(Call("POST", open_path, carl, json::object()).status, 403) << "another member";
   EXPECT_EQ(Call("POST", open_path, admin_, json::object()).status, 403) << "not even an admin: the shell is ann's";
   EXPECT_EQ(Call("POST", open_path, bob_, json::object()).status, 403);
@@ -496,9 +519,7 @@ TEST_F(RoutesTest, ATerminalRunsTheOwnersShellThroughTheAgentAndEndsWhenClosed) 
   auto audit = Call("GET", "/api/v1/audit", admin_).body.dump();
   EXPECT_NE(audit.find("terminal.open"), std::string::npos);
   EXPECT_NE(audit.find("terminal.close"), std::string::npos);
-  stop = true;
-  relay.join();
-  agent.reset();  // joins every pump: the shell is gone by then
+  agent->Stop();  // joins every pump: the shell is gone by then
   EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "the agent stopped promptly";
 }
 
@@ -556,25 +577,9 @@ TEST_F(RoutesTest, JupyterLabIsItsOwnersAloneOverHttpAndWebSocketsThroughTheAgen
   auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
   ASSERT_EQ(launched.status, 202) << launched.body.dump();
   const std::string ws = launched.body["id"];
-  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/workspaces/" + ws + "/status", agent_, {{"phase", "Ready"}}).status,
-            200);
   fakes::FakeDataPlane dp;
-  dp.cluster = "dp1";
-  api::Workspace w;
-  w.metadata.name = ws;
-  w.spec.user.name = "ann";
-  w.spec.project = "astro";
-  w.status.phase = "Ready";
-  dp.workspaces[ws] = w;
-  AgentOptions o;
-  o.server = "http://127.0.0.1:" + std::to_string(port_);
-  o.token = agent_;
-  o.data_plane = "dp1";
-  auto agent = std::make_unique<Agent>(&dp, o);
-  std::atomic<bool> stop{false};
-  std::thread relay([&] {
-    while (!stop) EXPECT_TRUE(agent->ServeRelay(std::chrono::seconds(1)).ok());
-  });
+  ReadyOn(dp, ws);
+  auto agent = StartAgent(dp);
   const std::string base = "/projects/astro/workspaces/" + ws + "/lab/";
   httplib::Client c("127.0.0.1", port_);
   auto get = [&](const std::string& path, const std::string& token) {
@@ -666,9 +671,7 @@ TEST_F(RoutesTest, JupyterLabIsItsOwnersAloneOverHttpAndWebSocketsThroughTheAgen
                             {{"Authorization", "Bearer " + carl}}, std::chrono::seconds(30), nullptr, nullptr)
                    .ok());
   EXPECT_EQ(dp.labs_started.size(), 2u) << "one JupyterLab served every request once it started";
-  stop = true;
-  relay.join();
-  agent.reset();  // ends JupyterLab
+  agent->Stop();  // ends JupyterLab
   EXPECT_NE(::kill(lab_pid, 0), 0) << "the agent ended JupyterLab when it stopped";
 }
 
@@ -679,26 +682,10 @@ TEST_F(RoutesTest, ATerminalOverAWebSocketRunsTheOwnersShellAndClosesWithWhyItEn
   auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
   ASSERT_EQ(launched.status, 202) << launched.body.dump();
   const std::string ws = launched.body["id"];
-  ASSERT_EQ(Call("POST", "/api/v1/dataplanes/dp1/workspaces/" + ws + "/status", agent_, {{"phase", "Ready"}}).status,
-            200);
   fakes::FakeDataPlane dp;
-  dp.cluster = "dp1";
   dp.shell = {"/bin/sh", "-c", "PS1='ready> ' exec /bin/sh -i"};
-  api::Workspace w;
-  w.metadata.name = ws;
-  w.spec.user.name = "ann";
-  w.spec.project = "astro";
-  w.status.phase = "Ready";
-  dp.workspaces[ws] = w;
-  AgentOptions o;
-  o.server = "http://127.0.0.1:" + std::to_string(port_);
-  o.token = agent_;
-  o.data_plane = "dp1";
-  auto agent = std::make_unique<Agent>(&dp, o);
-  std::atomic<bool> stop{false};
-  std::thread relay([&] {
-    while (!stop) EXPECT_TRUE(agent->ServeRelay(std::chrono::seconds(1)).ok());
-  });
+  ReadyOn(dp, ws);
+  auto agent = StartAgent(dp);
   const std::string path = "/api/v1/projects/astro/workspaces/" + ws + "/terminal";
   httplib::Client c("127.0.0.1", port_);
   auto upgrade = [&](const std::string& target, const std::string& token, const std::string& origin = "") {
@@ -774,10 +761,24 @@ TEST_F(RoutesTest, ATerminalOverAWebSocketRunsTheOwnersShellAndClosesWithWhyItEn
   }
   EXPECT_NE(audit.find("terminal.open"), std::string::npos);
   EXPECT_NE(audit.find("the shell exited 3"), std::string::npos) << "the close is audited with why: " << audit;
-  stop = true;
-  relay.join();
-  agent.reset();
-  EXPECT_LT(std::chrono::steady_clock::now(), deadline) << "the agent stopped promptly";
+
+  // A terminal opened with a token about to expire closes when it does.
+  auto brief = Call("POST", "/api/v1/tokens", admin_,
+                    {{"subject", "ann"}, {"role", "user"}, {"projects", {"astro"}}, {"ttl", "2s"}});
+  ASSERT_EQ(brief.status, 201) << brief.body.dump();
+  ws::CloseInfo expired;
+  const auto opened_at = std::chrono::steady_clock::now();
+  auto second = loop.Connect("127.0.0.1", std::to_string(port_), path,
+                             {{"Authorization", "Bearer " + brief.body["token"].get<std::string>()}},
+                             std::chrono::seconds(30), nullptr, [&](const ws::CloseInfo& info) { expired = info; });
+  ASSERT_TRUE(second.ok()) << second.status().message();
+  (*second)->CloseAt(std::chrono::system_clock::now() + std::chrono::seconds(20), ws::kNormalClosure, "test timed out");
+  loop.Run();
+  EXPECT_EQ(expired.code, ws::kTokenExpired) << expired.reason;
+  EXPECT_LT(std::chrono::steady_clock::now() - opened_at, std::chrono::seconds(5));
+  const auto stopping = std::chrono::steady_clock::now();
+  agent->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(5)) << "the agent stopped promptly";
 }
 
 }  // namespace
