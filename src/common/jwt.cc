@@ -107,6 +107,18 @@ Result<std::string> RandomBytes(size_t n) {
   return out;
 }
 
+Result<std::string> RandomHex(size_t n) {
+  ASSIGN_OR_RETURN(std::string raw, RandomBytes(n));
+  static constexpr char kDigits[] = "0123456789abcdef";
+  std::string out;
+  out.reserve(2 * n);
+  for (unsigned char c : raw) {
+    out += kDigits[c >> 4];
+    out += kDigits[c & 0xf];
+  }
+  return out;
+}
+
 int64_t UnixNow() {
   return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
 }

@@ -27,6 +27,8 @@ Result<Claims> Verify(const std::string& token, const std::string& key, int64_t 
 
 // Random bytes from OpenSSL's CSPRNG, for munge and JWT keys.
 Result<std::string> RandomBytes(size_t n);
+// `n` random bytes as lowercase hex (2n characters): ids nobody can guess, generated passwords.
+Result<std::string> RandomHex(size_t n);
 
 int64_t UnixNow();
 // Lowercase hex SHA-256 of `data` (API tokens are stored only as this digest).

@@ -68,7 +68,7 @@ void SetSocketTimeouts(int fd, std::chrono::milliseconds t) {
 
 struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
   Impl(asio::io_context& context, tcp::socket socket, const Options& o)
-      : ioc(context), ws(std::move(socket)), options(o), close_timer(context) {
+      : ws(std::move(socket)), options(o), close_timer(context) {
     ws.set_option(websocket::stream_base::timeout{std::chrono::seconds(30), o.idle_timeout, true});
     ws.read_message_max(o.max_message_bytes);
   }
@@ -145,7 +145,6 @@ struct Connection::Impl : std::enable_shared_from_this<Connection::Impl> {
     if (closed) closed(info);
   }
 
-  asio::io_context& ioc;
   websocket::stream<beast::tcp_stream> ws;
   Options options;
   beast::flat_buffer in;

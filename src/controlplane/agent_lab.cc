@@ -127,9 +127,7 @@ Result<std::shared_ptr<AgentLabs::Lab>> AgentLabs::Ensure(const api::Workspace& 
   std::lock_guard<std::mutex> start(lab->start_mu);
   if (lab->started && !lab->exited) return lab;
   if (lab->started) return Status::Unavailable(fmt::format("JupyterLab of workspace {} ended; try again", r.workspace));
-  ASSIGN_OR_RETURN(std::string random, jwt::RandomBytes(32));
-  std::string token;
-  for (unsigned char c : random) token += fmt::format("{:02x}", c);
+  ASSIGN_OR_RETURN(std::string token, jwt::RandomHex(32));
   const std::string base = LabBasePath(r.project, r.workspace);
   auto server = dp_->StartLab(w, {base, token, kLabPort});
   if (!server.ok()) return Status::FailedPrecondition(server.status().message());

@@ -36,16 +36,13 @@ size_t RelayHub::PendingFor(const std::string& data_plane) const {
 Result<json> RelayHub::Call(const std::string& data_plane, json request, std::chrono::milliseconds timeout) {
   // Ids are not guessable: only the agent that took a request learns its id, so no other caller
   // can answer in its place even if an agent token leaked to a neighbour.
-  auto random = jwt::RandomBytes(16);
-  if (!random.ok()) return random.status();
+  ASSIGN_OR_RETURN(std::string id, jwt::RandomHex(16));
   std::unique_lock<std::mutex> lock(mu_);
   if (shutdown_) return Status::Unavailable("the control plane is stopping");
   if (PendingFor(data_plane) >= max_pending_) {
     return Status::Unavailable(fmt::format(
         "data plane {} has {} requests waiting for its agent already; try again shortly", data_plane, max_pending_));
   }
-  std::string id;
-  for (unsigned char c : *random) id += fmt::format("{:02x}", c);
   auto pending = std::make_shared<Pending>();
   pending->data_plane = data_plane;
   pending->request = std::move(request);

@@ -9,9 +9,7 @@ using nlohmann::json;
 using Clock = std::chrono::steady_clock;
 
 Result<std::string> TerminalHub::Open(const TerminalOwner& owner) {
-  ASSIGN_OR_RETURN(std::string random, jwt::RandomBytes(16));
-  std::string id;
-  for (unsigned char c : random) id += fmt::format("{:02x}", c);
+  ASSIGN_OR_RETURN(std::string id, jwt::RandomHex(16));
   std::lock_guard<std::mutex> lock(mu_);
   if (shutdown_) return Status::Unavailable("the control plane is stopping");
   size_t open = 0, mine = 0;

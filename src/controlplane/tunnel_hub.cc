@@ -11,10 +11,7 @@ size_t Index(TunnelHub::End e) { return e == TunnelHub::End::kBrowser ? 0 : 1; }
 }  // namespace
 
 Result<std::string> TunnelHub::Create(const std::string& data_plane) {
-  auto random = jwt::RandomBytes(16);
-  if (!random.ok()) return random.status();
-  std::string id;
-  for (unsigned char c : *random) id += fmt::format("{:02x}", c);
+  ASSIGN_OR_RETURN(std::string id, jwt::RandomHex(16));
   std::lock_guard<std::mutex> lock(mu_);
   if (stopped_) return Status::Unavailable("the control plane is stopping");
   if (tunnels_.size() >= max_tunnels_) {

@@ -32,8 +32,7 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
     if (db && db->data.count("password")) {
       password = db->data.at("password");
     } else {
-      ASSIGN_OR_RETURN(std::string raw, jwt::RandomBytes(24));
-      for (unsigned char ch : raw) password += fmt::format("{:02x}", ch);
+      ASSIGN_OR_RETURN(password, jwt::RandomHex(24));
       RETURN_IF_ERROR(rt_->ApplySecret({kSecretDatabase,
                                         {{"password", password}, {"init.sql", DatabaseInitSql(password)}},
                                         in_.mysql.uid,

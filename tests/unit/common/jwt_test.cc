@@ -42,5 +42,13 @@ TEST(JwtTest, PayloadCarriesSlurmClaims) {
   EXPECT_EQ(*payload, R"({"exp":20,"iat":10,"sun":"bob"})");
 }
 
+TEST(JwtTest, RandomHexIsTwoLowercaseDigitsPerByteAndDiffersEachTime) {
+  auto a = RandomHex(16), b = RandomHex(16);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->size(), 32u);
+  EXPECT_EQ(a->find_first_not_of("0123456789abcdef"), std::string::npos) << *a;
+  EXPECT_NE(*a, *b);
+}
+
 }  // namespace
 }  // namespace hpc::jwt
