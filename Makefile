@@ -8,7 +8,7 @@ MAKEFLAGS += --no-print-directory
 CONFIGURE = cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 
 .PHONY: all deps deps-demo configure build debug lint format unittest test integration benchsmoke faults demo \
-	bench fuzz clean
+	bench fuzz clean kubernetes-binaries e2e-kubernetes
 
 all: build
 
@@ -46,9 +46,19 @@ integration: build
 # Every test: lint, then the unit tests (fast), then the integration tests against real Slurm
 # daemons together with every benchmark at a tiny size (bench/smoke.sh), two at a time; the
 # tests that must run alone are marked RUN_SERIAL in CMakeLists.txt.
-test: lint build
+test: lint build kubernetes-binaries
 	@cd $(BUILD) && ctest --output-on-failure -L unit -j$(JOBS) && \
 		ctest --output-on-failure -L 'integration|bench' -j$(JOBS)
+
+# The real Kubernetes components (tests/kubernetes/{cluster,coredns,helm}: go.mod pins them),
+# built into $(BUILD)/kubernetes-real/bin; again only when their sources change. Cold: ~13 min.
+kubernetes-binaries: deps
+	@/usr/bin/python3 tests/kubernetes/realcluster.py binaries $(BUILD)
+
+# hpcplane installed with Helm on a real cluster of three kubelets, real Slurm in its pods.
+e2e-kubernetes: build kubernetes-binaries
+	@cd $(BUILD) && ctest --output-on-failure -R '^kubernetes_(real|helm)$$'
+
 
 benchsmoke: build
 	@cd $(BUILD) && ctest --output-on-failure -L bench -j$(JOBS)

@@ -25,7 +25,7 @@ run=(
 # To run the tests, the benchmark smoke run and lint.
 test=(
   bc python3 postgresql prometheus
-  runc
+  runc containerd containernetworking-plugins
   chromium chromium-driver python3-selenium python3-websocket
   python3-kubernetes python3-yaml
   clang-format clang-tidy

@@ -1,9 +1,17 @@
 #include "app/environments.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 
 #include "api/codec.h"
 #include "api/environments.h"
+#include "common/files.h"
+#include "runtime/kubernetes/image_accounts.h"
 
 namespace hpc::app {
 using runtime::local::ImageManifest;
@@ -23,6 +31,11 @@ runtime::local::ImageRecipe RecipeFor(const api::Environment& e) {
   for (const auto& f : api::BaseFiles(e.spec.purpose)) r.files.push_back({f.path, f.content, f.mode});
   for (const auto& f : e.spec.files) r.files.push_back({f.path, f.content, f.mode});
   r.post_install = e.spec.post_install;
+  // munge's and MariaDB's accounts get the ids the Kubernetes runtime names them by (Debian
+  // gives slurm its fixed 64030 itself); the local runtime brings its own /etc/passwd.
+  for (const auto& a : {runtime::kubernetes::kImageMunge, runtime::kubernetes::kImageMysql}) {
+    r.accounts.push_back({a.name, a.uid, a.gid, a.home, "/usr/sbin/nologin"});
+  }
   // The Environment as written: `build NAME` rebuilds a saved one from it.
   r.annotations = {{"purpose", e.spec.purpose}, {"environment", api::ToJson(e)}};
   return r;
@@ -115,9 +128,40 @@ Status EnsureWorkspaceImage(const std::string& state_dir, const api::SlurmCluste
   return SameSlurmSeries("workspace", name, m, c, cluster_release);
 }
 
+namespace {
+
+// What hpcplane's Kubernetes pods need of an image beyond the environment's packages (the
+// layout images/slurm.Containerfile gives): /etc/passwd and /etc/group are the cluster's users
+// ConfigMap, mounted whole at /etc/hpcplane/users (a file of it mounted alone would never see a
+// user added later; links into the mounted directory follow its updates), and the daemons'
+// spool directories exist with their owners.
+Status WriteKubernetesLayer(const std::string& dir) {
+  namespace k8s = runtime::kubernetes;
+  std::error_code ec;
+  for (const char* d : {"/etc/hpcplane/users", "/var/spool/slurmctld", "/var/spool/slurmd", "/run/munge"}) {
+    RETURN_IF_ERROR(files::MakeDirs(dir + d, 0755));
+  }
+  for (const char* f : {"passwd", "group"}) {
+    std::filesystem::create_symlink(std::string("/etc/hpcplane/users/") + f, dir + "/etc/" + f, ec);
+    if (ec) return Status::Errorf("kubernetes layer: /etc/{}: {}", f, ec.message());
+  }
+  for (const char* d : {"/var/spool/slurmctld", "/var/spool/slurmd"}) {
+    if (::chown((dir + d).c_str(), k8s::kImageSlurm.uid, k8s::kImageSlurm.gid) != 0) {
+      return Status::Errorf("kubernetes layer: chown {}: {}", d, std::strerror(errno));
+    }
+  }
+  if (::chown((dir + "/run/munge").c_str(), k8s::kImageMunge.uid, k8s::kImageMunge.gid) != 0 ||
+      ::chmod((dir + "/run/munge").c_str(), 0700) != 0) {
+    return Status::Errorf("kubernetes layer: /run/munge: {}", std::strerror(errno));
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
 Result<runtime::local::OciExport> ExportEnvironment(const std::string& state_dir, const std::string& name,
                                                     const std::string& layout, const std::string& tag,
-                                                    const Progress& progress) {
+                                                    ExportTarget target, const Progress& progress) {
   RETURN_IF_ERROR(api::ValidateEnvironmentName(name).WithContext("environment"));
   ImageStore store(ImageStoreDir(state_dir));
   ASSIGN_OR_RETURN(auto m, store.Find(name));
@@ -131,7 +175,13 @@ Result<runtime::local::OciExport> ExportEnvironment(const std::string& state_dir
   o.progress = progress;
   if (auto release = ImageSlurmRelease(*m)) o.labels["hpcplane.io/slurm"] = release->ToString();
   o.labels["hpcplane.io/suite"] = m->recipe.value("suite", "");
-  return runtime::local::ExportOci(store, *m, o);
+  o.labels["hpcplane.io/target"] = target == ExportTarget::kKubernetes ? "kubernetes" : "containerd";
+  if (target != ExportTarget::kKubernetes) return runtime::local::ExportOci(store, *m, o);
+  ASSIGN_OR_RETURN(o.extra_layer, files::MakeTempDir("hpcplane-kubernetes-layer"));
+  Status written = WriteKubernetesLayer(o.extra_layer);
+  auto out = written.ok() ? runtime::local::ExportOci(store, *m, o) : Result<runtime::local::OciExport>(written);
+  (void)files::RemoveAll(o.extra_layer);
+  return out;
 }
 
 Status ResolveClusterImages(const std::string& state_dir, const api::SlurmCluster& c, op::BuildInputs* in) {

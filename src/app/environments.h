@@ -45,11 +45,15 @@ Status EnsureClusterImages(const std::string& state_dir, const api::SlurmCluster
 Status EnsureWorkspaceImage(const std::string& state_dir, const api::SlurmCluster& c, const std::string& name,
                             const Progress& progress);
 
-// An environment built here as an OCI image in a layout directory (for containerd and so the
-// Kubernetes runtime), labelled with its Slurm release; reused when the tag already holds it.
+// Who runs an exported image: containerd (or any OCI runtime) as built, or hpcplane's
+// Kubernetes pods (its /etc/passwd and /etc/group from the cluster's users, the spool directories).
+enum class ExportTarget { kContainerd, kKubernetes };
+
+// An environment built here as an OCI image in a layout directory, labelled with its Slurm
+// release and target; reused when the tag already holds it for that target.
 Result<runtime::local::OciExport> ExportEnvironment(const std::string& state_dir, const std::string& name,
                                                     const std::string& layout, const std::string& tag,
-                                                    const Progress& progress);
+                                                    ExportTarget target, const Progress& progress);
 
 // Fills `in->images` (every environment built in the store, pinned to its image now) and
 // `in->release` (the cluster environment's Slurm). Fails when the cluster's is not built.

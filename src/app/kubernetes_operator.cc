@@ -22,6 +22,7 @@
 #include "operator/conditions.h"
 #include "operator/reconcile_pass.h"
 #include "runtime/kubernetes/informer.h"
+#include "runtime/kubernetes/server_version.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
 
 namespace hpc::app {
@@ -91,7 +92,7 @@ class Operator {
       : conn_(std::move(conn)),
         api_(std::make_shared<k8s::ApiClient>(conn_)),
         options_(std::move(options)),
-        inputs_(KubernetesBuildInputs()) {
+        inputs_(KubernetesBuildInputs(options_.objects.release)) {
     for (const auto& [plural, informer] : informers) caches_.Add(plural, informer.get());
     clusters_cache_ = &informers.at("slurmclusters")->cache();
   }
@@ -174,11 +175,7 @@ class Operator {
     auto api = std::make_shared<k8s::ApiClient>(conn_);
     s->store = std::make_unique<KubernetesStore>(api, ns, name);
     s->store->UseCaches(caches_);
-    k8s::ObjectContext ctx;
-    ctx.namespace_name = ns;
-    ctx.cluster = name;
-    ctx.image = options_.objects.image;
-    ctx.storage_class = options_.objects.storage_class;
+    k8s::ObjectContext ctx = ObjectContextFor(options_.objects, ns, name);
     ctx.owner_uid = uid;
     s->rt = OpenKubernetesRuntime(api, ctx);
     s->rt->UseCaches(caches_);
@@ -226,6 +223,17 @@ int RunOperator(const OperatorOptions& given) {
     return 1;
   }
   auto api = std::make_shared<k8s::ApiClient>(*conn);
+  // An API server it cannot read yet (starting, unreachable) is checked again by the watches;
+  // one that answers with too old a version is refused at once, saying why.
+  if (auto version = api->Get("/version"); version.ok()) {
+    if (Status s = k8s::CheckServerVersion(*version); !s.ok()) {
+      spdlog::error("{}", s.message());
+      return 1;
+    }
+    spdlog::info("Kubernetes {}", version->value("gitVersion", "?"));
+  } else {
+    spdlog::warn("the API server's version: {}", version.status().message());
+  }
   InstallStopHandlers();
   spdlog::info("operator {} for {} on {}", options.identity,
                options.namespace_name.empty() ? "every namespace" : "namespace " + options.namespace_name,

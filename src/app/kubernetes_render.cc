@@ -112,8 +112,21 @@ std::string PasswdLine(const k8s::ImageAccount& a) {
 
 }  // namespace
 
-op::BuildInputs KubernetesBuildInputs() {
+k8s::ObjectContext ObjectContextFor(const RenderOptions& options, const std::string& namespace_name,
+                                    const std::string& cluster) {
+  k8s::ObjectContext ctx;
+  ctx.namespace_name = namespace_name;
+  ctx.cluster = cluster;
+  ctx.image = options.image;
+  ctx.storage_class = options.storage_class;
+  ctx.shared_storage_class = options.shared_storage_class;
+  ctx.cluster_domain = options.cluster_domain;
+  return ctx;
+}
+
+op::BuildInputs KubernetesBuildInputs(const slurm::Release& release) {
   op::BuildInputs in;
+  in.release = release;
   in.slurm = {k8s::kImageSlurm.uid, k8s::kImageSlurm.gid};
   in.munge = {k8s::kImageMunge.uid, k8s::kImageMunge.gid};
   in.mysql = {k8s::kImageMysql.uid, k8s::kImageMysql.gid};
@@ -128,13 +141,14 @@ op::BuildInputs KubernetesBuildInputs() {
   in.host_group += fmt::format("nogroup:x:{}:\n", k8s::kImageNobody.gid);
   in.munge_sidecars = true;
   in.users_from_directory = true;
+  in.pods_may_unshare = false;
   return in;
 }
 
 Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions& options) {
   if (m.clusters.size() != 1) return Status::Error("render: the manifest must hold exactly one SlurmCluster");
   const api::SlurmCluster& c = m.clusters.front();
-  const op::BuildInputs in = KubernetesBuildInputs();
+  const op::BuildInputs in = KubernetesBuildInputs(options.release);
 
   RecordingRuntime rt;
   op::ClusterReconciler cluster(
@@ -151,13 +165,11 @@ Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions
     }
   }
 
-  k8s::ObjectContext ctx;
-  ctx.cluster = c.metadata.name;
-  ctx.namespace_name = !options.namespace_name.empty()  ? options.namespace_name
-                       : !c.metadata.namespace_.empty() ? c.metadata.namespace_
-                                                        : "default";
-  ctx.image = options.image;
-  ctx.storage_class = options.storage_class;
+  k8s::ObjectContext ctx = ObjectContextFor(options,
+                                            !options.namespace_name.empty()  ? options.namespace_name
+                                            : !c.metadata.namespace_.empty() ? c.metadata.namespace_
+                                                                             : "default",
+                                            c.metadata.name);
 
   k8s::MountedObjects mounted;
   mounted.secrets = rt.secrets;

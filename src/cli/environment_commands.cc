@@ -97,8 +97,11 @@ int CmdDescribeEnvironment(const Globals& g, const std::string& name) {
   return 0;
 }
 
-int CmdExportEnvironment(const Globals& g, const std::string& name, const std::string& layout, const std::string& tag) {
+int CmdExportEnvironment(const Globals& g, const std::string& name, const std::string& layout, const std::string& tag,
+                         const std::string& target) {
   auto e = app::ExportEnvironment(g.state_dir, name, layout, tag,
+                                  target == "kubernetes" ? app::ExportTarget::kKubernetes
+                                                         : app::ExportTarget::kContainerd,
                                   [](const std::string& line) { std::cout << Printable(line) << std::endl; });
   if (!e.ok()) return Fail(e.status());
   std::cout << fmt::format("{}:{} {}{}\n", layout, e->tag, e->manifest_digest, e->reused ? " (unchanged)" : "");
@@ -143,7 +146,7 @@ int CmdDeleteEnvironment(const Globals& g, const std::string& name) {
 std::function<int()> AddEnvironmentCommands(CLI::App& app, const Globals& g) {
   auto* envs = app.add_subcommand("environments", "Build and list the compute environments (images) pods run from");
   envs->require_subcommand(1);
-  static std::string name, file, format = "table", layout, tag;
+  static std::string name, file, format = "table", layout, tag, target = "containerd";
   static bool rebuild = false;
   auto* build = envs->add_subcommand("build", "Build an environment's image (a built-in by NAME, or -f FILE)");
   build->add_option("name", name, "a built-in (slurm-26.05, workspace-26.05, ...) or one built before from a file");
@@ -158,13 +161,18 @@ std::function<int()> AddEnvironmentCommands(CLI::App& app, const Globals& g) {
   exp->add_option("name", name, "Its name")->required();
   exp->add_option("--oci-layout", layout, "OCI image layout directory (made when missing)")->required();
   exp->add_option("--tag", tag, "Tag in the layout (default: the environment's name)");
+  exp->add_option("--for", target,
+                  "containerd: the image as built; kubernetes: for hpcplane's Kubernetes pods (/etc/passwd and "
+                  "/etc/group from the cluster's users ConfigMap, the daemons' spool directories)")
+      ->check(CLI::IsMember({"containerd", "kubernetes"}))
+      ->capture_default_str();
   auto* del = envs->add_subcommand("delete", "Delete an environment's image (refused while a pod uses it)");
   del->add_option("name", name, "Its name")->required();
   return [&g, build, list, describe, exp, del]() -> int {
     if (build->parsed()) return CmdBuildEnvironment(g, name, file, rebuild);
     if (list->parsed()) return CmdListEnvironments(g, format);
     if (describe->parsed()) return CmdDescribeEnvironment(g, name);
-    if (exp->parsed()) return CmdExportEnvironment(g, name, layout, tag);
+    if (exp->parsed()) return CmdExportEnvironment(g, name, layout, tag, target);
     if (del->parsed()) return CmdDeleteEnvironment(g, name);
     return -1;
   };

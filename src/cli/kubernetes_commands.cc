@@ -20,8 +20,14 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   render->add_option("--namespace", options.namespace_name,
                      "namespace of the objects (default: the SlurmCluster's metadata.namespace, else default)");
   render->add_option("--image", options.image, "the Slurm image every container runs")->capture_default_str();
+  static std::string render_release = "22.05";
+  render->add_option("--slurm-release", render_release, "the Slurm release the image carries (e.g. 26.05)")
+      ->capture_default_str();
   render->add_option("--storage-class", options.storage_class,
-                     "storageClassName of the PersistentVolumeClaims (default: the cluster's default class)");
+                     "storageClassName of the ReadWriteOnce claims (default: the cluster's default class)");
+  render->add_option("--shared-storage-class", options.shared_storage_class,
+                     "storageClassName of the ReadWriteMany claims: datasets, shared roots (default: the default class)");
+  render->add_option("--cluster-domain", options.cluster_domain, "the cluster's DNS domain")->capture_default_str();
   auto* operator_cmd = app.add_subcommand(
       "operator", "Run the operator against a Kubernetes API: SlurmClusters and NodeSets of one namespace");
   static app::OperatorOptions op_options;
@@ -35,8 +41,16 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   operator_cmd->add_option("--identity", op_options.identity, "this replica's name in the leader Lease");
   operator_cmd->add_option("--image", op_options.objects.image, "the Slurm image of the pods it creates")
       ->capture_default_str();
+  static std::string operator_release = "22.05";
+  operator_cmd->add_option("--slurm-release", operator_release, "the Slurm release the image carries (e.g. 26.05)")
+      ->capture_default_str();
   operator_cmd->add_option("--storage-class", op_options.objects.storage_class,
-                           "storageClassName of the PersistentVolumeClaims it creates");
+                           "storageClassName of the ReadWriteOnce claims it creates (default: the default class)");
+  operator_cmd->add_option("--shared-storage-class", op_options.objects.shared_storage_class,
+                           "storageClassName of the ReadWriteMany claims it creates: datasets, shared roots "
+                           "(a network file system's class; default: the default class)");
+  operator_cmd->add_option("--cluster-domain", op_options.objects.cluster_domain, "the cluster's DNS domain")
+      ->capture_default_str();
   operator_cmd->add_option("--state-dir", op_options.state_dir, "where it records what it owns in Slurm")
       ->capture_default_str();
   operator_cmd->add_option("--lease-seconds", lease_seconds, "leader Lease duration")
@@ -47,6 +61,9 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
       ->capture_default_str();
   return [crds, render, operator_cmd]() -> int {
     if (operator_cmd->parsed()) {
+      auto release = slurm::Release::Parse(operator_release);
+      if (!release.ok()) return Fail(release.status().WithContext("--slurm-release"));
+      op_options.objects.release = *release;
       op_options.lease_duration = std::chrono::seconds(lease_seconds);
       return app::RunOperator(op_options);
     }
@@ -55,6 +72,9 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
       return 0;
     }
     if (render->parsed()) {
+      auto release = slurm::Release::Parse(render_release);
+      if (!release.ok()) return Fail(release.status().WithContext("--slurm-release"));
+      options.release = *release;
       auto m = LoadManifest(file, std::nullopt);
       if (!m.ok()) return Fail(m.status());
       auto out = app::RenderKubernetes(*m, options);

@@ -295,6 +295,7 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // instead of authenticating everything as its own user with munge.
   // Errors only: at info it logs two lines per request, and the operator asks every second.
   p.env = {{"SLURM_JWT", "daemon"}, {"SLURMRESTD_DEBUG", "2"}};
+  if (!in.pods_may_unshare) p.env["SLURMRESTD_SECURITY"] = "disable_unshare_sysv,disable_unshare_files";
   // 23.11 on: plugins by component, every data parser loaded; before, one versioned plugin.
   p.command = {"slurmrestd",
                "-a",

@@ -33,6 +33,9 @@ struct BuildInputs {
   // subPath, is never updated in a running pod, so users added later would be unknown to it),
   // instead of as the two files mounted by name (local: updated in place).
   bool users_from_directory = false;
+  // Whether pods may make namespaces of their own (local pods may; a Kubernetes pod without
+  // CAP_SYS_ADMIN may not): slurmrestd unshares its SysV IPC and file descriptors unless told not to.
+  bool pods_may_unshare = true;
   // How slurmd confines jobs (slurm/config.h); anything but kNone delegates the worker pods'
   // cgroups to them.
   slurm::JobCgroups job_cgroups = slurm::JobCgroups::kNone;

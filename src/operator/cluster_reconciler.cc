@@ -96,13 +96,34 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   bool controller_running = false;
   ASSIGN_OR_RETURN(auto pods, rt_->ListPods({{kLabelComponent, "controller"}}));
   for (const auto& p : pods) controller_running = controller_running || p.ready;
-  if (!changed || !existing || !controller_running) return Status::Ok();
+  if (!controller_running) {
+    reconfigure_wanted_.clear();  // it reads the file as it is when it starts
+    return Status::Ok();
+  }
   // Nodesets, partitions and users are applied in place by SyncPartitions: `scontrol
   // reconfigure` in Slurm 22.05 leaves dynamic nodes that run a job ALLOCATED forever, drops
   // them from their partitions, and can hand out a job id twice. Only other changes need it.
-  if (!slurm::NeedsReconfigure(existing->data.at("slurm.conf"), cm.data.at("slurm.conf"))) return Status::Ok();
-  spdlog::info("slurm.conf changed beyond nodesets and partitions; reconfiguring slurmctld");
+  if (changed && existing && slurm::NeedsReconfigure(existing->data.at("slurm.conf"), cm.data.at("slurm.conf"))) {
+    spdlog::info("slurm.conf changed beyond nodesets and partitions; slurmctld reconfigures once its pod has it");
+    reconfigure_wanted_ = cm.data.at("slurm.conf");
+  }
+  if (reconfigure_wanted_.empty()) return Status::Ok();
+  return ReconfigureOnceMounted();
+}
+
+Status ClusterReconciler::ReconfigureOnceMounted() {
+  runtime::ExecOptions read;
+  read.argv = {"cat", std::string(slurm::kConfigDir) + "/slurm.conf"};
+  read.timeout = std::chrono::seconds(15);
+  ASSIGN_OR_RETURN(ProcessResult mounted, rt_->Exec(controller_pod_, read));
+  if (!mounted.ok() || mounted.out != reconfigure_wanted_) {
+    // Not yet: the next pass looks again (the kubelet's sync period, about a minute at most).
+    spdlog::debug("pod {}: slurm.conf not updated yet; reconfiguring later", controller_pod_);
+    return Status::Ok();
+  }
+  spdlog::info("pod {} has the new slurm.conf; reconfiguring slurmctld", controller_pod_);
   RETURN_IF_ERROR(control_->Reconfigure());
+  reconfigure_wanted_.clear();
   return Status::Ok();
 }
 

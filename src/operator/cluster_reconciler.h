@@ -93,6 +93,11 @@ class ClusterReconciler {
   bool users_changed_ = false;
   std::string users_group_;     // the /etc/group last applied
   std::string controller_pod_;  // of the cluster last reconciled
+  // slurm.conf as written when it changed beyond what is applied in place: slurmctld is told to
+  // reconfigure once the controller pod reads this content (a kubelet updates a mounted
+  // ConfigMap tens of seconds after it changed; told before, slurmctld would reread the old).
+  std::string reconfigure_wanted_;
+  Status ReconfigureOnceMounted();
   bool degraded_ = false;
   bool rest_ready_ = false;      // slurmrestd's pod, this pass
   bool database_ready_ = false;  // MariaDB's pod, this pass

@@ -272,6 +272,24 @@ TEST_F(KubernetesRuntimeTest, PodsAreCreatedOnceComparedBySpecAndReportedByStatu
   EXPECT_TRUE(rt_->ListPods({{"hpcplane.io/component", "controller"}})->empty());
   EXPECT_FALSE(rt_->Supervise().settled);
 
+  // An init container that fails (the prepare step's chown on a root-squashed volume): the
+  // status says which and why, not the main container's PodInitializing.
+  ASSERT_TRUE(api_->MergePatch(path + "/status",
+                               {{"status",
+                                 {{"phase", "Pending"},
+                                  {"initContainerStatuses",
+                                   {{{"name", "prepare"},
+                                     {"restartCount", 3},
+                                     {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off"}}}}},
+                                     {"lastState", {{"terminated", {{"exitCode", 1}, {"reason", "Error"}}}}}}}},
+                                  {"containerStatuses",
+                                   {{{"name", "worker"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}}}}}})
+                  .ok());
+  listed = rt_->ListPods({});
+  ASSERT_TRUE(listed.ok() && listed->size() == 1u);
+  EXPECT_EQ((*listed)[0].message, "init container prepare: CrashLoopBackOff: back-off (last exit 1 Error)");
+  EXPECT_EQ((*listed)[0].restarts, 3);
+
   // What a kubelet reports once the pod runs.
   ASSERT_TRUE(
       api_->MergePatch(path + "/status", {{"status",

@@ -302,9 +302,29 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
     if (c.value("type", "") == "Ready") st.ready = c.value("status", "") == "True";
   }
   st.ip = status.value("podIP", "");
+  // Init containers first (the prepare step, the munged sidecar): while one fails, the pod's
+  // own containers only wait "PodInitializing", which says nothing.
+  for (const auto& c : status.value("initContainerStatuses", json::array())) {
+    st.restarts += c.value("restartCount", 0);
+    if (!st.message.empty() || !c.contains("state")) continue;
+    const json& state = c["state"];
+    const std::string who = "init container " + c.value("name", "");
+    if (state.contains("waiting") && state["waiting"].value("reason", "") != "PodInitializing") {
+      const json& w = state["waiting"];
+      std::string why = w.value("reason", "") + (w.contains("message") ? ": " + w.value("message", "") : "");
+      // CrashLoopBackOff names no cause: the last run's exit does.
+      const json last = c.value("lastState", json::object()).value("terminated", json::object());
+      if (!last.empty()) why += fmt::format(" (last exit {} {})", last.value("exitCode", 0), last.value("reason", ""));
+      st.message = who + ": " + why;
+    } else if (state.contains("terminated") && state["terminated"].value("exitCode", 0) != 0) {
+      const json& t = state["terminated"];
+      st.message = fmt::format("{}: exit {} {}", who, t.value("exitCode", 0), t.value("reason", ""));
+    }
+  }
   for (const auto& c : status.value("containerStatuses", json::array())) {
     st.restarts += c.value("restartCount", 0);
-    if (st.message.empty() && c.contains("state") && c["state"].contains("waiting")) {
+    if (st.message.empty() && c.contains("state") && c["state"].contains("waiting") &&
+        c["state"]["waiting"].value("reason", "") != "PodInitializing") {
       const json& w = c["state"]["waiting"];
       st.message = w.value("reason", "") + (w.contains("message") ? ": " + w.value("message", "") : "");
     }

@@ -218,7 +218,8 @@ json VolumeClaimObject(const Volume& volume, const ObjectContext& ctx) {
   json spec = {
       {"accessModes", {volume.shared ? "ReadWriteMany" : "ReadWriteOnce"}},
       {"resources", {{"requests", {{"storage", volume.shared ? ctx.shared_volume_size : ctx.state_volume_size}}}}}};
-  if (!ctx.storage_class.empty()) spec["storageClassName"] = ctx.storage_class;
+  const std::string& storage_class = volume.shared ? ctx.shared_storage_class : ctx.storage_class;
+  if (!storage_class.empty()) spec["storageClassName"] = storage_class;
   o["spec"] = spec;
   return o;
 }
@@ -432,7 +433,7 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
       {"subdomain", HostsServiceName(ctx)},
       // Short names (`cpu-0`, `<cluster>-controller`) resolve as through /etc/hosts locally.
       {"dnsConfig",
-       {{"searches", {fmt::format("{}.{}.svc.cluster.local", HostsServiceName(ctx), ctx.namespace_name)}}}},
+       {{"searches", {fmt::format("{}.{}.svc.{}", HostsServiceName(ctx), ctx.namespace_name, ctx.cluster_domain)}}}},
       {"restartPolicy", kRestart.at(spec.restart_policy)},
       // Slurm's pods have no business with the Kubernetes API or other services' variables.
       {"automountServiceAccountToken", false},
@@ -440,6 +441,16 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
       {"containers", json::array({main})},
       {"volumes", pod_volumes.volumes}};
   if (!init.empty()) pod_spec["initContainers"] = init;
+  // A nodeset's workers spread over the machines (preferred, never a reason to stay Pending):
+  // a job's nodes on different machines fail apart, and each gets a machine's whole bandwidth.
+  if (auto nodeset = spec.labels.find("hpcplane.io/nodeset"); nodeset != spec.labels.end()) {
+    pod_spec["topologySpreadConstraints"] = json::array(
+        {{{"maxSkew", 1},
+          {"topologyKey", "kubernetes.io/hostname"},
+          {"whenUnsatisfiable", "ScheduleAnyway"},
+          {"labelSelector",
+           {{"matchLabels", {{"hpcplane.io/cluster", ctx.cluster}, {"hpcplane.io/nodeset", nodeset->second}}}}}}});
+  }
   ApplyPlacement(spec.placement, &pod_spec);
   json metadata = Metadata(ctx, spec.name, spec.labels);
   metadata["annotations"] = {{"kubectl.kubernetes.io/default-container", main_name}};

@@ -28,7 +28,12 @@ struct ObjectContext {
   std::string image;    // the Slurm image every container runs
   // The SlurmCluster object's uid. Empty: no ownerReference (render, before the object exists).
   std::string owner_uid;
-  std::string storage_class;  // PersistentVolumeClaims' class; empty: the cluster's default
+  // The claims' storage classes, by kind: a pod's own state (ReadWriteOnce: block storage will
+  // do) and what pods on many nodes share (ReadWriteMany: a network file system's class). Empty:
+  // the cluster's default class.
+  std::string storage_class;
+  std::string shared_storage_class;
+  std::string cluster_domain = "cluster.local";  // the kubelets' --cluster-domain
   std::string state_volume_size = "1Gi";
   std::string shared_volume_size = "10Gi";
 };

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -58,11 +59,42 @@ json RecipeJson(const ImageRecipe& r) {
   std::vector<std::string> packages = r.packages;
   std::sort(packages.begin(), packages.end());
   packages.erase(std::unique(packages.begin(), packages.end()), packages.end());
-  return {{"suite", r.suite},
-          {"packages", packages},
-          {"files", files_json},
-          {"postInstall", r.post_install},
-          {"annotations", r.annotations}};
+  json recipe = {{"suite", r.suite},
+                 {"packages", packages},
+                 {"files", files_json},
+                 {"postInstall", r.post_install},
+                 {"annotations", r.annotations}};
+  if (!r.accounts.empty()) {
+    json accounts = json::array();
+    for (const auto& a : r.accounts) {
+      accounts.push_back({{"name", a.name}, {"uid", a.uid}, {"gid", a.gid}, {"home", a.home}, {"shell", a.shell}});
+    }
+    recipe["accounts"] = accounts;
+  }
+  return recipe;
+}
+
+// Account fields go into shell text and into /etc/passwd: nothing but what such names hold.
+Status CheckAccount(const ImageAccount& a) {
+  static const std::regex name("^[a-z_][a-z0-9_-]{0,31}$");
+  static const std::regex path("^/[A-Za-z0-9_./-]*$");
+  if (!std::regex_match(a.name, name) || !std::regex_match(a.home, path) || !std::regex_match(a.shell, path) ||
+      a.uid < 0 || a.gid < 0) {
+    return Status::InvalidArgument("accounts", fmt::format("image account \"{}\": not a valid account", a.name));
+  }
+  return Status::Ok();
+}
+
+// An mmdebstrap hook that adds the account to the essential system (passwd, group and shadow
+// when there is one) unless it is there already.
+std::string AccountHook(const ImageAccount& a) {
+  return fmt::format(
+      "--essential-hook=grep -q '^{0}:' \"$1/etc/passwd\" || {{ "
+      "echo '{0}:x:{1}:{2}::{3}:{4}' >> \"$1/etc/passwd\"; "
+      "echo '{0}:x:{2}:' >> \"$1/etc/group\"; "
+      "if [ -f \"$1/etc/shadow\" ]; then echo '{0}:*:1:0:99999:7:::' >> \"$1/etc/shadow\"; fi; "
+      "if [ -f \"$1/etc/gshadow\" ]; then echo '{0}:!::' >> \"$1/etc/gshadow\"; fi; }}",
+      a.name, a.uid, a.gid, a.home, a.shell);
 }
 
 bool IsHexDigest(const std::string& s) {
@@ -257,6 +289,9 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
     RemoveBuildDir(work);
     return s;
   };
+  for (const auto& a : recipe.accounts) {
+    if (Status s = CheckAccount(a); !s.ok()) return fail(s);
+  }
   if (Status s = StageFiles(recipe, overlay); !s.ok()) return fail(s);
   std::string include;
   for (const auto& p : recipe.packages) include += (include.empty() ? "" : ",") + p;
@@ -266,6 +301,7 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
                                    "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/doc/*",
                                    "--dpkgopt=path-include=/usr/share/doc/*/copyright", "--include=" + include,
                                    "--customize-hook=cp -a '" + overlay + "/.' \"$1/\""};
+  for (const auto& a : recipe.accounts) argv.push_back(AccountHook(a));
   if (!recipe.post_install.empty()) {
     RETURN_IF_ERROR(files::WriteAtomic(work + "/post-install", recipe.post_install, 0700));
     argv.push_back("--customize-hook=cp '" + work +

@@ -32,11 +32,23 @@ struct ImageFile {
   int mode = 0644;
 };
 
+// A system account the image gets with fixed ids before its packages are installed (their
+// scripts keep an account that exists): the same ids in every image, whatever the install order,
+// so that a runtime that cannot read an image's /etc/passwd (Kubernetes) can still name them.
+struct ImageAccount {
+  std::string name;  // [a-z_][a-z0-9_-]*
+  int64_t uid = 0;
+  int64_t gid = 0;
+  std::string home;
+  std::string shell;
+};
+
 struct ImageRecipe {
   std::string name;  // what the image is known by (an environment's name)
   std::string suite;
   std::vector<std::string> packages;
   std::vector<ImageFile> files;
+  std::vector<ImageAccount> accounts;
   std::string post_install;  // shell script, run as root inside the image after the packages
   // Anything else the caller wants recorded (and hashed) with the image, e.g. its purpose.
   nlohmann::json annotations = nlohmann::json::object();

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <regex>
 #include <set>
 
@@ -141,7 +142,11 @@ Result<OciExport> ExportOci(const ImageStore& store, const ImageManifest& image,
     return Status::FailedPrecondition(
         fmt::format("{}:{} names an image hpcplane did not export: choose another --tag", options.layout, out.tag));
   }
-  if (auto it = labels.find(kOciLabelImageDigest); it != labels.end() && it->second == image.digest) {
+  const bool same_labels = std::all_of(options.labels.begin(), options.labels.end(), [&](const auto& kv) {
+    auto it = labels.find(kv.first);
+    return it != labels.end() && it->second == kv.second;
+  });
+  if (auto it = labels.find(kOciLabelImageDigest); it != labels.end() && it->second == image.digest && same_labels) {
     ASSIGN_OR_RETURN(out.manifest_digest, OciManifestDigest(options.layout, out.tag));
     out.reused = true;
     say(fmt::format("{}:{} already holds {}", options.layout, out.tag, image.Reference()));
@@ -157,6 +162,7 @@ Result<OciExport> ExportOci(const ImageStore& store, const ImageManifest& image,
     RETURN_IF_ERROR(Umoci({"new", "--image", ref}));
     say(fmt::format("packing {} into {} (one layer)", image.Reference(), options.layout));
     RETURN_IF_ERROR(Umoci({"insert", "--image", ref, rootfs, "/"}));
+    if (!options.extra_layer.empty()) RETURN_IF_ERROR(Umoci({"insert", "--image", ref, options.extra_layer, "/"}));
     std::vector<std::string> config = {"config",
                                        "--image",
                                        ref,

@@ -22,6 +22,10 @@ struct OciExportOptions {
   std::string layout;                         // the OCI image layout directory (made when missing)
   std::string tag;                            // default: the image's name
   std::map<std::string, std::string> labels;  // more labels (e.g. the Slurm release)
+  // A directory added over the image's root as a second layer (what a runtime needs changed in
+  // the image); none when empty. Name it in a label: an export is reused only when the tag's
+  // image has the same digest and every label of these options.
+  std::string extra_layer;
   std::function<void(const std::string&)> progress;
 };
 

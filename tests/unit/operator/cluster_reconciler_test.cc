@@ -178,5 +178,34 @@ TEST_F(ClusterReconcilerTest, AccountingWithoutMariaDbFailsWithWhatToInstall) {
   EXPECT_TRUE(rt_.pods.empty()) << "no pod starts without its keys";
 }
 
+TEST_F(ClusterReconcilerTest, SlurmctldReconfiguresOnlyOnceItsPodReadsTheNewSlurmConf) {
+  Pass();
+  ASSERT_EQ(ConditionStatus(Pass(), "Ready"), "True");
+  // What the controller pod reads: a kubelet updates a mounted ConfigMap some time after it
+  // changed (the local runtime at once).
+  std::string mounted = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
+  rt_.exec_handler = [&](const std::string& pod, const runtime::ExecOptions& o) {
+    ProcessResult r;
+    r.exit_code = 0;
+    if (pod == ControllerPodName(cluster_) && o.argv == std::vector<std::string>{"cat", "/etc/slurm/slurm.conf"}) {
+      r.out = mounted;
+    }
+    return r;
+  };
+  cluster_.spec.priority_type = "priority/multifactor";  // beyond nodesets and partitions
+  Pass();
+  const std::string wanted = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
+  ASSERT_NE(wanted, mounted);
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 0)
+      << "told before its pod has the file, slurmctld would reread the old one";
+  Pass();
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 0);
+  mounted = wanted;  // the kubelet's sync
+  Pass();
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1);
+  Pass();
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1) << "once per change";
+}
+
 }  // namespace
 }  // namespace hpc::op

@@ -277,11 +277,14 @@ TEST(KubernetesObjectsTest, SecretsConfigMapsAndClaims) {
   EXPECT_EQ(state["spec"]["accessModes"][0], "ReadWriteOnce");
   EXPECT_EQ(state["spec"]["resources"]["requests"]["storage"], "1Gi");
   EXPECT_FALSE(state["spec"].contains("storageClassName"));
+  // A class per claim kind: block storage cannot bind a claim that pods on many nodes mount.
   ObjectContext ctx = Context();
-  ctx.storage_class = "cephfs";
+  ctx.storage_class = "ssd";
+  ctx.shared_storage_class = "cephfs";
   json shared = VolumeClaimObject({"dataset-shared", 0, 0, 01777, true}, ctx);
   EXPECT_EQ(shared["spec"]["accessModes"][0], "ReadWriteMany") << "every worker mounts a dataset";
   EXPECT_EQ(shared["spec"]["storageClassName"], "cephfs");
+  EXPECT_EQ(VolumeClaimObject({"controller-state", 64030, 64030, 0700, false}, ctx)["spec"]["storageClassName"], "ssd");
   EXPECT_EQ(shared["metadata"]["annotations"][kModeAnnotation], "1777");
 
   json svc = HostsServiceObject(Context());

@@ -1,0 +1,115 @@
+#!/usr/bin/env python3
+"""The Helm chart (deploy/helm/hpcplane) with Helm's own CLI (built from tests/kubernetes/helm):
+it lints; it renders with its defaults and with the values users set; the operator's RBAC is a
+Role in one namespace when told to watch only that one; its CRDs are `hpcplane crds`; a cluster
+older than 1.30 is refused. `helm install` on a real cluster is in real_test.py.
+
+Run: /usr/bin/python3 tests/kubernetes/helm_test.py BUILD_DIR
+"""
+import os
+import subprocess
+import sys
+import tempfile
+import unittest
+
+import yaml
+
+BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else "build")
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+CHART = os.path.join(SOURCE, "deploy/helm/hpcplane")
+HELM = os.path.join(BUILD, "kubernetes-real/bin/helm")
+
+
+class HelmChartTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.home = tempfile.TemporaryDirectory(prefix="hpcplane-helm.")
+        if not os.path.exists(HELM):
+            raise unittest.SkipTest(f"{HELM} is not built (make kubernetes-binaries)")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.home.cleanup()
+
+    def helm(self, *args, check=True):
+        h = self.home.name
+        env = dict(os.environ, HELM_CACHE_HOME=f"{h}/cache", HELM_CONFIG_HOME=f"{h}/config",
+                   HELM_DATA_HOME=f"{h}/data")
+        r = subprocess.run([HELM, *args], env=env, capture_output=True, text=True, timeout=120)
+        if check:
+            self.assertEqual(r.returncode, 0, r.stderr)
+        return r
+
+    def render(self, *values, kube_version="1.34.0"):
+        args = ["template", "hpcplane", CHART, "--namespace", "hpcplane-system", "--kube-version", kube_version,
+                "--include-crds"]
+        for v in values:
+            args += ["--set", v]
+        return [d for d in yaml.safe_load_all(self.helm(*args).stdout) if d]
+
+    def find(self, docs, kind, name):
+        found = [d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name]
+        self.assertEqual(len(found), 1, f"{kind}/{name} in {[(d['kind'], d['metadata']['name']) for d in docs]}")
+        return found[0]
+
+    def test_lints_strictly(self):
+        r = self.helm("lint", "--strict", CHART)
+        self.assertIn("0 chart(s) failed", r.stdout)
+
+    def test_defaults_install_the_operator_cluster_wide_and_the_control_plane(self):
+        docs = self.render()
+        kinds = sorted({d["kind"] for d in docs})
+        self.assertEqual(kinds, ["ClusterRole", "ClusterRoleBinding", "CustomResourceDefinition", "Deployment",
+                                 "PersistentVolumeClaim", "Role", "RoleBinding", "Service", "ServiceAccount"])
+        op = self.find(docs, "Deployment", "hpcplane-operator")
+        self.assertEqual(op["spec"]["replicas"], 2)
+        args = op["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--slurm-release=22.05", args)
+        self.assertIn("--lease-namespace=hpcplane-system", args)
+        self.assertFalse([a for a in args if a.startswith("--namespace=")])
+        self.assertEqual(op["spec"]["template"]["spec"]["containers"][0]["image"], "ghcr.io/hpcplane/hpcplane:0.1.0")
+        # The chart's CRDs are exactly what the binary prints.
+        crds = subprocess.run([os.path.join(BUILD, "hpcplane"), "crds"], capture_output=True, text=True, check=True)
+        want = {d["metadata"]["name"]: d for d in yaml.safe_load_all(crds.stdout) if d}
+        got = {d["metadata"]["name"]: d for d in docs if d["kind"] == "CustomResourceDefinition"}
+        self.assertEqual(got, want)
+
+    def test_values_users_set_reach_the_operator(self):
+        docs = self.render("image.repository=registry.example/hpcplane", "image.tag=1.2.3",
+                           "slurm.image=registry.example/slurm:26.05", "slurm.release=26.05",
+                           "storage.stateClass=fast", "storage.sharedClass=nfs", "clusterDomain=corp.local",
+                           "controlPlane.enabled=false", "slurmNamespaces={slurm,hpc}")
+        op = self.find(docs, "Deployment", "hpcplane-operator")
+        c = op["spec"]["template"]["spec"]["containers"][0]
+        self.assertEqual(c["image"], "registry.example/hpcplane:1.2.3")
+        for a in ("--image=registry.example/slurm:26.05", "--slurm-release=26.05", "--storage-class=fast",
+                  "--shared-storage-class=nfs", "--cluster-domain=corp.local"):
+            self.assertIn(a, c["args"])
+        self.assertFalse([d for d in docs if d["metadata"]["name"] == "hpcplane-controlplane"])
+        for ns in ("slurm", "hpc"):
+            n = self.find(docs, "Namespace", ns)
+            self.assertEqual(n["metadata"]["labels"]["pod-security.kubernetes.io/enforce"], "baseline")
+            self.assertEqual(n["metadata"]["annotations"]["helm.sh/resource-policy"], "keep")
+
+    def test_one_watched_namespace_makes_the_operators_rights_a_role_there(self):
+        docs = self.render("operator.watchNamespace=slurm")
+        self.assertFalse([d for d in docs if d["kind"] in ("ClusterRole", "ClusterRoleBinding")])
+        role = self.find(docs, "Role", "hpcplane-operator")
+        self.assertEqual(role["metadata"]["namespace"], "slurm")
+        resources = {r for rule in role["rules"] for r in rule["resources"]}
+        self.assertTrue({"secrets", "pods/exec", "slurmclusters"} <= resources)
+        binding = self.find(docs, "RoleBinding", "hpcplane-operator")
+        self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "hpcplane-operator",
+                                                "namespace": "hpcplane-system"}])
+        args = self.find(docs, "Deployment", "hpcplane-operator")["spec"]["template"]["spec"]["containers"][0]["args"]
+        self.assertIn("--namespace=slurm", args)
+
+    def test_a_cluster_older_than_1_30_is_refused(self):
+        args = ["template", "hpcplane", CHART, "--kube-version", "1.29.5"]
+        r = self.helm(*args, check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn(">=1.30.0-0", r.stderr)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)

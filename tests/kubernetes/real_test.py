@@ -1,0 +1,388 @@
+#!/usr/bin/env python3
+"""hpcplane on a real Kubernetes cluster (tests/kubernetes/realcluster.py: kube-apiserver, etcd,
+kube-controller-manager, kube-scheduler, two kubelets with their own containerd, kube-proxy and
+CoreDNS, all built here from their Go modules), installed as users install it and driven with
+kubectl. The images are built here: the Slurm image is the slurm-26.05 environment exported for
+Kubernetes (`hpcplane environments export --for kubernetes`), the hpcplane image is this build's
+binary with the libraries it links.
+
+- installed with `kubectl apply -k deploy/kubernetes` (rendered, images and the operator's
+  arguments set as a user's overlay would): two operator replicas, one leads;
+- the SlurmCluster turns Ready in a namespace at PodSecurity `baseline`; `srun -N2` runs across
+  worker pods on the two nodes;
+- an autoscaled NodeSet grows from zero for a queued job and shrinks back, drained first;
+- `kubectl scale` pins a static NodeSet;
+- a change of slurm.conf reaches slurmctld (reconfigured once the kubelet has updated the file);
+- a Workspace is launched and stopped through its spec, another deleted directly (finalizer);
+- the leading operator replica killed: the other takes over and changes nothing that ran;
+- the operator's ServiceAccount has the chart's RBAC only: refused what it should not do;
+- deleting the SlurmCluster: the garbage collector removes what it owned.
+
+Run: /usr/bin/python3 tests/kubernetes/real_test.py BUILD_DIR   (as root)
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+import unittest
+
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from realcluster import RealCluster, pack_image, run, wait_for  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else "build")
+SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+HPCPLANE = os.path.join(BUILD, "hpcplane")
+IMAGES = os.path.join(BUILD, "kubernetes-real")
+SLURM_IMAGE = ("hpcplane.test/slurm", "26.05")
+HPCPLANE_IMAGE = ("hpcplane.test/hpcplane", "dev")
+SYSTEM = "hpcplane-system"
+CHART = os.path.join(SOURCE, "deploy/helm/hpcplane")
+NS = "slurm"
+CLUSTER = "kube"
+
+# The namespace is the chart's (slurmNamespaces), at PodSecurity baseline.
+MANIFEST = f"""apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: {CLUSTER}
+  namespace: {NS}
+spec:
+  users:
+    - name: alice
+      uid: 2001
+---
+apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata:
+  name: cpu
+  namespace: {NS}
+spec:
+  cluster: {CLUSTER}
+  replicas: 2
+  maxReplicas: 3
+  resources:
+    cpus: 1
+    memoryMiB: 500
+  partition:
+    default: true
+---
+apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata:
+  name: burst
+  namespace: {NS}
+spec:
+  cluster: {CLUSTER}
+  minReplicas: 0
+  maxReplicas: 2
+  idleTimeout: 5s
+  resources:
+    cpus: 1
+    memoryMiB: 500
+"""
+
+
+def log(line):
+    print(f"[real_test] {line}", file=sys.stderr, flush=True)
+
+
+def slurm_layout():
+    """The slurm-26.05 environment (built here when missing) as an OCI layout for Kubernetes."""
+    env = dict(os.environ, HPCPLANE_IMAGE_STORE=os.environ.get("HPCPLANE_IMAGE_STORE", os.path.join(BUILD, "images")))
+    layout = os.path.join(IMAGES, "slurm-layout")
+    t = time.monotonic()
+    run(HPCPLANE, "--state-dir", os.path.join(IMAGES, "state"), "environments", "build", "slurm-26.05", env=env,
+        timeout=1800)
+    run(HPCPLANE, "--state-dir", os.path.join(IMAGES, "state"), "environments", "export", "slurm-26.05",
+        "--oci-layout", layout, "--tag", SLURM_IMAGE[1], "--for", "kubernetes", env=env, timeout=600)
+    log(f"Slurm image ready in {time.monotonic() - t:.0f} s")
+    return layout
+
+
+def hpcplane_layout():
+    """This build's binary, the shared libraries it links (as ldd finds them here), CA
+    certificates and an unprivileged user: the hpcplane image, without building hpcplane again
+    in a container (images/hpcplane.Containerfile does that from source)."""
+    layout = os.path.join(IMAGES, "hpcplane-layout")
+    shutil.rmtree(layout, ignore_errors=True)
+    root = tempfile.mkdtemp(prefix="hpcplane-image-rootfs.")
+    try:
+        def copy(path, to=None):
+            dest = os.path.join(root, (to or path).lstrip("/"))
+            os.makedirs(os.path.dirname(dest), exist_ok=True)
+            shutil.copy2(os.path.realpath(path), dest)
+        copy(HPCPLANE, "/usr/local/bin/hpcplane")
+        for line in run("ldd", HPCPLANE).stdout.splitlines():
+            parts = line.split()
+            path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]
+            if path.startswith("/"):
+                copy(path)
+        copy("/etc/ssl/certs/ca-certificates.crt")
+        os.makedirs(os.path.join(root, "etc"), exist_ok=True)
+        with open(os.path.join(root, "etc/passwd"), "w") as f:
+            f.write("root:x:0:0:root:/root:/usr/sbin/nologin\nhpcplane:x:65532:65532::/var/lib/hpcplane:/usr/sbin/nologin\n")
+        with open(os.path.join(root, "etc/group"), "w") as f:
+            f.write("root:x:0:\nhpcplane:x:65532:\n")
+        for d, mode, owner in (("tmp", 0o1777, 0), ("var/lib/hpcplane", 0o755, 65532)):
+            os.makedirs(os.path.join(root, d), exist_ok=True)
+            os.chmod(os.path.join(root, d), mode)
+            os.chown(os.path.join(root, d), owner, owner)
+        pack_image(root, layout, HPCPLANE_IMAGE[1], entrypoint=["/usr/local/bin/hpcplane"], cmd=["--help"],
+                   user="65532:65532")
+    finally:
+        shutil.rmtree(root)
+    return layout
+
+
+def helm_values():
+    """What a user sets installing the chart here: the images built here, the Slurm release
+    they carry, the shared claims' class, and the operator confined to the Slurm namespace."""
+    return [f"image.repository={HPCPLANE_IMAGE[0]}", f"image.tag={HPCPLANE_IMAGE[1]}",
+            f"slurm.image={':'.join(SLURM_IMAGE)}", "slurm.release=26.05", "storage.sharedClass=shared",
+            f"operator.watchNamespace={NS}", f"slurmNamespaces={{{NS}}}", "operator.leaseSeconds=6"]
+
+
+class RealKubernetesTest(unittest.TestCase):
+    """One cluster for the whole sequence, in order."""
+
+    @classmethod
+    def setUpClass(cls):
+        slurm = slurm_layout()
+        own = hpcplane_layout()
+        # Three nodes: every kubelet reports this machine's CPUs, and the sequence runs up to three
+        # one-CPU workers besides the cluster's own pods.
+        cls.k = RealCluster(BUILD, tag="rk", octet=246, nodes=3)
+        cls.k.__enter__()
+        try:
+            cls.k.import_image(slurm, *SLURM_IMAGE)
+            cls.k.import_image(own, *HPCPLANE_IMAGE)
+            cls.install()
+        except BaseException:
+            cls.k.__exit__(None, None, None)
+            raise
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.k.__exit__(None, None, None)
+
+    @classmethod
+    def install(cls):
+        t = time.monotonic()
+        # The release's namespace as the README says to make it (the chart does not own it).
+        cls.k.kubectl("create", "namespace", SYSTEM)
+        cls.k.kubectl("label", "namespace", SYSTEM, "pod-security.kubernetes.io/enforce=restricted")
+        tls = tempfile.mkdtemp(prefix="hpcplane-tls.")
+        try:
+            run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+                "-keyout", f"{tls}/tls.key", "-out", f"{tls}/tls.crt", "-days", "1", "-subj", "/CN=hpcplane")
+            cls.k.kubectl("-n", SYSTEM, "create", "secret", "tls", "hpcplane-controlplane-tls", "--cert",
+                          f"{tls}/tls.crt", "--key", f"{tls}/tls.key")
+        finally:
+            shutil.rmtree(tls)
+        args = ["install", "hpcplane", CHART, "--namespace", SYSTEM, "--wait", "--timeout", "4m"]
+        for v in helm_values():
+            args += ["--set", v]
+        r = cls.helm(*args)
+        if r.returncode != 0:
+            raise AssertionError(f"helm install: {r.stdout}{r.stderr}")
+        log(f"hpcplane installed with helm in {time.monotonic() - t:.1f} s")
+        cls.k.kubectl("apply", "-f", "-", input=MANIFEST)
+
+    @classmethod
+    def helm(cls, *args):
+        home = os.path.join(cls.k.dir, "helm")
+        env = dict(os.environ, KUBECONFIG=cls.k.kubeconfig, HELM_CACHE_HOME=f"{home}/cache",
+                   HELM_CONFIG_HOME=f"{home}/config", HELM_DATA_HOME=f"{home}/data")
+        return subprocess.run([os.path.join(cls.k.bin, "helm"), *args], env=env, capture_output=True, text=True,
+                              timeout=600)
+
+    # --- helpers ------------------------------------------------------------------------------
+    def kubectl(self, *args, **kw):
+        return self.k.kubectl(*args, **kw)
+
+    def logs(self):
+        out = []
+        for pod in self.pods(SYSTEM):
+            r = self.kubectl("-n", SYSTEM, "logs", pod, "--tail=60", check=False)
+            out.append(f"--- {pod}\n{r.stdout}{r.stderr}")
+        events = self.kubectl("get", "events", "-A", "--sort-by=.lastTimestamp", check=False).stdout
+        return "\n".join(out) + f"\n--- events\n{events[-4000:]}\n" + self.k.component_logs(1500)
+
+    def wait(self, what, predicate, timeout=120):
+        try:
+            return wait_for(what, predicate, timeout=timeout, interval=0.5)
+        except AssertionError as e:
+            raise AssertionError(f"{e}\n{self.logs()}") from None
+
+    def get(self, kind, name, ns=NS):
+        r = self.kubectl("-n", ns, "get", kind, name, "-o", "json", check=False)
+        return json.loads(r.stdout) if r.returncode == 0 else None
+
+    def pods(self, ns=NS):
+        out = json.loads(self.kubectl("-n", ns, "get", "pods", "-o", "json").stdout)
+        return {p["metadata"]["name"]: p for p in out["items"]}
+
+    def slurm(self, *argv, user="root", timeout=120):
+        become = [] if user == "root" else ["setpriv", f"--reuid={user}", f"--regid={user}", "--init-groups", "--"]
+        return self.kubectl("-n", NS, "exec", f"{CLUSTER}-controller", "--", *become, *argv, check=False,
+                            timeout=timeout)
+
+    def sbatch(self, *argv):
+        r = self.slurm("sbatch", "--parsable", "--chdir=/tmp", *argv, user="alice")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout.strip().split(";")[0]
+
+    def job_state(self, job):
+        r = self.slurm("scontrol", "show", "job", "-o", job)
+        if r.returncode != 0:
+            return ""
+        fields = dict(f.split("=", 1) for f in r.stdout.split() if "=" in f)
+        return f"{fields.get('JobState', '')}|{fields.get('NodeList', '')}"
+
+    def wait_job(self, job, want, timeout=120):
+        self.wait(f"job {job} to be {want}", lambda: self.job_state(job) == want, timeout=timeout)
+
+    def sinfo_nodes(self):
+        r = self.slurm("sinfo", "-h", "-N", "-o", "%N %T")
+        if r.returncode != 0:
+            return None
+        return dict(line.split() for line in r.stdout.splitlines() if line.strip())
+
+    def cluster_ready(self):
+        c = self.get("slurmcluster", CLUSTER)
+        conds = {x["type"]: x["status"] for x in ((c or {}).get("status") or {}).get("conditions", [])}
+        return conds.get("Ready") == "True"
+
+    def pod_uids(self, prefix):
+        return {n: p["metadata"]["uid"] for n, p in self.pods().items() if n.startswith(f"{CLUSTER}-{prefix}")}
+
+    def leader(self):
+        lease = self.get("lease", "hpcplane-operator", ns=SYSTEM)
+        return ((lease or {}).get("spec") or {}).get("holderIdentity")
+
+    # --- the sequence -------------------------------------------------------------------------
+    def test_0_the_kustomize_install_is_accepted_by_the_api_server(self):
+        r = self.kubectl("apply", "-k", os.path.join(SOURCE, "deploy/kubernetes"), "--dry-run=server", check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("deployment.apps/hpcplane-operator", r.stdout)
+
+    def test_1_comes_up_and_runs_across_two_nodes(self):
+        self.wait("the SlurmCluster to be Ready", self.cluster_ready, timeout=300)
+        self.wait("cpu-0 and cpu-1 to be idle in Slurm",
+                  lambda: (self.sinfo_nodes() or {}).get("cpu-0") == "idle"
+                  and (self.sinfo_nodes() or {}).get("cpu-1") == "idle", timeout=180)
+        pods = self.pods()
+        nodes = {pods[f"{CLUSTER}-cpu-{i}"]["spec"]["nodeName"] for i in (0, 1)}
+        self.assertEqual(len(nodes), 2, f"the workers spread over two nodes: {nodes}")
+        r = self.slurm("srun", "-N2", "-l", "hostname", user="alice")
+        self.assertEqual(r.returncode, 0, r.stderr + self.logs())
+        self.assertEqual(sorted(line.split(": ", 1)[1] for line in r.stdout.splitlines()), ["cpu-0", "cpu-1"])
+
+    def test_2_an_autoscaled_nodeset_grows_from_zero_and_shrinks_back_drained_first(self):
+        self.assertEqual(self.pod_uids("burst"), {})
+        job = self.sbatch("-p", "burst", "--wrap", "sleep 2; hostname")
+        self.wait("a burst worker pod", lambda: self.pod_uids("burst"), timeout=90)
+        self.wait_job(job, "COMPLETED|burst-0", timeout=180)
+        gone = self.wait("the burst worker to be deleted after idleTimeout",
+                         lambda: not self.pod_uids("burst") and time.time(), timeout=120)
+        drains = self.wait("Slurm's record of burst-0's drain", lambda: [
+            line.split("|") for line in self.slurm("sacctmgr", "-n", "-P", "list", "event", "nodes=burst-0",
+                                                   "format=start,state,reason").stdout.splitlines()
+            if "|DRAIN|hpcplane: scale-down" in line], timeout=90)
+        self.assertLessEqual(time.mktime(time.strptime(drains[-1][0], "%Y-%m-%dT%H:%M:%S")), gone)
+
+    def test_3_kubectl_scale_pins_a_static_nodeset(self):
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=3")
+        self.wait("cpu-2 to be idle in Slurm", lambda: (self.sinfo_nodes() or {}).get("cpu-2") == "idle", timeout=180)
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=2")
+        self.wait("cpu-2's pod to go", lambda: f"{CLUSTER}-cpu-2" not in self.pods(), timeout=120)
+        self.wait("Slurm to list cpu-0 and cpu-1 only",
+                  lambda: sorted(self.sinfo_nodes() or {}) == ["cpu-0", "cpu-1"], timeout=60)
+
+    def test_4_a_workspace_is_launched_stopped_and_deleted(self):
+        for name, user, uid in (("ws-bob", "bob", 2002), ("ws-carol", "carol", 2003)):
+            self.kubectl("apply", "-f", "-", input=json.dumps({
+                "apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name, "namespace": NS},
+                "spec": {"cluster": CLUSTER, "user": {"name": user, "uid": uid, "gid": uid}, "project": "demo",
+                         "resources": {"cpus": 1, "memoryMiB": 500}, "maxWorkers": 1, "idleTimeoutSeconds": 5}}))
+        for name in ("ws-bob", "ws-carol"):
+            self.wait(f"{name} to be Ready",
+                      lambda: ((self.get("workspace", name) or {}).get("status") or {}).get("phase") == "Ready",
+                      timeout=180)
+        r = self.kubectl("-n", NS, "exec", f"{CLUSTER}-ws-bob-login", "--", "sbatch", "--parsable", "--chdir=/tmp",
+                         "--wrap", "id -un", check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.wait_job(r.stdout.strip().split(";")[0], "COMPLETED|ws-bob-0", timeout=180)
+        self.kubectl("-n", NS, "patch", "workspace", "ws-bob", "--type=merge", "-p", '{"spec":{"stopping":true}}')
+        self.wait("ws-bob to be Stopped",
+                  lambda: ((self.get("workspace", "ws-bob") or {}).get("status") or {}).get("phase") == "Stopped",
+                  timeout=120)
+        self.wait("ws-bob's login pod to go", lambda: f"{CLUSTER}-ws-bob-login" not in self.pods(), timeout=90)
+        self.kubectl("-n", NS, "delete", "workspace", "ws-carol", "--wait=false")
+        self.wait("ws-carol to be gone", lambda: self.get("workspace", "ws-carol") is None, timeout=120)
+        # Its login pod was deleted before the finalizer came off; a deletion is graceful.
+        login = self.pods().get(f"{CLUSTER}-ws-carol-login")
+        self.assertTrue(login is None or "deletionTimestamp" in login["metadata"], login)
+        self.wait("ws-carol's login pod to go", lambda: f"{CLUSTER}-ws-carol-login" not in self.pods(), timeout=90)
+        self.assertNotIn("ws-carol", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
+
+    def test_5_the_other_operator_replica_takes_over_and_changes_nothing(self):
+        leader = self.wait("a leader", self.leader)
+        before = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
+        # The identity is the pod's host name (its name) and the process id.
+        self.kubectl("-n", SYSTEM, "delete", "pod", leader.rsplit("-", 1)[0], "--grace-period=0", "--force",
+                     check=False)
+        self.wait("the other replica to lead", lambda: self.leader() not in (None, leader), timeout=60)
+        job = self.sbatch("-p", "cpu", "--wrap", "hostname")
+        self.wait(f"job {job} to complete", lambda: self.job_state(job).startswith("COMPLETED|cpu-"), timeout=120)
+        after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
+        self.assertEqual({n: after.get(n) for n in before}, before)
+
+    def test_6_the_operator_is_refused_what_its_role_does_not_grant(self):
+        sa = f"system:serviceaccount:{SYSTEM}:hpcplane-operator"
+        # The chart's RBAC with operator.watchNamespace: rights in the Slurm namespace only.
+        for verb, resource, ns in (("delete", "nodes", None), ("create", "clusterrolebindings", None),
+                                   ("get", "secrets", "kube-system"), ("create", "pods/exec", "kube-system"),
+                                   ("list", "secrets", SYSTEM), ("update", "customresourcedefinitions", None),
+                                   ("list", "slurmclusters.hpcplane.io", "default")):
+            args = ["auth", "can-i", verb, resource, "--as", sa] + (["-n", ns] if ns else [])
+            r = self.kubectl(*args, check=False)
+            self.assertEqual(r.stdout.strip(), "no", f"{verb} {resource} {ns}: {r.stdout}{r.stderr}")
+        for verb, resource in (("create", "pods"), ("get", "secrets"), ("create", "pods/exec")):
+            r = self.kubectl("auth", "can-i", verb, resource, "-n", NS, "--as", sa, check=False)
+            self.assertEqual(r.stdout.strip(), "yes", f"{verb} {resource} in {NS}")
+        # Not only what RBAC says: the API server refuses the operator's own token.
+        token = self.kubectl("-n", SYSTEM, "create", "token", "hpcplane-operator").stdout.strip()
+        r = self.kubectl("--token", token, "--kubeconfig", "/dev/null", "--server", self.k.api_url,
+                         "--certificate-authority", self.k.pki.ca, "-n", "kube-system", "get", "secrets", check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("forbidden", r.stderr)
+
+    def test_7_a_slurm_conf_change_reaches_slurmctld(self):
+        def priority_type():
+            r = self.slurm("scontrol", "show", "config")
+            return next((line.split("=", 1)[1].strip() for line in r.stdout.splitlines()
+                         if line.startswith("PriorityType")), None)
+        want = "priority/basic" if priority_type() == "priority/multifactor" else "priority/multifactor"
+        before = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
+        self.kubectl("-n", NS, "patch", "slurmcluster", CLUSTER, "--type=merge", "-p",
+                     json.dumps({"spec": {"scheduling": {"priorityType": want}}}))
+        # The kubelet updates the mounted slurm.conf within its sync period; the operator tells
+        # slurmctld to reconfigure once the pod reads the new file.
+        self.wait(f"slurmctld to run {want}", lambda: priority_type() == want, timeout=150)
+        after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
+        self.assertEqual(after.get(f"{CLUSTER}-controller"), before[f"{CLUSTER}-controller"], "not restarted")
+
+    def test_9_deleting_the_slurmcluster_removes_what_it_owned(self):
+        self.kubectl("-n", NS, "delete", "slurmcluster", CLUSTER, "--wait=false")
+        self.wait("every object of the cluster to be gone", lambda: not json.loads(self.kubectl(
+            "-n", NS, "get", "pods,configmaps,secrets,services", "-l", f"hpcplane.io/cluster={CLUSTER}", "-o",
+            "json").stdout)["items"], timeout=180)
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
