@@ -22,8 +22,8 @@
 #include "operator/conditions.h"
 #include "operator/reconcile_pass.h"
 #include "runtime/kubernetes/informer.h"
-#include "runtime/kubernetes/server_version.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
+#include "runtime/kubernetes/server_version.h"
 
 namespace hpc::app {
 
@@ -31,6 +31,24 @@ namespace k8s = runtime::kubernetes;
 using nlohmann::json;
 
 namespace {
+
+// The ownership ledger of a cluster in its own ConfigMap (<cluster>-ownership, owned by the
+// SlurmCluster like every object of it): the next leader, on another node, reads what this one
+// recorded. A ledger an earlier version kept in the replica's state directory is read once.
+op::LedgerStorage LedgerInConfigMap(runtime::PodRuntime* rt, const std::string& old_file) {
+  static constexpr const char* kName = "ownership";
+  static constexpr const char* kKey = "ledger.json";
+  op::LedgerStorage file = op::LedgerStorage::File(old_file);
+  return {"ConfigMap ownership (key ledger.json)",
+          [rt, file]() -> Result<std::optional<std::string>> {
+            ASSIGN_OR_RETURN(auto cm, rt->GetConfigMap(kName));
+            if (cm && cm->data.count(kKey)) return std::optional<std::string>(cm->data.at(kKey));
+            return file.read();
+          },
+          [rt](const std::string& text) {
+            return rt->ApplyConfigMap({kName, {{kKey, text}}, 0600});
+          }};
+}
 
 // A collection in one namespace, or in all of them when `ns` is empty.
 std::string CollectionPath(const std::string& api, const std::string& ns, const std::string& plural) {
@@ -179,8 +197,9 @@ class Operator {
     ctx.owner_uid = uid;
     s->rt = OpenKubernetesRuntime(api, ctx);
     s->rt->UseCaches(caches_);
-    auto controllers = op::NewClusterControllers(s->rt.get(), inputs_, name,
-                                                 fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
+    auto controllers = op::NewClusterControllers(
+        s->rt.get(), inputs_, name,
+        LedgerInConfigMap(s->rt.get(), fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name)));
     if (!controllers.ok()) {
       spdlog::error("slurmcluster {}: {}", name, controllers.status().message());
       return nullptr;

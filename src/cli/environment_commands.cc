@@ -99,10 +99,10 @@ int CmdDescribeEnvironment(const Globals& g, const std::string& name) {
 
 int CmdExportEnvironment(const Globals& g, const std::string& name, const std::string& layout, const std::string& tag,
                          const std::string& target) {
-  auto e = app::ExportEnvironment(g.state_dir, name, layout, tag,
-                                  target == "kubernetes" ? app::ExportTarget::kKubernetes
-                                                         : app::ExportTarget::kContainerd,
-                                  [](const std::string& line) { std::cout << Printable(line) << std::endl; });
+  auto e =
+      app::ExportEnvironment(g.state_dir, name, layout, tag,
+                             target == "kubernetes" ? app::ExportTarget::kKubernetes : app::ExportTarget::kContainerd,
+                             [](const std::string& line) { std::cout << Printable(line) << std::endl; });
   if (!e.ok()) return Fail(e.status());
   std::cout << fmt::format("{}:{} {}{}\n", layout, e->tag, e->manifest_digest, e->reused ? " (unchanged)" : "");
   return 0;

@@ -25,8 +25,9 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
       ->capture_default_str();
   render->add_option("--storage-class", options.storage_class,
                      "storageClassName of the ReadWriteOnce claims (default: the cluster's default class)");
-  render->add_option("--shared-storage-class", options.shared_storage_class,
-                     "storageClassName of the ReadWriteMany claims: datasets, shared roots (default: the default class)");
+  render->add_option(
+      "--shared-storage-class", options.shared_storage_class,
+      "storageClassName of the ReadWriteMany claims: datasets, shared roots (default: the default class)");
   render->add_option("--cluster-domain", options.cluster_domain, "the cluster's DNS domain")->capture_default_str();
   auto* operator_cmd = app.add_subcommand(
       "operator", "Run the operator against a Kubernetes API: SlurmClusters and NodeSets of one namespace");

@@ -8,8 +8,14 @@ namespace hpc::op {
 Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                                                   const std::string& cluster_name,
                                                                   const std::string& ledger_path) {
+  return NewClusterControllers(rt, inputs, cluster_name, LedgerStorage::File(ledger_path));
+}
+
+Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
+                                                                  const std::string& cluster_name,
+                                                                  LedgerStorage ledger_storage) {
   auto c = std::make_unique<ClusterControllers>();
-  ASSIGN_OR_RETURN(OwnershipLedger ledger, OwnershipLedger::Open(ledger_path));
+  ASSIGN_OR_RETURN(OwnershipLedger ledger, OwnershipLedger::Open(std::move(ledger_storage)));
   c->ledger = std::make_unique<OwnershipLedger>(std::move(ledger));
   c->rt = rt;
   api::SlurmCluster named;

@@ -38,5 +38,9 @@ struct ClusterControllers {
 Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                                                   const std::string& cluster_name,
                                                                   const std::string& ledger_path);
+// The same with the ledger kept where `ledger` says.
+Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
+                                                                  const std::string& cluster_name,
+                                                                  LedgerStorage ledger);
 
 }  // namespace hpc::op

@@ -7,11 +7,21 @@
 namespace hpc::op {
 using nlohmann::json;
 
-Result<OwnershipLedger> OwnershipLedger::Open(std::string path) {
-  OwnershipLedger ledger(std::move(path));
-  if (!files::Exists(ledger.path_)) return ledger;
-  ASSIGN_OR_RETURN(std::string text, files::Read(ledger.path_));
-  json j = json::parse(text, nullptr, false);
+LedgerStorage LedgerStorage::File(const std::string& path) {
+  return {path,
+          [path]() -> Result<std::optional<std::string>> {
+            if (!files::Exists(path)) return std::optional<std::string>();
+            ASSIGN_OR_RETURN(std::string text, files::Read(path));
+            return std::optional<std::string>(std::move(text));
+          },
+          [path](const std::string& text) { return files::WriteAtomic(path, text, 0600); }};
+}
+
+Result<OwnershipLedger> OwnershipLedger::Open(LedgerStorage storage) {
+  OwnershipLedger ledger(std::move(storage));
+  ASSIGN_OR_RETURN(std::optional<std::string> text, ledger.storage_.read());
+  if (!text) return ledger;
+  json j = json::parse(*text, nullptr, false);
   bool valid = j.is_object();
   const json partitions = valid ? j.value("partitions", json::array()) : json();
   const json levels = valid ? j.value("adminLevels", json::object()) : json();
@@ -24,7 +34,7 @@ Result<OwnershipLedger> OwnershipLedger::Open(std::string path) {
     return Status::Errorf(
         "{}: not a valid ownership record; hpcplane changes no partition or admin level until it "
         "is repaired or removed",
-        ledger.path_);
+        ledger.storage_.name);
   }
   ledger.partitions_ = partitions.get<std::set<std::string>>();
   ledger.admin_levels_ = levels.get<std::map<std::string, std::string>>();
@@ -33,7 +43,7 @@ Result<OwnershipLedger> OwnershipLedger::Open(std::string path) {
 
 Status OwnershipLedger::Save() const {
   json j = {{"partitions", partitions_}, {"adminLevels", admin_levels_}};
-  return files::WriteAtomic(path_, j.dump(2) + "\n", 0600);
+  return storage_.write(j.dump(2) + "\n");
 }
 
 Status OwnershipLedger::AddPartitions(const std::set<std::string>& names) {

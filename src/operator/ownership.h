@@ -4,7 +4,9 @@
 // inferred from "not in my list", which would take an admin's partition for a stale one of ours.
 #pragma once
 
+#include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 
@@ -12,11 +14,22 @@
 
 namespace hpc::op {
 
+// Where the ledger's record is kept: a file (one machine), or any text the caller reads and
+// writes (on Kubernetes a ConfigMap the SlurmCluster owns, which outlives the operator pod and
+// is what the next leader reads).
+struct LedgerStorage {
+  std::string name;                                          // for messages
+  std::function<Result<std::optional<std::string>>()> read;  // nullopt: nothing recorded yet
+  std::function<Status(const std::string&)> write;
+  static LedgerStorage File(const std::string& path);
+};
+
 class OwnershipLedger {
  public:
-  // Reads the file at `path` (none yet: nothing owned). An unreadable or malformed file is an
-  // error: with ownership unknown nothing may be deleted (fail closed).
-  static Result<OwnershipLedger> Open(std::string path);
+  // Reads the record (none yet: nothing owned). An unreadable or malformed one is an error: with
+  // ownership unknown nothing may be deleted (fail closed).
+  static Result<OwnershipLedger> Open(LedgerStorage storage);
+  static Result<OwnershipLedger> Open(const std::string& path) { return Open(LedgerStorage::File(path)); }
 
   const std::set<std::string>& partitions() const { return partitions_; }
   // Recorded before the partition is created, so a crash in between never leaves one of ours
@@ -29,10 +42,10 @@ class OwnershipLedger {
   Status SetAdminLevel(const std::string& user, const std::string& level);
 
  private:
-  explicit OwnershipLedger(std::string path) : path_(std::move(path)) {}
+  explicit OwnershipLedger(LedgerStorage storage) : storage_(std::move(storage)) {}
   Status Save() const;
 
-  std::string path_;
+  LedgerStorage storage_;
   std::set<std::string> partitions_;
   std::map<std::string, std::string> admin_levels_;
 };

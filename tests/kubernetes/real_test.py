@@ -22,25 +22,18 @@ Run: /usr/bin/python3 tests/kubernetes/real_test.py BUILD_DIR   (as root)
 """
 import json
 import os
-import shutil
-import subprocess
 import sys
-import tempfile
 import time
 import unittest
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from realcluster import RealCluster, pack_image, run, wait_for  # noqa: E402
+import hpcplane_on_kubernetes  # noqa: E402
+from hpcplane_on_kubernetes import SYSTEM, log  # noqa: E402
+from realcluster import RealCluster, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else "build")
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-HPCPLANE = os.path.join(BUILD, "hpcplane")
-IMAGES = os.path.join(BUILD, "kubernetes-real")
-SLURM_IMAGE = ("hpcplane.test/slurm", "26.05")
-HPCPLANE_IMAGE = ("hpcplane.test/hpcplane", "dev")
-SYSTEM = "hpcplane-system"
-CHART = os.path.join(SOURCE, "deploy/helm/hpcplane")
 NS = "slurm"
 CLUSTER = "kube"
 
@@ -86,80 +79,17 @@ spec:
 """
 
 
-def log(line):
-    print(f"[real_test] {line}", file=sys.stderr, flush=True)
-
-
-def slurm_layout():
-    """The slurm-26.05 environment (built here when missing) as an OCI layout for Kubernetes."""
-    env = dict(os.environ, HPCPLANE_IMAGE_STORE=os.environ.get("HPCPLANE_IMAGE_STORE", os.path.join(BUILD, "images")))
-    layout = os.path.join(IMAGES, "slurm-layout")
-    t = time.monotonic()
-    run(HPCPLANE, "--state-dir", os.path.join(IMAGES, "state"), "environments", "build", "slurm-26.05", env=env,
-        timeout=1800)
-    run(HPCPLANE, "--state-dir", os.path.join(IMAGES, "state"), "environments", "export", "slurm-26.05",
-        "--oci-layout", layout, "--tag", SLURM_IMAGE[1], "--for", "kubernetes", env=env, timeout=600)
-    log(f"Slurm image ready in {time.monotonic() - t:.0f} s")
-    return layout
-
-
-def hpcplane_layout():
-    """This build's binary, the shared libraries it links (as ldd finds them here), CA
-    certificates and an unprivileged user: the hpcplane image, without building hpcplane again
-    in a container (images/hpcplane.Containerfile does that from source)."""
-    layout = os.path.join(IMAGES, "hpcplane-layout")
-    shutil.rmtree(layout, ignore_errors=True)
-    root = tempfile.mkdtemp(prefix="hpcplane-image-rootfs.")
-    try:
-        def copy(path, to=None):
-            dest = os.path.join(root, (to or path).lstrip("/"))
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            shutil.copy2(os.path.realpath(path), dest)
-        copy(HPCPLANE, "/usr/local/bin/hpcplane")
-        for line in run("ldd", HPCPLANE).stdout.splitlines():
-            parts = line.split()
-            path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]
-            if path.startswith("/"):
-                copy(path)
-        copy("/etc/ssl/certs/ca-certificates.crt")
-        os.makedirs(os.path.join(root, "etc"), exist_ok=True)
-        with open(os.path.join(root, "etc/passwd"), "w") as f:
-            f.write("root:x:0:0:root:/root:/usr/sbin/nologin\nhpcplane:x:65532:65532::/var/lib/hpcplane:/usr/sbin/nologin\n")
-        with open(os.path.join(root, "etc/group"), "w") as f:
-            f.write("root:x:0:\nhpcplane:x:65532:\n")
-        for d, mode, owner in (("tmp", 0o1777, 0), ("var/lib/hpcplane", 0o755, 65532)):
-            os.makedirs(os.path.join(root, d), exist_ok=True)
-            os.chmod(os.path.join(root, d), mode)
-            os.chown(os.path.join(root, d), owner, owner)
-        pack_image(root, layout, HPCPLANE_IMAGE[1], entrypoint=["/usr/local/bin/hpcplane"], cmd=["--help"],
-                   user="65532:65532")
-    finally:
-        shutil.rmtree(root)
-    return layout
-
-
-def helm_values():
-    """What a user sets installing the chart here: the images built here, the Slurm release
-    they carry, the shared claims' class, and the operator confined to the Slurm namespace."""
-    return [f"image.repository={HPCPLANE_IMAGE[0]}", f"image.tag={HPCPLANE_IMAGE[1]}",
-            f"slurm.image={':'.join(SLURM_IMAGE)}", "slurm.release=26.05", "storage.sharedClass=shared",
-            f"operator.watchNamespace={NS}", f"slurmNamespaces={{{NS}}}", "operator.leaseSeconds=6"]
-
-
 class RealKubernetesTest(unittest.TestCase):
     """One cluster for the whole sequence, in order."""
 
     @classmethod
     def setUpClass(cls):
-        slurm = slurm_layout()
-        own = hpcplane_layout()
         # Three nodes: every kubelet reports this machine's CPUs, and the sequence runs up to three
         # one-CPU workers besides the cluster's own pods.
         cls.k = RealCluster(BUILD, tag="rk", octet=246, nodes=3)
         cls.k.__enter__()
         try:
-            cls.k.import_image(slurm, *SLURM_IMAGE)
-            cls.k.import_image(own, *HPCPLANE_IMAGE)
+            hpcplane_on_kubernetes.import_images(cls.k, BUILD)
             cls.install()
         except BaseException:
             cls.k.__exit__(None, None, None)
@@ -172,33 +102,10 @@ class RealKubernetesTest(unittest.TestCase):
     @classmethod
     def install(cls):
         t = time.monotonic()
-        # The release's namespace as the README says to make it (the chart does not own it).
-        cls.k.kubectl("create", "namespace", SYSTEM)
-        cls.k.kubectl("label", "namespace", SYSTEM, "pod-security.kubernetes.io/enforce=restricted")
-        tls = tempfile.mkdtemp(prefix="hpcplane-tls.")
-        try:
-            run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-                "-keyout", f"{tls}/tls.key", "-out", f"{tls}/tls.crt", "-days", "1", "-subj", "/CN=hpcplane")
-            cls.k.kubectl("-n", SYSTEM, "create", "secret", "tls", "hpcplane-controlplane-tls", "--cert",
-                          f"{tls}/tls.crt", "--key", f"{tls}/tls.key")
-        finally:
-            shutil.rmtree(tls)
-        args = ["install", "hpcplane", CHART, "--namespace", SYSTEM, "--wait", "--timeout", "4m"]
-        for v in helm_values():
-            args += ["--set", v]
-        r = cls.helm(*args)
-        if r.returncode != 0:
-            raise AssertionError(f"helm install: {r.stdout}{r.stderr}")
+        hpcplane_on_kubernetes.helm_install(cls.k, helm_values=[f"operator.watchNamespace={NS}",
+                                                                f"slurmNamespaces={{{NS}}}", "operator.leaseSeconds=6"])
         log(f"hpcplane installed with helm in {time.monotonic() - t:.1f} s")
         cls.k.kubectl("apply", "-f", "-", input=MANIFEST)
-
-    @classmethod
-    def helm(cls, *args):
-        home = os.path.join(cls.k.dir, "helm")
-        env = dict(os.environ, KUBECONFIG=cls.k.kubeconfig, HELM_CACHE_HOME=f"{home}/cache",
-                   HELM_CONFIG_HOME=f"{home}/config", HELM_DATA_HOME=f"{home}/data")
-        return subprocess.run([os.path.join(cls.k.bin, "helm"), *args], env=env, capture_output=True, text=True,
-                              timeout=600)
 
     # --- helpers ------------------------------------------------------------------------------
     def kubectl(self, *args, **kw):
@@ -341,6 +248,9 @@ class RealKubernetesTest(unittest.TestCase):
         self.wait(f"job {job} to complete", lambda: self.job_state(job).startswith("COMPLETED|cpu-"), timeout=120)
         after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
         self.assertEqual({n: after.get(n) for n in before}, before)
+        # What hpcplane owns in Slurm is in the API, where the new leader read it.
+        ledger = json.loads(self.get("configmap", f"{CLUSTER}-ownership")["data"]["ledger.json"])
+        self.assertTrue({"cpu", "burst"} <= set(ledger["partitions"]), ledger)
 
     def test_6_the_operator_is_refused_what_its_role_does_not_grant(self):
         sa = f"system:serviceaccount:{SYSTEM}:hpcplane-operator"

@@ -252,7 +252,7 @@ class Node:
 
 
 class RealCluster:
-    def __init__(self, build_dir, tag="rk", octet=246, nodes=2, log=None):
+    def __init__(self, build_dir, tag="rk", octet=246, nodes=2, log=None, audit_users=()):
         if not (1 <= len(tag) <= 6 and tag.isalnum()):
             raise ValueError("tag: 1-6 letters or digits (it names network namespaces and links)")
         self.build_dir = os.path.abspath(build_dir)
@@ -273,6 +273,10 @@ class RealCluster:
         self.netns_before = set()
         self.bin = None
         self.kubeconfig = None
+        # Requests of these users the API server logs (metadata only) to audit_log, one JSON
+        # event a line: what a benchmark counts a client's requests by.
+        self.audit_users = list(audit_users)
+        self.audit_log = os.path.join(self.dir, "audit.log")
 
     # --- public -------------------------------------------------------------------------------
     def __enter__(self):
@@ -449,7 +453,7 @@ class RealCluster:
             "--kubelet-client-certificate", kubelet_client[0], "--kubelet-client-key", kubelet_client[1],
             "--kubelet-certificate-authority", pki.ca, "--kubelet-preferred-address-types", "InternalIP",
             "--allow-privileged=true", "--cert-dir", os.path.join(self.dir, "apiserver-certs"),
-            "--profiling=false", "--v=1"], self.logs)
+            "--profiling=false", "--v=1", *self._audit_flags()], self.logs)
         wait_for("the API server to be ready",
                  lambda: self._control_alive() and self.kubectl("get", "--raw", "/readyz", check=False,
                                                                 timeout=10).returncode == 0, timeout=90)
@@ -527,6 +531,15 @@ class RealCluster:
                              {"key": "kubernetes.io/hostname", "operator": "In",
                               "values": [n.name for n in self.nodes]}]}]}}}})
         self.kubectl("apply", "-f", "-", input=json.dumps({"apiVersion": "v1", "kind": "List", "items": items}))
+
+    def _audit_flags(self):
+        if not self.audit_users:
+            return []
+        policy = os.path.join(self.dir, "audit-policy.json")
+        with open(policy, "w") as f:
+            json.dump({"apiVersion": "audit.k8s.io/v1", "kind": "Policy", "omitStages": ["RequestReceived"],
+                       "rules": [{"level": "Metadata", "users": self.audit_users}, {"level": "None"}]}, f)
+        return ["--audit-policy-file", policy, "--audit-log-path", self.audit_log, "--audit-log-format", "json"]
 
     def _control_alive(self):
         dead = [n for n, p in self.control.items() if not p.running()]

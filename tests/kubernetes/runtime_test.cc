@@ -274,31 +274,35 @@ TEST_F(KubernetesRuntimeTest, PodsAreCreatedOnceComparedBySpecAndReportedByStatu
 
   // An init container that fails (the prepare step's chown on a root-squashed volume): the
   // status says which and why, not the main container's PodInitializing.
-  ASSERT_TRUE(api_->MergePatch(path + "/status",
-                               {{"status",
-                                 {{"phase", "Pending"},
-                                  {"initContainerStatuses",
-                                   {{{"name", "prepare"},
-                                     {"restartCount", 3},
-                                     {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off"}}}}},
-                                     {"lastState", {{"terminated", {{"exitCode", 1}, {"reason", "Error"}}}}}}}},
-                                  {"containerStatuses",
-                                   {{{"name", "worker"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}}}}}})
-                  .ok());
+  ASSERT_TRUE(
+      api_->MergePatch(path + "/status",
+                       {{"status",
+                         {{"phase", "Pending"},
+                          {"initContainerStatuses",
+                           {{{"name", "prepare"},
+                             {"restartCount", 3},
+                             {"state", {{"waiting", {{"reason", "CrashLoopBackOff"}, {"message", "back-off"}}}}},
+                             {"lastState", {{"terminated", {{"exitCode", 1}, {"reason", "Error"}}}}}}}},
+                          {"containerStatuses",
+                           {{{"name", "worker"}, {"state", {{"waiting", {{"reason", "PodInitializing"}}}}}}}}}}})
+          .ok());
   listed = rt_->ListPods({});
   ASSERT_TRUE(listed.ok() && listed->size() == 1u);
   EXPECT_EQ((*listed)[0].message, "init container prepare: CrashLoopBackOff: back-off (last exit 1 Error)");
   EXPECT_EQ((*listed)[0].restarts, 3);
 
   // What a kubelet reports once the pod runs.
-  ASSERT_TRUE(
-      api_->MergePatch(path + "/status", {{"status",
-                                           {{"phase", "Running"},
-                                            {"podIP", "10.1.2.3"},
-                                            {"startTime", "2026-12-01T00:00:00Z"},
-                                            {"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
-                                            {"containerStatuses", {{{"name", "worker"}, {"restartCount", 2}}}}}}})
-          .ok());
+  ASSERT_TRUE(api_->MergePatch(
+                      path + "/status",
+                      {{"status",
+                        {{"phase", "Running"},
+                         {"podIP", "10.1.2.3"},
+                         {"startTime", "2026-12-01T00:00:00Z"},
+                         {"conditions", {{{"type", "Ready"}, {"status", "True"}}}},
+                         {"initContainerStatuses",
+                          {{{"name", "prepare"}, {"restartCount", 0}, {"state", {{"terminated", {{"exitCode", 0}}}}}}}},
+                         {"containerStatuses", {{{"name", "worker"}, {"restartCount", 2}}}}}}})
+                  .ok());
   listed = rt_->ListPods({});
   ASSERT_TRUE(listed.ok() && listed->size() == 1u);
   const PodStatus& st = (*listed)[0];
@@ -470,6 +474,18 @@ TEST_F(KubernetesRuntimeTest, VolumesAreClaimedOnceAndKeepTheirOwner) {
   ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0750, false}).ok());
   pvc = api_->Get("/api/v1/namespaces/" + namespace_ + "/persistentvolumeclaims/research-controller-state");
   EXPECT_EQ((*pvc)["metadata"]["annotations"][kModeAnnotation], "0750");
+  // The PV controller annotates every claim it binds: not a reason to write ours again.
+  ASSERT_TRUE(api_->MergePatch("/api/v1/namespaces/" + namespace_ + "/persistentvolumeclaims/research-controller-state",
+                               {{"metadata", {{"annotations", {{"pv.kubernetes.io/bind-completed", "yes"}}}}}})
+                  .ok());
+  auto patches = [&] {
+    auto counts = api_->Get("/debug/requests?agent=hpcplane/");
+    return counts.ok() ? counts->value("patch persistentvolumeclaims", 0) : -1;
+  };
+  const int before = patches();
+  for (int pass = 0; pass < 3; ++pass)
+    ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0750, false}).ok());
+  EXPECT_EQ(patches(), before) << "no write when nothing of ours changed";
 }
 
 TEST_F(KubernetesRuntimeTest, DeletingTheSlurmClusterRemovesEveryObjectItOwns) {

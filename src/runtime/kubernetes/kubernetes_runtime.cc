@@ -197,6 +197,19 @@ Result<std::optional<Secret>> KubernetesRuntime::GetSecret(const std::string& na
 
 Status KubernetesRuntime::DeleteSecret(const std::string& name) { return DeleteObject("secrets", name); }
 
+namespace {
+
+// Whether the object carries every one of `annotations` with its value (others may be there too).
+bool HasAnnotations(const json& object, const json& annotations) {
+  const json have = object.value("metadata", json::object()).value("annotations", json::object());
+  for (const auto& [key, value] : annotations.items()) {
+    if (!have.contains(key) || have[key] != value) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
 Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
   json wanted = VolumeClaimObject(volume, ctx_);
   ASSIGN_OR_RETURN(auto have, GetObject("persistentvolumeclaims", volume.name));
@@ -205,8 +218,9 @@ Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
     auto created = api_->Post(fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims", ctx_.namespace_name), wanted);
     Observe("persistentvolumeclaims", created);
     if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
-  } else if ((*have)["metadata"].value("annotations", json::object()) != wanted["metadata"]["annotations"]) {
+  } else if (!HasAnnotations(*have, wanted["metadata"]["annotations"])) {
     // A claim's spec is immutable; its owner and mode (applied by each pod's prepare step) are not.
+    // Only ours are compared: the PV controller and schedulers add their own to every claim.
     auto patched = api_->MergePatch(Path("persistentvolumeclaims", volume.name),
                                     {{"metadata", {{"annotations", wanted["metadata"]["annotations"]}}}});
     Observe("persistentvolumeclaims", patched);

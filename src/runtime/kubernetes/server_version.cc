@@ -22,8 +22,8 @@ Status CheckServerVersion(const nlohmann::json& version) {
   if (!version.is_object()) return Status::Error("the API server's /version is not an object");
   const int major = LeadingNumber(version.value("major", ""));
   const int minor = LeadingNumber(version.value("minor", ""));
-  const std::string shown = version.value("gitVersion", fmt::format("{}.{}", version.value("major", "?"),
-                                                                    version.value("minor", "?")));
+  const std::string shown =
+      version.value("gitVersion", fmt::format("{}.{}", version.value("major", "?"), version.value("minor", "?")));
   if (major < 0 || minor < 0) {
     return Status::Errorf("the API server's /version names no major and minor version (gitVersion \"{}\")", shown);
   }

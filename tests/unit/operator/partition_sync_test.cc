@@ -141,6 +141,38 @@ TEST(OwnershipLedger, AMalformedRecordIsAnErrorNotAnEmptyLedger) {
   EXPECT_NE(ledger.status().message().find("not a valid ownership record"), std::string::npos);
 }
 
+// On Kubernetes the ledger is a ConfigMap's text: what one replica recorded, the next reads; a
+// record it cannot read is an error (nothing deleted), as with a file.
+TEST(OwnershipLedger, KeptInAnyStorageItsNextReaderSeesWhatWasRecorded) {
+  std::optional<std::string> stored;
+  bool readable = true;
+  LedgerStorage storage{"test storage",
+                        [&]() -> Result<std::optional<std::string>> {
+                          if (!readable) return Status::Error("the API server is away");
+                          return stored;
+                        },
+                        [&](const std::string& text) {
+                          stored = text;
+                          return Status::Ok();
+                        }};
+  auto first = OwnershipLedger::Open(storage);
+  ASSERT_TRUE(first.ok());
+  EXPECT_FALSE(stored) << "nothing written before something is owned";
+  ASSERT_TRUE(first->AddPartitions({"cpu", "burst"}).ok());
+  ASSERT_TRUE(first->SetAdminLevel("ann", "Administrator").ok());
+  auto next = OwnershipLedger::Open(storage);
+  ASSERT_TRUE(next.ok());
+  EXPECT_EQ(next->partitions(), (std::set<std::string>{"burst", "cpu"}));
+  EXPECT_EQ(next->AdminLevel("ann"), "Administrator");
+  readable = false;
+  EXPECT_FALSE(OwnershipLedger::Open(storage).ok());
+  readable = true;
+  stored = "not json";
+  auto bad = OwnershipLedger::Open(storage);
+  ASSERT_FALSE(bad.ok());
+  EXPECT_NE(bad.status().message().find("test storage"), std::string::npos) << bad.status().message();
+}
+
 // A pass's node view is read once, when the pass starts: later changes wait for the next pass.
 TEST(NodeSnapshot, ServesTheNodesReadAtTheStartOfThePass) {
   fakes::FakeSlurm slurm;

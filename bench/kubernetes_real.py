@@ -1,0 +1,194 @@
+#!/usr/bin/env python3
+"""Benchmark: hpcplane on a real Kubernetes cluster (tests/kubernetes/realcluster.py: Kubernetes
+1.34 built here, two kubelets with containerd; installed with the Helm chart) against the local
+runtime on this machine, the same SlurmCluster (Slurm 26.05, one static worker, an autoscaled
+nodeset at zero), in one run:
+
+- apply -> Ready: `kubectl apply` of the manifest until the SlurmCluster's Ready condition (local:
+  `hpcplane up`, which waits for the same);
+- cold start: `sbatch -p burst` until the job is RUNNING on a worker scaled from zero;
+- idle, over IDLE seconds after both are Ready: the operator's API requests (the API server's
+  audit log of its ServiceAccount, by verb and resource) and the leading operator's CPU and RSS
+  (local: the cluster's daemon, which reconciles the same way).
+
+Not measured here: the operator with 100 worker pods (this machine runs two or three kubelets;
+fake nodes whose pods never run would measure the informers, not Slurm).
+
+Usage: /usr/bin/python3 bench/kubernetes_real.py [BUILD_DIR]   (IDLE=60 seconds, as root)
+"""
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "kubernetes"))
+import hpcplane_on_kubernetes  # noqa: E402
+from realcluster import RealCluster, run, wait_for  # noqa: E402
+
+BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+HPCPLANE = os.path.join(BUILD, "hpcplane")
+IDLE = float(os.environ.get("IDLE", "60"))
+NS, CLUSTER = "slurm", "bench"
+OPERATOR_SA = f"system:serviceaccount:{hpcplane_on_kubernetes.SYSTEM}:hpcplane-operator"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+def manifest(local):
+    head = f"""apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata:
+  name: {CLUSTER}
+  {"" if local else f"namespace: {NS}"}
+spec:
+  {"environment: slurm-26.05" if local else ""}
+  {"network: {subnet: 10.239.86.0/24}" if local else ""}
+  users: [{{name: alice, uid: 2001}}]
+"""
+    nodesets = ""
+    for name, spec in (("cpu", "replicas: 1, maxReplicas: 1"), ("burst", "minReplicas: 0, maxReplicas: 1, idleTimeout: 5s")):
+        nodesets += f"""---
+apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata:
+  name: {name}
+  {"" if local else f"namespace: {NS}"}
+spec: {{cluster: {CLUSTER}, {spec}, resources: {{cpus: 1, memoryMiB: 500}}}}
+"""
+    return head + nodesets
+
+
+def proc_cpu_rss(pid):
+    """CPU seconds used so far and resident MiB of a process."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / TICKS
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+    return cpu, rss
+
+
+def idle_usage(pid, seconds):
+    cpu0, _ = proc_cpu_rss(pid)
+    time.sleep(seconds)
+    cpu1, rss = proc_cpu_rss(pid)
+    return 100 * (cpu1 - cpu0) / seconds, rss
+
+
+def job_state_in(exec_argv, job):
+    r = subprocess.run([*exec_argv, "scontrol", "show", "job", "-o", job], capture_output=True, text=True)
+    fields = dict(f.split("=", 1) for f in r.stdout.split() if "=" in f)
+    return fields.get("JobState", "")
+
+
+def cold_start(exec_argv, as_alice):
+    r = subprocess.run([*exec_argv, *as_alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap",
+                        "sleep 30"], capture_output=True, text=True, check=True)
+    t0 = time.monotonic()
+    job = r.stdout.strip().split(";")[0]
+    wait_for(f"job {job} to run", lambda: job_state_in(exec_argv, job) in ("RUNNING", "COMPLETED"), timeout=300,
+             interval=0.1)
+    return time.monotonic() - t0
+
+
+def kubernetes_side():
+    out = {}
+    with RealCluster(BUILD, tag="rb", octet=247, nodes=2, audit_users=[OPERATOR_SA]) as k:
+        hpcplane_on_kubernetes.import_images(k, BUILD)
+        hpcplane_on_kubernetes.helm_install(k, [f"operator.watchNamespace={NS}", f"slurmNamespaces={{{NS}}}"])
+        t0 = time.monotonic()
+        k.kubectl("apply", "-f", "-", input=manifest(local=False))
+
+        def ready():
+            c = json.loads(k.kubectl("-n", NS, "get", "slurmcluster", CLUSTER, "-o", "json").stdout)
+            return any(x["type"] == "Ready" and x["status"] == "True"
+                       for x in (c.get("status") or {}).get("conditions", []))
+        wait_for("the SlurmCluster to be Ready", ready, timeout=600, interval=0.2)
+        out["ready"] = time.monotonic() - t0
+        controller = ["kubectl", "--kubeconfig", k.kubeconfig, "-n", NS, "exec", f"{CLUSTER}-controller", "--"]
+        out["cold"] = cold_start(controller, ["setpriv", "--reuid=alice", "--regid=alice", "--init-groups", "--"])
+        # Idle: the job done, the burst worker gone again.
+        wait_for("the burst worker to go", lambda: not json.loads(k.kubectl(
+            "-n", NS, "get", "pods", "-l", "hpcplane.io/nodeset=burst", "-o", "json").stdout)["items"], timeout=300)
+        lease = json.loads(k.kubectl("-n", hpcplane_on_kubernetes.SYSTEM, "get", "lease", "hpcplane-operator",
+                                     "-o", "json").stdout)
+        leader_pod = lease["spec"]["holderIdentity"].rsplit("-", 1)[0]
+        pid = next(p for p in os.listdir("/proc") if p.isdigit() and _is_operator_of(p, leader_pod))
+        before = _audit_lines(k)
+        out["cpu"], out["rss"] = idle_usage(pid, IDLE)
+        events = [json.loads(line) for line in _audit_lines(k)[len(before):]]
+        out["requests"] = collections.Counter(
+            f"{e['verb']} {e.get('objectRef', {}).get('resource', e.get('requestURI', ''))}" for e in events)
+    return out
+
+
+def _audit_lines(k):
+    try:
+        with open(k.audit_log) as f:
+            return f.readlines()
+    except OSError:
+        return []
+
+
+def _is_operator_of(pid, pod_name):
+    """The operator process of a pod: its command line, and the pod's host name in its UTS."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            argv = f.read().split(b"\0")
+        if len(argv) < 2 or not argv[0].endswith(b"hpcplane") or argv[1] != b"operator":
+            return False
+        return run("nsenter", "-t", pid, "-u", "hostname").stdout.strip() == pod_name
+    except (OSError, RuntimeError):
+        return False
+
+
+def local_side():
+    out = {}
+    work = tempfile.mkdtemp(prefix="hpcplane-bench-k8s-local.")
+    os.chmod(work, 0o755)
+    env = dict(os.environ, HPCPLANE_IMAGE_STORE=os.environ.get("HPCPLANE_IMAGE_STORE", os.path.join(BUILD, "images")))
+    try:
+        path = os.path.join(work, "cluster.yaml")
+        with open(path, "w") as f:
+            f.write(manifest(local=True))
+        t0 = time.monotonic()
+        run(HPCPLANE, "--state-dir", work, "up", "-f", path, "--detach", env=env, timeout=900)
+        out["ready"] = time.monotonic() - t0
+        controller = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", "controller", "--"]
+        alice = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", "controller", "--user", "alice", "--"]
+        r = subprocess.run([*alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap", "sleep 30"],
+                           capture_output=True, text=True, check=True, env=env)
+        t1 = time.monotonic()
+        job = r.stdout.strip().split(";")[0]
+        wait_for(f"job {job} to run", lambda: job_state_in(controller, job) in ("RUNNING", "COMPLETED"),
+                 timeout=300, interval=0.1)
+        out["cold"] = time.monotonic() - t1
+        with open(os.path.join(work, "clusters", CLUSTER, "daemon.pid")) as f:
+            pid = f.read().split()[0]
+        out["cpu"], out["rss"] = idle_usage(pid, IDLE)
+    finally:
+        subprocess.run([HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "down", "--purge"], capture_output=True,
+                       env=env)
+        subprocess.run(["rm", "-rf", work])
+    return out
+
+
+def main():
+    kube = kubernetes_side()
+    local = local_side()
+    print(f"apply -> Ready: kubernetes {kube['ready']:.1f} s, local {local['ready']:.1f} s; "
+          f"kubernetes/local = {kube['ready'] / local['ready']:.2f}x")
+    print(f"cold start sbatch -> RUNNING from zero: kubernetes {kube['cold']:.2f} s, local {local['cold']:.2f} s; "
+          f"kubernetes/local = {kube['cold'] / local['cold']:.2f}x")
+    print(f"idle {IDLE:.0f} s: leading operator CPU {kube['cpu']:.2f}% RSS {kube['rss']:.0f} MiB; "
+          f"local daemon CPU {local['cpu']:.2f}% RSS {local['rss']:.0f} MiB")
+    total = sum(kube["requests"].values())
+    print(f"operator API requests idle: {total * 60 / IDLE:.1f} per minute "
+          f"({', '.join(f'{v} {k}' for k, v in kube['requests'].most_common(8)) or 'none'})")
+
+
+if __name__ == "__main__":
+    main()
