@@ -85,8 +85,7 @@ def job_state_in(exec_argv, job):
 
 
 def cold_start(exec_argv, as_alice):
-    r = subprocess.run([*exec_argv, *as_alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap",
-                        "sleep 30"], capture_output=True, text=True, check=True)
+    r = run(*exec_argv, *as_alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap", "sleep 30")
     t0 = time.monotonic()
     job = r.stdout.strip().split(";")[0]
     wait_for(f"job {job} to run", lambda: job_state_in(exec_argv, job) in ("RUNNING", "COMPLETED"), timeout=300,
@@ -157,10 +156,9 @@ def local_side():
         t0 = time.monotonic()
         run(HPCPLANE, "--state-dir", work, "up", "-f", path, "--detach", env=env, timeout=900)
         out["ready"] = time.monotonic() - t0
-        controller = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", "controller", "--"]
-        alice = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", "controller", "--user", "alice", "--"]
-        r = subprocess.run([*alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap", "sleep 30"],
-                           capture_output=True, text=True, check=True, env=env)
+        controller = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", f"{CLUSTER}-controller", "--"]
+        alice = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", f"{CLUSTER}-controller", "--user", "alice", "--"]
+        r = run(*alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap", "sleep 30", env=env)
         t1 = time.monotonic()
         job = r.stdout.strip().split(";")[0]
         wait_for(f"job {job} to run", lambda: job_state_in(controller, job) in ("RUNNING", "COMPLETED"),

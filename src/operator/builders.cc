@@ -374,20 +374,27 @@ PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.uid = in.mysql.uid;
   p.gid = in.mysql.gid;
   // The data directory is initialised once; the marker makes an interrupted first start retry
-  // from scratch instead of serving a half-written system schema.
+  // from scratch instead of serving a half-written system schema. It is a directory of the
+  // volume, not its root: a file system's root holds what MariaDB must not take for a database
+  // and its user cannot delete (ext4's lost+found, root's). A volume initialised at its root by
+  // an earlier version keeps its data there.
   // Slurm's settings: its lock wait, and (MariaDB 11.6 on, "loose" where older ones lack it) no
   // snapshot isolation, with which slurmdbd exits on a write conflict.
   const std::string opts =
-      "--no-defaults --datadir=/var/lib/mysql --innodb-buffer-pool-size=32M --innodb-log-file-size=16M "
+      "--no-defaults --datadir=\"$data\" --innodb-buffer-pool-size=32M --innodb-log-file-size=16M "
       "--innodb-lock-wait-timeout=900 --loose-innodb-snapshot-isolation=OFF";
   p.command = {
       "/bin/sh", "-ec",
-      "if [ ! -e /var/lib/mysql/.hpcplane-initialized ]; then\n"
-      "  find /var/lib/mysql -mindepth 1 -delete\n"
+      "data=/var/lib/mysql/data\n"
+      "if [ -e /var/lib/mysql/.hpcplane-initialized ]; then\n"
+      "  data=/var/lib/mysql\n"
+      "elif [ ! -e \"$data/.hpcplane-initialized\" ]; then\n"
+      "  rm -rf \"$data\"\n"
+      "  mkdir -m 0700 \"$data\"\n"
       "  mariadb-install-db " +
           opts +
           " --auth-root-authentication-method=socket --skip-test-db >/dev/null\n"
-          "  touch /var/lib/mysql/.hpcplane-initialized\n"
+          "  touch \"$data/.hpcplane-initialized\"\n"
           "fi\n"
           "exec mariadbd " +
           opts + " --socket=/tmp/mysqld.sock --pid-file=/tmp/mysqld.pid --port=" + std::to_string(slurm::kMariaDbPort) +

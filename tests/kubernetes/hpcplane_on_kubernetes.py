@@ -38,13 +38,13 @@ def slurm_layout(build):
     return layout
 
 
-def hpcplane_layout(build):
+def hpcplane_layout(build, directory):
     """This build's binary, the shared libraries it links (as ldd finds them here), CA
     certificates and an unprivileged user: the hpcplane image, without building hpcplane again
-    in a container (images/hpcplane.Containerfile does that from source)."""
+    in a container (images/hpcplane.Containerfile does that from source). Packed afresh under
+    `directory` (the binary may have changed; it takes a second)."""
     hpcplane = os.path.join(build, "hpcplane")
-    layout = os.path.join(build, "kubernetes-real", "hpcplane-layout")
-    shutil.rmtree(layout, ignore_errors=True)
+    layout = os.path.join(directory, "hpcplane-layout")
     root = tempfile.mkdtemp(prefix="hpcplane-image-rootfs.")
     try:
         def copy(path, to=None):
@@ -76,7 +76,7 @@ def hpcplane_layout(build):
 
 def import_images(cluster, build):
     cluster.import_image(slurm_layout(build), *SLURM_IMAGE)
-    cluster.import_image(hpcplane_layout(build), *HPCPLANE_IMAGE)
+    cluster.import_image(hpcplane_layout(build, cluster.dir), *HPCPLANE_IMAGE)
 
 
 def helm(cluster, *args):

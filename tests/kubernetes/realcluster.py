@@ -687,6 +687,9 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
 
     # --- teardown -----------------------------------------------------------------------------
     def _delete_every_pod(self):
+        # What makes pods again goes first (controllers, an operator in a Deployment).
+        self.kubectl("delete", "deployments,statefulsets,daemonsets,replicasets,jobs", "--all", "--all-namespaces",
+                     "--wait=false", check=False, timeout=60)
         self.kubectl("delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--wait=false",
                      check=False, timeout=60)
         try:

@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include "common/files.h"
+#include "common/subprocess.h"
 #include "slurm/config.h"
 
 namespace hpc::op {
@@ -49,6 +51,55 @@ TEST(BuildersTest, EveryDaemonHasALivenessProbeThatNeedsAnAnswer) {
   EXPECT_NE(std::find(dbd.liveness.command.begin(), dbd.liveness.command.end(), "sacctmgr"),
             dbd.liveness.command.end());
   ASSERT_NE(FindMount(dbd, "/etc/slurm"), nullptr);
+}
+
+// MariaDB's start script, run for real with stand-ins for mariadb-install-db and mariadbd (the
+// volume's path moved into a temp dir): the data lives in a directory of the volume, so what a
+// file system keeps at its root (ext4's lost+found, root's own) is never touched or taken for a
+// database; it is initialised once; a volume an earlier version initialised at its root keeps
+// its data there.
+TEST(BuildersTest, MariaDbKeepsItsDataInADirectoryOfTheVolume) {
+  auto dir = files::MakeTempDir("hpcplane-mariadb-test");
+  ASSERT_TRUE(dir.ok());
+  const std::string volume = *dir + "/volume", bin = *dir + "/bin";
+  ASSERT_TRUE(files::MakeDirs(volume + "/lost+found", 0700).ok());
+  ASSERT_TRUE(files::WriteAtomic(volume + "/lost+found/fsck-found", "x").ok());
+  ASSERT_TRUE(files::MakeDirs(bin, 0755).ok());
+  // Each stand-in records how it was called, the data directory it was given among them.
+  for (const char* tool : {"mariadb-install-db", "mariadbd"}) {
+    ASSERT_TRUE(files::WriteAtomic(bin + "/" + tool,
+                                   std::string("#!/bin/sh\necho \"") + tool + " $*\" >> " + *dir + "/calls\n", 0755)
+                    .ok());
+  }
+  std::string script = BuildMariaDbPod(Cluster(), Inputs()).command.at(2);
+  for (size_t at; (at = script.find("/var/lib/mysql")) != std::string::npos;) script.replace(at, 14, volume);
+  auto start = [&] {
+    RunOptions o;
+    o.extra_env = {{"PATH", bin + ":/usr/bin:/bin"}};
+    auto r = RunProcess({"/bin/sh", "-ec", script}, o);
+    return r.ok() && r->ok();
+  };
+  auto calls = [&] { return files::Read(*dir + "/calls").value_or(""); };
+
+  ASSERT_TRUE(start());
+  EXPECT_TRUE(files::Exists(volume + "/lost+found/fsck-found")) << "the file system's own is left alone";
+  EXPECT_TRUE(files::Exists(volume + "/data/.hpcplane-initialized"));
+  EXPECT_NE(calls().find("mariadb-install-db --no-defaults --datadir=" + volume + "/data "), std::string::npos)
+      << calls();
+  EXPECT_NE(calls().find("mariadbd --no-defaults --datadir=" + volume + "/data "), std::string::npos) << calls();
+  ASSERT_TRUE(files::WriteAtomic(*dir + "/calls", "").ok());
+  ASSERT_TRUE(start());
+  EXPECT_EQ(calls().find("mariadb-install-db"), std::string::npos) << "initialised once: " << calls();
+
+  // A volume initialised at its root (before the data directory): served from there, as it is.
+  ASSERT_TRUE(files::RemoveAll(volume + "/data").ok());
+  ASSERT_TRUE(files::WriteAtomic(volume + "/.hpcplane-initialized", "").ok());
+  ASSERT_TRUE(files::WriteAtomic(*dir + "/calls", "").ok());
+  ASSERT_TRUE(start());
+  EXPECT_EQ(calls().find("mariadb-install-db"), std::string::npos) << calls();
+  EXPECT_NE(calls().find("mariadbd --no-defaults --datadir=" + volume + " "), std::string::npos) << calls();
+  EXPECT_FALSE(files::Exists(volume + "/data"));
+  ASSERT_TRUE(files::RemoveAll(*dir).ok());
 }
 
 // A worker pod asks for the nodeset's shape (what slurmd advertises), so a runtime that places
