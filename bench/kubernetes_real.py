@@ -118,9 +118,12 @@ def kubernetes_side():
         pid = next(p for p in os.listdir("/proc") if p.isdigit() and _is_operator_of(p, leader_pod))
         before = _audit_lines(k)
         out["cpu"], out["rss"] = idle_usage(pid, IDLE)
-        events = [json.loads(line) for line in _audit_lines(k)[len(before):]]
+        # One ResponseComplete event a request (a watch also logs ResponseStarted); both replicas'
+        # (the standby keeps its caches warm), told apart by their pod's address.
+        events = [e for e in map(json.loads, _audit_lines(k)[len(before):]) if e.get("stage") == "ResponseComplete"]
         out["requests"] = collections.Counter(
             f"{e['verb']} {e.get('objectRef', {}).get('resource', e.get('requestURI', ''))}" for e in events)
+        out["replicas"] = len({(e.get("sourceIPs") or ["?"])[0] for e in events})
     return out
 
 
@@ -184,7 +187,7 @@ def main():
     print(f"idle {IDLE:.0f} s: leading operator CPU {kube['cpu']:.2f}% RSS {kube['rss']:.0f} MiB; "
           f"local daemon CPU {local['cpu']:.2f}% RSS {local['rss']:.0f} MiB")
     total = sum(kube["requests"].values())
-    print(f"operator API requests idle: {total * 60 / IDLE:.1f} per minute "
+    print(f"operator API requests idle ({kube['replicas']} replicas): {total * 60 / IDLE:.1f} per minute "
           f"({', '.join(f'{v} {k}' for k, v in kube['requests'].most_common(8)) or 'none'})")
 
 
