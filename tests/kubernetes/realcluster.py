@@ -42,7 +42,7 @@ KUBELET_SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "k
                    "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
 
 
-def wait_for(what, predicate, timeout=60.0, interval=0.2):
+def wait_for(what, predicate, timeout=20.0, interval=0.05):
     """Polls `predicate` until it returns something true (returned), or fails naming `what`."""
     deadline = time.monotonic() + timeout
     last = None

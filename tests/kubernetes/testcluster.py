@@ -16,24 +16,13 @@ import signal
 import subprocess
 import sys
 import tempfile
-import time
 import urllib.request
 import ssl
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from realcluster import wait_for  # noqa: E402,F401  (the tests import it from here)
 SOURCE = os.path.dirname(os.path.dirname(HERE))
-
-
-def wait_for(what, predicate, timeout=20.0):
-    """Polls `predicate` until it returns something true (returned), or fails naming `what`."""
-    deadline = time.monotonic() + timeout
-    last = None
-    while time.monotonic() < deadline:
-        last = predicate()
-        if last:
-            return last
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
 def terminate(proc, timeout=10.0):
