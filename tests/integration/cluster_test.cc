@@ -302,7 +302,8 @@ TEST(ClusterIT, AnExistingClustersControllerWaitsForSlurmdbdButNotForABrokenData
 
   // MariaDB cannot start on a system tablespace that is not one: slurmdbd never comes up.
   ASSERT_EQ(c.Down(false).exit_code, 0);
-  ASSERT_TRUE(files::WriteAtomic(c.ClusterDir() + "/runtime/volumes/accounting-db/ibdata1", "not a tablespace").ok());
+  ASSERT_TRUE(
+      files::WriteAtomic(c.ClusterDir() + "/runtime/volumes/accounting-db/data/ibdata1", "not a tablespace").ok());
   auto broken = restart(10);
   EXPECT_NE(broken.exit_code, 0) << broken.out;
   EXPECT_TRUE(WaitFor(
