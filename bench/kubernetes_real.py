@@ -9,12 +9,15 @@ nodeset at zero), in one run:
 - cold start: `sbatch -p burst` until the job is RUNNING on a worker scaled from zero;
 - idle, over IDLE seconds after both are Ready: the operator's API requests (the API server's
   audit log of its ServiceAccount, by verb and resource) and the leading operator's CPU and RSS
-  (local: the cluster's daemon, which reconciles the same way).
+  (local: the cluster's daemon, which reconciles the same way);
+- with WIDE (100) worker pods: a NodeSet pinned at WIDE replicas whose pods no node accepts (a
+  nodeSelector no node has: they stay Pending, never run, never register in Slurm), so the
+  operator holds WIDE more pods in its caches and passes; the time until they all exist, then
+  the same idle measurement, against the idle one above (this machine runs two kubelets, not a
+  hundred: what is measured is the operator's own work per pod, not Slurm's).
 
-Not measured here: the operator with 100 worker pods (this machine runs two or three kubelets;
-fake nodes whose pods never run would measure the informers, not Slurm).
+Usage: /usr/bin/python3 bench/kubernetes_real.py [BUILD_DIR]   (IDLE=60 seconds, WIDE=100, as root)
 
-Usage: /usr/bin/python3 bench/kubernetes_real.py [BUILD_DIR]   (IDLE=60 seconds, as root)
 """
 import collections
 import json
@@ -32,6 +35,7 @@ from realcluster import RealCluster, run, wait_for  # noqa: E402
 BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
 HPCPLANE = os.path.join(BUILD, "hpcplane")
 IDLE = float(os.environ.get("IDLE", "60"))
+WIDE = int(os.environ.get("WIDE", "100"))
 NS, CLUSTER = "slurm", "bench"
 OPERATOR_SA = f"system:serviceaccount:{hpcplane_on_kubernetes.SYSTEM}:hpcplane-operator"
 TICKS = os.sysconf("SC_CLK_TCK")
@@ -116,15 +120,46 @@ def kubernetes_side():
                                      "-o", "json").stdout)
         leader_pod = lease["spec"]["holderIdentity"].rsplit("-", 1)[0]
         pid = next(p for p in os.listdir("/proc") if p.isdigit() and _is_operator_of(p, leader_pod))
-        before = _audit_lines(k)
-        out["cpu"], out["rss"] = idle_usage(pid, IDLE)
-        # One ResponseComplete event a request (a watch also logs ResponseStarted); both replicas'
-        # (the standby keeps its caches warm), told apart by their pod's address.
-        events = [e for e in map(json.loads, _audit_lines(k)[len(before):]) if e.get("stage") == "ResponseComplete"]
-        out["requests"] = collections.Counter(
-            f"{e['verb']} {e.get('objectRef', {}).get('resource', e.get('requestURI', ''))}" for e in events)
-        out["replicas"] = len({(e.get("sourceIPs") or ["?"])[0] for e in events})
+        out["cpu"], out["rss"], out["requests"], out["replicas"] = _measured_idle(k, pid)
+
+        # WIDE worker pods that no node accepts.
+        t1 = time.monotonic()
+        k.kubectl("apply", "-f", "-", input=f"""apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata: {{name: wide, namespace: {NS}}}
+spec:
+  cluster: {CLUSTER}
+  replicas: {WIDE}
+  maxReplicas: {WIDE}
+  resources: {{cpus: 1, memoryMiB: 500}}
+  pod: {{nodeSelector: {{hpcplane.test/no-such-node: "true"}}}}
+""")
+        def wide(unschedulable=False):
+            pods = json.loads(k.kubectl("-n", NS, "get", "pods", "-l", "hpcplane.io/nodeset=wide", "-o", "json",
+                                        timeout=60).stdout)["items"]
+            if unschedulable:  # the scheduler has written its verdict into each: nothing more comes
+                pods = [p for p in pods if any(c.get("reason") == "Unschedulable"
+                                               for c in (p.get("status") or {}).get("conditions", []))]
+            return len(pods)
+        wait_for(f"{WIDE} worker pods", lambda: wide() == WIDE, timeout=600, interval=1)
+        out["wide_created"] = time.monotonic() - t1
+        wait_for(f"{WIDE} pods marked Unschedulable", lambda: wide(unschedulable=True) == WIDE, timeout=300,
+                 interval=1)
+        out["wide_cpu"], out["wide_rss"], out["wide_requests"], _ = _measured_idle(k, pid)
     return out
+
+
+def _measured_idle(k, pid):
+    """The leading operator's CPU % and RSS over IDLE seconds, and every replica's API requests
+    meanwhile (by verb and resource) with the number of replicas seen."""
+    before = _audit_lines(k)
+    cpu, rss = idle_usage(pid, IDLE)
+    # One ResponseComplete event a request (a watch also logs ResponseStarted); both replicas'
+    # (the standby keeps its caches warm), told apart by their pod's address.
+    events = [e for e in map(json.loads, _audit_lines(k)[len(before):]) if e.get("stage") == "ResponseComplete"]
+    requests = collections.Counter(
+        f"{e['verb']} {e.get('objectRef', {}).get('resource', e.get('requestURI', ''))}" for e in events)
+    return cpu, rss, requests, len({(e.get("sourceIPs") or ["?"])[0] for e in events})
 
 
 def _audit_lines(k):
@@ -189,6 +224,12 @@ def main():
     total = sum(kube["requests"].values())
     print(f"operator API requests idle ({kube['replicas']} replicas): {total * 60 / IDLE:.1f} per minute "
           f"({', '.join(f'{v} {k}' for k, v in kube['requests'].most_common(8)) or 'none'})")
+    wide_total = sum(kube["wide_requests"].values())
+    print(f"with {WIDE} more worker pods (Pending: no node takes them): created in {kube['wide_created']:.1f} s; "
+          f"idle {IDLE:.0f} s: leading operator CPU {kube['wide_cpu']:.2f}% RSS {kube['wide_rss']:.0f} MiB; "
+          f"with/without = CPU {kube['wide_cpu'] / max(kube['cpu'], 0.01):.2f}x, "
+          f"RSS {kube['wide_rss'] / kube['rss']:.2f}x; API requests {wide_total * 60 / IDLE:.1f} per minute "
+          f"({', '.join(f'{v} {k}' for k, v in kube['wide_requests'].most_common(8)) or 'none'})")
 
 
 if __name__ == "__main__":

@@ -57,7 +57,7 @@ smoke_one() {
     terminal_keystroke)
       run terminal_keystroke "ratio exec/keystroke" env KEYS=20 EXECS=3 /usr/bin/python3 "$here/terminal_keystroke.py" "$build"
       ;;
-    kubernetes_real) run kubernetes_real "kubernetes/local" env IDLE=5 /usr/bin/python3 "$here/kubernetes_real.py" "$build" ;;
+    kubernetes_real) run kubernetes_real "kubernetes/local" env IDLE=5 WIDE=10 /usr/bin/python3 "$here/kubernetes_real.py" "$build" ;;
     *) echo "bench smoke: no benchmark '$1' (one of: $all)"; failed=$((failed + 1)) ;;
   esac
 }

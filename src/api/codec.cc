@@ -525,6 +525,7 @@ nlohmann::json ToJson(const SlurmCluster& c) {
         {"network", {{"subnet", s.subnet}}},
         {"restApi", {{"port", s.rest_port}, {"memoryLimitMiB", s.rest_memory_limit_mib}}},
         {"login", {{"enabled", s.login_enabled}}},
+        {"storage", {{"retainOnDelete", s.retain_volumes_on_delete}}},
         {"nodeSetDefaults", {{"minReplicaCount", s.min_replica_count}}},
         {"scheduling", sched},
         {"datasets", datasets},

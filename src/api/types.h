@@ -103,6 +103,11 @@ struct SlurmClusterSpec {
   std::vector<ClusterUser> users;
   AccountingSpec accounting;
   HealthChecksSpec health_checks;
+  // Kubernetes: the cluster's claims (slurmctld's state, the accounting database, datasets) stay
+  // when the SlurmCluster is deleted, and a SlurmCluster of the same name in the same namespace
+  // takes them up again. False: they go with it, as its other objects do. (Local runtime:
+  // volumes stay until `down --purge`, whatever this says.)
+  bool retain_volumes_on_delete = false;
 };
 
 struct SlurmClusterStatus {

@@ -324,6 +324,9 @@ int RunOperator(const OperatorOptions& given) {
   queue.ShutDown();
   for (auto& t : workers) t.join();
   elector.Release();
+  std::vector<k8s::Informer*> running;
+  for (auto& [plural, informer] : informers) running.push_back(informer.get());
+  k8s::StopInformers(running);
   for (auto& t : watchers) t.join();
   spdlog::info("operator stopped");
   return 0;

@@ -75,6 +75,7 @@ class RecordingRuntime : public runtime::PodRuntime {
     pods.erase(name);
     return Status::Ok();
   }
+  Status ForgetPod(const std::string& name) override { return DeletePod(name); }
   Result<std::vector<runtime::PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override {
     std::vector<runtime::PodStatus> out;
     for (const auto& [name, spec] : pods) {

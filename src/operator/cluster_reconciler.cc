@@ -53,14 +53,15 @@ Status ClusterReconciler::EnsureNetworkPolicies(const api::SlurmCluster& c) {
 }
 
 Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
-  RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700}));
+  const bool retain = c.spec.retain_volumes_on_delete;
+  RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700, false, retain}));
   // With sidecars each pod serves its own socket; there is nothing to share.
   if (!in_.munge_sidecars) RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}));
   if (c.spec.accounting.enabled)
-    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700}));
+    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700, false, retain}));
   for (const auto& d : c.spec.datasets) {
     // Shared by the cluster's users like /tmp: anyone may create, only owners may delete.
-    RETURN_IF_ERROR(EnsureDatasetVolume(rt_, d));
+    RETURN_IF_ERROR(EnsureDatasetVolume(rt_, c, d));
   }
   return Status::Ok();
 }
@@ -93,6 +94,17 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildScriptsConfigMap()));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildHealthConfigMap(c, nodesets)));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(cm));
+  // A reconfigure that another operator process promised (the leader failed over or restarted
+  // while the kubelet had not yet updated the file) is in the status it wrote: taken up once.
+  if (!status_read_) {
+    status_read_ = true;
+    const api::Condition* pending = FindCondition(c.status.conditions, kConditionReconfiguring);
+    if (pending && pending->status == "True" && reconfigure_wanted_.empty()) {
+      spdlog::info("cluster {}: a slurm.conf change is still to be reconfigured (status {})", c.metadata.name,
+                   kConditionReconfiguring);
+      reconfigure_wanted_ = cm.data.at("slurm.conf");
+    }
+  }
   bool controller_running = false;
   ASSIGN_OR_RETURN(auto pods, rt_->ListPods({{kLabelComponent, "controller"}}));
   for (const auto& p : pods) controller_running = controller_running || p.ready;
@@ -303,6 +315,11 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   slurm_answered_ = slurm_ok;
   last_errors_ = static_cast<int>(outcome.failures.size());
   SetConditions(&st, outcome, slurm_ok, slurm_error);
+  const bool pending = !reconfigure_wanted_.empty();
+  SetCondition(&st.conditions, kConditionReconfiguring, pending, pending ? "WaitingForMountedFile" : "Applied",
+               pending ? "slurm.conf changed beyond nodesets and partitions; slurmctld is told to reconfigure once the "
+                         "controller pod reads the new file (a kubelet updates it within about a minute)"
+                       : "");
   st.observed_generation = c.metadata.generation;
   return st;
 }

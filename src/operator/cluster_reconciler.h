@@ -7,6 +7,8 @@
 //   Progressing True while a component is being created or has not become ready yet.
 //   Degraded    True when a component has restarted and is not ready, or Slurm does not answer
 //               while its pods run.
+//   Reconfiguring True while a slurm.conf change waits for the controller pod to read the new
+//               file before slurmctld is told; a new operator process takes it up from here.
 #pragma once
 
 #include <functional>
@@ -22,6 +24,8 @@
 #include "slurm/slurm_client.h"
 
 namespace hpc::op {
+
+inline constexpr const char* kConditionReconfiguring = "Reconfiguring";
 
 class ClusterReconciler {
  public:
@@ -97,6 +101,7 @@ class ClusterReconciler {
   // reconfigure once the controller pod reads this content (a kubelet updates a mounted
   // ConfigMap tens of seconds after it changed; told before, slurmctld would reread the old).
   std::string reconfigure_wanted_;
+  bool status_read_ = false;  // the condition Reconfiguring of an earlier process taken up
   Status ReconfigureOnceMounted();
   bool degraded_ = false;
   bool rest_ready_ = false;      // slurmrestd's pod, this pass

@@ -11,6 +11,6 @@
 
 namespace hpc::op {
 
-Status EnsureDatasetVolume(runtime::PodRuntime* rt, const api::Dataset& d);
+Status EnsureDatasetVolume(runtime::PodRuntime* rt, const api::SlurmCluster& c, const api::Dataset& d);
 
 }  // namespace hpc::op

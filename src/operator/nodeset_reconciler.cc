@@ -77,6 +77,7 @@ void NodeSetReconciler::Repair(const api::SlurmCluster& c, const api::NodeSet& n
   ResetRestartedWorkers(ns, pass->pods, &pass->nodes, st, &pass->errors);
   pass->replaced = ApplyHealth(c, ns, pass->pods, &pass->nodes, pass->now, st, &pass->errors);
   pass->restarted = RestartUnregisteredWorkers(ns, pass->pods, pass->nodes, pass->now, st, &pass->errors);
+  pass->lost = ReplaceLostWorkers(ns, pass->pods, pass->nodes, pass->now, st, &pass->errors);
   RegisterWorkersAgain(ns, pass->pods, pass->nodes, pass->now, st);
 }
 
@@ -85,7 +86,7 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
   std::vector<WorkerView> workers;
   int busy_nodes = 0;
   for (const auto& p : pass->pods) {
-    if (pass->replaced.count(p.name) || pass->restarted.count(p.name)) continue;
+    if (pass->replaced.count(p.name) || pass->restarted.count(p.name) || pass->lost.count(p.name)) continue;
     WorkerView w;
     w.pod = p.name;
     w.ordinal = WorkerOrdinal(ns, p.name);
@@ -143,6 +144,7 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
   opts.max_create = Allowance(&created_[ns.metadata.name], ns.spec.scale_up_per_minute, pass->now);
   opts.max_drain = Allowance(&drained_[ns.metadata.name], ns.spec.scale_down_per_minute, pass->now);
   for (const auto& name : pass->replaced) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
+  for (const auto& name : pass->lost) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
   pass->plan = PlanScale(workers, desired, opts);
 }
 
@@ -157,7 +159,7 @@ void NodeSetReconciler::Act(const api::SlurmCluster& c, const api::NodeSet& ns, 
   }
   for (const auto& d : ns.spec.datasets) {
     if (plan.create.empty()) break;
-    if (Status s = EnsureDatasetVolume(rt_, d); !s.ok()) errors.push_back(s.message());
+    if (Status s = EnsureDatasetVolume(rt_, c, d); !s.ok()) errors.push_back(s.message());
   }
   for (int ord : plan.create) {
     Status s = rt_->CreatePod(BuildWorkerPod(c, ns, ord, in_));
@@ -326,6 +328,43 @@ std::set<std::string> NodeSetReconciler::RestartUnregisteredWorkers(
     it = mine && !present ? unregistered_since_.erase(it) : std::next(it);
   }
   return restarted;
+}
+
+std::set<std::string> NodeSetReconciler::ReplaceLostWorkers(const api::NodeSet& ns,
+                                                            const std::vector<runtime::PodStatus>& pods,
+                                                            const std::map<std::string, slurm::SlurmNode>& nodes,
+                                                            int64_t now, api::NodeSetStatus* st,
+                                                            std::vector<std::string>* errors) {
+  std::set<std::string> lost;
+  for (const auto& p : pods) {
+    auto it = nodes.find(p.name);
+    if (p.ready || it == nodes.end() || !it->second.Lost()) continue;
+    lost.insert(p.name);
+    std::string msg;
+    if (p.delete_by == 0) {
+      if (Status s = rt_->DeletePod(p.name); !s.ok()) {
+        errors->push_back(s.message());
+        continue;
+      }
+      msg = fmt::format(
+          "worker {} is lost: Slurm set it DOWN ({}) and its pod is not ready; its pod is deleted and another "
+          "worker takes its place",
+          p.name, it->second.reason.empty() ? "not responding" : it->second.reason);
+    } else if (now >= p.delete_by + kLostPodForgetAfterSeconds) {
+      if (Status s = rt_->ForgetPod(p.name); !s.ok()) {
+        errors->push_back(s.message());
+        continue;
+      }
+      msg = fmt::format(
+          "worker {}'s machine has not confirmed its pod's deletion {}s after the grace period; the pod is "
+          "forgotten (its machine is gone)",
+          p.name, now - p.delete_by);
+    }
+    if (msg.empty()) continue;
+    AddEvent(st, "Warning", "WorkerLost", msg);
+    spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
+  }
+  return lost;
 }
 
 void NodeSetReconciler::RegisterWorkersAgain(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,

@@ -28,6 +28,9 @@ namespace hpc::op {
 
 // How long a ready worker may run without a node in Slurm before it is started again.
 inline constexpr int64_t kUnregisteredGraceSeconds = 20;
+// How long a lost worker's pod may outlive its deletion's grace period before it is forgotten:
+// its machine would have confirmed by then, were it there.
+inline constexpr int64_t kLostPodForgetAfterSeconds = 10;
 // How long after slurmctld's start its workers are asked to register again.
 inline constexpr int64_t kRegisterAgainAfterSeconds = 20;
 
@@ -62,6 +65,7 @@ class NodeSetReconciler {
     std::string slurm_error = "slurmrestd is not ready";
     std::set<std::string> replaced;   // health replacements: gone for good, a new name takes over
     std::set<std::string> restarted;  // started again under the same name
+    std::set<std::string> lost;       // on a machine that is gone: a new name takes over
     int desired = 0;
     std::string demand_note;
     ScalePlan plan;
@@ -88,6 +92,16 @@ class NodeSetReconciler {
   void ResetRestartedWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
                              std::map<std::string, slurm::SlurmNode>* nodes, api::NodeSetStatus* st,
                              std::vector<std::string>* errors);
+  // A worker whose machine is gone (its node powered off, its kubelet and containers with it):
+  // Slurm set it DOWN for not responding and ended or requeued its jobs, and the runtime has
+  // it not ready. Both must agree: a worker only cut off from the API server still runs its
+  // jobs and is left alone. Its pod is deleted and a worker under a new name takes its place at
+  // once; when the machine never confirms the deletion, the pod is forgotten
+  // kLostPodForgetAfterSeconds after its grace period, and Slurm's record goes with the pod.
+  // Returns the lost workers.
+  std::set<std::string> ReplaceLostWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
+                                           const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now,
+                                           api::NodeSetStatus* st, std::vector<std::string>* errors);
   // A dynamic node registers once, when its slurmd starts. slurmctld restarted from state saved
   // before that registration (kill -9 within its 5 s save window) has no such node, and the
   // running slurmd never registers again: the pod runs but adds no capacity. A ready worker

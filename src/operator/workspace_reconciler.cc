@@ -67,7 +67,7 @@ WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api:
   const std::vector<Step> steps = {
       {"datasets",
        [&] {
-         for (const auto& d : w.spec.datasets) RETURN_IF_ERROR(EnsureDatasetVolume(rt_, WorkspaceDataset(w, d)));
+         for (const auto& d : w.spec.datasets) RETURN_IF_ERROR(EnsureDatasetVolume(rt_, c, WorkspaceDataset(w, d)));
          return Status::Ok();
        },
        true},

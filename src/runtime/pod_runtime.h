@@ -170,7 +170,10 @@ struct PodStatus {
   std::string ip;
   int restarts = 0;
   int64_t started_at = 0;  // unix seconds of the current run
-  std::string message;     // why it is not running, when it is not
+  // Being deleted: unix seconds by which its processes should have ended (Kubernetes: the
+  // deletionTimestamp, the request's time plus the grace period). 0: not being deleted.
+  int64_t delete_by = 0;
+  std::string message;  // why it is not running, when it is not
   Resources resources;
   // The pod's resources this runtime does not enforce on this host, each with why, e.g.
   // "limits.cpus: not enforced: ...". Empty when everything asked for is enforced.
@@ -201,6 +204,10 @@ struct Volume {
   // Mounted by many pods at once (a dataset), not by one pod (a daemon's state). On Kubernetes
   // the claim is ReadWriteMany instead of ReadWriteOnce.
   bool shared = false;
+  // Kept when its cluster is deleted (Kubernetes: the claim has no owner reference to the
+  // SlurmCluster, so the garbage collector leaves it). A runtime that deletes volumes only when
+  // told to (local: `down --purge`) ignores it.
+  bool retain = false;
 };
 
 // Which pods may open connections to which: the ingress half of a Kubernetes NetworkPolicy, as
@@ -260,6 +267,13 @@ class PodRuntime {
   virtual Status CreatePod(const PodSpec& spec) = 0;
   /** Stops the pod (TERM, then KILL after the grace period) and releases what it held. */
   virtual Status DeletePod(const std::string& name) = 0;
+  /**
+   * Removes a pod whose machine is gone without waiting for that machine to say its processes
+   * ended (Kubernetes: a deletion with grace period 0), so its name is free again. Only for a
+   * pod neither Slurm nor the runtime can reach: were its machine only cut off, its processes
+   * would run on there. A runtime that runs its pods itself stops them as DeletePod does.
+   */
+  virtual Status ForgetPod(const std::string& name) = 0;
   /** Pods whose labels include every pair of `selector`. */
   virtual Result<std::vector<PodStatus>> ListPods(const std::map<std::string, std::string>& selector = {}) = 0;
   virtual Result<std::optional<PodSpec>> GetPodSpec(const std::string& name) = 0;

@@ -42,6 +42,9 @@ struct SlurmNode {
   bool StuckAllocated() const {
     return (state == "allocated" || state == "mixed") && alloc_cpus == 0 && !flags.count("COMPLETING");
   }
+  // Slurm gave up on the node's slurmd: set DOWN after SlurmdTimeout without an answer, its jobs
+  // ended or requeued as their requeue settings say. Only slurmctld sets NOT_RESPONDING.
+  bool Lost() const { return state == "down" && flags.count("NOT_RESPONDING") > 0; }
   bool Usable() const {
     return !(state == "down" || state == "unknown" || state == "future" || flags.count("NOT_RESPONDING"));
   }

@@ -5,6 +5,8 @@
 
 #include <fmt/format.h>
 
+#include <ctime>
+
 #include <functional>
 #include <map>
 #include <set>
@@ -32,6 +34,12 @@ class FakePodRuntime : public runtime::PodRuntime {
   std::set<std::string> not_ready;            // pods that run but whose readiness probe fails
   std::vector<std::string> created;           // every CreatePod that made a pod, in order
   std::vector<std::string> deleted;           // every DeletePod, in order
+  std::vector<std::string> forgotten;         // every ForgetPod, in order
+  // Pods whose machine is gone: DeletePod only marks them as being deleted (delete_by), as a
+  // Kubernetes pod stays while its node's kubelet never confirms; ForgetPod removes them.
+  std::set<std::string> unreachable;
+  std::map<std::string, int64_t> delete_by;
+  int64_t grace_seconds = 30;
   std::vector<ExecCall> execs;
   std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
 
@@ -83,8 +91,19 @@ class FakePodRuntime : public runtime::PodRuntime {
     return Status::Ok();
   }
   Status DeletePod(const std::string& name) override {
-    pods.erase(name);
     deleted.push_back(name);
+    if (unreachable.count(name) && pods.count(name)) {
+      delete_by.try_emplace(name, std::time(nullptr) + grace_seconds);
+      return Status::Ok();
+    }
+    pods.erase(name);
+    return Status::Ok();
+  }
+  Status ForgetPod(const std::string& name) override {
+    forgotten.push_back(name);
+    pods.erase(name);
+    delete_by.erase(name);
+    unreachable.erase(name);
     return Status::Ok();
   }
   Result<std::vector<runtime::PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override {
@@ -103,6 +122,7 @@ class FakePodRuntime : public runtime::PodRuntime {
       st.ready = !not_ready.count(name);
       st.restarts = restarts.count(name) ? restarts.at(name) : 0;
       st.started_at = started_at.count(name) ? started_at.at(name) : 0;
+      st.delete_by = delete_by.count(name) ? delete_by.at(name) : 0;
       // A running pod has an address; a stable one per name, as the local runtime's are.
       st.ip = fmt::format("10.99.{}.{}", std::hash<std::string>{}(name) % 250,
                           std::hash<std::string>{}(name) / 250 % 250 + 1);

@@ -16,6 +16,8 @@ binary with the libraries it links.
 - a Workspace is launched and stopped through its spec, another deleted directly (finalizer);
 - the leading operator replica killed: the other takes over and changes nothing that ran;
 - the operator's ServiceAccount has the chart's RBAC only: refused what it should not do;
+- a node's machine lost (kubelet, containers, containerd killed): its worker is replaced on
+  another node, its job requeued by Slurm runs there, the lost pod and node are forgotten;
 - deleting the SlurmCluster: the garbage collector removes what it owned.
 
 Run: /usr/bin/python3 tests/kubernetes/real_test.py BUILD_DIR   (as root)
@@ -84,11 +86,13 @@ class RealKubernetesTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        # Three nodes: every kubelet reports this machine's CPUs, and the sequence runs up to three
-        # one-CPU workers besides the cluster's own pods.
-        cls.k = RealCluster(BUILD, tag="rk", octet=246, nodes=3)
+        # Three nodes for the sequence (every kubelet reports this machine's CPUs, and it runs up
+        # to three one-CPU workers besides the cluster's own pods), and a fourth that holds
+        # nothing until the lost-node test puts a worker there alone: its loss takes nothing else.
+        cls.k = RealCluster(BUILD, tag="rk", octet=246, nodes=4)
         cls.k.__enter__()
         try:
+            cls.k.kubectl("cordon", cls.k.nodes[3].name)
             hpcplane_on_kubernetes.import_images(cls.k, BUILD)
             cls.install()
         except BaseException:
@@ -286,6 +290,46 @@ class RealKubernetesTest(unittest.TestCase):
         self.wait(f"slurmctld to run {want}", lambda: priority_type() == want, timeout=150)
         after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
         self.assertEqual(after.get(f"{CLUSTER}-controller"), before[f"{CLUSTER}-controller"], "not restarted")
+
+    def test_8_a_lost_nodes_worker_is_replaced_and_its_job_requeued(self):
+        lost, others = self.k.nodes[3], self.k.nodes[:3]
+        for n in others:
+            self.kubectl("cordon", n.name)
+        self.kubectl("uncordon", lost.name)
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=3")
+        self.wait("cpu-2 to be idle in Slurm", lambda: (self.sinfo_nodes() or {}).get("cpu-2") == "idle", timeout=180)
+        self.assertEqual(self.pods()[f"{CLUSTER}-cpu-2"]["spec"]["nodeName"], lost.name)
+        for n in others:
+            self.kubectl("uncordon", n.name)
+        # Kept off the other workers, so it runs on cpu-2 and, requeued, on cpu-2's replacement.
+        job = self.sbatch("-p", "cpu", "--requeue", "-x", "cpu-0,cpu-1", "--wrap",
+                          'if [ "${SLURM_RESTART_COUNT:-0}" = 0 ]; then sleep 600; fi; hostname')
+        self.wait_job(job, "RUNNING|cpu-2", timeout=120)
+
+        t = time.monotonic()
+        self.k.power_off(lost)
+        self.wait("the node to be NotReady", lambda: any(
+            c["type"] == "Ready" and c["status"] != "True"
+            for c in self.get("node", lost.name, ns=NS)["status"]["conditions"]), timeout=90)
+        log(f"node {lost.name} NotReady {time.monotonic() - t:.0f} s after its power went")
+        self.wait("cpu-2's replacement cpu-3 to be idle in Slurm",
+                  lambda: (self.sinfo_nodes() or {}).get("cpu-3") == "idle", timeout=240)
+        log(f"cpu-3 idle in Slurm {time.monotonic() - t:.0f} s after the loss")
+        # Slurm's decision (DOWN after SlurmdTimeout, the job requeued, eligible again after its
+        # requeue delay) and the operator's (a new worker, cpu-3) meet: the job runs again there.
+        self.wait_job(job, "COMPLETED|cpu-3", timeout=300)
+        log(f"job {job} requeued and completed on cpu-3 {time.monotonic() - t:.0f} s after the loss")
+        r = self.slurm("scontrol", "show", "job", "-o", job)
+        self.assertIn("Restarts=1", r.stdout)
+        pods = self.pods()
+        self.assertIn(pods[f"{CLUSTER}-cpu-3"]["spec"]["nodeName"], {n.name for n in others})
+        # The lost worker's pod is forgotten (its kubelet never confirms), then Slurm's node.
+        self.wait("cpu-2's pod to be gone", lambda: f"{CLUSTER}-cpu-2" not in self.pods(), timeout=120)
+        self.wait("Slurm to forget cpu-2", lambda: sorted(self.sinfo_nodes() or {}) == ["cpu-0", "cpu-1", "cpu-3"],
+                  timeout=60)
+        log(f"cpu-2 forgotten {time.monotonic() - t:.0f} s after the loss")
+        events = (self.get("nodeset", "cpu").get("status") or {}).get("events", [])
+        self.assertTrue(any(e.get("reason") == "WorkerLost" for e in events), events)
 
     def test_9_deleting_the_slurmcluster_removes_what_it_owned(self):
         self.kubectl("-n", NS, "delete", "slurmcluster", CLUSTER, "--wait=false")

@@ -17,7 +17,8 @@ Addresses (second octet `octet`): bridge 10.O.0.1 (API server :6443, etcd, CoreD
 10.O.0.(10+i) with pods on 10.O.(8+i).0/24, Services on 10.O.16.0/22.
 
 As a command: `realcluster.py up BUILD_DIR` starts one and waits for Ctrl-C (KUBECONFIG printed);
-`realcluster.py binaries BUILD_DIR` only builds the binaries.
+`realcluster.py binaries BUILD_DIR` only builds the binaries; `realcluster.py clean TAG` removes what a
+run of cluster TAG left when it was killed before its stop (the tests use TAG rk, the benchmark rb).
 """
 import glob
 import hashlib
@@ -246,6 +247,7 @@ class Node:
         self.cgroup_root = f"hpcplane-kube-{cluster.tag}-n{index}"
         self.socket = os.path.join(self.dir, "containerd", "containerd.sock")
         self.containerd = self.kubelet = self.proxy = None
+        self.powered_off = False
 
     def ctr(self, *args, check=True, timeout=600):
         return run("ctr", "--address", self.socket, "--namespace", "k8s.io", *args, check=check, timeout=timeout)
@@ -297,6 +299,8 @@ class RealCluster:
         for s in KUBELET_SYSCTLS:
             with open(f"/proc/sys/{s}") as f:
                 self.sysctls[s] = f.read().strip()
+        with open(os.path.join(self.dir, "sysctls.json"), "w") as f:  # for clean_leftovers
+            json.dump(self.sysctls, f)
         self.pki = Pki(os.path.join(self.dir, "pki"))
         self._network()
         self._control_plane()
@@ -328,6 +332,17 @@ class RealCluster:
     def stop_kubelet(self, node):
         node.kubelet.stop(sig=signal.SIGKILL)
 
+    def power_off(self, node):
+        """The node's machine is gone at once, as in a power loss: its kubelet, kube-proxy,
+        containers and containerd are killed and nothing is told to the API server."""
+        for p in (node.kubelet, node.proxy):
+            p.stop(sig=signal.SIGKILL)
+        self._kill_cgroup_processes(node)
+        node.containerd.stop(sig=signal.SIGKILL)
+        self._kill_shims(node)
+        self._kill_cgroup_processes(node)
+        node.powered_off = True
+
     def start_kubelet(self, node):
         node.kubelet = Process(f"kubelet-{node.name}", self._kubelet_argv(node), self.logs, netns=node.netns)
 
@@ -347,7 +362,7 @@ class RealCluster:
         of mounts, cgroups, network namespaces and links."""
         volumes = []
         try:
-            if self.kubeconfig and all(n.kubelet and n.kubelet.running() for n in self.nodes):
+            if self.kubeconfig and all(n.kubelet and n.kubelet.running() for n in self.nodes if not n.powered_off):
                 self._delete_every_pod()
             if self.kubeconfig and "kube-apiserver" in self.control and self.control["kube-apiserver"].running():
                 volumes = self._provisioned_volumes()
@@ -467,7 +482,10 @@ class RealCluster:
             # Kubernetes' own host-path provisioner makes each claim's volume a directory under
             # /tmp/hostpath_pv; every node of this cluster is this machine, so a volume is shared
             # by the pods of both nodes as a network file system's would be.
-            "--enable-hostpath-provisioner=true"], self.logs)
+            "--enable-hostpath-provisioner=true",
+            # A node that stops reporting is NotReady after 20 s (Kubernetes' default: 50 s), so
+            # a test of a lost node waits less; still more than the kubelets' 10 s reports.
+            "--node-monitor-grace-period=20s"], self.logs)
         self._storage()
         scheduler = pki.kubeconfig("kube-scheduler", self.api_url, "system:kube-scheduler")
         self.control["kube-scheduler"] = Process("kube-scheduler", [
@@ -692,6 +710,10 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                      "--wait=false", check=False, timeout=60)
         self.kubectl("delete", "pods", "--all", "--all-namespaces", "--grace-period=1", "--wait=false",
                      check=False, timeout=60)
+        for n in self.nodes:
+            if n.powered_off:  # no kubelet there to confirm: its pods are only records
+                self.kubectl("delete", "pods", "--all-namespaces", "--field-selector", f"spec.nodeName={n.name}",
+                             "--force", "--grace-period=0", check=False, timeout=60)
         try:
             wait_for("every pod to be gone", lambda: not json.loads(
                 self.kubectl("get", "pods", "-A", "-o", "json", timeout=20).stdout)["items"], timeout=60)
@@ -766,11 +788,94 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                     pass
 
 
+def clean_leftovers(tag, log=print):
+    """What a run of the cluster `tag` left when it was killed before its stop (its processes,
+    its pods' processes, mounts, cgroups, network namespaces and links, its directory): removed.
+    Only what names this tag: another tag's cluster is not touched."""
+    dirs = glob.glob(f"/tmp/hpcplane-kube-{tag}.*")
+    marks = [d.encode() for d in dirs]
+    for pid in os.listdir("/proc"):
+        if not pid.isdigit() or int(pid) == os.getpid():
+            continue
+        try:
+            with open(f"/proc/{pid}/cmdline", "rb") as f:
+                cmdline = f.read()
+        except OSError:
+            continue
+        if any(m in cmdline for m in marks):
+            try:
+                os.kill(int(pid), signal.SIGKILL)
+            except OSError:
+                pass
+    roots = sorted({os.path.basename(p) for h in RealCluster._cgroup_hierarchies()
+                    for p in glob.glob(os.path.join(h, f"hpcplane-kube-{tag}-n*"))})
+    for root in roots:
+        pids_root = os.path.join("/sys/fs/cgroup/pids", root)
+        for _ in range(50):
+            pids = set()
+            for d, _, files in os.walk(pids_root):
+                if "cgroup.procs" in files:
+                    pids.update(int(p) for p in (read_text(os.path.join(d, "cgroup.procs")) or "").split())
+            if not pids:
+                break
+            for pid in pids:
+                try:
+                    os.kill(pid, signal.SIGKILL)
+                except OSError:
+                    pass
+            time.sleep(0.1)
+    with open("/proc/self/mountinfo") as f:
+        points = [line.split()[4] for line in f]
+    for p in sorted((p for p in points if any(p.startswith(d + "/") for d in dirs)), key=len, reverse=True):
+        run("umount", "-l", p, check=False)
+    for root in roots:
+        for h in RealCluster._cgroup_hierarchies():
+            top = os.path.join(h, root)
+            for d in sorted((d for d, _, _ in os.walk(top)), key=len, reverse=True):
+                try:
+                    os.rmdir(d)
+                except OSError:
+                    pass
+    netns = os.listdir("/run/netns") if os.path.isdir("/run/netns") else []
+    for ns in netns:
+        if ns.startswith(f"hpk{tag}n"):
+            run("ip", "netns", "del", ns, check=False)
+    links = run("ip", "-o", "link", "show", check=False).stdout
+    for name in {line.split(":")[1].strip().split("@")[0] for line in links.splitlines() if ":" in line}:
+        if name.startswith(f"hpk{tag}"):
+            run("ip", "link", "del", name, check=False)
+    # Pods' network namespaces (cni-<uuid>) with nothing left in them: a live cluster's hold
+    # its pods' processes.
+    for ns in netns:
+        if ns.startswith("cni-") and not run("ip", "netns", "pids", ns, check=False).stdout.strip():
+            run("umount", f"/run/netns/{ns}", check=False)
+            try:
+                os.unlink(f"/run/netns/{ns}")
+            except OSError:
+                pass
+    for link in glob.glob("/var/log/containers/*.log"):
+        if any(os.path.realpath(link).startswith(d + "/") for d in dirs):
+            os.unlink(link)
+    for d in dirs:
+        try:
+            with open(os.path.join(d, "sysctls.json")) as f:
+                for name, value in json.load(f).items():
+                    with open(f"/proc/sys/{name}", "w") as out:
+                        out.write(value)
+        except (OSError, ValueError):
+            pass
+        shutil.rmtree(d, ignore_errors=True)
+    log(f"cleaned what cluster {tag} left: {len(dirs)} directories, {len(roots)} cgroup roots")
+
+
 def main(argv):
-    if len(argv) != 2 or argv[0] not in ("up", "binaries"):
+    if len(argv) != 2 or argv[0] not in ("up", "binaries", "clean"):
         sys.exit(__doc__)
     if argv[0] == "binaries":
         build_binaries(argv[1])
+        return 0
+    if argv[0] == "clean":
+        clean_leftovers(argv[1])
         return 0
     def interrupted(*_):
         raise KeyboardInterrupt

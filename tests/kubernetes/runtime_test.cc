@@ -116,7 +116,10 @@ class KubernetesRuntimeTest : public ::testing::Test {
 
   void TearDown() override {
     stop_informers_ = true;
-    for (auto& t : informer_threads_) t.join();  // within a watch's timeout
+    std::vector<Informer*> running;
+    for (auto& i : informers_) running.push_back(i.get());
+    StopInformers(running);
+    for (auto& t : informer_threads_) t.join();
   }
 
   bool SawEvent(const std::string& what) {
@@ -510,6 +513,70 @@ TEST_F(KubernetesRuntimeTest, DeletingTheSlurmClusterRemovesEveryObjectItOwns) {
   })) << "the garbage collector follows the ownerReferences";
 }
 
+// retainOnDelete: a retained claim carries no owner reference (the garbage collector leaves it
+// when the SlurmCluster goes); turning retention on or off patches the reference of a claim made
+// before; a SlurmCluster of the same name takes a retained claim up again.
+TEST_F(KubernetesRuntimeTest, RetainedClaimsOutliveTheirSlurmCluster) {
+  const std::string clusters = "/apis/hpcplane.io/v1alpha1/namespaces/" + namespace_ + "/slurmclusters";
+  const json cluster_object = {{"apiVersion", "hpcplane.io/v1alpha1"},
+                               {"kind", "SlurmCluster"},
+                               {"metadata", {{"name", "research"}}},
+                               {"spec", json::object()}};
+  auto cluster = api_->Post(clusters, cluster_object);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  ctx_.owner_uid = (*cluster)["metadata"]["uid"];
+  rt_ = std::make_unique<KubernetesRuntime>(api_, ctx_);
+  const std::string claims = "/api/v1/namespaces/" + namespace_ + "/persistentvolumeclaims/";
+  auto owners = [&](const std::string& name) {
+    auto pvc = api_->Get(claims + "research-" + name);
+    return pvc.ok() ? (*pvc)["metadata"].value("ownerReferences", json::array()) : json("absent");
+  };
+  ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0700, false, false}).ok());
+  ASSERT_EQ(owners("controller-state").size(), 1u);
+  ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0700, false, /*retain=*/true}).ok());
+  EXPECT_EQ(owners("controller-state"), json::array()) << "retention turned on for a claim made before";
+  ASSERT_TRUE(rt_->EnsureVolume({"database", 64032, 64032, 0700, false, /*retain=*/true}).ok());
+  EXPECT_EQ(owners("database"), json::array());
+  ASSERT_TRUE(rt_->ApplyConfigMap({"slurm-config", {{"slurm.conf", "ClusterName=research\n"}}}).ok());
+
+  ASSERT_TRUE(api_->Delete(clusters + "/research").ok());
+  const std::string config = "/api/v1/namespaces/" + namespace_ + "/configmaps/research-slurm-config";
+  EXPECT_TRUE(WaitFor([&] { return api_->Get(config).status().code() == StatusCode::kNotFound; }))
+      << "what the SlurmCluster owned goes";
+  EXPECT_EQ(owners("controller-state"), json::array()) << "the retained claims stay";
+  EXPECT_EQ(owners("database"), json::array());
+
+  cluster = api_->Post(clusters, cluster_object);
+  ASSERT_TRUE(cluster.ok()) << cluster.status().message();
+  ctx_.owner_uid = (*cluster)["metadata"]["uid"];
+  rt_ = std::make_unique<KubernetesRuntime>(api_, ctx_);
+  ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0700, false, false}).ok());
+  ASSERT_EQ(owners("controller-state").size(), 1u) << "taken up by the new SlurmCluster";
+  EXPECT_EQ(owners("controller-state")[0]["uid"], ctx_.owner_uid);
+}
+
+// A pod whose node never confirms its deletion stays, marked with when it should have gone;
+// ForgetPod removes it at once (grace period 0) so its name is free.
+TEST_F(KubernetesRuntimeTest, APodOnALostNodeIsForgotten) {
+  ASSERT_TRUE(ApplyWorkerInputs().ok());
+  ASSERT_TRUE(rt_->CreatePod(Worker("cpu-0")).ok());
+  const std::string pod = "/api/v1/namespaces/" + namespace_ + "/pods/research-cpu-0";
+  ASSERT_TRUE(api_->Post(pod + "/binding", {{"apiVersion", "v1"},
+                                            {"kind", "Binding"},
+                                            {"metadata", {{"name", "research-cpu-0"}}},
+                                            {"target", {{"kind", "Node"}, {"name", "lost-node"}}}})
+                  .ok());
+  ASSERT_TRUE(rt_->DeletePod("cpu-0").ok());
+  auto pods = rt_->ListPods({});
+  ASSERT_TRUE(pods.ok());
+  ASSERT_EQ(pods->size(), 1u) << "no kubelet confirmed it";
+  EXPECT_GT((*pods)[0].delete_by, 0);
+  EXPECT_EQ((*pods)[0].message, "terminating");
+  ASSERT_TRUE(rt_->ForgetPod("cpu-0").ok());
+  EXPECT_EQ(api_->Get(pod).status().code(), StatusCode::kNotFound);
+  ASSERT_TRUE(rt_->CreatePod(Worker("cpu-0")).ok()) << "the name is free again";
+}
+
 TEST_F(KubernetesRuntimeTest, WatchDeliversEventsAndBookmarksAndReportsExpiry) {
   const std::string collection = "/api/v1/namespaces/" + namespace_ + "/configmaps";
   auto list = api_->Get(collection);
@@ -536,6 +603,38 @@ TEST_F(KubernetesRuntimeTest, WatchDeliversEventsAndBookmarksAndReportsExpiry) {
   auto expired = api_->Watch(collection, rv, 5, [](const WatchEvent&) { return true; });
   ASSERT_TRUE(expired.ok()) << expired.status().message();
   EXPECT_TRUE(expired->expired) << "410 Gone: list again";
+}
+
+// A watch lasts minutes (an idle operator sends almost nothing), yet a closing client ends it at
+// once: CancelWatches shuts its connection down, and a watch begun after it returns at once.
+TEST_F(KubernetesRuntimeTest, ALongWatchEndsAtOnceWhenCancelled) {
+  const std::string collection = "/api/v1/namespaces/" + namespace_ + "/configmaps";
+  auto list = api_->Get(collection);
+  ASSERT_TRUE(list.ok());
+  const std::string rv = (*list)["metadata"]["resourceVersion"];
+  auto watcher = std::make_shared<ApiClient>(api_->connection());
+  std::atomic<bool> seen{false};
+  std::atomic<bool> returned{false};
+  Result<WatchEnd> end = Status::Unavailable("not returned");
+  std::thread t([&] {
+    end = watcher->Watch(collection, rv, 300, [&](const WatchEvent& e) {
+      if (e.type == "ADDED") seen = true;
+      return true;
+    });
+    returned = true;
+  });
+  ASSERT_TRUE(rt_->ApplyConfigMap({"watched", {{"k", "v"}}}).ok());
+  ASSERT_TRUE(WaitFor([&] { return seen.load(); })) << "the watch is established";
+  const auto cancelled_at = std::chrono::steady_clock::now();
+  watcher->CancelWatches();
+  EXPECT_TRUE(WaitFor([&] { return returned.load(); }, std::chrono::seconds(3))) << "not after its 300 s";
+  t.join();
+  EXPECT_LT(std::chrono::steady_clock::now() - cancelled_at, std::chrono::seconds(3));
+  EXPECT_TRUE(end.ok()) << end.status().message();
+  const auto again_at = std::chrono::steady_clock::now();
+  auto again = watcher->Watch(collection, rv, 300, [](const WatchEvent&) { return true; });
+  EXPECT_TRUE(again.ok());
+  EXPECT_LT(std::chrono::steady_clock::now() - again_at, std::chrono::seconds(1)) << "refused at once";
 }
 
 TEST_F(KubernetesRuntimeTest, AnInformerKeepsHpcplanesObjectsAndListsAgainAfterExpiry) {

@@ -281,6 +281,19 @@ Result<WatchEnd> ApiClient::Watch(const std::string& path, const std::string& re
   http->set_read_timeout(timeout_seconds + 30);
   WatchEnd end;
   end.resource_version = resource_version;
+  {
+    std::lock_guard<std::mutex> lock(watches_mu_);
+    if (watches_cancelled_) return end;
+    watches_.insert(http.get());
+  }
+  struct Unregister {
+    ApiClient* self;
+    httplib::Client* http;
+    ~Unregister() {
+      std::lock_guard<std::mutex> lock(self->watches_mu_);
+      self->watches_.erase(http);
+    }
+  } unregister{this, http.get()};
   std::string pending;
   bool stopped = false;
   Status failed = Status::Ok();
@@ -335,10 +348,21 @@ Result<WatchEnd> ApiClient::Watch(const std::string& path, const std::string& re
   }
   if (code != 0 && code != 200) return StatusForHttp(code, "watch " + path, error_body);
   if (!r && !stopped && !end.expired) {
+    {
+      std::lock_guard<std::mutex> lock(watches_mu_);
+      if (watches_cancelled_) return end;  // shut down by CancelWatches
+    }
     // The stream broke (server gone, timeout): resume from the last version seen.
     if (code == 0) return Status::Unavailable(fmt::format("watch {}: {}", path, httplib::to_string(r.error())));
   }
   return end;
+}
+
+void ApiClient::CancelWatches() {
+  std::lock_guard<std::mutex> lock(watches_mu_);
+  watches_cancelled_ = true;
+  // httplib's stop() shuts an in-flight request's socket down from another thread.
+  for (httplib::Client* http : watches_) http->stop();
 }
 
 }  // namespace hpc::runtime::kubernetes

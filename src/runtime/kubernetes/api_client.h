@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -78,6 +79,10 @@ class ApiClient {
   // `timeout_seconds`, or when stopped.
   Result<WatchEnd> Watch(const std::string& path, const std::string& resource_version, int timeout_seconds,
                          const std::function<bool(const WatchEvent&)>& on_event);
+  // Ends the watches in flight (their connections shut down; each returns as stopped) and every
+  // later one at once: this client is closing. Thread-safe. A watch whose connection was still
+  // being opened may miss it: call again until its caller has returned.
+  void CancelWatches();
 
  private:
   struct Response {
@@ -95,6 +100,9 @@ class ApiClient {
   RetryPolicy retry_;
   std::mutex mu_;  // one request at a time on the shared connection
   std::unique_ptr<httplib::Client> http_;
+  std::mutex watches_mu_;  // the watches' own connections, for CancelWatches
+  std::set<httplib::Client*> watches_;
+  bool watches_cancelled_ = false;
 };
 
 // What the operator's requests say they come from ("hpcplane/VERSION"), as the API's audit log

@@ -113,7 +113,30 @@ size_t ObjectCache::size() const {
 Informer::Informer(std::shared_ptr<ApiClient> api, std::string collection, std::string label_selector)
     : api_(std::move(api)), collection_(std::move(collection)), selector_(std::move(label_selector)) {}
 
+void Informer::Stop() {
+  stopping_ = true;
+  api_->CancelWatches();
+}
+
+void StopInformers(const std::vector<Informer*>& informers, std::chrono::milliseconds limit) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  for (;;) {
+    bool any = false;
+    for (Informer* i : informers) {
+      i->Stop();
+      any = any || i->running();
+    }
+    if (!any || std::chrono::steady_clock::now() >= deadline) return;
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
 void Informer::Run(const std::atomic<bool>& stop, const Handler& on_change) {
+  running_ = true;
+  struct Done {
+    std::atomic<bool>* running;
+    ~Done() { *running = false; }
+  } done{&running_};
   const std::string path = selector_.empty() ? collection_ : collection_ + "?labelSelector=" + QueryEscape(selector_);
   std::string rv;
   const auto first_backoff = std::chrono::milliseconds(200);
@@ -122,7 +145,7 @@ void Informer::Run(const std::atomic<bool>& stop, const Handler& on_change) {
     std::this_thread::sleep_for(backoff);
     backoff = std::min(backoff * 2, std::chrono::milliseconds(5000));
   };
-  while (!stop) {
+  while (!stop && !stopping_) {
     if (rv.empty()) {
       auto list = api_->Get(path);
       if (!list.ok()) {
@@ -136,9 +159,9 @@ void Informer::Run(const std::atomic<bool>& stop, const Handler& on_change) {
       ++lists_;
       synced_ = true;
     }
-    auto end = api_->Watch(path, rv, 5, [&](const WatchEvent& e) {
+    auto end = api_->Watch(path, rv, kWatchSeconds, [&](const WatchEvent& e) {
       if (cache_.Apply(e)) on_change(e);
-      return !stop.load();
+      return !stop.load() && !stopping_.load();
     });
     if (!end.ok()) {
       spdlog::warn("watch {}: {}", collection_, end.status().message());

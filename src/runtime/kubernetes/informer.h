@@ -11,6 +11,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <functional>
 #include <map>
 #include <memory>
@@ -59,10 +60,14 @@ class Informer {
   // takes it (empty: every object).
   Informer(std::shared_ptr<ApiClient> api, std::string collection, std::string label_selector = "");
 
-  // Lists, then watches from the list's resourceVersion with bookmarks; a broken stream resumes
-  // from the last version seen, 410 Gone lists again, errors back off. Returns once `stop` is
-  // set (within a watch's timeout). Run on a thread of its own, with an ApiClient of its own.
+  // Lists, then watches from the list's resourceVersion with bookmarks, each watch up to
+  // kWatchSeconds; a broken stream resumes from the last version seen, 410 Gone lists again,
+  // errors back off. Returns once Stop() was called, or `stop` is set and the watch in flight
+  // ends. Run on a thread of its own, with an ApiClient of its own.
   void Run(const std::atomic<bool>& stop, const Handler& on_change);
+  // Makes Run return now: its watch's connection is shut down. Thread-safe.
+  void Stop();
+  bool running() const { return running_; }
 
   // Whether the first list has arrived: until then the cache knows nothing.
   bool synced() const { return synced_; }
@@ -78,7 +83,17 @@ class Informer {
   ObjectCache cache_;
   std::atomic<bool> synced_{false};
   std::atomic<int> lists_{0};
+  std::atomic<bool> stopping_{false};
+  std::atomic<bool> running_{false};
 };
+
+// How long one watch of an informer lasts before it is opened again (the API server's
+// timeoutSeconds): long enough that an idle operator sends almost nothing; Stop() ends it early.
+inline constexpr int kWatchSeconds = 300;
+
+// Stops every informer and returns once none runs (a watch opened in the instant of a Stop is
+// stopped again), or after `limit`.
+void StopInformers(const std::vector<Informer*>& informers, std::chrono::milliseconds limit = std::chrono::seconds(10));
 
 // The informers a KubernetesRuntime or KubernetesStore reads from, by resource (plural).
 class Caches {

@@ -1,5 +1,6 @@
 #include "runtime/kubernetes/kubernetes_runtime.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <ctime>
 
@@ -79,13 +80,13 @@ Status KubernetesRuntime::NotOwned(const std::string& plural, const std::string&
                   plural, ctx_.namespace_name, object_name, kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster));
 }
 
-Status KubernetesRuntime::DeleteObject(const std::string& plural, const std::string& name) {
+Status KubernetesRuntime::DeleteObject(const std::string& plural, const std::string& name, const std::string& query) {
   // Read from the API: the cache holds only hpcplane's objects, and one made by someone else
   // under the same name must be refused, not taken as absent.
   ASSIGN_OR_RETURN(auto current, GetObject(plural, name, /*fresh=*/true));
   if (!current) return Status::Ok();
   if (!Owned(*current)) return NotOwned(plural, ObjectName(ctx_, name));
-  Status s = api_->Delete(Path(plural, name));
+  Status s = api_->Delete(Path(plural, name) + query);
   return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
 
@@ -208,6 +209,13 @@ bool HasAnnotations(const json& object, const json& annotations) {
   return true;
 }
 
+// Whether the two objects' owner references differ (absent and empty are the same).
+bool OwnersDiffer(const json& a, const json& b) {
+  const json none = json::array();
+  return a.value("metadata", json::object()).value("ownerReferences", none) !=
+         b.value("metadata", json::object()).value("ownerReferences", none);
+}
+
 }  // namespace
 
 Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
@@ -218,11 +226,13 @@ Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
     auto created = api_->Post(fmt::format("/api/v1/namespaces/{}/persistentvolumeclaims", ctx_.namespace_name), wanted);
     Observe("persistentvolumeclaims", created);
     if (!created.ok() && created.status().code() != StatusCode::kAlreadyExists) return created.status();
-  } else if (!HasAnnotations(*have, wanted["metadata"]["annotations"])) {
-    // A claim's spec is immutable; its owner and mode (applied by each pod's prepare step) are not.
-    // Only ours are compared: the PV controller and schedulers add their own to every claim.
-    auto patched = api_->MergePatch(Path("persistentvolumeclaims", volume.name),
-                                    {{"metadata", {{"annotations", wanted["metadata"]["annotations"]}}}});
+  } else if (!HasAnnotations(*have, wanted["metadata"]["annotations"]) || OwnersDiffer(*have, wanted)) {
+    // A claim's spec is immutable; its owner and mode (applied by each pod's prepare step) and
+    // whether the SlurmCluster owns it (retainOnDelete changed) are not. Only our annotations are
+    // compared: the PV controller and schedulers add their own to every claim.
+    json meta = {{"annotations", wanted["metadata"]["annotations"]}};
+    meta["ownerReferences"] = wanted["metadata"].value("ownerReferences", json());  // null: none
+    auto patched = api_->MergePatch(Path("persistentvolumeclaims", volume.name), {{"metadata", meta}});
     Observe("persistentvolumeclaims", patched);
     RETURN_IF_ERROR(patched.status());
   }
@@ -300,6 +310,12 @@ Status KubernetesRuntime::CreatePod(const PodSpec& spec) {
 
 Status KubernetesRuntime::DeletePod(const std::string& name) { return DeleteObject("pods", name); }
 
+// What `kubectl delete --force --grace-period=0` does: the API server removes the pod at once,
+// without the kubelet's confirmation that its containers ended.
+Status KubernetesRuntime::ForgetPod(const std::string& name) {
+  return DeleteObject("pods", name, "?gracePeriodSeconds=0");
+}
+
 PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
   PodStatus st;
   const json& meta = pod["metadata"];
@@ -344,7 +360,10 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
     }
   }
   if (status.contains("message")) st.message = status.value("message", "");
-  if (meta.contains("deletionTimestamp")) st.message = "terminating";
+  if (meta.contains("deletionTimestamp")) {
+    st.message = "terminating";
+    st.delete_by = std::max<int64_t>(1, ParseTime(meta.value("deletionTimestamp", "")));
+  }
   st.started_at = ParseTime(status.value("startTime", ""));
   const std::string spec_json = meta.value("annotations", json::object()).value(kPodSpecAnnotation, "");
   auto spec = SpecFromJson(json::parse(spec_json, nullptr, false));

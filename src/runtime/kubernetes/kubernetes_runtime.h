@@ -46,6 +46,7 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   Status EnsureVolume(const Volume& volume) override;
   Status CreatePod(const PodSpec& spec) override;
   Status DeletePod(const std::string& name) override;
+  Status ForgetPod(const std::string& name) override;
   Result<std::vector<PodStatus>> ListPods(const std::map<std::string, std::string>& selector = {}) override;
   Result<std::optional<PodSpec>> GetPodSpec(const std::string& name) override;
   Result<ProcessResult> Exec(const std::string& pod, const ExecOptions& opts) override;
@@ -72,7 +73,8 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   void Observe(const std::string& plural, const Result<nlohmann::json>& written);
   Result<std::optional<PodSpec>> PodSpecOf(const std::string& name, bool fresh);
   // Deletes only what hpcplane made for this cluster; absent is done.
-  Status DeleteObject(const std::string& plural, const std::string& name);
+  // `query`: DeleteOptions as parameters, e.g. "?gracePeriodSeconds=0".
+  Status DeleteObject(const std::string& plural, const std::string& name, const std::string& query = "");
   // hpcplane's and this cluster's (by its labels): the only objects it replaces or deletes.
   bool Owned(const nlohmann::json& object) const;
   Status NotOwned(const std::string& plural, const std::string& object_name) const;

@@ -16,9 +16,11 @@ namespace {
 constexpr const char* kSecretStagingDir = "/hpcplane/secret-staging";
 constexpr const char* kSecretCopyDir = "/hpcplane/secret";
 constexpr const char* kVolumeRootDir = "/hpcplane/volume";
+constexpr const char* kScratchRootDir = "/hpcplane/scratch";  // /tmp and /dev/shm, in the prepare step
 // Probes: ready within seconds of the daemon listening; a slow first start (slurmctld loading
 // state, MariaDB initialising) gets five minutes before liveness counts.
 constexpr int kReadyPeriodSeconds = 2;
+constexpr int kExecReadyPeriodSeconds = 10;
 constexpr int kStartupFailureThreshold = 150;
 
 std::string Octal(uint32_t mode) { return fmt::format("{:04o}", mode); }
@@ -78,6 +80,12 @@ json ProbeJson(const runtime::Probe& p) {
 }
 
 bool ProbeSet(const runtime::Probe& p) { return p.tcp_port > 0 || !p.command.empty(); }
+
+// Startup probes run often until their first success (bring-up waits on them; the kubelet runs
+// the readiness probe at once after it). Readiness then runs every kReadyPeriodSeconds, but a
+// command only every kExecReadyPeriodSeconds: the kubelet starts a process in the container
+// for each, every worker, all the time.
+int ReadyPeriod(const runtime::Probe& p) { return p.command.empty() ? kReadyPeriodSeconds : kExecReadyPeriodSeconds; }
 
 json SecurityContext(int64_t uid, int64_t gid) {
   json sc = {{"runAsUser", uid}, {"runAsGroup", gid}};
@@ -213,6 +221,8 @@ json SecretObject(const Secret& secret, const ObjectContext& ctx, bool include_d
 
 json VolumeClaimObject(const Volume& volume, const ObjectContext& ctx) {
   json o = {{"apiVersion", "v1"}, {"kind", "PersistentVolumeClaim"}, {"metadata", Metadata(ctx, volume.name, {})}};
+  // Not the SlurmCluster's: the garbage collector leaves it when the SlurmCluster goes.
+  if (volume.retain) o["metadata"].erase("ownerReferences");
   o["metadata"]["annotations"] = {{kOwnerAnnotation, fmt::format("{}:{}", volume.owner_uid, volume.owner_gid)},
                                   {kModeAnnotation, Octal(volume.mode)}};
   json spec = {
@@ -255,12 +265,13 @@ json MainContainer(const PodSpec& spec, const ObjectContext& ctx, const std::str
   main["volumeMounts"] = volumes.MountsOf(main_mounts);
   if (ProbeSet(spec.readiness)) {
     json ready = ProbeJson(spec.readiness);
-    ready["periodSeconds"] = kReadyPeriodSeconds;
-    main["readinessProbe"] = ready;
     // Liveness counts only once the pod has started, as the local runtime's does.
     json startup = ready;
+    startup["periodSeconds"] = kReadyPeriodSeconds;
     startup["failureThreshold"] = kStartupFailureThreshold;
     main["startupProbe"] = startup;
+    ready["periodSeconds"] = ReadyPeriod(spec.readiness);
+    main["readinessProbe"] = ready;
   }
   if (spec.liveness.Set()) {
     const std::string path = spec.liveness.http_path.empty() ? "/" : spec.liveness.http_path;
@@ -290,10 +301,12 @@ json SidecarContainers(const PodSpec& spec, const ObjectContext& ctx, VolumeSet&
               {"volumeMounts", volumes.MountsOf(sc.mounts)}};
     if (ProbeSet(sc.readiness)) {
       json probe = ProbeJson(sc.readiness);
-      probe["periodSeconds"] = 1;
+      json startup = probe;
+      startup["periodSeconds"] = 1;
+      startup["failureThreshold"] = kStartupFailureThreshold;
+      c["startupProbe"] = startup;
+      probe["periodSeconds"] = ReadyPeriod(sc.readiness);
       c["readinessProbe"] = probe;
-      probe["failureThreshold"] = kStartupFailureThreshold;
-      c["startupProbe"] = probe;
     }
     init.push_back(c);
   }
@@ -351,13 +364,27 @@ Result<PodVolumes> VolumesOf(const PodSpec& spec, const MountedObjects& mounted,
         out.volumes.push_back({{"name", name}, {"persistentVolumeClaim", {{"claimName", ObjectName(ctx, m.name)}}}});
         const std::string root = std::string(kVolumeRootDir) + "/" + m.name;
         out.prepare_mounts.push_back({{"name", name}, {"mountPath", root}});
-        out.script += fmt::format("chown {0}:{1} {2} && chmod {3} {2}\n", v->second.owner_uid, v->second.owner_gid,
-                                  ShellQuote(root), Octal(v->second.mode));
+        // Changed only where it differs: root in the pod cannot chown on a root-squashing file
+        // system (NFS), and a volume whose root the admin gave its owner on the server must start.
+        const std::string want = fmt::format("{}:{}:{:o}", v->second.owner_uid, v->second.owner_gid, v->second.mode);
+        out.script += fmt::format(
+            "[ \"$(stat -c %u:%g:%a {0})\" = {1} ] || {{ chown {2}:{3} {0} && chmod {4} {0}; }} || {{ echo \"volume "
+            "{5}: its root is $(stat -c %u:%g:%a {0}) (owner:group:mode), must be {1}, and root in this pod cannot "
+            "change it (a root-squashing file system?): give the directory that owner and mode on the file "
+            "server\" >&2; exit 1; }}\n",
+            ShellQuote(root), want, v->second.owner_uid, v->second.owner_gid, Octal(v->second.mode), m.name);
         break;
       }
       case MountSource::kEmptyDir: {
         json empty = json::object();
-        if (m.name == "tmp" || m.name == "shm") empty["sizeLimit"] = Quantity(tmp_mib);
+        if (m.name == "tmp" || m.name == "shm") {
+          empty["sizeLimit"] = Quantity(tmp_mib);
+          // The kubelet makes an emptyDir 0777: /tmp and /dev/shm shared by users need the sticky
+          // bit, or any user could delete or replace another's files.
+          const std::string dir = std::string(kScratchRootDir) + "/" + m.name;
+          out.prepare_mounts.push_back({{"name", name}, {"mountPath", dir}});
+          out.script += fmt::format("chmod 1777 {}\n", ShellQuote(dir));
+        }
         if (m.name == "shm") empty["medium"] = "Memory";
         out.volumes.push_back({{"name", name}, {"emptyDir", empty}});
         break;

@@ -47,6 +47,8 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   Status EnsureVolume(const Volume& volume) override;
   Status CreatePod(const PodSpec& spec) override;
   Status DeletePod(const std::string& name) override;
+  // Its pods run here: there is no machine to wait for.
+  Status ForgetPod(const std::string& name) override { return DeletePod(name); }
   Result<std::vector<PodStatus>> ListPods(const std::map<std::string, std::string>& selector) override;
   Result<std::optional<PodSpec>> GetPodSpec(const std::string& name) override;
   Result<ProcessResult> Exec(const std::string& pod, const ExecOptions& opts) override;

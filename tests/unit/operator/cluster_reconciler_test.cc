@@ -207,5 +207,33 @@ TEST_F(ClusterReconcilerTest, SlurmctldReconfiguresOnlyOnceItsPodReadsTheNewSlur
   EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1) << "once per change";
 }
 
+// The promise to reconfigure outlives the operator process that made it: a leader that fails
+// over before the kubelet updated the file leaves the condition Reconfiguring in the status, and
+// the next process tells slurmctld once the pod reads the file. Without it: no reconfigure.
+TEST_F(ClusterReconcilerTest, APendingReconfigureSurvivesTheOperatorsFailOver) {
+  Pass();
+  ASSERT_EQ(ConditionStatus(Pass(), "Ready"), "True");
+  EXPECT_EQ(ConditionStatus(cluster_.status, kConditionReconfiguring), "False");
+  std::string mounted = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
+  rt_.exec_handler = [&](const std::string& pod, const runtime::ExecOptions& o) {
+    ProcessResult r;
+    r.exit_code = 0;
+    if (pod == ControllerPodName(cluster_) && o.argv == std::vector<std::string>{"cat", "/etc/slurm/slurm.conf"}) {
+      r.out = mounted;
+    }
+    return r;
+  };
+  cluster_.spec.priority_type = "priority/multifactor";
+  EXPECT_EQ(ConditionStatus(Pass(), kConditionReconfiguring), "True");
+  rec_ = NewReconciler();  // the leader failed over: the new one sees no change to the ConfigMap
+  mounted = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
+  Pass();
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1);
+  EXPECT_EQ(ConditionStatus(cluster_.status, kConditionReconfiguring), "False");
+  rec_ = NewReconciler();  // nothing pending: a new process reconfigures nothing
+  Pass();
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1);
+}
+
 }  // namespace
 }  // namespace hpc::op

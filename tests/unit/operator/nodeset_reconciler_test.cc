@@ -21,6 +21,12 @@ bool IsTrue(const std::vector<api::Condition>& conds, const std::string& type) {
   return c && c->status == "True";
 }
 
+bool HasEvent(const api::NodeSetStatus& st, const std::string& reason, const std::string& words) {
+  return std::any_of(st.events.begin(), st.events.end(), [&](const api::Event& e) {
+    return e.reason == reason && e.message.find(words) != std::string::npos;
+  });
+}
+
 class NodeSetReconcilerTest : public ::testing::Test {
  protected:
   NodeSetReconcilerTest() {
@@ -168,6 +174,54 @@ TEST_F(NodeSetReconcilerTest, AWorkerSlurmLostIsStartedAgain) {
   EXPECT_TRUE(std::any_of(st.events.begin(), st.events.end(),
                           [](const api::Event& e) { return e.reason == "WorkerUnregistered"; }));
   EXPECT_EQ(rt_.pods.count("cpu-0"), 1u);
+}
+
+// A worker whose machine is gone: only when Slurm set it DOWN for not responding and its pod is
+// not ready is it replaced, under a new name at once; its pod, which the machine never confirms
+// gone, is forgotten past its grace period, and Slurm's record of it goes once the pod has.
+TEST_F(NodeSetReconcilerTest, AWorkerOnALostMachineIsReplacedAndItsPodForgotten) {
+  Workers(2);
+  rt_.unreachable.insert("cpu-1");
+  // Cut off from the API server only (not ready), slurmd still answering Slurm: left alone.
+  rt_.not_ready.insert("cpu-1");
+  Pass();
+  EXPECT_TRUE(rt_.deleted.empty());
+  // Slurm not responding but the pod still ready (the kubelet has not noticed yet): left alone.
+  rt_.not_ready.clear();
+  Node(1).state = "down";
+  Node(1).flags.insert("NOT_RESPONDING");
+  Node(1).reason = "Not responding";
+  Pass();
+  EXPECT_TRUE(rt_.deleted.empty());
+  // Both agree, but Slurm cannot be read this pass: nothing.
+  rt_.not_ready.insert("cpu-1");
+  slurm_.reachable = false;
+  Pass();
+  EXPECT_TRUE(rt_.deleted.empty());
+  slurm_.reachable = true;
+
+  auto st = Pass();
+  EXPECT_EQ(rt_.deleted, (std::vector<std::string>{"cpu-1"}));
+  EXPECT_EQ(rt_.pods.count("cpu-1"), 1u);  // its machine has not confirmed
+  EXPECT_EQ(rt_.pods.count("cpu-2"), 1u);  // the capacity, at once, under a new name
+  EXPECT_TRUE(rt_.forgotten.empty());
+  EXPECT_TRUE(HasEvent(st, "WorkerLost", "worker cpu-1 is lost: Slurm set it DOWN (Not responding)"));
+
+  Pass();  // within the grace period: waited for, and not deleted again
+  EXPECT_EQ(rt_.deleted.size(), 1u);
+  EXPECT_TRUE(rt_.forgotten.empty());
+  EXPECT_EQ(rt_.pods.size(), 3u);  // no third worker while the lost one is on its way out
+
+  rt_.delete_by["cpu-1"] = std::time(nullptr) - kLostPodForgetAfterSeconds;
+  st = Pass();
+  EXPECT_EQ(rt_.forgotten, (std::vector<std::string>{"cpu-1"}));
+  EXPECT_TRUE(HasEvent(st, "WorkerLost", "the pod is forgotten"));
+  EXPECT_FALSE(slurm_.Called("delete-node cpu-1"));  // the pod was still there this pass
+  Pass();
+  EXPECT_TRUE(slurm_.Called("delete-node cpu-1"));
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 1u);
+  EXPECT_EQ(rt_.pods.count("cpu-2"), 1u);
+  EXPECT_EQ(rt_.pods.size(), 2u);
 }
 
 // After slurmctld restarts, each ready worker's slurmd is sent SIGHUP once, past the delay, so it

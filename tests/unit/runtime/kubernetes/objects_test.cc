@@ -5,7 +5,14 @@
 
 #include <gtest/gtest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "common/files.h"
 #include "common/jwt.h"
+#include "common/subprocess.h"
 
 namespace hpc::runtime::kubernetes {
 namespace {
@@ -86,7 +93,10 @@ TEST(KubernetesObjectsTest, PodCarriesHostNameResourcesProbesAndUser) {
   const json* shm = Find(o["spec"]["volumes"], "scratch-shm");
   ASSERT_NE(shm, nullptr);
   EXPECT_EQ((*shm)["emptyDir"]["medium"], "Memory");
-  EXPECT_FALSE(o["spec"].contains("initContainers")) << "nothing to prepare";
+  // The only thing to prepare: /tmp and /dev/shm made sticky (the kubelet makes them 0777).
+  ASSERT_EQ(o["spec"]["initContainers"].size(), 1u);
+  EXPECT_EQ(o["spec"]["initContainers"][0]["command"][2],
+            "chmod 1777 '/hpcplane/scratch/tmp'\nchmod 1777 '/hpcplane/scratch/shm'\n");
 }
 
 TEST(KubernetesObjectsTest, PlacementGoesToNodeSelectorTolerationsPriorityAndPullSecrets) {
@@ -145,6 +155,65 @@ TEST(KubernetesObjectsTest, PodsRunUnderTheDefaultSeccompProfileUnlessTheAdminCh
   EXPECT_EQ((*own)["spec"]["securityContext"]["fsGroup"], 3000);
 }
 
+// The prepare step's lines for a volume and /tmp, run for real (paths moved into a temp dir, a
+// stand-in chown that fails as root's does on a root-squashing NFS export): a volume's root is
+// given its owner and mode; one already right is left as it is, so a root-squashed volume whose
+// owner the admin set on the server starts; one that is wrong and cannot be changed fails with
+// what it is, what it must be and what to do. The kubelet's 0777 emptyDir /tmp becomes 1777.
+TEST(KubernetesObjectsTest, ThePrepareStepOwnsVolumesWithoutChowningWhatIsRight) {
+  PodSpec p;
+  p.name = "research-controller";
+  p.command = {"slurmctld", "-D"};
+  p.mounts = {{MountSource::kVolume, "controller-state", "/run/slurm/state", "", false}};
+  MountedObjects mounted;
+  const int64_t uid = 64030;
+  mounted.volumes["controller-state"] = {"controller-state", uid, uid, 0750, false};
+  auto pod = PodObject(p, mounted, Context());
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  std::string script = (*pod)["spec"]["initContainers"][0]["command"][2];
+
+  auto dir = files::MakeTempDir("hpcplane-prepare-test");
+  ASSERT_TRUE(dir.ok());
+  const std::string root = *dir + "/root", bin = *dir + "/bin";
+  for (const std::string& d : {root + "/volume/controller-state", root + "/scratch/tmp", root + "/scratch/shm", bin}) {
+    ASSERT_TRUE(files::MakeDirs(d, 0755).ok());
+  }
+  ASSERT_EQ(::chmod((root + "/scratch/tmp").c_str(), 0777), 0);
+  for (size_t at; (at = script.find("/hpcplane/")) != std::string::npos;) script.replace(at, 10, root + "/");
+  auto prepare = [&](bool squashed) {
+    RunOptions o;
+    if (squashed) {
+      EXPECT_TRUE(
+          files::WriteAtomic(bin + "/chown", "#!/bin/sh\necho \"chown: Operation not permitted\" >&2\nexit 1\n", 0755)
+              .ok());
+      o.extra_env = {{"PATH", bin + ":/usr/bin:/bin"}};
+    }
+    return RunProcess({"/bin/sh", "-ec", script}, o);
+  };
+  auto owner_mode = [&](const std::string& path) {
+    struct stat st {};
+    ::stat(path.c_str(), &st);
+    return fmt::format("{}:{}:{:o}", st.st_uid, st.st_gid, st.st_mode & 07777);
+  };
+  const std::string volume = root + "/volume/controller-state";
+
+  auto r = prepare(false);
+  ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().message());
+  EXPECT_EQ(owner_mode(volume), "64030:64030:750");
+  EXPECT_EQ(owner_mode(root + "/scratch/tmp"), "0:0:1777");
+  r = prepare(/*squashed=*/true);
+  EXPECT_TRUE(r.ok() && r->ok()) << "already right: no chown to fail";
+  ASSERT_EQ(::chown(volume.c_str(), 0, 0), 0);
+  r = prepare(/*squashed=*/true);
+  ASSERT_TRUE(r.ok());
+  EXPECT_FALSE(r->ok());
+  EXPECT_NE(r->err.find("volume controller-state: its root is 0:0:750 (owner:group:mode), must be 64030:64030:750, "
+                        "and root in this pod cannot change it"),
+            std::string::npos)
+      << r->err;
+  ASSERT_TRUE(files::RemoveAll(*dir).ok());
+}
+
 TEST(KubernetesObjectsTest, SecretsReachTheContainerOwnedAndPrivate) {
   PodSpec p;
   p.name = "research-controller";
@@ -181,6 +250,7 @@ TEST(KubernetesObjectsTest, SecretsReachTheContainerOwnedAndPrivate) {
   EXPECT_NE(script.find("install -o 64030 -g 64030 -m 0600"), std::string::npos) << script;
   EXPECT_NE(script.find("chown 64030:64030 '/hpcplane/volume/controller-state' && chmod 0700"), std::string::npos)
       << script;
+  EXPECT_NE(script.find("chmod 1777 '/hpcplane/scratch/tmp'"), std::string::npos) << "/tmp is sticky: " << script;
   const json* scripts = Find(spec["volumes"], "config-slurm-scripts");
   ASSERT_NE(scripts, nullptr);
   EXPECT_EQ((*scripts)["configMap"]["defaultMode"], 0755);
@@ -215,6 +285,9 @@ TEST(KubernetesObjectsTest, SidecarsStartBeforeTheMainContainerAndKeepRunning) {
   EXPECT_EQ(init[1]["name"], "munged");
   EXPECT_EQ(init[1]["restartPolicy"], "Always");
   EXPECT_EQ(init[1]["startupProbe"]["exec"]["command"][0], "munge");
+  // Often while starting (bring-up waits on it), seldom after: each run is a process in the pod.
+  EXPECT_EQ(init[1]["startupProbe"]["periodSeconds"], 1);
+  EXPECT_EQ(init[1]["readinessProbe"]["periodSeconds"], 10);
   EXPECT_EQ(init[1]["securityContext"]["runAsUser"], 64031);
   // One socket directory, shared by the sidecar and the main container.
   int socket_volumes = 0;
