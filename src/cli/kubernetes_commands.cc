@@ -20,7 +20,8 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   render->add_option("--namespace", options.namespace_name,
                      "namespace of the objects (default: the SlurmCluster's metadata.namespace, else default)");
   render->add_option("--image", options.image, "the Slurm image every container runs")->capture_default_str();
-  static std::string render_release = "22.05";
+  // images/slurm.Containerfile's (RenderOptions::release's default), as the flag shows it.
+  static std::string render_release = app::RenderOptions{}.release.Series();
   render->add_option("--slurm-release", render_release, "the Slurm release the image carries (e.g. 26.05)")
       ->capture_default_str();
   render->add_option("--storage-class", options.storage_class,
@@ -42,7 +43,7 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   operator_cmd->add_option("--identity", op_options.identity, "this replica's name in the leader Lease");
   operator_cmd->add_option("--image", op_options.objects.image, "the Slurm image of the pods it creates")
       ->capture_default_str();
-  static std::string operator_release = "22.05";
+  static std::string operator_release = render_release;
   operator_cmd->add_option("--slurm-release", operator_release, "the Slurm release the image carries (e.g. 26.05)")
       ->capture_default_str();
   operator_cmd->add_option("--storage-class", op_options.objects.storage_class,

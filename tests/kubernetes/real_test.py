@@ -18,13 +18,19 @@ binary with the libraries it links.
 - the operator's ServiceAccount has the chart's RBAC only: refused what it should not do;
 - a node's machine lost (kubelet, containers, containerd killed): its worker is replaced on
   another node, its job requeued by Slurm runs there, the lost pod and node are forgotten;
-- deleting the SlurmCluster: the garbage collector removes what it owned.
+- the operator run outside the cluster with the admin's kubeconfig (a client certificate) leads,
+  scales a NodeSet down through Slurm, and stops at once on SIGTERM;
+- deleting the SlurmCluster with `storage.retainOnDelete`: the garbage collector removes what it
+  owned, and its claims stay.
 
 Run: /usr/bin/python3 tests/kubernetes/real_test.py BUILD_DIR   (as root)
 """
 import json
 import os
+import shutil
+import subprocess
 import sys
+import tempfile
 import time
 import unittest
 
@@ -331,11 +337,63 @@ class RealKubernetesTest(unittest.TestCase):
         events = (self.get("nodeset", "cpu").get("status") or {}).get("events", [])
         self.assertTrue(any(e.get("reason") == "WorkerLost" for e in events), events)
 
-    def test_9_deleting_the_slurmcluster_removes_what_it_owned(self):
+    def test_8b_an_operator_outside_the_cluster_with_a_client_certificate(self):
+        """The operator run where users run kubectl, with the cluster admin's kubeconfig (a client
+        certificate, as kubeadm's and kind's are): it leads once the in-cluster replicas are gone,
+        scales a NodeSet down through Slurm (exec and slurmrestd from outside), and stops at once."""
+        deploy = self.get("deployment", "hpcplane-operator", ns=SYSTEM)
+        args = [a for a in deploy["spec"]["template"]["spec"]["containers"][0]["args"]
+                if not a.startswith("--state-dir=")]
+        self.kubectl("-n", SYSTEM, "scale", "deployment", "hpcplane-operator", "--replicas=0")
+        self.wait("the operator pods to go", lambda: not [
+            n for n in self.pods(SYSTEM) if n.startswith("hpcplane-operator-")], timeout=90)
+        state = tempfile.mkdtemp(prefix="hpcplane-outside-operator.")
+        log_path = os.path.join(state, "operator.log")
+        with open(log_path, "w") as out:
+            outside = subprocess.Popen([os.path.join(BUILD, "hpcplane"), *args, "--kubeconfig", self.k.kubeconfig,
+                                        "--state-dir", state, "--identity", "outside"],
+                                       stdout=out, stderr=subprocess.STDOUT)
+        try:
+            self.wait("the outside operator to lead", lambda: self.leader() == "outside", timeout=60)
+            self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=2")
+            self.wait("a worker drained and removed by it",
+                      lambda: len(self.pod_uids("cpu")) == 2 and len(self.sinfo_nodes() or {}) == 2, timeout=120)
+        finally:
+            t = time.monotonic()
+            outside.terminate()
+            try:
+                outside.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                outside.kill()
+                outside.wait()
+            stopped_in = time.monotonic() - t
+            with open(log_path) as f:
+                output = f.read()
+            shutil.rmtree(state, ignore_errors=True)
+            self.kubectl("-n", SYSTEM, "scale", "deployment", "hpcplane-operator", "--replicas=2")
+        self.assertEqual(outside.returncode, 0, output[-3000:])
+        self.assertLess(stopped_in, 5, f"stopped in {stopped_in:.1f} s: its watches were not cut short")
+        self.assertNotIn("401", output)
+        log(f"the outside operator stopped {stopped_in:.2f} s after SIGTERM")
+        self.wait("an in-cluster replica to lead again",
+                  lambda: (self.leader() or "").startswith("hpcplane-operator-"), timeout=120)
+
+    def test_9_deleting_the_slurmcluster_removes_what_it_owned_but_retained_claims(self):
+        def claims():
+            return {c["metadata"]["name"]: c["metadata"].get("ownerReferences", []) for c in json.loads(self.kubectl(
+                "-n", NS, "get", "pvc", "-l", f"hpcplane.io/cluster={CLUSTER}", "-o", "json").stdout)["items"]}
+        self.assertTrue(claims() and all(claims().values()), f"owned by the SlurmCluster: {claims()}")
+        self.kubectl("-n", NS, "patch", "slurmcluster", CLUSTER, "--type=merge", "-p",
+                     json.dumps({"spec": {"storage": {"retainOnDelete": True}}}))
+        self.wait("the claims to be the SlurmCluster's no more", lambda: not any(claims().values()), timeout=60)
+        kept = sorted(claims())
         self.kubectl("-n", NS, "delete", "slurmcluster", CLUSTER, "--wait=false")
         self.wait("every object of the cluster to be gone", lambda: not json.loads(self.kubectl(
             "-n", NS, "get", "pods,configmaps,secrets,services", "-l", f"hpcplane.io/cluster={CLUSTER}", "-o",
             "json").stdout)["items"], timeout=180)
+        self.assertEqual(sorted(claims()), kept, "the retained claims stay")
+        self.assertIn(f"{CLUSTER}-controller-state", kept)
+        self.kubectl("-n", NS, "delete", "pvc", "-l", f"hpcplane.io/cluster={CLUSTER}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@
 
 #include "common/files.h"
 #include "common/jwt.h"
+#include "common/subprocess.h"
 #include "runtime/kubernetes/api_client.h"
 #include "runtime/kubernetes/informer.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
@@ -171,6 +172,48 @@ TEST_F(KubernetesRuntimeTest, KubeconfigIsReadAndPlainHttpOrSkippedVerificationR
   ASSERT_FALSE(skip.ok());
   EXPECT_NE(skip.status().message().find("insecure-skip-tls-verify"), std::string::npos);
   EXPECT_TRUE(write("https://127.0.0.1:1", "").ok());
+  ASSERT_TRUE(files::RemoveAll(*dir).ok());
+}
+
+// A client certificate and key, inline (base64 -data) or in files beside the kubeconfig, as
+// kubeadm's and kind's admin kubeconfigs have them; half a pair, or what is not a PEM
+// certificate with its key, is refused with what is wrong.
+TEST_F(KubernetesRuntimeTest, KubeconfigClientCertificatesAreRead) {
+  auto dir = files::MakeTempDir("hpcplane-kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  Status made = RunChecked({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
+                          "-keyout", *dir + "/admin.key", "-out", *dir + "/admin.crt", "-days", "1", "-subj",
+                          "/O=system:masters/CN=admin"});
+  ASSERT_TRUE(made.ok()) << made.message();
+  const std::string cert = *files::Read(*dir + "/admin.crt"), key = *files::Read(*dir + "/admin.key");
+  auto write = [&](const std::string& user) {
+    std::ofstream(*dir + "/config") << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                                    << "clusters: [{name: k, cluster: {server: \"https://127.0.0.1:1\"}}]\n"
+                                    << "users: [{name: u, user: {" << user << "}}]\n"
+                                    << "contexts: [{name: c, context: {cluster: k, user: u}}]\n";
+    return LoadKubeconfig(*dir + "/config");
+  };
+  auto files_form = write("client-certificate: admin.crt, client-key: admin.key");
+  ASSERT_TRUE(files_form.ok()) << files_form.status().message();
+  EXPECT_EQ(files_form->client_cert_pem, cert);
+  EXPECT_EQ(files_form->client_key_pem, key);
+  EXPECT_TRUE(files_form->token.empty());
+  auto inline_form = write("client-certificate-data: " + jwt::Base64Encode(cert) +
+                           ", client-key-data: " + jwt::Base64Encode(key));
+  ASSERT_TRUE(inline_form.ok()) << inline_form.status().message();
+  EXPECT_EQ(inline_form->client_key_pem, key);
+  auto half = write("client-certificate: admin.crt");
+  ASSERT_FALSE(half.ok());
+  EXPECT_NE(half.status().message().find("a client certificate without its key"), std::string::npos)
+      << half.status().message();
+  auto garbage = write("client-certificate-data: " + jwt::Base64Encode("not a certificate") +
+                       ", client-key: admin.key");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.status().message().find("not a PEM certificate and its private key"), std::string::npos)
+      << garbage.status().message();
+  auto nothing = write("username: admin");
+  ASSERT_FALSE(nothing.ok());
+  EXPECT_NE(nothing.status().message().find("no token, tokenFile or client certificate"), std::string::npos);
   ASSERT_TRUE(files::RemoveAll(*dir).ok());
 }
 

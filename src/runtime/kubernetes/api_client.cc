@@ -5,6 +5,7 @@
 #include <openssl/x509.h>
 #include <yaml-cpp/yaml.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <random>
@@ -75,6 +76,31 @@ Status StatusForHttp(int code, const std::string& what, const std::string& body)
 
 bool Retryable(int code) { return code == 429 || code == 500 || code == 502 || code == 503 || code == 504; }
 
+// The client certificate and key of a connection, parsed (null when absent or not PEM).
+struct ClientCredentials {
+  X509* cert = nullptr;
+  EVP_PKEY* key = nullptr;
+  explicit ClientCredentials(const Connection& c) {
+    if (c.client_cert_pem.empty() || c.client_key_pem.empty()) return;
+    BIO* cert_bio = BIO_new_mem_buf(c.client_cert_pem.data(), static_cast<int>(c.client_cert_pem.size()));
+    BIO* key_bio = BIO_new_mem_buf(c.client_key_pem.data(), static_cast<int>(c.client_key_pem.size()));
+    cert = cert_bio ? PEM_read_bio_X509(cert_bio, nullptr, nullptr, nullptr) : nullptr;
+    key = key_bio ? PEM_read_bio_PrivateKey(key_bio, nullptr, nullptr, nullptr) : nullptr;
+    BIO_free(cert_bio);
+    BIO_free(key_bio);
+  }
+  ~ClientCredentials() {
+    X509_free(cert);
+    EVP_PKEY_free(key);
+  }
+  ClientCredentials(const ClientCredentials&) = delete;
+  ClientCredentials& operator=(const ClientCredentials&) = delete;
+  // Both parse and the key is the certificate's.
+  bool usable() const { return cert && key && X509_check_private_key(cert, key) == 1; }
+};
+
+bool ClientCertificateParses(const Connection& c) { return ClientCredentials(c).usable(); }
+
 std::string RelativeTo(const std::string& base_file, const std::string& path) {
   if (path.empty() || path[0] == '/') return path;
   return (std::filesystem::path(base_file).parent_path() / path).string();
@@ -139,9 +165,34 @@ Result<Connection> LoadKubeconfig(const std::string& path) {
       c.token_file = RelativeTo(path, user["tokenFile"].as<std::string>());
     } else if (user && user["token"]) {
       c.token = user["token"].as<std::string>();
-    } else {
-      return Status::InvalidArgument("", fmt::format("kubeconfig {}: user of context \"{}\" has no token or tokenFile "
-                                                     "(client certificates and exec plugins are not supported)",
+    }
+    // The certificate and its key, each inline (-data, base64) or in a file.
+    auto pem = [&](const char* key, std::string* out) -> Status {
+      const std::string data_key = std::string(key) + "-data";
+      if (user && user[data_key]) {
+        ASSIGN_OR_RETURN(*out, jwt::Base64Decode(user[data_key].as<std::string>()));
+      } else if (user && user[key]) {
+        ASSIGN_OR_RETURN(*out, files::ReadAtMost(RelativeTo(path, user[key].as<std::string>()), kMaxCaBytes));
+      }
+      return Status::Ok();
+    };
+    RETURN_IF_ERROR(pem("client-certificate", &c.client_cert_pem));
+    RETURN_IF_ERROR(pem("client-key", &c.client_key_pem));
+    if (!c.client_cert_pem.empty() && !c.client_key_pem.empty() && !ClientCertificateParses(c)) {
+      return Status::InvalidArgument(
+          "", fmt::format("kubeconfig {}: user of context \"{}\": client-certificate and client-key are not a PEM "
+                          "certificate and its private key",
+                          path, current));
+    }
+    if (c.client_cert_pem.empty() != c.client_key_pem.empty()) {
+      return Status::InvalidArgument("", fmt::format("kubeconfig {}: user of context \"{}\" has a client {} without "
+                                                     "its {}",
+                                                     path, current, c.client_cert_pem.empty() ? "key" : "certificate",
+                                                     c.client_cert_pem.empty() ? "certificate" : "key"));
+    }
+    if (c.token_file.empty() && c.token.empty() && c.client_cert_pem.empty()) {
+      return Status::InvalidArgument("", fmt::format("kubeconfig {}: user of context \"{}\" has no token, tokenFile or "
+                                                     "client certificate (exec plugins are not supported)",
                                                      path, current));
     }
     if (context["namespace"]) c.namespace_name = context["namespace"].as<std::string>();
@@ -173,8 +224,41 @@ ApiClient::ApiClient(Connection connection, RetryPolicy retry)
 
 ApiClient::~ApiClient() = default;
 
-std::unique_ptr<httplib::Client> ApiClient::NewHttpClient() const {
-  auto c = std::make_unique<httplib::Client>(conn_.server);
+Result<ServerAddress> ServerAddressOf(const std::string& server) {
+  const std::string prefix = "https://";
+  if (server.rfind(prefix, 0) != 0) return Status::InvalidArgument("", fmt::format("server {}: not https", server));
+  std::string rest = server.substr(prefix.size());
+  rest = rest.substr(0, rest.find('/'));
+  ServerAddress a;
+  if (!rest.empty() && rest[0] == '[') {  // [IPv6]:port
+    const size_t close = rest.find(']');
+    if (close == std::string::npos) return Status::InvalidArgument("", fmt::format("server {}: bad address", server));
+    a.host = rest.substr(1, close - 1);
+    a.port = rest.size() > close + 2 ? rest.substr(close + 2) : "443";
+  } else {
+    const size_t colon = rest.rfind(':');
+    a.host = rest.substr(0, colon);
+    a.port = colon == std::string::npos ? "443" : rest.substr(colon + 1);
+  }
+  if (a.host.empty() || a.port.empty() || !std::all_of(a.port.begin(), a.port.end(), ::isdigit) ||
+      a.port.size() > 5) {
+    return Status::InvalidArgument("", fmt::format("server {}: bad address", server));
+  }
+  return a;
+}
+
+std::unique_ptr<httplib::SSLClient> ApiClient::NewHttpClient() const {
+  // The address was checked when the connection was made (LoadKubeconfig, InClusterConnection).
+  const ServerAddress at = ServerAddressOf(conn_.server).value_or(ServerAddress{conn_.server, "443"});
+  const int port = std::atoi(at.port.c_str());
+  std::unique_ptr<httplib::SSLClient> c;
+  ClientCredentials credentials(conn_);
+  if (credentials.usable()) {
+    // The TLS context takes its own references.
+    c = std::make_unique<httplib::SSLClient>(at.host, port, credentials.cert, credentials.key);
+  } else {
+    c = std::make_unique<httplib::SSLClient>(at.host, port);
+  }
   if (!conn_.ca_pem.empty()) {
     if (X509_STORE* store = StoreFromPem(conn_.ca_pem)) c->set_ca_cert_store(store);
   }
@@ -197,8 +281,8 @@ Result<std::string> ApiClient::BearerToken() const {
 Result<ApiClient::Response> ApiClient::Send(const std::string& method, const std::string& path, const std::string& body,
                                             const std::string& content_type) {
   ASSIGN_OR_RETURN(std::string token, BearerToken());
-  httplib::Headers headers = {
-      {"Authorization", "Bearer " + token}, {"Accept", "application/json"}, {"User-Agent", UserAgent()}};
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", UserAgent()}};
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   std::lock_guard<std::mutex> lock(mu_);
   auto send = [&]() -> httplib::Result {
     if (method == "POST") return http_->Post(path.c_str(), headers, body, content_type.c_str());
@@ -288,7 +372,7 @@ Result<WatchEnd> ApiClient::Watch(const std::string& path, const std::string& re
   }
   struct Unregister {
     ApiClient* self;
-    httplib::Client* http;
+    httplib::SSLClient* http;
     ~Unregister() {
       std::lock_guard<std::mutex> lock(self->watches_mu_);
       self->watches_.erase(http);
@@ -299,10 +383,10 @@ Result<WatchEnd> ApiClient::Watch(const std::string& path, const std::string& re
   Status failed = Status::Ok();
   int code = 0;
   std::string error_body;
+  httplib::Headers headers = {{"Accept", "application/json"}, {"User-Agent", UserAgent()}};
+  if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
   auto r = http->Get(
-      url.c_str(),
-      httplib::Headers{
-          {"Authorization", "Bearer " + token}, {"Accept", "application/json"}, {"User-Agent", UserAgent()}},
+      url.c_str(), headers,
       [&](const httplib::Response& response) {
         code = response.status;
         return true;
@@ -362,7 +446,7 @@ void ApiClient::CancelWatches() {
   std::lock_guard<std::mutex> lock(watches_mu_);
   watches_cancelled_ = true;
   // httplib's stop() shuts an in-flight request's socket down from another thread.
-  for (httplib::Client* http : watches_) http->stop();
+  for (httplib::SSLClient* http : watches_) http->stop();
 }
 
 }  // namespace hpc::runtime::kubernetes

@@ -17,7 +17,7 @@
 #include "common/result.h"
 
 namespace httplib {
-class Client;
+class SSLClient;
 }
 
 namespace hpc::runtime::kubernetes {
@@ -28,12 +28,24 @@ struct Connection {
   std::string ca_pem;      // the CA that signed the server's certificate; empty: the system's CAs
   std::string token_file;  // read at every request: service account tokens are rotated
   std::string token;       // used when there is no token file (a kubeconfig's `token:`)
+  // A client certificate and its key (PEM), as kubeadm's and kind's admin kubeconfigs have:
+  // presented in the TLS handshake; with a token as well, both are sent.
+  std::string client_cert_pem;
+  std::string client_key_pem;
   std::string namespace_name = "default";
 };
 
 // The current context of a kubeconfig: server, certificate-authority(-data), token or
-// tokenFile, namespace. Client certificates and exec plugins are refused with a clear error.
+// tokenFile and/or client-certificate(-data) with client-key(-data), namespace. Exec plugins
+// (cloud providers' login helpers) are refused with a clear error.
 Result<Connection> LoadKubeconfig(const std::string& path);
+
+// HOST and PORT of an https:// server address (an IPv6 host in brackets; 443 when unsaid).
+struct ServerAddress {
+  std::string host;
+  std::string port;
+};
+Result<ServerAddress> ServerAddressOf(const std::string& server);
 // The pod's service account (/var/run/secrets/kubernetes.io/serviceaccount) and
 // KUBERNETES_SERVICE_HOST/PORT, as every in-cluster client finds the API.
 Result<Connection> InClusterConnection();
@@ -94,14 +106,14 @@ class ApiClient {
                         const std::string& content_type);
   Result<std::string> Call(const std::string& method, const std::string& path, const std::string& body = "",
                            const std::string& content_type = "application/json");
-  std::unique_ptr<httplib::Client> NewHttpClient() const;
+  std::unique_ptr<httplib::SSLClient> NewHttpClient() const;
 
   Connection conn_;
   RetryPolicy retry_;
   std::mutex mu_;  // one request at a time on the shared connection
-  std::unique_ptr<httplib::Client> http_;
+  std::unique_ptr<httplib::SSLClient> http_;
   std::mutex watches_mu_;  // the watches' own connections, for CancelWatches
-  std::set<httplib::Client*> watches_;
+  std::set<httplib::SSLClient*> watches_;
   bool watches_cancelled_ = false;
 };
 

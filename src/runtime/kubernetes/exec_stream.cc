@@ -35,29 +35,7 @@ constexpr unsigned char kStdin = 0, kStdout = 1, kStderr = 2, kStatus = 3, kClos
 // A command's output is collected in memory: more than this is refused rather than held.
 constexpr size_t kMaxOutputBytes = 64u << 20;
 
-struct Endpoint {
-  std::string host;
-  std::string port;
-};
-
-Result<Endpoint> EndpointOf(const std::string& server) {
-  const std::string prefix = "https://";
-  if (server.rfind(prefix, 0) != 0) return Status::InvalidArgument("", fmt::format("server {}: not https", server));
-  std::string rest = server.substr(prefix.size());
-  rest = rest.substr(0, rest.find('/'));
-  Endpoint e;
-  if (!rest.empty() && rest[0] == '[') {  // [IPv6]:port
-    const size_t close = rest.find(']');
-    if (close == std::string::npos) return Status::InvalidArgument("", fmt::format("server {}: bad address", server));
-    e.host = rest.substr(1, close - 1);
-    e.port = rest.size() > close + 2 ? rest.substr(close + 2) : "443";
-  } else {
-    const size_t colon = rest.rfind(':');
-    e.host = rest.substr(0, colon);
-    e.port = colon == std::string::npos ? "443" : rest.substr(colon + 1);
-  }
-  return e;
-}
+using Endpoint = ServerAddress;
 
 bool IsIpAddress(const std::string& host) {
   boost::system::error_code ec;
@@ -91,7 +69,7 @@ asio::awaitable<void> Run(asio::ssl::context& tls, Endpoint where, std::string t
     beast::get_lowest_layer(ws).socket().set_option(tcp::no_delay(true));
     co_await ws.next_layer().async_handshake(asio::ssl::stream_base::client, asio::use_awaitable);
     ws.set_option(websocket::stream_base::decorator([&token](websocket::request_type& req) {
-      req.set(beast::http::field::authorization, "Bearer " + token);
+      if (!token.empty()) req.set(beast::http::field::authorization, "Bearer " + token);
       req.set(beast::http::field::sec_websocket_protocol, fmt::format("{}, {}", kProtocolV5, kProtocolV4));
     }));
     websocket::response_type response;
@@ -196,7 +174,7 @@ Result<int> ExitCodeFromExecStatus(const std::string& status_json) {
 
 Result<ProcessResult> ExecInPod(const ApiClient& api, const PodExecRequest& request) {
   if (request.argv.empty()) return Status::InvalidArgument("", "exec: no command given");
-  ASSIGN_OR_RETURN(Endpoint where, EndpointOf(api.connection().server));
+  ASSIGN_OR_RETURN(Endpoint where, ServerAddressOf(api.connection().server));
   ASSIGN_OR_RETURN(std::string token, api.BearerToken());
   asio::ssl::context tls(asio::ssl::context::tls_client);
   tls.set_verify_mode(asio::ssl::verify_peer);
@@ -207,6 +185,11 @@ Result<ProcessResult> ExecInPod(const ApiClient& api, const PodExecRequest& requ
     tls.add_certificate_authority(asio::buffer(api.connection().ca_pem), ec);
   }
   if (ec) return Status::InvalidArgument("", fmt::format("exec: the API's CA: {}", ec.message()));
+  if (!api.connection().client_cert_pem.empty()) {
+    tls.use_certificate_chain(asio::buffer(api.connection().client_cert_pem), ec);
+    if (!ec) tls.use_private_key(asio::buffer(api.connection().client_key_pem), asio::ssl::context::pem, ec);
+    if (ec) return Status::InvalidArgument("", fmt::format("exec: the client certificate: {}", ec.message()));
+  }
 
   asio::io_context io;
   Session session;

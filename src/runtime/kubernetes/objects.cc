@@ -274,9 +274,22 @@ json MainContainer(const PodSpec& spec, const ObjectContext& ctx, const std::str
     main["readinessProbe"] = ready;
   }
   if (spec.liveness.Set()) {
-    const std::string path = spec.liveness.http_path.empty() ? "/" : spec.liveness.http_path;
-    json live = spec.liveness.http_port > 0 ? json{{"httpGet", {{"path", path}, {"port", spec.liveness.http_port}}}}
-                                            : json{{"exec", {{"command", spec.liveness.command}}}};
+    json live;
+    if (spec.liveness.http_port > 0 && !spec.liveness.http_path.empty()) {
+      live = {{"httpGet", {{"path", spec.liveness.http_path}, {"port", spec.liveness.http_port}}}};
+    } else if (spec.liveness.http_port > 0) {
+      // Any answer is life (slurmrestd answers 401 to a request without a token), but the
+      // kubelet's httpGet counts only 2xx and 3xx: a request over bash's /dev/tcp instead, whose
+      // status line must come back within the timeout.
+      live = {{"exec",
+               {{"command",
+                 {"bash", "-c",
+                  fmt::format("exec 3<>/dev/tcp/127.0.0.1/{} && printf 'GET / HTTP/1.0\\r\\n\\r\\n' >&3 && "
+                              "head -c 5 <&3 | grep -q '^HTTP/'",
+                              spec.liveness.http_port)}}}}};
+    } else {
+      live = {{"exec", {{"command", spec.liveness.command}}}};
+    }
     live["periodSeconds"] = spec.liveness.period_seconds;
     live["timeoutSeconds"] = spec.liveness.timeout_seconds;
     live["failureThreshold"] = spec.liveness.failure_threshold;

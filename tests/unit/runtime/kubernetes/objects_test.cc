@@ -5,10 +5,17 @@
 
 #include <gtest/gtest.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <thread>
+
 #include <fmt/format.h>
+#include <httplib.h>
 
 #include "common/files.h"
 #include "common/jwt.h"
@@ -75,9 +82,8 @@ TEST(KubernetesObjectsTest, PodCarriesHostNameResourcesProbesAndUser) {
   EXPECT_EQ(c["resources"]["limits"], json::parse(R"({"memory":"128000Mi","nvidia.com/gpu":"2"})"));
   EXPECT_EQ(c["readinessProbe"]["tcpSocket"]["port"], 6818);
   EXPECT_EQ(c["startupProbe"]["tcpSocket"]["port"], 6818) << "liveness counts only after start";
-  EXPECT_EQ(c["livenessProbe"]["httpGet"]["port"], 6820);
+  EXPECT_EQ(c["livenessProbe"]["exec"]["command"][0], "bash") << "any HTTP answer: see AnyHttpAnswerKeepsAPodAlive";
   EXPECT_EQ(c["livenessProbe"]["periodSeconds"], 15);
-  EXPECT_EQ(c["livenessProbe"]["httpGet"]["path"], "/");
   EXPECT_EQ(c["securityContext"]["runAsUser"], 0);
   // A daemon's own health paths (slurmctld 25.11 on) become HTTP probes.
   p.readiness.http_path = "/readyz";
@@ -97,6 +103,52 @@ TEST(KubernetesObjectsTest, PodCarriesHostNameResourcesProbesAndUser) {
   ASSERT_EQ(o["spec"]["initContainers"].size(), 1u);
   EXPECT_EQ(o["spec"]["initContainers"][0]["command"][2],
             "chmod 1777 '/hpcplane/scratch/tmp'\nchmod 1777 '/hpcplane/scratch/shm'\n");
+}
+
+// A liveness probe that takes any HTTP answer (slurmrestd's 401 to a request without a token)
+// cannot be the kubelet's httpGet, which counts only 2xx and 3xx (slurmrestd was restarted every
+// 45 s). Its command, run for real: alive for a 401; dead for a closed port, and for a listener
+// that never answers (the kubelet's timeout ends it).
+TEST(KubernetesObjectsTest, AnyHttpAnswerKeepsAPodAlive) {
+  httplib::Server server;
+  server.Get("/", [](const httplib::Request&, httplib::Response& res) { res.status = 401; });
+  const int port = server.bind_to_any_port("127.0.0.1");
+  ASSERT_GT(port, 0);
+  std::thread serving([&] { server.listen_after_bind(); });
+  PodSpec p;
+  p.name = "restapi";
+  p.command = {"slurmrestd"};
+  p.liveness.http_port = port;
+  auto pod = PodObject(p, {}, Context());
+  ASSERT_TRUE(pod.ok());
+  const json& live = (*pod)["spec"]["containers"][0]["livenessProbe"];
+  ASSERT_TRUE(live.contains("exec")) << live.dump();
+  const auto argv = live["exec"]["command"].get<std::vector<std::string>>();
+  RunOptions o;
+  o.timeout = std::chrono::seconds(3);
+  for (int i = 0; i < 100 && !server.is_running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  auto alive = RunProcess(argv, o);
+  ASSERT_TRUE(alive.ok());
+  EXPECT_EQ(alive->exit_code, 0) << alive->err;
+  server.stop();
+  serving.join();
+  auto closed = RunProcess(argv, o);
+  ASSERT_TRUE(closed.ok());
+  EXPECT_NE(closed->exit_code, 0);
+  // Accepts connections (the kernel's backlog) and never answers: a hung slurmrestd.
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  const int one = 1;
+  ::setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(::listen(fd, 4), 0);
+  auto hung = RunProcess(argv, o);
+  ::close(fd);
+  ASSERT_TRUE(hung.ok());
+  EXPECT_FALSE(hung->ok()) << "no answer within the timeout is no life";
 }
 
 TEST(KubernetesObjectsTest, PlacementGoesToNodeSelectorTolerationsPriorityAndPullSecrets) {
