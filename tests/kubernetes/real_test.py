@@ -174,6 +174,10 @@ class RealKubernetesTest(unittest.TestCase):
         conds = {x["type"]: x["status"] for x in ((c or {}).get("status") or {}).get("conditions", [])}
         return conds.get("Ready") == "True"
 
+    def restarts(self, pod):
+        statuses = (self.pods()[pod].get("status") or {}).get("containerStatuses", [])
+        return {c["name"]: c.get("restartCount", 0) for c in statuses}
+
     def pod_uids(self, prefix):
         return {n: p["metadata"]["uid"] for n, p in self.pods().items() if n.startswith(f"{CLUSTER}-{prefix}")}
 
@@ -198,6 +202,7 @@ class RealKubernetesTest(unittest.TestCase):
         r = self.slurm("srun", "-N2", "-l", "hostname", user="alice")
         self.assertEqual(r.returncode, 0, r.stderr + self.logs())
         self.assertEqual(sorted(line.split(": ", 1)[1] for line in r.stdout.splitlines()), ["cpu-0", "cpu-1"])
+        RealKubernetesTest.restapi_restarts = self.restarts(f"{CLUSTER}-restapi")
 
     def test_2_an_autoscaled_nodeset_grows_from_zero_and_shrinks_back_drained_first(self):
         self.assertEqual(self.pod_uids("burst"), {})
@@ -296,6 +301,9 @@ class RealKubernetesTest(unittest.TestCase):
         self.wait(f"slurmctld to run {want}", lambda: priority_type() == want, timeout=150)
         after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
         self.assertEqual(after.get(f"{CLUSTER}-controller"), before[f"{CLUSTER}-controller"], "not restarted")
+        # Minutes after test 1, slurmrestd still runs (its liveness probe takes the 401 it answers
+        # without a token: as the kubelet's httpGet it was restarted every 45 s).
+        self.assertEqual(self.restarts(f"{CLUSTER}-restapi"), self.restapi_restarts)
 
     def test_8_a_lost_nodes_worker_is_replaced_and_its_job_requeued(self):
         lost, others = self.k.nodes[3], self.k.nodes[:3]

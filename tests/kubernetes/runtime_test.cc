@@ -182,8 +182,8 @@ TEST_F(KubernetesRuntimeTest, KubeconfigClientCertificatesAreRead) {
   auto dir = files::MakeTempDir("hpcplane-kubeconfig");
   ASSERT_TRUE(dir.ok());
   Status made = RunChecked({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:P-256", "-nodes",
-                          "-keyout", *dir + "/admin.key", "-out", *dir + "/admin.crt", "-days", "1", "-subj",
-                          "/O=system:masters/CN=admin"});
+                            "-keyout", *dir + "/admin.key", "-out", *dir + "/admin.crt", "-days", "1", "-subj",
+                            "/O=system:masters/CN=admin"});
   ASSERT_TRUE(made.ok()) << made.message();
   const std::string cert = *files::Read(*dir + "/admin.crt"), key = *files::Read(*dir + "/admin.key");
   auto write = [&](const std::string& user) {
@@ -198,16 +198,16 @@ TEST_F(KubernetesRuntimeTest, KubeconfigClientCertificatesAreRead) {
   EXPECT_EQ(files_form->client_cert_pem, cert);
   EXPECT_EQ(files_form->client_key_pem, key);
   EXPECT_TRUE(files_form->token.empty());
-  auto inline_form = write("client-certificate-data: " + jwt::Base64Encode(cert) +
-                           ", client-key-data: " + jwt::Base64Encode(key));
+  auto inline_form =
+      write("client-certificate-data: " + jwt::Base64Encode(cert) + ", client-key-data: " + jwt::Base64Encode(key));
   ASSERT_TRUE(inline_form.ok()) << inline_form.status().message();
   EXPECT_EQ(inline_form->client_key_pem, key);
   auto half = write("client-certificate: admin.crt");
   ASSERT_FALSE(half.ok());
   EXPECT_NE(half.status().message().find("a client certificate without its key"), std::string::npos)
       << half.status().message();
-  auto garbage = write("client-certificate-data: " + jwt::Base64Encode("not a certificate") +
-                       ", client-key: admin.key");
+  auto garbage =
+      write("client-certificate-data: " + jwt::Base64Encode("not a certificate") + ", client-key: admin.key");
   ASSERT_FALSE(garbage.ok());
   EXPECT_NE(garbage.status().message().find("not a PEM certificate and its private key"), std::string::npos)
       << garbage.status().message();

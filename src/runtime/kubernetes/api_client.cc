@@ -240,8 +240,7 @@ Result<ServerAddress> ServerAddressOf(const std::string& server) {
     a.host = rest.substr(0, colon);
     a.port = colon == std::string::npos ? "443" : rest.substr(colon + 1);
   }
-  if (a.host.empty() || a.port.empty() || !std::all_of(a.port.begin(), a.port.end(), ::isdigit) ||
-      a.port.size() > 5) {
+  if (a.host.empty() || a.port.empty() || !std::all_of(a.port.begin(), a.port.end(), ::isdigit) || a.port.size() > 5) {
     return Status::InvalidArgument("", fmt::format("server {}: bad address", server));
   }
   return a;
