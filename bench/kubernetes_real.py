@@ -51,6 +51,7 @@ spec:
   {"environment: slurm-26.05" if local else ""}
   {"network: {subnet: 10.239.86.0/24}" if local else ""}
   users: [{{name: alice, uid: 2001}}]
+  scheduling: {{maxNodeCount: {max(64, WIDE + 8)}}}
 """
     nodesets = ""
     for name, spec in (("cpu", "replicas: 1, maxReplicas: 1"), ("burst", "minReplicas: 0, maxReplicas: 1, idleTimeout: 5s")):
@@ -141,12 +142,22 @@ spec:
                 pods = [p for p in pods if any(c.get("reason") == "Unschedulable"
                                                for c in (p.get("status") or {}).get("conditions", []))]
             return len(pods)
-        wait_for(f"{WIDE} worker pods", lambda: wide() == WIDE, timeout=600, interval=1)
+        def all_created():
+            conds = ((get_object(k, "nodeset", "wide").get("status") or {}).get("conditions", []))
+            refused = [c["message"] for c in conds if c["type"] == "Invalid" and c["status"] == "True"]
+            if refused:
+                raise AssertionError(f"nodeset wide refused: {refused[0]}")
+            return wide() == WIDE
+        wait_for(f"{WIDE} worker pods", all_created, timeout=600, interval=1)
         out["wide_created"] = time.monotonic() - t1
         wait_for(f"{WIDE} pods marked Unschedulable", lambda: wide(unschedulable=True) == WIDE, timeout=300,
                  interval=1)
         out["wide_cpu"], out["wide_rss"], out["wide_requests"], _ = _measured_idle(k, pid)
     return out
+
+
+def get_object(k, kind, name):
+    return json.loads(k.kubectl("-n", NS, "get", kind, name, "-o", "json").stdout)
 
 
 def _measured_idle(k, pid):
