@@ -44,9 +44,16 @@ bool ObjectCache::NotOlder(const json& incoming, const json& held) {
   return !in || !have || *in >= *have;
 }
 
+json ObjectCache::Trimmed(json object) {
+  if (object.is_object() && object.contains("metadata") && object["metadata"].is_object()) {
+    object["metadata"].erase("managedFields");
+  }
+  return object;
+}
+
 std::vector<WatchEvent> ObjectCache::Replace(const json& items) {
   std::map<std::string, json> fresh;
-  for (const auto& item : items) fresh[Key(item)] = item;
+  for (const auto& item : items) fresh[Key(item)] = Trimmed(item);
   std::vector<WatchEvent> changes;
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, object] : objects_) {
@@ -74,7 +81,7 @@ bool ObjectCache::Apply(const WatchEvent& event) {
     if (held == objects_.end()) return false;
     objects_.erase(held);
   } else {
-    objects_[key] = event.object;
+    objects_[key] = Trimmed(event.object);
   }
   return true;
 }
@@ -84,7 +91,7 @@ void ObjectCache::Observe(const json& object) {
   const std::string key = Key(object);
   std::lock_guard<std::mutex> lock(mu_);
   auto held = objects_.find(key);
-  if (held == objects_.end() || NotOlder(object, held->second)) objects_[key] = object;
+  if (held == objects_.end() || NotOlder(object, held->second)) objects_[key] = Trimmed(object);
 }
 
 std::optional<json> ObjectCache::Get(const std::string& namespace_name, const std::string& name) const {
@@ -97,12 +104,17 @@ std::optional<json> ObjectCache::Get(const std::string& namespace_name, const st
 std::vector<json> ObjectCache::List(const std::string& namespace_name,
                                     const std::map<std::string, std::string>& labels) const {
   std::vector<json> out;
+  ForEach(namespace_name, labels, [&](const json& object) { out.push_back(object); });
+  return out;
+}
+
+void ObjectCache::ForEach(const std::string& namespace_name, const std::map<std::string, std::string>& labels,
+                          const std::function<void(const json&)>& visit) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const auto& [key, object] : objects_) {
     if (!namespace_name.empty() && key.compare(0, namespace_name.size() + 1, namespace_name + "/") != 0) continue;
-    if (LabelsInclude(object, labels)) out.push_back(object);
+    if (LabelsInclude(object, labels)) visit(object);
   }
-  return out;
 }
 
 size_t ObjectCache::size() const {

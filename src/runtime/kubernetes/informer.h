@@ -26,7 +26,9 @@
 
 namespace hpc::runtime::kubernetes {
 
-// Objects of one collection by "namespace/name". Pure and thread-safe.
+// Objects of one collection by "namespace/name". Pure and thread-safe. Objects are held without
+// metadata.managedFields (the API server's field bookkeeping, often the largest part of a pod,
+// which hpcplane never reads).
 class ObjectCache {
  public:
   // A list's items replace everything held; returns the changes (ADDED, MODIFIED, DELETED)
@@ -41,10 +43,15 @@ class ObjectCache {
   // The objects of a namespace (every one when empty) whose labels include all of `labels`.
   std::vector<nlohmann::json> List(const std::string& namespace_name,
                                    const std::map<std::string, std::string>& labels = {}) const;
+  // The same objects, each passed to `visit` in place (no copy), under the cache's lock: `visit`
+  // must not call back into this cache.
+  void ForEach(const std::string& namespace_name, const std::map<std::string, std::string>& labels,
+               const std::function<void(const nlohmann::json&)>& visit) const;
   size_t size() const;
 
  private:
   static std::string Key(const nlohmann::json& object);
+  static nlohmann::json Trimmed(nlohmann::json object);
   // Whether `incoming` may replace `held`: not when both resourceVersions are numbers (as etcd's
   // are) and the incoming one is smaller.
   static bool NotOlder(const nlohmann::json& incoming, const nlohmann::json& held);

@@ -365,13 +365,29 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
     st.delete_by = std::max<int64_t>(1, ParseTime(meta.value("deletionTimestamp", "")));
   }
   st.started_at = ParseTime(status.value("startTime", ""));
+  const SpecSummary summary = SummaryOf(meta);
+  st.resources = summary.resources;
+  if (st.name.empty()) st.name = summary.name;
+  return st;  // the kubelet enforces requests and limits: not_enforced stays empty
+}
+
+KubernetesRuntime::SpecSummary KubernetesRuntime::SummaryOf(const json& meta) const {
+  const std::string uid = meta.value("uid", "");
+  {
+    std::lock_guard<std::mutex> lock(summaries_mu_);
+    auto held = summaries_.find(uid);
+    if (!uid.empty() && held != summaries_.end()) return held->second;
+  }
+  SpecSummary summary;
   const std::string spec_json = meta.value("annotations", json::object()).value(kPodSpecAnnotation, "");
   auto spec = SpecFromJson(json::parse(spec_json, nullptr, false));
-  if (spec.ok()) {
-    st.resources = spec->resources;
-    if (st.name.empty()) st.name = spec->name;
-  }
-  return st;  // the kubelet enforces requests and limits: not_enforced stays empty
+  if (spec.ok()) summary = {spec->resources, spec->name};
+  if (uid.empty()) return summary;
+  std::lock_guard<std::mutex> lock(summaries_mu_);
+  // Bounded: pods come and go; forgetting all at once costs one parse of each pod still there.
+  if (summaries_.size() >= 4096) summaries_.clear();
+  summaries_[uid] = summary;
+  return summary;
 }
 
 Result<std::vector<PodStatus>> KubernetesRuntime::ListPods(const std::map<std::string, std::string>& selector) {
@@ -380,7 +396,9 @@ Result<std::vector<PodStatus>> KubernetesRuntime::ListPods(const std::map<std::s
     std::map<std::string, std::string> wanted = selector;
     wanted[kManagedByLabel] = kManagedBy;
     wanted[kLabelCluster] = ctx_.cluster;
-    for (const auto& pod : cache->List(ctx_.namespace_name, wanted)) out.push_back(StatusOf(pod));
+    // In place: a pass lists pods several times, and copying each pod's JSON was most of an idle
+    // operator's work with a hundred of them.
+    cache->ForEach(ctx_.namespace_name, wanted, [&](const json& pod) { out.push_back(StatusOf(pod)); });
     return out;
   }
   std::string labels = fmt::format("{}={},{}={}", kManagedByLabel, kManagedBy, kLabelCluster, ctx_.cluster);

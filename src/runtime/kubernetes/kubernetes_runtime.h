@@ -81,6 +81,16 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   // The secrets, volumes and config map modes a pod's mounts refer to, read once and kept.
   Result<MountedObjects> MountedFor(const PodSpec& spec);
   PodStatus StatusOf(const nlohmann::json& pod) const;
+  // What a pod's spec annotation says that its status carries (its resources and name), by the
+  // pod's uid: the annotation never changes for one pod, and parsing it on every list was an
+  // idle operator's main work with a hundred pods.
+  struct SpecSummary {
+    runtime::Resources resources;
+    std::string name;
+  };
+  SpecSummary SummaryOf(const nlohmann::json& meta) const;
+  mutable std::mutex summaries_mu_;
+  mutable std::map<std::string, SpecSummary> summaries_;
 
   std::shared_ptr<ApiClient> api_;
   ObjectContext ctx_;

@@ -77,6 +77,25 @@ TEST(ObjectCache, ListFiltersByNamespaceAndEveryLabelAsked) {
   EXPECT_EQ(cache.List("slurm", {{"c", "research"}}).size(), 2u);
   EXPECT_EQ(cache.List("", {{"role", "worker"}}).size(), 3u);
   EXPECT_TRUE(cache.List("slurm", {{"c", "other"}}).empty());
+  std::vector<std::string> visited;
+  cache.ForEach("slurm", {{"c", "research"}}, [&](const json& o) { visited.push_back(o["metadata"]["name"]); });
+  EXPECT_EQ(visited, (std::vector<std::string>{"ctl", "w0"})) << "the same objects as List, in place";
+}
+
+// The API server's field bookkeeping is not kept: nothing reads it, and it was most of a pod.
+TEST(ObjectCache, ManagedFieldsAreNotKept) {
+  ObjectCache cache;
+  json pod = Object("slurm", "w0", "1");
+  pod["metadata"]["managedFields"] = json::array({{{"manager", "kubelet"}, {"fieldsV1", {{"f:status", {}}}}}});
+  cache.Replace(json::array({pod}));
+  EXPECT_FALSE(cache.Get("slurm", "w0")->at("metadata").contains("managedFields"));
+  pod["metadata"]["resourceVersion"] = "2";
+  ASSERT_TRUE(cache.Apply({"MODIFIED", pod}));
+  EXPECT_FALSE(cache.Get("slurm", "w0")->at("metadata").contains("managedFields"));
+  pod["metadata"]["resourceVersion"] = "3";
+  cache.Observe(pod);
+  EXPECT_EQ(cache.Get("slurm", "w0")->at("metadata")["resourceVersion"], "3");
+  EXPECT_FALSE(cache.Get("slurm", "w0")->at("metadata").contains("managedFields"));
 }
 
 }  // namespace
