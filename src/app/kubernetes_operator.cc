@@ -219,6 +219,15 @@ class Operator {
   std::map<std::string, std::unique_ptr<ClusterState>> clusters_;
 };
 
+// Ends every informer's watch now (each would run to its five-minute end) and joins their threads.
+void StopWatchers(const std::map<std::string, std::unique_ptr<k8s::Informer>>& informers,
+                  std::vector<std::thread>* watchers) {
+  std::vector<k8s::Informer*> running;
+  for (const auto& [plural, informer] : informers) running.push_back(informer.get());
+  k8s::StopInformers(running);
+  for (auto& t : *watchers) t.join();
+}
+
 std::string DefaultIdentity() {
   char host[256] = {};
   ::gethostname(host, sizeof(host) - 1);
@@ -324,10 +333,7 @@ int RunOperator(const OperatorOptions& given) {
   queue.ShutDown();
   for (auto& t : workers) t.join();
   elector.Release();
-  std::vector<k8s::Informer*> running;
-  for (auto& [plural, informer] : informers) running.push_back(informer.get());
-  k8s::StopInformers(running);
-  for (auto& t : watchers) t.join();
+  StopWatchers(informers, &watchers);
   spdlog::info("operator stopped");
   return 0;
 }
