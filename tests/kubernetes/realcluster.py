@@ -754,21 +754,8 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
     def _kill_cgroup_processes(self, n):
         """What still runs in the node's cgroups (containers whose shim went without stopping
         them): every process there is one of this node's containers."""
-        pids_root = os.path.join("/sys/fs/cgroup/pids", n.cgroup_root)
-        for _ in range(50):
-            pids = set()
-            for d, _, files in os.walk(pids_root):
-                if "cgroup.procs" in files:
-                    pids.update(int(p) for p in (read_text(os.path.join(d, "cgroup.procs")) or "").split())
-            if not pids:
-                return
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.1)
-        self.log(f"stop: processes left in {pids_root}")
+        if not kill_cgroup_processes(n.cgroup_root):
+            self.log(f"stop: processes left in the cgroup {n.cgroup_root}")
 
     def _unmount_under(self, root):
         with open("/proc/self/mountinfo") as f:
@@ -786,6 +773,26 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
                     os.rmdir(d)
                 except OSError:
                     pass
+
+
+def kill_cgroup_processes(cgroup_root):
+    """Kills every process in the pids cgroup `cgroup_root` (and below) until none is left;
+    False when some are still there after five seconds."""
+    pids_root = os.path.join("/sys/fs/cgroup/pids", cgroup_root)
+    for _ in range(50):
+        pids = set()
+        for d, _, files in os.walk(pids_root):
+            if "cgroup.procs" in files:
+                pids.update(int(p) for p in (read_text(os.path.join(d, "cgroup.procs")) or "").split())
+        if not pids:
+            return True
+        for pid in pids:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        time.sleep(0.1)
+    return False
 
 
 def clean_leftovers(tag, log=print):
@@ -810,20 +817,7 @@ def clean_leftovers(tag, log=print):
     roots = sorted({os.path.basename(p) for h in RealCluster._cgroup_hierarchies()
                     for p in glob.glob(os.path.join(h, f"hpcplane-kube-{tag}-n*"))})
     for root in roots:
-        pids_root = os.path.join("/sys/fs/cgroup/pids", root)
-        for _ in range(50):
-            pids = set()
-            for d, _, files in os.walk(pids_root):
-                if "cgroup.procs" in files:
-                    pids.update(int(p) for p in (read_text(os.path.join(d, "cgroup.procs")) or "").split())
-            if not pids:
-                break
-            for pid in pids:
-                try:
-                    os.kill(pid, signal.SIGKILL)
-                except OSError:
-                    pass
-            time.sleep(0.1)
+        kill_cgroup_processes(root)
     with open("/proc/self/mountinfo") as f:
         points = [line.split()[4] for line in f]
     for p in sorted((p for p in points if any(p.startswith(d + "/") for d in dirs)), key=len, reverse=True):
@@ -844,15 +838,11 @@ def clean_leftovers(tag, log=print):
     for name in {line.split(":")[1].strip().split("@")[0] for line in links.splitlines() if ":" in line}:
         if name.startswith(f"hpk{tag}"):
             run("ip", "link", "del", name, check=False)
-    # Pods' network namespaces (cni-<uuid>) with nothing left in them: a live cluster's hold
-    # its pods' processes.
-    for ns in netns:
-        if ns.startswith("cni-") and not run("ip", "netns", "pids", ns, check=False).stdout.strip():
-            run("umount", f"/run/netns/{ns}", check=False)
-            try:
-                os.unlink(f"/run/netns/{ns}")
-            except OSError:
-                pass
+    # Pods' network namespaces (cni-<uuid>) name no cluster: whose an empty one is cannot be
+    # told, so they are named for the admin, not removed.
+    empty = [ns for ns in netns if ns.startswith("cni-") and not run("ip", "netns", "pids", ns, check=False).stdout.strip()]
+    if empty:
+        log(f"empty pod network namespaces, perhaps this cluster's (ip netns del NAME): {' '.join(sorted(empty))}")
     for link in glob.glob("/var/log/containers/*.log"):
         if any(os.path.realpath(link).startswith(d + "/") for d in dirs):
             os.unlink(link)

@@ -35,6 +35,18 @@ class ClusterReconcilerTest : public ::testing::Test {
     return cluster_.status;
   }
   bool HasPod(const std::string& name) const { return rt_.pods.count(name) > 0; }
+  // What the controller pod's `cat /etc/slurm/slurm.conf` prints: *mounted, as the test sets it
+  // (a kubelet updates a mounted ConfigMap some time after it changed).
+  void ControllerPodReads(const std::string* mounted) {
+    rt_.exec_handler = [this, mounted](const std::string& pod, const runtime::ExecOptions& o) {
+      ProcessResult r;
+      r.exit_code = 0;
+      if (pod == ControllerPodName(cluster_) && o.argv == std::vector<std::string>{"cat", "/etc/slurm/slurm.conf"}) {
+        r.out = *mounted;
+      }
+      return r;
+    };
+  }
 
   fakes::FakePodRuntime rt_;
   fakes::FakeSlurm slurm_;
@@ -184,14 +196,7 @@ TEST_F(ClusterReconcilerTest, SlurmctldReconfiguresOnlyOnceItsPodReadsTheNewSlur
   // What the controller pod reads: a kubelet updates a mounted ConfigMap some time after it
   // changed (the local runtime at once).
   std::string mounted = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
-  rt_.exec_handler = [&](const std::string& pod, const runtime::ExecOptions& o) {
-    ProcessResult r;
-    r.exit_code = 0;
-    if (pod == ControllerPodName(cluster_) && o.argv == std::vector<std::string>{"cat", "/etc/slurm/slurm.conf"}) {
-      r.out = mounted;
-    }
-    return r;
-  };
+  ControllerPodReads(&mounted);
   cluster_.spec.priority_type = "priority/multifactor";  // beyond nodesets and partitions
   Pass();
   const std::string wanted = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
@@ -215,14 +220,7 @@ TEST_F(ClusterReconcilerTest, APendingReconfigureSurvivesTheOperatorsFailOver) {
   ASSERT_EQ(ConditionStatus(Pass(), "Ready"), "True");
   EXPECT_EQ(ConditionStatus(cluster_.status, kConditionReconfiguring), "False");
   std::string mounted = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
-  rt_.exec_handler = [&](const std::string& pod, const runtime::ExecOptions& o) {
-    ProcessResult r;
-    r.exit_code = 0;
-    if (pod == ControllerPodName(cluster_) && o.argv == std::vector<std::string>{"cat", "/etc/slurm/slurm.conf"}) {
-      r.out = mounted;
-    }
-    return r;
-  };
+  ControllerPodReads(&mounted);
   cluster_.spec.priority_type = "priority/multifactor";
   EXPECT_EQ(ConditionStatus(Pass(), kConditionReconfiguring), "True");
   rec_ = NewReconciler();  // the leader failed over: the new one sees no change to the ConfigMap
