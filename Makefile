@@ -8,7 +8,7 @@ MAKEFLAGS += --no-print-directory
 CONFIGURE = cmake -S . -B $(BUILD) $(CMAKE_FLAGS) >/dev/null
 
 .PHONY: all deps deps-demo configure build debug lint format unittest test integration benchsmoke faults demo \
-	bench fuzz clean kubernetes-binaries e2e-kubernetes
+	bench fuzz clean kubernetes-binaries e2e-kubernetes check-bare-debian
 
 all: build
 
@@ -43,17 +43,23 @@ unittest: build
 integration: build
 	@cd $(BUILD) && ctest -L integration --output-on-failure -j$(JOBS)
 
-# Every test: lint, then the unit tests (fast), then the integration tests against real Slurm
-# daemons together with every benchmark at a tiny size (bench/smoke.sh), two at a time; the
-# tests that must run alone are marked RUN_SERIAL in CMakeLists.txt.
-test: lint build kubernetes-binaries
-	@cd $(BUILD) && ctest --output-on-failure -L unit -j$(JOBS) && \
-		ctest --output-on-failure -L 'integration|bench' -j$(JOBS)
+# Every test: lint, the unit tests, then the integration tests against real Slurm daemons and a
+# real Kubernetes cluster together with every benchmark at a tiny size (bench/smoke.sh),
+# INTEGRATION_JOBS at a time (they mostly wait on Slurm); the tests that must run alone are marked
+# RUN_SERIAL in CMakeLists.txt. scripts/test.sh starts each step as soon as what it needs is
+# there (the Go build and lint beside the C++ build, the images once hpcplane is linked).
+INTEGRATION_JOBS ?= 4
+test: deps configure
+	@bash scripts/test.sh $(BUILD) $(JOBS) $(INTEGRATION_JOBS)
 
 # The real Kubernetes components (tests/kubernetes/{cluster,coredns,helm}: go.mod pins them),
 # built into $(BUILD)/kubernetes-real/bin; again only when their sources change. Cold: ~13 min.
 kubernetes-binaries: deps
 	@/usr/bin/python3 tests/kubernetes/realcluster.py binaries $(BUILD)
+
+# scripts/install-deps.sh test on a bare Debian 12 root (mmdebstrap), then every tool's version.
+check-bare-debian:
+	@bash scripts/check-bare-debian.sh
 
 # hpcplane installed with Helm on a real cluster of three kubelets, real Slurm in its pods.
 e2e-kubernetes: build kubernetes-binaries

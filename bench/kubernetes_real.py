@@ -112,7 +112,7 @@ def kubernetes_side():
                        for x in (c.get("status") or {}).get("conditions", []))
         wait_for("the SlurmCluster to be Ready", ready, timeout=600, interval=0.2)
         out["ready"] = time.monotonic() - t0
-        controller = ["kubectl", "--kubeconfig", k.kubeconfig, "-n", NS, "exec", f"{CLUSTER}-controller", "--"]
+        controller = [k.kubectl_binary, "--kubeconfig", k.kubeconfig, "-n", NS, "exec", f"{CLUSTER}-controller", "--"]
         out["cold"] = cold_start(controller, ["setpriv", "--reuid=alice", "--regid=alice", "--init-groups", "--"])
         # Idle: the job done, the burst worker gone again.
         wait_for("the burst worker to go", lambda: not json.loads(k.kubectl(

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # Trace replay: JOBS jobs (default 200) from the densest window of the NASA iPSC/860 trace
-# (../shared/traces), time-compressed by COMPRESS (default 60), replayed on an autoscaled
+# (bench/traces), time-compressed by COMPRESS (default 60), replayed on an autoscaled
 # nodeset (0..8 workers, idleTimeout 5s) and, in the same run, on a static 8-worker nodeset.
 # Jobs of P processors take ceil(P/16) nodes (the iPSC's 128 nodes map onto 8 workers).
 # Reports node-seconds consumed and mean bounded slowdown (tau = 10 s), with ratios.
 set -euo pipefail
 build=$(readlink -f "${1:-build}")
-trace=${TRACE:-$(dirname "$0")/../../shared/traces/NASA-iPSC-1993-3.1-cln.swf.gz}
+trace=${TRACE:-$(dirname "$0")/traces/NASA-iPSC-1993-3.1-cln.swf.gz}
 jobs=${JOBS:-200}
 compress=${COMPRESS:-60}
 work=$(mktemp -d /tmp/hpcplane-trace-XXXXXX)

@@ -99,8 +99,11 @@ Result<json> ReadPiece(DataPlaneAccess* dp, const JobOutputRequest& r) {
   if (f.user != r.user) return NotYours(r, f);
   const bool err = r.stream == "stderr";
   const std::string path = err && !f.stderr_path.empty() ? f.stderr_path : f.stdout_path;
+  const bool same_file = err && (f.stderr_path.empty() || f.stderr_path == f.stdout_path);
   if (f.state == "PENDING") {
-    return Status::FailedPrecondition(fmt::format("job {} is pending: its output appears when it starts", r.job_id));
+    // Not an error: the page follows a queued job and shows its output once it starts.
+    return json{{"path", path}, {"stream", r.stream}, {"sameFile", same_file}, {"state", f.state}, {"written", false},
+                {"size", 0},    {"offset", 0},        {"nextOffset", 0},       {"text", ""}};
   }
   if (path.empty() || path[0] != '/') {
     return Status::NotFound(fmt::format(
@@ -122,13 +125,10 @@ Result<json> ReadPiece(DataPlaneAccess* dp, const JobOutputRequest& r) {
   const bool running = f.state == "RUNNING" || f.state == "COMPLETING" || f.state == "SUSPENDED";
   const bool at_end = chunk.offset + static_cast<int64_t>(chunk.data.size()) >= chunk.size;
   if (running || !at_end) chunk.data.resize(chunk.data.size() - IncompleteUtf8Tail(chunk.data));
-  return json{{"path", path},
-              {"stream", r.stream},
-              {"sameFile", err && (f.stderr_path.empty() || f.stderr_path == f.stdout_path)},
-              {"state", f.state},
-              {"size", chunk.size},
-              {"offset", chunk.offset},
-              {"nextOffset", chunk.offset + static_cast<int64_t>(chunk.data.size())},
+  return json{{"path", path},           {"stream", r.stream},
+              {"sameFile", same_file},  {"state", f.state},
+              {"written", true},        {"size", chunk.size},
+              {"offset", chunk.offset}, {"nextOffset", chunk.offset + static_cast<int64_t>(chunk.data.size())},
               {"text", chunk.data}};
 }
 
@@ -277,11 +277,17 @@ Result<json> JobOutputAnswer(const json& answer) {
       return Status::Unavailable(fmt::format("the agent's answer has no string {}", key));
     }
   }
+  for (const char* key : {"sameFile", "written"}) {
+    if (answer.contains(key) && !answer[key].is_boolean()) {
+      return Status::Unavailable(fmt::format("the agent's answer has a {} that is not true or false", key));
+    }
+  }
   // Only what the answer is defined to hold goes on to the caller.
   return json{{"path", answer["path"]},
               {"stream", answer["stream"]},
               {"state", answer["state"]},
               {"sameFile", answer.value("sameFile", false)},
+              {"written", answer.value("written", true)},
               {"size", answer["size"]},
               {"offset", answer["offset"]},
               {"nextOffset", answer["nextOffset"]},

@@ -12,7 +12,7 @@ namespace hpc::op {
 std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nodesets,
                                             const std::vector<slurm::SlurmPartition>& actual,
                                             const std::vector<slurm::SlurmNode>& nodes, bool users_changed,
-                                            const std::set<std::string>& owned) {
+                                            const std::set<std::string>& owned, bool cluster_sets_default_memory) {
   std::map<std::string, const slurm::SlurmPartition*> live;
   for (const auto& p : actual) live[p.name] = &p;
   std::vector<PartitionAction> out;
@@ -31,7 +31,7 @@ std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nod
     if (it == live.end()) {
       std::vector<std::string> opts;
       if (!members.empty()) opts.push_back("Nodes=" + members);
-      for (const auto& o : slurm::PartitionOptions(ns)) opts.push_back(o);
+      for (const auto& o : slurm::PartitionOptions(ns, cluster_sets_default_memory)) opts.push_back(o);
       out.push_back({PartitionAction::kCreate, name, opts});
       continue;
     }
@@ -52,7 +52,8 @@ std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nod
 }
 
 Status SyncPartitions(const std::vector<api::NodeSet>& nodesets, slurm::SlurmReader* reader,
-                      slurm::SlurmControl* control, bool users_changed, OwnershipLedger* ledger) {
+                      slurm::SlurmControl* control, bool users_changed, OwnershipLedger* ledger,
+                      bool cluster_sets_default_memory) {
   ASSIGN_OR_RETURN(auto partitions, reader->Partitions());
   ASSIGN_OR_RETURN(auto nodes, reader->Nodes());
   // Ours before they exist: a crash right after a create still finds the partition recorded.
@@ -67,7 +68,8 @@ Status SyncPartitions(const std::vector<api::NodeSet>& nodesets, slurm::SlurmRea
     if (!live.count(name) && !wanted.count(name)) RETURN_IF_ERROR(ledger->ForgetPartition(name));
   }
   Status first = Status::Ok();
-  for (const auto& a : PlanPartitions(nodesets, partitions, nodes, users_changed, ledger->partitions())) {
+  for (const auto& a :
+       PlanPartitions(nodesets, partitions, nodes, users_changed, ledger->partitions(), cluster_sets_default_memory)) {
     Status s = a.kind == PartitionAction::kCreate   ? control->CreatePartition(a.partition, a.options)
                : a.kind == PartitionAction::kUpdate ? control->UpdatePartition(a.partition, a.options)
                                                     : control->DeletePartition(a.partition);

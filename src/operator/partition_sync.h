@@ -22,7 +22,7 @@
 namespace hpc::op {
 
 // The scontrol actions that bring `actual` to what `nodesets` describe, deleting only partitions
-// named in `owned`. Pure, for tests.
+// named in `owned`. Pure, for tests. `cluster_sets_default_memory`: see slurm::PartitionOptions.
 struct PartitionAction {
   enum Kind { kCreate, kUpdate, kDelete } kind;
   std::string partition;
@@ -32,9 +32,11 @@ struct PartitionAction {
 std::vector<PartitionAction> PlanPartitions(const std::vector<api::NodeSet>& nodesets,
                                             const std::vector<slurm::SlurmPartition>& actual,
                                             const std::vector<slurm::SlurmNode>& nodes, bool users_changed,
-                                            const std::set<std::string>& owned);
+                                            const std::set<std::string>& owned,
+                                            bool cluster_sets_default_memory = false);
 
 Status SyncPartitions(const std::vector<api::NodeSet>& nodesets, slurm::SlurmReader* reader,
-                      slurm::SlurmControl* control, bool users_changed, OwnershipLedger* ledger);
+                      slurm::SlurmControl* control, bool users_changed, OwnershipLedger* ledger,
+                      bool cluster_sets_default_memory = false);
 
 }  // namespace hpc::op

@@ -16,6 +16,7 @@
 #include "operator/partition_sync.h"
 #include "operator/steps.h"
 #include "operator/workspace.h"
+#include "slurm/config.h"
 #include "slurm/squeue_jobs.h"
 
 namespace hpc::op {
@@ -112,8 +113,8 @@ class Pass {
     if (!reader_ || !ctl_.cluster->controller_ready()) return Status::Ok();
     // Users changes are remembered until applied: AllowGroups must see a new user.
     const bool users_changed = ctl_.cluster->TakeUsersChanged();
-    Status synced =
-        SyncPartitions(config_nodesets_, reader_, ctl_.cluster->control(), users_changed, ctl_.ledger.get());
+    Status synced = SyncPartitions(config_nodesets_, reader_, ctl_.cluster->control(), users_changed, ctl_.ledger.get(),
+                                   slurm::ClusterSetsDefaultMemory(cluster_));
     if (!synced.ok() && users_changed) ctl_.cluster->MarkUsersChanged();
     // Read after the sync: a released workspace's partition is gone from here once deleted.
     const bool any_released = std::any_of(workspaces_.begin(), workspaces_.end(),

@@ -162,7 +162,7 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   o << "PartitionName=" << kPlaceholderPartition << " State=INACTIVE Hidden=YES Default=NO\n";
   for (const auto& ns : nodesets) {
     o << "PartitionName=" << ns.PartitionName() << " Nodes=" << ns.metadata.name;
-    for (const auto& opt : PartitionOptions(ns)) o << " " << opt;
+    for (const auto& opt : PartitionOptions(ns, ClusterSetsDefaultMemory(c))) o << " " << opt;
     o << "\n";
   }
   return o.str();
@@ -203,9 +203,23 @@ std::string JobSubmitLuaScript() {
       kStateSaveDir, kSubmitMarkerFile);
 }
 
-std::vector<std::string> PartitionOptions(const api::NodeSet& ns) {
+bool ClusterSetsDefaultMemory(const api::SlurmCluster& c) {
+  return AdminSets(c, "DefMemPerCPU") || AdminSets(c, "DefMemPerNode");
+}
+
+std::vector<std::string> PartitionOptions(const api::NodeSet& ns, bool cluster_sets_default_memory) {
   std::vector<std::string> o = {std::string("Default=") + (ns.spec.partition.is_default ? "YES" : "NO"),
                                 "MaxTime=" + ns.spec.partition.max_time, "State=" + ns.spec.partition.state};
+  const auto& admin = ns.spec.partition.options;
+  const bool partition_sets = std::any_of(admin.begin(), admin.end(), [](const auto& kv) {
+    std::string key = kv.first;
+    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return std::tolower(ch); });
+    return key.rfind("defmemper", 0) == 0;  // DefMemPerCPU, DefMemPerNode, DefMemPerGPU
+  });
+  const auto& r = ns.spec.resources;
+  if (!partition_sets && !cluster_sets_default_memory && r.cpus > 0 && r.memory_mib > 0) {
+    o.push_back(fmt::format("DefMemPerCPU={}", std::max<int64_t>(1, r.memory_mib / r.cpus)));
+  }
   for (const auto& [k, v] : ns.spec.partition.options) o.push_back(k + "=" + v);
   return o;
 }

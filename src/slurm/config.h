@@ -62,8 +62,16 @@ std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu, const Release& re
 // registered workers), each left out where the admin's `admin` tokens set the same key, then theirs.
 std::string SchedulerParameters(const std::vector<std::string>& admin);
 
-// A partition's options after PartitionName= and Nodes=: Default, MaxTime, State and extras.
-std::vector<std::string> PartitionOptions(const api::NodeSet& ns);
+// A partition's options after PartitionName= and Nodes=: Default, MaxTime, State, the default
+// memory per CPU, and extras. A job that asks for no memory gets its CPUs' share of the
+// nodeset's memory (DefMemPerCPU = memory over CPUs), so 1-CPU jobs share a 2-CPU worker instead
+// of the first taking all its memory (Slurm's default without it: DefMemPerNode=UNLIMITED).
+// Left out where the admin chose: a DefMem* option of the nodeset's partition, or
+// `cluster_sets_default_memory` (DefMemPerCPU or DefMemPerNode in the cluster's extraConfig,
+// which a partition's own value would override).
+std::vector<std::string> PartitionOptions(const api::NodeSet& ns, bool cluster_sets_default_memory);
+// Whether the cluster's extraConfig sets a cluster-wide default memory for jobs.
+bool ClusterSetsDefaultMemory(const api::SlurmCluster& c);
 
 // Whether two renderings differ in more than their NodeSet= and PartitionName= lines (those are
 // applied in place; see SlurmControl::CreatePartition) and hpcplane's JobSubmitPlugins=lua (the

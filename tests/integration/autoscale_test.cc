@@ -127,6 +127,40 @@ TEST(AutoscaleIT, ScaleDownNeverKillsJobs) {
   ASSERT_TRUE(WaitFor([&] { return Replicas(c) == 0 && c.SinfoNodes().empty(); }, seconds(60)));
 }
 
+// Jobs that ask for no memory share a worker as their CPUs allow: two 1-CPU jobs without --mem
+// run side by side on one 2-CPU worker (each gets DefMemPerCPU, its CPU's share of the worker's
+// memory, not all of it), and the autoscaler counts them the same way: one worker, not two.
+TEST(AutoscaleIT, JobsWithoutMemoryShareAWorker) {
+  ClusterOptions o = Elastic();
+  o.cpus = 2;
+  TestCluster c("am", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  // Each job runs until the test releases it, so both must be RUNNING at once to be seen so.
+  const std::string script = "while [ ! -e /shared/am-release ]; do sleep 0.2; done";
+  std::vector<int64_t> jobs;
+  for (int i = 0; i < 2; ++i) {
+    jobs.push_back(
+        JobIdFrom(c.Login("alice", {"sbatch", "-c1", "--chdir", "/shared", "-o", "/dev/null", "--wrap", script}).out));
+    ASSERT_GT(jobs.back(), 0);
+  }
+  ASSERT_TRUE(WaitFor(
+      [&] { return c.JobField(jobs[0], "JobState") == "RUNNING" && c.JobField(jobs[1], "JobState") == "RUNNING"; },
+      seconds(60)))
+      << c.JobField(jobs[0], "JobState") << " " << c.JobField(jobs[1], "JobState") << " "
+      << c.JobField(jobs[1], "Reason");
+  EXPECT_EQ(c.JobField(jobs[0], "NodeList"), c.JobField(jobs[1], "NodeList"));
+  EXPECT_EQ(c.JobField(jobs[0], "MinMemoryCPU"), "250M");  // 500 MiB over 2 CPUs
+  EXPECT_EQ(Replicas(c), 1);
+  EXPECT_EQ(c.SinfoNodes().size(), 1u);
+  auto desc = c.Cli({"describe", "nodeset", "cpu"});
+  EXPECT_EQ(desc.out.find("→2"), std::string::npos) << desc.out;
+  ASSERT_TRUE(files::WriteInPlace(c.SharedVolume() + "/am-release", "").ok());
+  for (int64_t id : jobs) {
+    ASSERT_TRUE(WaitFor([&] { return c.JobField(id, "JobState") == "COMPLETED"; }, seconds(30)))
+        << id << " " << c.JobField(id, "JobState");
+  }
+}
+
 // With slurmrestd not answering, no worker is deleted even past idleTimeout; when it answers
 // again, scaling resumes by itself.
 TEST(AutoscaleIT, FailsClosedWhenSlurmIsUnreachable) {

@@ -120,7 +120,7 @@ struct ControlPlaneEnv {
   }
 };
 
-int64_t Submit(TestCluster& c, const std::vector<std::string>& args) {
+int64_t SubmitInAnnsWorkspace(TestCluster& c, const std::vector<std::string>& args) {
   std::vector<std::string> cmd = {"workspace", "exec", "ann-astro", "--", "sbatch", "--parsable", "-o", "/dev/null"};
   cmd.insert(cmd.end(), args.begin(), args.end());
   auto r = c.Cli(cmd);
@@ -138,11 +138,11 @@ const json* Find(const std::vector<json>& jobs, int64_t id) {
 TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
   ControlPlaneEnv env;
   env.Setup();
-  int64_t ok =
-      Submit(env.cluster,
-             {"--wrap", "python3 -c 'x=bytearray(60*2**20); import time; t=time.time()\nwhile time.time()-t<7: pass'"});
-  int64_t failed = Submit(env.cluster, {"--wrap", "exit 3"});
-  int64_t array = Submit(env.cluster, {"--array=0-1", "--wrap", "true"});
+  int64_t ok = SubmitInAnnsWorkspace(
+      env.cluster,
+      {"--wrap", "python3 -c 'x=bytearray(60*2**20); import time; t=time.time()\nwhile time.time()-t<7: pass'"});
+  int64_t failed = SubmitInAnnsWorkspace(env.cluster, {"--wrap", "exit 3"});
+  int64_t array = SubmitInAnnsWorkspace(env.cluster, {"--array=0-1", "--wrap", "true"});
   ASSERT_GT(ok, 0);
   ASSERT_GT(failed, 0);
   ASSERT_GT(array, 0);
@@ -290,7 +290,7 @@ TEST(ControlPlane, TerminalJobsReachTheHistoryWithStatisticsBehindAuth) {
 TEST(ControlPlane, CancellingAJobGoesThroughTheAgent) {
   ControlPlaneEnv env;
   env.Setup();
-  int64_t id = Submit(env.cluster, {"--wrap", "sleep 300"});
+  int64_t id = SubmitInAnnsWorkspace(env.cluster, {"--wrap", "sleep 300"});
   ASSERT_GT(id, 0);
   json job;
   ASSERT_TRUE(WaitFor(

@@ -23,7 +23,7 @@ std::string NodeField(TestCluster& c, const std::string& node, const std::string
   return r.out.substr(pos, end - pos);
 }
 
-int64_t Submit(TestCluster& c, const std::vector<std::string>& args) {
+int64_t SubmitAsAlice(TestCluster& c, const std::vector<std::string>& args) {
   std::vector<std::string> cmd = {"sbatch", "--parsable", "--chdir", "/shared", "-o", "/dev/null"};
   cmd.insert(cmd.end(), args.begin(), args.end());
   auto r = c.Login("alice", cmd);
@@ -64,7 +64,7 @@ TEST(HealthIT, AFullScratchDrainsTheWorkerAndItIsReplacedOnceItsJobEnds) {
   // The check runs and reports on its own.
   ASSERT_TRUE(WaitFor([&] { return HasPassingReport(c, "cpu-0"); }, seconds(30))) << NodeField(c, "cpu-0", "Extra");
 
-  int64_t running = Submit(c, {"-w", "cpu-0", "--wrap", "sleep 12"});
+  int64_t running = SubmitAsAlice(c, {"-w", "cpu-0", "--wrap", "sleep 12"});
   ASSERT_TRUE(WaitFor([&] { return c.JobField(running, "JobState") == "RUNNING"; }, seconds(30)));
   FillScratch(c, "cpu-0");
   ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Reason").rfind("hpcplane:health:tmp: /tmp has ", 0) == 0; },
@@ -73,7 +73,7 @@ TEST(HealthIT, AFullScratchDrainsTheWorkerAndItIsReplacedOnceItsJobEnds) {
   EXPECT_NE(NodeField(c, "cpu-0", "State").find("DRAIN"), std::string::npos);
 
   // New work goes elsewhere (the nodeset adds a worker in place of the drained one).
-  int64_t next = Submit(c, {"--wrap", "hostname"});
+  int64_t next = SubmitAsAlice(c, {"--wrap", "hostname"});
   ASSERT_TRUE(WaitFor([&] { return c.JobField(next, "JobState") == "COMPLETED"; }, seconds(60)));
   EXPECT_NE(c.JobField(next, "NodeList"), "cpu-0");
   // The job that was running on it is not cut short.

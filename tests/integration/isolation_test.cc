@@ -20,7 +20,7 @@ ProcessResult InWorkspace(TestCluster& c, const std::string& ws, const std::stri
   return c.Cli({"workspace", "exec", ws, "--", "bash", "-c", script}, 60s);
 }
 
-void Launch(TestCluster& c, const std::string& user, const std::string& project) {
+void LaunchWorkspace(TestCluster& c, const std::string& user, const std::string& project) {
   auto r = c.Cli({"workspace", "launch", "--user", user, "--project", project, "--tier", "small", "--max-workers", "1",
                   "--idle-timeout", "5s"},
                  120s);
@@ -52,8 +52,8 @@ void SeeOnlyTheirPodAndTheirProjectsDatasets() {
   TestCluster c("iso", o);
   ASSERT_EQ(c.Up().exit_code, 0);
   for (const char* u : {"ann", "ben"}) ASSERT_EQ(c.Cli({"users", "add", u}).exit_code, 0);
-  Launch(c, "ann", "astro");
-  Launch(c, "ben", "bio");
+  LaunchWorkspace(c, "ann", "astro");
+  LaunchWorkspace(c, "ben", "bio");
 
   // Ben keeps a file in his project's dataset.
   ASSERT_EQ(InWorkspace(c, "ben-bio", "echo secret > /datasets/bio/notes.txt").exit_code, 0);
@@ -107,7 +107,7 @@ void SeeOnlyTheirPodAndTheirProjectsDatasets() {
   EXPECT_EQ(probe.find("OPEN"), std::string::npos) << probe;
 
   // Ben joins astro: his next workspace there reads and writes ann's project files.
-  Launch(c, "ben", "astro");
+  LaunchWorkspace(c, "ben", "astro");
   auto joined = InWorkspace(c, "ben-astro", "cat /datasets/astro/ann.txt && touch /datasets/astro/ben.txt");
   EXPECT_EQ(joined.exit_code, 0) << joined.err;
   EXPECT_EQ(joined.out, "hi\n");

@@ -20,6 +20,8 @@ As a command: `realcluster.py up BUILD_DIR` starts one and waits for Ctrl-C (KUB
 `realcluster.py binaries BUILD_DIR` only builds the binaries; `realcluster.py clean TAG` removes what a
 run of cluster TAG left when it was killed before its stop (the tests use TAG rk, the benchmark rb).
 """
+import concurrent.futures
+import fcntl
 import glob
 import hashlib
 import json
@@ -98,12 +100,64 @@ def version_flags(module):
                      ("gitTreeState", "clean"), ("buildDate", "1970-01-01T00:00:00Z")))
 
 
+def _version_tuple(text):
+    return tuple(int(x) for x in text.split(".") if x.isdigit())
+
+
+def go_wanted():
+    """The newest `go` line of the modules: the least Go that builds them all."""
+    wanted = "0"
+    for module in (CLUSTER_MODULE, COREDNS_MODULE, HELM_MODULE):
+        with open(os.path.join(module, "go.mod")) as f:
+            for line in f:
+                if line.startswith("go ") and _version_tuple(line.split()[1]) > _version_tuple(wanted):
+                    wanted = line.split()[1]
+    return wanted
+
+
+def find_go():
+    """The first Go new enough for the modules: on PATH, Go's usual place, or where
+    scripts/install-deps.sh puts one (never one a go.mod's toolchain line would fetch)."""
+    wanted = go_wanted()
+    candidates = [shutil.which("go"), "/usr/local/go/bin/go", *sorted(glob.glob("/opt/hpcplane/go-*/bin/go"))]
+    for go in filter(None, candidates):
+        if not os.access(go, os.X_OK):
+            continue
+        r = run(go, "env", "GOVERSION", check=False, env=dict(os.environ, GOTOOLCHAIN="local"))
+        have = r.stdout.strip().removeprefix("go")
+        if r.returncode == 0 and _version_tuple(have) >= _version_tuple(wanted):
+            return go
+    raise RuntimeError(f"no Go {wanted} or newer (scripts/install-deps.sh test installs one)")
+
+
+def binaries_dir(build_dir):
+    return os.path.join(os.path.abspath(build_dir), "kubernetes-real", "bin")
+
+
+def binaries_cache():
+    """Where built binaries are kept for every checkout on this machine, by the digest of their
+    inputs: a fresh clone (or a `make clean`) finds them there instead of building for minutes."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "hpcplane", "kubernetes-binaries")
+
+
 def build_binaries(build_dir, log=print):
-    """Builds kube, coredns, pause and helm into BUILD_DIR/kubernetes-real/bin, again only when their
-    sources or the Go version changed (Go's own cache makes a rebuild after a change quick)."""
-    out = os.path.join(os.path.abspath(build_dir), "kubernetes-real", "bin")
+    """Builds kube (with kubectl as a link to it), coredns, pause and helm into
+    BUILD_DIR/kubernetes-real/bin, again only when their sources or the Go version changed: the
+    binaries are kept in binaries_cache() by the digest of go.mod, go.sum, the sources and the Go
+    version, and Go's own build cache makes a rebuild after a change quick. Concurrent callers
+    (make test starts one early, the tests' fixture another) take turns under a lock, and the
+    second finds the work done."""
+    out = binaries_dir(build_dir)
     os.makedirs(out, exist_ok=True)
-    go = shutil.which("go") or "/usr/local/go/bin/go"  # where these machines install it
+    with open(os.path.join(out, ".lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        _build_binaries_locked(out, log)
+    return out
+
+
+def _build_binaries_locked(out, log):
+    go = find_go()
     go_version = run(go, "version").stdout
     # The Go this machine has, never one fetched for a go.mod's toolchain line.
     env = dict(os.environ, GOFLAGS="-buildvcs=false -trimpath", CGO_ENABLED="0", GOTOOLCHAIN="local")
@@ -115,14 +169,40 @@ def build_binaries(build_dir, log=print):
         want = _digest(go_sources(module), go_version + version_flags(module))
         if os.path.exists(binary) and read_text(stamp) == want:
             continue
-        log(f"building {name} (go build in {os.path.relpath(module, SOURCE)}; the first build takes minutes)")
-        t = time.monotonic()
-        run(go, "build", f"-ldflags=-s -w {version_flags(module)}", "-o", binary + ".new", package, cwd=module, env=env)
+        cached = os.path.join(binaries_cache(), want, name)
+        if not os.path.exists(cached):
+            log(f"building {name} (go build in {os.path.relpath(module, SOURCE)}; the first build takes minutes)")
+            t = time.monotonic()
+            os.makedirs(os.path.dirname(cached), exist_ok=True)
+            run(go, "build", f"-ldflags=-s -w {version_flags(module)}", "-o", cached + ".new", package, cwd=module,
+                env=env)
+            os.replace(cached + ".new", cached)
+            log(f"built {name} in {time.monotonic() - t:.0f} s")
+        else:
+            log(f"{name}: built before with the same inputs ({cached})")
+        os.utime(os.path.dirname(cached))  # used now: the pruning below keeps it
+        shutil.copy2(cached, binary + ".new")
         os.replace(binary + ".new", binary)
         with open(stamp, "w") as f:
             f.write(want)
-        log(f"built {name} in {time.monotonic() - t:.0f} s")
-    return out
+    # The cache keeps the inputs used last (a few checkouts or branches), not every one ever built.
+    kept = sorted(glob.glob(os.path.join(binaries_cache(), "*")), key=os.path.getmtime, reverse=True)
+    for old in kept[2 * len(targets):]:
+        shutil.rmtree(old, ignore_errors=True)
+    # kube is kubectl when called so: the tests' client is the cluster's own version.
+    kubectl = os.path.join(out, "kubectl")
+    if os.path.realpath(kubectl) != os.path.join(os.path.realpath(out), "kube"):
+        if os.path.lexists(kubectl):
+            os.unlink(kubectl)
+        os.symlink("kube", kubectl)
+
+
+def kubectl_path(build_dir):
+    """The kubectl built with the cluster (build_binaries), never whatever kubectl is on PATH."""
+    path = os.path.join(binaries_dir(build_dir), "kubectl")
+    if not os.access(path, os.X_OK):
+        raise RuntimeError(f"{path} is not built: run `make kubernetes-binaries`")
+    return path
 
 
 def pack_image(rootfs, layout, tag, entrypoint=None, cmd=None, user=None):
@@ -274,6 +354,7 @@ class RealCluster:
         self.sysctls = {}
         self.netns_before = set()
         self.bin = None
+        self.kubectl_binary = None
         self.kubeconfig = None
         # Requests of these users the API server logs (metadata only) to audit_log, one JSON
         # event a line: what a benchmark counts a client's requests by.
@@ -294,6 +375,7 @@ class RealCluster:
     def start(self):
         t0 = time.monotonic()
         self.bin = build_binaries(self.build_dir, self.log)
+        self.kubectl_binary = kubectl_path(self.build_dir)
         self.kube = os.path.join(self.bin, "kube")
         self.netns_before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
         for s in KUBELET_SYSCTLS:
@@ -314,7 +396,8 @@ class RealCluster:
 
     def kubectl(self, *args, check=True, input=None, timeout=120, kubeconfig=None):
         env = dict(os.environ, KUBECONFIG=kubeconfig or self.kubeconfig, HOME=self.dir)
-        r = subprocess.run(["kubectl", *args], env=env, capture_output=True, text=True, input=input, timeout=timeout)
+        r = subprocess.run([self.kubectl_binary, *args], env=env, capture_output=True, text=True, input=input,
+                           timeout=timeout)
         if check and r.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({r.returncode}): {r.stderr}")
         return r
@@ -323,10 +406,13 @@ class RealCluster:
         """An OCI image layout's `tag` into every node's containerd as NAME:TAG."""
         tar = os.path.join(self.dir, f"import-{os.path.basename(name)}-{tag}.tar")
         layout_tar(layout, tar)
-        for n in self.nodes:
-            t = time.monotonic()
-            n.ctr("images", "import", "--base-name", name, tar)
-            self.log(f"{name}:{tag} imported into {n.name}'s containerd in {time.monotonic() - t:.1f} s")
+        t = time.monotonic()
+        # Every node at once: each import is mostly one containerd unpacking layers (a core's
+        # worth at most), one after another they took 11 s a node for the Slurm image.
+        with concurrent.futures.ThreadPoolExecutor(max_workers=len(self.nodes)) as pool:
+            for f in [pool.submit(n.ctr, "images", "import", "--base-name", name, tar) for n in self.nodes]:
+                f.result()
+        self.log(f"{name}:{tag} imported into {len(self.nodes)} nodes' containerd in {time.monotonic() - t:.1f} s")
         os.unlink(tar)
 
     def stop_kubelet(self, node):

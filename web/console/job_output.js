@@ -45,7 +45,7 @@ export class JobOutput {
     // Closed, or another page: the box left the document and nothing follows any more.
     if (generation !== this.generation || (this.next !== null && !this.box.isConnected)) return;
     const from = this.next === null ? "" : `&offset=${this.next}`;
-    let following = isLive(this.job.state);
+    let following;
     try {
       const o = await api("GET",
         `${this.jobPath}/output?submitTime=${this.job.submitTime}&stream=${this.stream}&limit=${CHUNK}${from}`);
@@ -55,12 +55,14 @@ export class JobOutput {
       this.next = o.nextOffset;
       following = isLive(o.state);
       const same = o.sameFile ? " (stderr goes to the same file as stdout)" : "";
-      this.note.textContent = `${o.path}${same} · ${fmtBytes(o.size)}${following ? " · following while the job runs" : ""}`;
+      this.note.textContent = o.written === false
+        // Queued: the file appears when the job starts; the page keeps asking until then.
+        ? `${o.path}${same}: not written yet, the job is ${String(o.state).toLowerCase()}`
+        : `${o.path}${same} · ${fmtBytes(o.size)}${following ? " · following while the job runs" : ""}`;
     } catch (e) {
       if (generation !== this.generation) return;
       this.note.textContent = messageOf(e);
-      // Pending: the file appears when the job starts. Anything else is final.
-      following = following && /** @type {any} */ (e).status === 409;
+      following = false;  // gone, unreadable or refused: final
     }
     if (following) this.timer = setTimeout(() => this.read(generation), FOLLOW_MS);
   }

@@ -205,7 +205,11 @@ TEST_F(ReadJobOutputTest, EachCaseTheConsoleExplainsHasItsCodeAndMessage) {
   expect("FailedPrecondition", "is not a regular file ann may read");
   file_.exit_code = 0;
   scontrol_ = std::string(R"(JobId=12 UserId=ann(1001) JobState=PENDING SubmitTime=1700000000 StdOut=/x)");
-  expect("FailedPrecondition", "pending");
+  json pending = Read();  // not an error: the page shows "pending" and follows the job
+  EXPECT_FALSE(pending.contains("error")) << pending.dump();
+  EXPECT_EQ(pending["written"], false);
+  EXPECT_EQ(pending["state"], "PENDING");
+  EXPECT_EQ(pending["text"], "");
   scontrol_ = std::string(R"(JobId=12 UserId=ann(1001) JobState=RUNNING SubmitTime=1700000000 BatchHost=n)");
   expect("NotFound", "went to the terminal");
   scontrol_ = std::string(R"(JobId=12 UserId=bob(1002) JobState=RUNNING SubmitTime=1700000000 StdOut=/x)");
@@ -248,6 +252,9 @@ TEST(JobOutput, RequestsAndAnswersAreCheckedFieldByField) {
   auto out = JobOutputAnswer(good);
   ASSERT_TRUE(out.ok());
   EXPECT_FALSE(out->contains("secret")) << "only the defined fields go to the caller";
+  EXPECT_EQ((*out)["written"], true);
+  good["written"] = "no";
+  EXPECT_EQ(JobOutputAnswer(good).status().code(), StatusCode::kUnavailable) << "a flag that is not a boolean";
 }
 
 }  // namespace

@@ -1,5 +1,7 @@
 // The partition plan and its sync: create and update hpcplane's nodeset partitions, and delete
 // only those the ownership ledger records as hpcplane's (an admin's partition is never deleted).
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "common/files.h"
@@ -45,6 +47,12 @@ TEST(PlanPartitions, CreatesMissingOnesWithTheirRegisteredWorkers) {
   EXPECT_EQ(plan[0].kind, PartitionAction::kCreate);
   EXPECT_EQ(plan[0].partition, "b");
   EXPECT_EQ(plan[0].options.front(), "Nodes=b-0");
+  // The nodeset's memory over its CPUs for jobs that ask for none (1024 MiB, 1 CPU by default).
+  EXPECT_NE(std::find(plan[0].options.begin(), plan[0].options.end(), "DefMemPerCPU=1024"), plan[0].options.end());
+  auto admins = PlanPartitions({Ns("b")}, {}, {}, false, {}, /*cluster_sets_default_memory=*/true);
+  ASSERT_EQ(admins.size(), 1u);
+  EXPECT_EQ(std::find(admins[0].options.begin(), admins[0].options.end(), "DefMemPerCPU=1024"),
+            admins[0].options.end());
 }
 
 TEST(PlanPartitions, AddsWorkersThatAreNotMembersAndAppliesStates) {

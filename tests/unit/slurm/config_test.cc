@@ -1,5 +1,7 @@
 #include "slurm/config.h"
 
+#include <algorithm>
+
 #include <gtest/gtest.h>
 
 #include "slurm/rest_client.h"
@@ -32,12 +34,40 @@ TEST(SlurmConfTest, NodeSetBecomesNodesetAndPartition) {
   ns.spec.partition.options["AllowGroups"] = "alice";
   std::string conf = RenderSlurmConf(Cluster(), {ns});
   EXPECT_TRUE(HasLine(conf, "NodeSet=cpu Feature=cpu")) << conf;
-  EXPECT_TRUE(HasLine(conf, "PartitionName=cpu Nodes=cpu Default=YES MaxTime=INFINITE State=UP AllowGroups=alice"))
+  EXPECT_TRUE(HasLine(
+      conf, "PartitionName=cpu Nodes=cpu Default=YES MaxTime=INFINITE State=UP DefMemPerCPU=2000 AllowGroups=alice"))
       << conf;
   EXPECT_TRUE(HasLine(conf, "MaxNodeCount=64"));
   EXPECT_TRUE(HasLine(conf, "SlurmctldHost=c1-controller"));
   EXPECT_TRUE(HasLine(conf, "AuthAltTypes=auth/jwt"));
   EXPECT_FALSE(HasLine(conf, "GresTypes=gpu"));
+}
+
+// A job without --mem gets its CPUs' share of the worker (8000 MiB over 4 CPUs), not all of it, so
+// 1-CPU jobs share a worker; an admin's own default, per partition or cluster-wide, stands alone.
+TEST(SlurmConfTest, JobsWithoutMemoryGetTheirCpusShareUnlessTheAdminChose) {
+  auto has_default = [](const std::vector<std::string>& opts, const std::string& want) {
+    return std::find(opts.begin(), opts.end(), want) != opts.end();
+  };
+  auto ns = NodeSet("cpu");
+  EXPECT_TRUE(has_default(PartitionOptions(ns, false), "DefMemPerCPU=2000"));
+  ns.spec.resources = {3, 1000, 0};
+  EXPECT_TRUE(has_default(PartitionOptions(ns, false), "DefMemPerCPU=333"));
+
+  auto per_node = NodeSet("cpu");
+  per_node.spec.partition.options["DefMemPerNode"] = "500";
+  auto opts = PartitionOptions(per_node, false);
+  EXPECT_FALSE(std::any_of(opts.begin(), opts.end(), [](const auto& o) { return o.rfind("DefMemPerCPU=", 0) == 0; }));
+  EXPECT_TRUE(has_default(opts, "DefMemPerNode=500"));
+
+  auto c = Cluster();
+  EXPECT_FALSE(ClusterSetsDefaultMemory(c));
+  c.spec.extra_config = {"defmempercpu=100"};
+  EXPECT_TRUE(ClusterSetsDefaultMemory(c));
+  std::string conf = RenderSlurmConf(c, {NodeSet("cpu")});
+  EXPECT_EQ(conf.find("DefMemPerCPU=2000"), std::string::npos) << conf;
+  opts = PartitionOptions(NodeSet("cpu"), true);
+  EXPECT_FALSE(std::any_of(opts.begin(), opts.end(), [](const auto& o) { return o.rfind("DefMemPerCPU=", 0) == 0; }));
 }
 
 TEST(SlurmConfTest, RenderingIsDeterministicAndOrdered) {

@@ -11,7 +11,7 @@ namespace {
 
 Release R(const std::string& v) { return Release::Parse(v).value(); }
 
-bool HasLine(const std::string& text, const std::string& line) {
+bool HasConfLine(const std::string& text, const std::string& line) {
   return ("\n" + text).find("\n" + line + "\n") != std::string::npos;
 }
 
@@ -59,8 +59,8 @@ TEST(ReleaseTest, SlurmConfDropsRetiredOptionsAndBoundsTheHealthCheckOnNewReleas
   const std::string new_conf = RenderSlurmConf(c, {}, JobCgroups::kV1, R("26.05.5"));
   EXPECT_EQ(old_conf.find("HealthCheckTimeout="), std::string::npos);
   // 26.05 refuses a timeout at or above the interval (its default is 60 s).
-  EXPECT_TRUE(HasLine(new_conf, "HealthCheckTimeout=29")) << new_conf;
-  EXPECT_TRUE(HasLine(RenderCgroupConf(JobCgroups::kV1, false, R("22.05.8")), "CgroupAutomount=no"));
+  EXPECT_TRUE(HasConfLine(new_conf, "HealthCheckTimeout=29")) << new_conf;
+  EXPECT_TRUE(HasConfLine(RenderCgroupConf(JobCgroups::kV1, false, R("22.05.8")), "CgroupAutomount=no"));
   EXPECT_EQ(RenderCgroupConf(JobCgroups::kV1, false, R("26.05.5")).find("CgroupAutomount"), std::string::npos);
 }
 
@@ -69,11 +69,11 @@ TEST(ReleaseTest, SlurmConfTurnsOnSlurmsOwnMetricsWhereTheReleaseHasThem) {
   api::SlurmCluster c;
   c.metadata.name = "c1";
   EXPECT_EQ(RenderSlurmConf(c, {}, JobCgroups::kNone, R("24.11.5")).find("MetricsType"), std::string::npos);
-  EXPECT_TRUE(HasLine(RenderSlurmConf(c, {}, JobCgroups::kNone, R("26.05.5")), "MetricsType=metrics/openmetrics"));
+  EXPECT_TRUE(HasConfLine(RenderSlurmConf(c, {}, JobCgroups::kNone, R("26.05.5")), "MetricsType=metrics/openmetrics"));
   c.spec.extra_config = {"MetricsType=metrics/none"};
   const std::string admin = RenderSlurmConf(c, {}, JobCgroups::kNone, R("26.05.5"));
   EXPECT_EQ(admin.find("metrics/openmetrics"), std::string::npos) << admin;
-  EXPECT_TRUE(HasLine(admin, "MetricsType=metrics/none"));
+  EXPECT_TRUE(HasConfLine(admin, "MetricsType=metrics/none"));
 }
 
 // Data parser v0.0.40 on (Slurm 23.11 on): numbers as {"set","infinite","number"}, states as
