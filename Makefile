@@ -69,7 +69,7 @@ e2e-kubernetes: build kubernetes-binaries
 benchsmoke: build
 	@cd $(BUILD) && ctest --output-on-failure -L bench -j$(JOBS)
 
-# The kill -9 campaign (bench/faults.sh, ~2 minutes; part of `make test`) alone.
+# The kill -9 campaign (bench/faults.sh, ~1 minute; part of `make test`) by itself.
 faults: build
 	@cd $(BUILD) && ctest --output-on-failure -L faults
 

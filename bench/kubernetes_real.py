@@ -18,6 +18,9 @@ nodeset at zero), in one run:
 
 Usage: /usr/bin/python3 bench/kubernetes_real.py [BUILD_DIR]   (IDLE=60 seconds, WIDE=100, as root)
 
+tests/kubernetes/real_test.py runs it at a smoke size (IDLE=5, WIDE=10) on the real cluster of its
+own sequence (kubernetes_side(k)), so `make test` brings up one real cluster, not two.
+
 """
 import collections
 import json
@@ -32,7 +35,8 @@ sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "kubernetes"))
 import hpcplane_on_kubernetes  # noqa: E402
 from realcluster import RealCluster, run, wait_for  # noqa: E402
 
-BUILD = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else "build")
+BUILD = os.path.abspath(sys.argv[1] if __name__ == "__main__" and len(sys.argv) > 1 else
+                        os.environ.get("HPCPLANE_BUILD", "build"))
 HPCPLANE = os.path.join(BUILD, "hpcplane")
 IDLE = float(os.environ.get("IDLE", "60"))
 WIDE = int(os.environ.get("WIDE", "100"))
@@ -98,34 +102,43 @@ def cold_start(exec_argv, as_alice):
     return time.monotonic() - t0
 
 
-def kubernetes_side():
-    out = {}
+def kubernetes_side(k=None):
+    """The Kubernetes side's numbers, on a cluster of its own, or on `k` (a RealCluster that logs
+    OPERATOR_SA's requests, with hpcplane installed by the chart and namespace NS free of a
+    SlurmCluster named CLUSTER)."""
+    if k is not None:
+        return _measure_kubernetes(k)
     with RealCluster(BUILD, tag="rb", octet=247, nodes=2, audit_users=[OPERATOR_SA]) as k:
         hpcplane_on_kubernetes.import_images(k, BUILD)
         hpcplane_on_kubernetes.helm_install(k, [f"operator.watchNamespace={NS}", f"slurmNamespaces={{{NS}}}"])
-        t0 = time.monotonic()
-        k.kubectl("apply", "-f", "-", input=manifest(local=False))
+        return _measure_kubernetes(k)
 
-        def ready():
-            c = json.loads(k.kubectl("-n", NS, "get", "slurmcluster", CLUSTER, "-o", "json").stdout)
-            return any(x["type"] == "Ready" and x["status"] == "True"
-                       for x in (c.get("status") or {}).get("conditions", []))
-        wait_for("the SlurmCluster to be Ready", ready, timeout=600, interval=0.2)
-        out["ready"] = time.monotonic() - t0
-        controller = [k.kubectl_binary, "--kubeconfig", k.kubeconfig, "-n", NS, "exec", f"{CLUSTER}-controller", "--"]
-        out["cold"] = cold_start(controller, ["setpriv", "--reuid=alice", "--regid=alice", "--init-groups", "--"])
-        # Idle: the job done, the burst worker gone again.
-        wait_for("the burst worker to go", lambda: not json.loads(k.kubectl(
-            "-n", NS, "get", "pods", "-l", "hpcplane.io/nodeset=burst", "-o", "json").stdout)["items"], timeout=300)
-        lease = json.loads(k.kubectl("-n", hpcplane_on_kubernetes.SYSTEM, "get", "lease", "hpcplane-operator",
-                                     "-o", "json").stdout)
-        leader_pod = lease["spec"]["holderIdentity"].rsplit("-", 1)[0]
-        pid = next(p for p in os.listdir("/proc") if p.isdigit() and _is_operator_of(p, leader_pod))
-        out["cpu"], out["rss"], out["requests"], out["replicas"] = _measured_idle(k, pid)
 
-        # WIDE worker pods that no node accepts.
-        t1 = time.monotonic()
-        k.kubectl("apply", "-f", "-", input=f"""apiVersion: hpcplane.io/v1alpha1
+def _measure_kubernetes(k):
+    out = {}
+    t0 = time.monotonic()
+    k.kubectl("apply", "-f", "-", input=manifest(local=False))
+
+    def ready():
+        c = json.loads(k.kubectl("-n", NS, "get", "slurmcluster", CLUSTER, "-o", "json").stdout)
+        return any(x["type"] == "Ready" and x["status"] == "True"
+                   for x in (c.get("status") or {}).get("conditions", []))
+    wait_for("the SlurmCluster to be Ready", ready, timeout=600, interval=0.2)
+    out["ready"] = time.monotonic() - t0
+    controller = [k.kubectl_binary, "--kubeconfig", k.kubeconfig, "-n", NS, "exec", f"{CLUSTER}-controller", "--"]
+    out["cold"] = cold_start(controller, ["setpriv", "--reuid=alice", "--regid=alice", "--init-groups", "--"])
+    # Idle: the job done, the burst worker gone again.
+    wait_for("the burst worker to go", lambda: not json.loads(k.kubectl(
+        "-n", NS, "get", "pods", "-l", "hpcplane.io/nodeset=burst", "-o", "json").stdout)["items"], timeout=300)
+    lease = json.loads(k.kubectl("-n", hpcplane_on_kubernetes.SYSTEM, "get", "lease", "hpcplane-operator",
+                                 "-o", "json").stdout)
+    leader_pod = lease["spec"]["holderIdentity"].rsplit("-", 1)[0]
+    pid = next(p for p in os.listdir("/proc") if p.isdigit() and _is_operator_of(p, leader_pod))
+    out["cpu"], out["rss"], out["requests"], out["replicas"] = _measured_idle(k, pid)
+
+    # WIDE worker pods that no node accepts.
+    t1 = time.monotonic()
+    k.kubectl("apply", "-f", "-", input=f"""apiVersion: hpcplane.io/v1alpha1
 kind: NodeSet
 metadata: {{name: wide, namespace: {NS}}}
 spec:
@@ -135,24 +148,26 @@ spec:
   resources: {{cpus: 1, memoryMiB: 500}}
   pod: {{nodeSelector: {{hpcplane.test/no-such-node: "true"}}}}
 """)
-        def wide(unschedulable=False):
-            pods = json.loads(k.kubectl("-n", NS, "get", "pods", "-l", "hpcplane.io/nodeset=wide", "-o", "json",
-                                        timeout=60).stdout)["items"]
-            if unschedulable:  # the scheduler has written its verdict into each: nothing more comes
-                pods = [p for p in pods if any(c.get("reason") == "Unschedulable"
-                                               for c in (p.get("status") or {}).get("conditions", []))]
-            return len(pods)
-        def all_created():
-            conds = ((get_object(k, "nodeset", "wide").get("status") or {}).get("conditions", []))
-            refused = [c["message"] for c in conds if c["type"] == "Invalid" and c["status"] == "True"]
-            if refused:
-                raise AssertionError(f"nodeset wide refused: {refused[0]}")
-            return wide() == WIDE
-        wait_for(f"{WIDE} worker pods", all_created, timeout=600, interval=1)
-        out["wide_created"] = time.monotonic() - t1
-        wait_for(f"{WIDE} pods marked Unschedulable", lambda: wide(unschedulable=True) == WIDE, timeout=300,
-                 interval=1)
-        out["wide_cpu"], out["wide_rss"], out["wide_requests"], _ = _measured_idle(k, pid)
+    def wide(unschedulable=False):
+        pods = json.loads(k.kubectl("-n", NS, "get", "pods", "-l", "hpcplane.io/nodeset=wide", "-o", "json",
+                                    timeout=60).stdout)["items"]
+        if unschedulable:  # the scheduler has written its verdict into each: nothing more comes
+            pods = [p for p in pods if any(c.get("reason") == "Unschedulable"
+                                           for c in (p.get("status") or {}).get("conditions", []))]
+        return len(pods)
+    def all_created():
+        conds = ((get_object(k, "nodeset", "wide").get("status") or {}).get("conditions", []))
+        refused = [c["message"] for c in conds if c["type"] == "Invalid" and c["status"] == "True"]
+        if refused:
+            raise AssertionError(f"nodeset wide refused: {refused[0]}")
+        return wide() == WIDE
+    wait_for(f"{WIDE} worker pods", all_created, timeout=600, interval=1)
+    out["wide_created"] = time.monotonic() - t1
+    wait_for(f"{WIDE} pods marked Unschedulable", lambda: wide(unschedulable=True) == WIDE, timeout=300,
+             interval=1)
+    out["wide_cpu"], out["wide_rss"], out["wide_requests"], _ = _measured_idle(k, pid)
+    k.kubectl("-n", NS, "delete", "nodeset", "wide", "burst", "cpu", "--wait=false")
+    k.kubectl("-n", NS, "delete", "slurmcluster", CLUSTER, "--wait=false")
     return out
 
 
@@ -223,24 +238,30 @@ def local_side():
     return out
 
 
+def report(kube, local):
+    """The benchmark's lines: each number, and the ratio against the local runtime."""
+    total = sum(kube["requests"].values())
+    wide_total = sum(kube["wide_requests"].values())
+    return "\n".join([
+        f"apply -> Ready: kubernetes {kube['ready']:.1f} s, local {local['ready']:.1f} s; "
+        f"kubernetes/local = {kube['ready'] / local['ready']:.2f}x",
+        f"cold start sbatch -> RUNNING from zero: kubernetes {kube['cold']:.2f} s, local {local['cold']:.2f} s; "
+        f"kubernetes/local = {kube['cold'] / local['cold']:.2f}x",
+        f"idle {IDLE:.0f} s: leading operator CPU {kube['cpu']:.2f}% RSS {kube['rss']:.0f} MiB; "
+        f"local daemon CPU {local['cpu']:.2f}% RSS {local['rss']:.0f} MiB",
+        f"operator API requests idle ({kube['replicas']} replicas): {total * 60 / IDLE:.1f} per minute "
+        f"({', '.join(f'{v} {k}' for k, v in kube['requests'].most_common(8)) or 'none'})",
+        f"with {WIDE} more worker pods (Pending: no node takes them): created in {kube['wide_created']:.1f} s; "
+        f"idle {IDLE:.0f} s: leading operator CPU {kube['wide_cpu']:.2f}% RSS {kube['wide_rss']:.0f} MiB; "
+        f"with/without = CPU {kube['wide_cpu'] / max(kube['cpu'], 0.01):.2f}x, "
+        f"RSS {kube['wide_rss'] / kube['rss']:.2f}x; API requests {wide_total * 60 / IDLE:.1f} per minute "
+        f"({', '.join(f'{v} {k}' for k, v in kube['wide_requests'].most_common(8)) or 'none'})"])
+
+
 def main():
     kube = kubernetes_side()
     local = local_side()
-    print(f"apply -> Ready: kubernetes {kube['ready']:.1f} s, local {local['ready']:.1f} s; "
-          f"kubernetes/local = {kube['ready'] / local['ready']:.2f}x")
-    print(f"cold start sbatch -> RUNNING from zero: kubernetes {kube['cold']:.2f} s, local {local['cold']:.2f} s; "
-          f"kubernetes/local = {kube['cold'] / local['cold']:.2f}x")
-    print(f"idle {IDLE:.0f} s: leading operator CPU {kube['cpu']:.2f}% RSS {kube['rss']:.0f} MiB; "
-          f"local daemon CPU {local['cpu']:.2f}% RSS {local['rss']:.0f} MiB")
-    total = sum(kube["requests"].values())
-    print(f"operator API requests idle ({kube['replicas']} replicas): {total * 60 / IDLE:.1f} per minute "
-          f"({', '.join(f'{v} {k}' for k, v in kube['requests'].most_common(8)) or 'none'})")
-    wide_total = sum(kube["wide_requests"].values())
-    print(f"with {WIDE} more worker pods (Pending: no node takes them): created in {kube['wide_created']:.1f} s; "
-          f"idle {IDLE:.0f} s: leading operator CPU {kube['wide_cpu']:.2f}% RSS {kube['wide_rss']:.0f} MiB; "
-          f"with/without = CPU {kube['wide_cpu'] / max(kube['cpu'], 0.01):.2f}x, "
-          f"RSS {kube['wide_rss'] / kube['rss']:.2f}x; API requests {wide_total * 60 / IDLE:.1f} per minute "
-          f"({', '.join(f'{v} {k}' for k, v in kube['wide_requests'].most_common(8)) or 'none'})")
+    print(report(kube, local))
 
 
 if __name__ == "__main__":

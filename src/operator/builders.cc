@@ -43,6 +43,13 @@ std::string WorkspaceTokenSecretName(const api::Workspace& w) { return w.metadat
 
 namespace {
 
+// The main process of a pod that only hosts `exec` sessions (login pods). `sleep infinity` alone
+// ignores SIGTERM as a container's PID 1 (the kernel drops signals PID 1 has no handler for), so
+// Kubernetes waited out the whole grace period (30 s) before a stopped workspace's login pod went.
+std::vector<std::string> IdleUntilStopped() {
+  return {"/bin/sh", "-c", "trap 'exit 0' TERM INT; sleep infinity & wait"};
+}
+
 // The image pinned for the environment; an environment built after the daemon started goes by
 // its name (the runtime resolves it, or says it is not built): never silently the host's.
 // Without images at all (Kubernetes) pods run the runtime's image.
@@ -323,7 +330,7 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // The login pod only hosts users' `exec` sessions; its own process holds no privilege.
   p.uid = in.nobody.uid;
   p.gid = in.nobody.gid;
-  p.command = {"sleep", "infinity"};
+  p.command = IdleUntilStopped();
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);
   AddDatasets(c.spec.datasets, &p);
@@ -496,7 +503,7 @@ PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace&
   // The shell's environment is the pod's too: a session opened without hpcplane (kubectl exec
   // on Kubernetes) has the workspace's partition, Slurm's config and the token wrappers.
   p.env = WorkspaceShellEnv(w);
-  p.command = {"sleep", "infinity"};
+  p.command = IdleUntilStopped();
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);
   p.mounts.push_back({MountSource::kSecret, WorkspaceTokenSecretName(w), kTokenDir, "", true});

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""The test API server's fidelity, checked with the official clients: kubectl (1.32) and the
-Kubernetes Python client (Debian's python3-kubernetes). Whatever the operator's tests rely on
+"""The test API server's fidelity, checked with the official clients: kubectl (1.34, built with the
+real cluster's components) and the Kubernetes Python client (Debian's python3-kubernetes). Whatever the operator's tests rely on
 (resourceVersion, conflicts, list+watch with bookmarks, 410 Gone, subresources, garbage
 collection, 429) is shown here to behave the way those clients expect of a real API server.
 
@@ -243,7 +243,7 @@ class ApiServerFidelity(unittest.TestCase):
         self.assertEqual(err.exception.status, 404)
 
     def test_kubectl_exec_over_websocket_reaches_the_nodes_kubelet(self):
-        """kubectl exec (1.32 speaks WebSocket, v5.channel.k8s.io) through the server's pods/exec to
+        """kubectl exec (1.34 speaks WebSocket, v5.channel.k8s.io) through the server's pods/exec to
         the kubelet endpoint of the pod's Node: command, stdin (-i), stdout, stderr, exit code."""
         seen = []
 

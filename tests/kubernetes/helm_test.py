@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The Helm chart (deploy/helm/hpcplane) with Helm's own CLI (built from tests/kubernetes/helm):
+"""The Helm chart (deploy/helm/hpcplane) with Helm's own CLI (built from tests/kubernetes/cluster):
 it lints; it renders with its defaults and with the values users set; the operator's RBAC is a
 Role in one namespace when told to watch only that one; its CRDs are `hpcplane crds`; a cluster
 older than 1.30 is refused. `helm install` on a real cluster is in real_test.py.

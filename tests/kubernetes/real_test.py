@@ -21,7 +21,9 @@ binary with the libraries it links.
 - the operator run outside the cluster with the admin's kubeconfig (a client certificate) leads,
   scales a NodeSet down through Slurm, and stops at once on SIGTERM;
 - deleting the SlurmCluster with `storage.retainOnDelete`: the garbage collector removes what it
-  owned, and its claims stay.
+  owned, and its claims stay;
+- bench/kubernetes_real.py at its smoke size on this same cluster, against the local runtime (one
+  real cluster for every real-cluster case of `make test`).
 
 Run: /usr/bin/python3 tests/kubernetes/real_test.py BUILD_DIR   (as root)
 """
@@ -42,6 +44,12 @@ from realcluster import RealCluster, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv.pop(1) if len(sys.argv) > 1 else "build")
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# The benchmark at its smoke size, on this build (its module reads these when imported).
+os.environ.setdefault("IDLE", "5")
+os.environ.setdefault("WIDE", "10")
+os.environ["HPCPLANE_BUILD"] = BUILD
+sys.path.insert(0, os.path.join(SOURCE, "bench"))
+import kubernetes_real as benchmark  # noqa: E402
 NS = "slurm"
 CLUSTER = "kube"
 
@@ -55,6 +63,13 @@ spec:
   users:
     - name: alice
       uid: 2001
+  # Slurm's timers as an admin of a test cluster shortens them (defaults 60 and 120 s): a worker
+  # not answering is DOWN after 30 s, and its requeued job may start again 20 s later
+  # (cred_expire). Later lines win in slurm.conf. The lost-node test waits on both.
+  scheduling:
+    extraConfig:
+      - SlurmdTimeout=30
+      - AuthInfo=socket=/run/munge/munge.socket.2,cred_expire=20
 ---
 apiVersion: hpcplane.io/v1alpha1
 kind: NodeSet
@@ -95,7 +110,7 @@ class RealKubernetesTest(unittest.TestCase):
         # Three nodes for the sequence (every kubelet reports this machine's CPUs, and it runs up
         # to three one-CPU workers besides the cluster's own pods), and a fourth that holds
         # nothing until the lost-node test puts a worker there alone: its loss takes nothing else.
-        cls.k = RealCluster(BUILD, tag="rk", octet=246, nodes=4)
+        cls.k = RealCluster(BUILD, tag="rk", octet=246, nodes=4, audit_users=[benchmark.OPERATOR_SA])
         cls.k.__enter__()
         try:
             cls.k.kubectl("cordon", cls.k.nodes[3].name)
@@ -231,21 +246,29 @@ class RealKubernetesTest(unittest.TestCase):
                 "apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": name, "namespace": NS},
                 "spec": {"cluster": CLUSTER, "user": {"name": user, "uid": uid, "gid": uid}, "project": "demo",
                          "resources": {"cpus": 1, "memoryMiB": 500}, "maxWorkers": 1, "idleTimeoutSeconds": 5}}))
+        t = time.monotonic()
         for name in ("ws-bob", "ws-carol"):
             self.wait(f"{name} to be Ready",
                       lambda: ((self.get("workspace", name) or {}).get("status") or {}).get("phase") == "Ready",
                       timeout=180)
+        log(f"two workspaces Ready in {time.monotonic() - t:.1f} s")
         r = self.kubectl("-n", NS, "exec", f"{CLUSTER}-ws-bob-login", "--", "sbatch", "--parsable", "--chdir=/tmp",
                          "--wrap", "id -un", check=False)
         self.assertEqual(r.returncode, 0, r.stderr)
+        t = time.monotonic()
         self.wait_job(r.stdout.strip().split(";")[0], "COMPLETED|ws-bob-0", timeout=180)
+        log(f"bob's job done on a worker from zero in {time.monotonic() - t:.1f} s")
         self.kubectl("-n", NS, "patch", "workspace", "ws-bob", "--type=merge", "-p", '{"spec":{"stopping":true}}')
+        t = time.monotonic()
         self.wait("ws-bob to be Stopped",
                   lambda: ((self.get("workspace", "ws-bob") or {}).get("status") or {}).get("phase") == "Stopped",
                   timeout=120)
         self.wait("ws-bob's login pod to go", lambda: f"{CLUSTER}-ws-bob-login" not in self.pods(), timeout=90)
+        log(f"ws-bob stopped, its login pod gone, in {time.monotonic() - t:.1f} s")
+        t = time.monotonic()
         self.kubectl("-n", NS, "delete", "workspace", "ws-carol", "--wait=false")
         self.wait("ws-carol to be gone", lambda: self.get("workspace", "ws-carol") is None, timeout=120)
+        log(f"ws-carol deleted in {time.monotonic() - t:.1f} s")
         # Its login pod was deleted before the finalizer came off; a deletion is graceful.
         login = self.pods().get(f"{CLUSTER}-ws-carol-login")
         self.assertTrue(login is None or "deletionTimestamp" in login["metadata"], login)
@@ -402,6 +425,18 @@ class RealKubernetesTest(unittest.TestCase):
         self.assertEqual(sorted(claims()), kept, "the retained claims stay")
         self.assertIn(f"{CLUSTER}-controller-state", kept)
         self.kubectl("-n", NS, "delete", "pvc", "-l", f"hpcplane.io/cluster={CLUSTER}")
+
+    def test_9b_the_benchmark_runs_on_this_cluster_against_the_local_runtime(self):
+        """bench/kubernetes_real.py's measurements at a smoke size (a benchmark that stops running
+        fails here): a new SlurmCluster Ready, a cold start, the operator idle with and without
+        more worker pods, and the same cluster on the local runtime."""
+        kube = benchmark.kubernetes_side(self.k)
+        local = benchmark.local_side()
+        report = benchmark.report(kube, local)
+        log(report)
+        self.assertIn("kubernetes/local", report)
+        self.assertGreater(sum(kube["requests"].values()), 0, "the operator's requests are in the audit log")
+        self.wait("the benchmark's SlurmCluster to be gone", lambda: not self.pods(), timeout=180)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,7 @@
 """A real Kubernetes cluster on this machine, for hpcplane's tests: Kubernetes' and etcd's own
-code built here from the Go modules tests/kubernetes/cluster/go.mod pins (one binary, `kube`),
-CoreDNS from tests/kubernetes/coredns, and Debian's containerd, runc and CNI plugins.
+code built here from the Go modules tests/kubernetes/cluster/go.mod pins (one binary, `kube`, which
+is kubectl too), CoreDNS and Helm from the same module, and Debian's containerd, runc and CNI
+plugins.
 
     with RealCluster(BUILD_DIR, tag="rk1", octet=246) as k:
         k.import_image(layout_dir, "hpcplane.test/slurm", "26.05")
@@ -36,8 +37,6 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 SOURCE = os.path.dirname(os.path.dirname(HERE))
 CLUSTER_MODULE = os.path.join(HERE, "cluster")
-COREDNS_MODULE = os.path.join(HERE, "coredns")
-HELM_MODULE = os.path.join(HERE, "helm")  # go.mod's tool line pins Helm's CLI
 PAUSE_IMAGE = "hpcplane.test/pause:1"
 # Host settings the kubelet sets at its start (its kernel tunables, not per network namespace):
 # restored when the cluster stops.
@@ -89,8 +88,6 @@ def go_sources(module):
 def version_flags(module):
     """What Kubernetes' own build stamps in (its version, from go.mod's pin): the kubelet reports
     it to the API and clients check it (without, every component says v0.0.0-master)."""
-    if module != CLUSTER_MODULE:
-        return ""
     with open(os.path.join(module, "go.mod")) as f:
         version = next(line.split()[-1] for line in f if line.strip().startswith("k8s.io/kubernetes v"))
     major, minor = version[1:].split(".")[:2]
@@ -105,14 +102,9 @@ def _version_tuple(text):
 
 
 def go_wanted():
-    """The newest `go` line of the modules: the least Go that builds them all."""
-    wanted = "0"
-    for module in (CLUSTER_MODULE, COREDNS_MODULE, HELM_MODULE):
-        with open(os.path.join(module, "go.mod")) as f:
-            for line in f:
-                if line.startswith("go ") and _version_tuple(line.split()[1]) > _version_tuple(wanted):
-                    wanted = line.split()[1]
-    return wanted
+    """The `go` line of the module: the least Go that builds it."""
+    with open(os.path.join(CLUSTER_MODULE, "go.mod")) as f:
+        return next(line.split()[1] for line in f if line.startswith("go "))
 
 
 def find_go():
@@ -156,45 +148,66 @@ def build_binaries(build_dir, log=print):
     return out
 
 
+# What build_binaries makes: its name in bin/ and its package in the module. One module, so that
+# the packages they share (client-go, apimachinery, the API types: most of the work) are compiled
+# once, in one `go build` that keeps both cores busy; Helm and CoreDNS at the releases made for this
+# Kubernetes (Helm 3.19 is Helm's release for Kubernetes 1.34).
+BINARIES = [("kube", "."), ("pause", "./pause"), ("coredns", "./coredns"), ("helm", "helm.sh/helm/v3/cmd/helm")]
+
+
 def _build_binaries_locked(out, log):
     go = find_go()
     go_version = run(go, "version").stdout
-    # The Go this machine has, never one fetched for a go.mod's toolchain line.
-    env = dict(os.environ, GOFLAGS="-buildvcs=false -trimpath", CGO_ENABLED="0", GOTOOLCHAIN="local")
-    targets = [("kube", CLUSTER_MODULE, "."), ("pause", CLUSTER_MODULE, "./pause"), ("coredns", COREDNS_MODULE, "."),
-               ("helm", HELM_MODULE, "helm.sh/helm/v3/cmd/helm")]
-    for name, module, package in targets:
-        binary = os.path.join(out, name)
-        stamp = binary + ".inputs"
-        want = _digest(go_sources(module), go_version + version_flags(module))
-        if os.path.exists(binary) and read_text(stamp) == want:
-            continue
-        cached = os.path.join(binaries_cache(), want, name)
-        if not os.path.exists(cached):
-            log(f"building {name} (go build in {os.path.relpath(module, SOURCE)}; the first build takes minutes)")
-            t = time.monotonic()
-            os.makedirs(os.path.dirname(cached), exist_ok=True)
-            run(go, "build", f"-ldflags=-s -w {version_flags(module)}", "-o", cached + ".new", package, cwd=module,
-                env=env)
-            os.replace(cached + ".new", cached)
-            log(f"built {name} in {time.monotonic() - t:.0f} s")
-        else:
-            log(f"{name}: built before with the same inputs ({cached})")
-        os.utime(os.path.dirname(cached))  # used now: the pruning below keeps it
-        shutil.copy2(cached, binary + ".new")
-        os.replace(binary + ".new", binary)
-        with open(stamp, "w") as f:
-            f.write(want)
-    # The cache keeps the inputs used last (a few checkouts or branches), not every one ever built.
-    kept = sorted(glob.glob(os.path.join(binaries_cache(), "*")), key=os.path.getmtime, reverse=True)
-    for old in kept[2 * len(targets):]:
-        shutil.rmtree(old, ignore_errors=True)
+    want = _digest(go_sources(CLUSTER_MODULE), go_version + version_flags(CLUSTER_MODULE))
+    names = [name for name, _ in BINARIES]
+    if not all(read_text(os.path.join(out, name + ".inputs")) == want and os.path.exists(os.path.join(out, name))
+               for name in names):
+        _build_or_take_from_cache(go, want, out, log)
     # kube is kubectl when called so: the tests' client is the cluster's own version.
     kubectl = os.path.join(out, "kubectl")
     if os.path.realpath(kubectl) != os.path.join(os.path.realpath(out), "kube"):
         if os.path.lexists(kubectl):
             os.unlink(kubectl)
         os.symlink("kube", kubectl)
+
+
+def _build_or_take_from_cache(go, want, out, log):
+    names = [name for name, _ in BINARIES]
+    cached = os.path.join(binaries_cache(), want)
+    if not all(os.path.exists(os.path.join(cached, name)) for name in names):
+        log(f"building {', '.join(names)} (go build in {os.path.relpath(CLUSTER_MODULE, SOURCE)}; "
+            "the first build takes minutes)")
+        t = time.monotonic()
+        work = cached + ".new"
+        shutil.rmtree(work, ignore_errors=True)
+        os.makedirs(work)
+        # The Go this machine has, never one fetched for a go.mod's toolchain line.
+        env = dict(os.environ, GOFLAGS="-buildvcs=false -trimpath", CGO_ENABLED="0", GOTOOLCHAIN="local")
+        run(go, "build", f"-ldflags=-s -w {version_flags(CLUSTER_MODULE)}", "-o", work + "/",
+            *[package for _, package in BINARIES], cwd=CLUSTER_MODULE, env=env)
+        # `go build -o DIR/` names a binary after its package's directory: the module's own is
+        # named after the module path.
+        os.rename(os.path.join(work, os.path.basename(module_path(CLUSTER_MODULE))), os.path.join(work, "kube"))
+        shutil.rmtree(cached, ignore_errors=True)
+        os.replace(work, cached)
+        log(f"built {', '.join(names)} in {time.monotonic() - t:.0f} s")
+    else:
+        log(f"{', '.join(names)}: built before with the same inputs ({cached})")
+    os.utime(cached)  # used now: the pruning below keeps it
+    for name in names:
+        shutil.copy2(os.path.join(cached, name), os.path.join(out, name + ".new"))
+        os.replace(os.path.join(out, name + ".new"), os.path.join(out, name))
+        with open(os.path.join(out, name + ".inputs"), "w") as f:
+            f.write(want)
+    # The cache keeps the inputs used last (a few checkouts or branches), not every one ever built.
+    kept = sorted(glob.glob(os.path.join(binaries_cache(), "*")), key=os.path.getmtime, reverse=True)
+    for old in kept[3:]:
+        shutil.rmtree(old, ignore_errors=True)
+
+
+def module_path(module):
+    with open(os.path.join(module, "go.mod")) as f:
+        return next(line.split()[1] for line in f if line.startswith("module "))
 
 
 def kubectl_path(build_dir):

@@ -302,6 +302,34 @@ TEST(BuildersTest, WorkspaceLoginPodsRunTheirWorkspaceEnvironment) {
   EXPECT_EQ(own.shared_root, "");
 }
 
+// Whether `command`, run as PID 1 of a PID namespace (as a container's main process is), ends
+// within a second of SIGTERM. Real processes: unshare(1) and the command itself.
+bool EndsOnSigtermAsPid1(const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {"bash", "-c", R"(
+    unshare --pid --fork -- "$@" & u=$!
+    for _ in $(seq 100); do c=$(pgrep -P $u) && break; sleep 0.02; done
+    # A shell has set its traps once it started its child.
+    for _ in $(seq 20); do pgrep -P "$c" >/dev/null && break; sleep 0.02; done
+    kill -TERM "$c"
+    for _ in $(seq 50); do kill -0 $u 2>/dev/null || exit 0; sleep 0.02; done
+    kill -KILL "$c"; exit 1)", "pid1"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  auto r = RunProcess(argv);
+  return r.ok() && r->exit_code == 0;
+}
+
+// Login pods end at once when stopped: their main process exits on SIGTERM as PID 1, where a bare
+// `sleep infinity` ignores it and Kubernetes waits out the grace period (30 s a stopped workspace).
+TEST(BuildersTest, LoginPodsEndAtOnceOnSigterm) {
+  auto in = Inputs();
+  api::Workspace w;
+  w.metadata.name = "alice-ml";
+  w.spec.user = {"alice", 2001, 2001, false, ""};
+  EXPECT_TRUE(EndsOnSigtermAsPid1(BuildLoginPod(Cluster(), in).command));
+  EXPECT_TRUE(EndsOnSigtermAsPid1(BuildWorkspaceLoginPod(Cluster(), w, in).command));
+  EXPECT_FALSE(EndsOnSigtermAsPid1({"sleep", "infinity"})) << "the check would not tell them apart";
+}
+
 // 23.11 on: slurmrestd's plugins by component, and slurmctld recovers despite a missing state file.
 TEST(BuildersTest, DaemonsAreStartedAsTheirReleaseWants) {
   auto in = Inputs();
