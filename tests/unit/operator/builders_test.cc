@@ -312,7 +312,8 @@ bool EndsOnSigtermAsPid1(const std::vector<std::string>& command) {
     for _ in $(seq 20); do pgrep -P "$c" >/dev/null && break; sleep 0.02; done
     kill -TERM "$c"
     for _ in $(seq 50); do kill -0 $u 2>/dev/null || exit 0; sleep 0.02; done
-    kill -KILL "$c"; exit 1)", "pid1"};
+    kill -KILL "$c"; exit 1)",
+                                   "pid1"};
   argv.insert(argv.end(), command.begin(), command.end());
   auto r = RunProcess(argv);
   return r.ok() && r->exit_code == 0;
