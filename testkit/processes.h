@@ -33,7 +33,10 @@ class Background {
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int FreeLoopbackPort();
 
-// Polls `pred` every 100 ms until it holds or the deadline passes.
+// Polls `pred` until it holds or the deadline passes: first after 50 ms, then at twice the
+// interval each time up to kMaxWaitInterval (what a wait for seconds costs is a few polls, not
+// one every 100 ms), and once more at the deadline.
+inline constexpr std::chrono::milliseconds kMaxWaitInterval{500};
 bool WaitFor(const std::function<bool()>& pred, std::chrono::milliseconds timeout);
 
 std::vector<std::string> SplitLines(const std::string& s);

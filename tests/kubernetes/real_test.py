@@ -146,7 +146,7 @@ class RealKubernetesTest(unittest.TestCase):
 
     def wait(self, what, predicate, timeout=120):
         try:
-            return wait_for(what, predicate, timeout=timeout, interval=0.5)
+            return wait_for(what, predicate, timeout=timeout, interval=0.25, max_interval=2)
         except AssertionError as e:
             raise AssertionError(f"{e}\n{self.logs()}") from None
 

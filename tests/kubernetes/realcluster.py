@@ -1,7 +1,6 @@
 """A real Kubernetes cluster on this machine, for hpcplane's tests: Kubernetes' and etcd's own
-code built here from the Go modules tests/kubernetes/cluster/go.mod pins (one binary, `kube`, which
-is kubectl too), CoreDNS and Helm from the same module, and Debian's containerd, runc and CNI
-plugins.
+code built here from the Go modules tests/kubernetes/cluster/go.mod pins (one binary, `kube`), and
+kubectl, CoreDNS and Helm from the same module, and Debian's containerd, runc and CNI plugins.
 
     with RealCluster(BUILD_DIR, tag="rk1", octet=246) as k:
         k.import_image(layout_dir, "hpcplane.test/slurm", "26.05")
@@ -44,15 +43,19 @@ KUBELET_SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "k
                    "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
 
 
-def wait_for(what, predicate, timeout=20.0, interval=0.05):
-    """Polls `predicate` until it returns something true (returned), or fails naming `what`."""
+def wait_for(what, predicate, timeout=20.0, interval=0.05, max_interval=None):
+    """Polls `predicate` until it returns something true (returned), or fails naming `what`. The
+    interval doubles after each poll up to `max_interval` (default: it stays `interval`): a
+    predicate that runs kubectl costs a tenth of a second of CPU, which a minute's wait at a
+    fixed half second took from the tests beside it."""
     deadline = time.monotonic() + timeout
     last = None
     while time.monotonic() < deadline:
         last = predicate()
         if last:
             return last
-        time.sleep(interval)
+        time.sleep(max(0.0, min(interval, deadline - time.monotonic())))
+        interval = min(interval * 2, max_interval or interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what} (last: {last!r})")
 
 
@@ -134,7 +137,7 @@ def binaries_cache():
 
 
 def build_binaries(build_dir, log=print):
-    """Builds kube (with kubectl as a link to it), coredns, pause and helm into
+    """Builds kube, kubectl, coredns, pause and helm into
     BUILD_DIR/kubernetes-real/bin, again only when their sources or the Go version changed: the
     binaries are kept in binaries_cache() by the digest of go.mod, go.sum, the sources and the Go
     version, and Go's own build cache makes a rebuild after a change quick. Concurrent callers
@@ -152,7 +155,8 @@ def build_binaries(build_dir, log=print):
 # the packages they share (client-go, apimachinery, the API types: most of the work) are compiled
 # once, in one `go build` that keeps both cores busy; Helm and CoreDNS at the releases made for this
 # Kubernetes (Helm 3.19 is Helm's release for Kubernetes 1.34).
-BINARIES = [("kube", "."), ("pause", "./pause"), ("coredns", "./coredns"), ("helm", "helm.sh/helm/v3/cmd/helm")]
+BINARIES = [("kube", "."), ("pause", "./pause"), ("coredns", "./coredns"), ("helm", "helm.sh/helm/v3/cmd/helm"),
+            ("kubectl", "k8s.io/kubernetes/cmd/kubectl")]
 
 
 def _build_binaries_locked(out, log):
@@ -163,12 +167,6 @@ def _build_binaries_locked(out, log):
     if not all(read_text(os.path.join(out, name + ".inputs")) == want and os.path.exists(os.path.join(out, name))
                for name in names):
         _build_or_take_from_cache(go, want, out, log)
-    # kube is kubectl when called so: the tests' client is the cluster's own version.
-    kubectl = os.path.join(out, "kubectl")
-    if os.path.realpath(kubectl) != os.path.join(os.path.realpath(out), "kube"):
-        if os.path.lexists(kubectl):
-            os.unlink(kubectl)
-        os.symlink("kube", kubectl)
 
 
 def _build_or_take_from_cache(go, want, out, log):

@@ -2,15 +2,16 @@ module hpcplane.test/kubecluster
 
 go 1.24.0
 
-tool helm.sh/helm/v3/cmd/helm
+tool (
+	helm.sh/helm/v3/cmd/helm
+	k8s.io/kubernetes/cmd/kubectl
+)
 
 require (
 	github.com/coredns/coredns v1.12.4
 	github.com/spf13/cobra v1.10.1
 	go.etcd.io/etcd/server/v3 v3.6.4
-	k8s.io/client-go v0.34.4
 	k8s.io/component-base v0.34.4
-	k8s.io/kubectl v0.34.2
 	k8s.io/kubernetes v1.34.4
 )
 
@@ -216,6 +217,7 @@ require (
 	k8s.io/apimachinery v0.34.4 // indirect
 	k8s.io/apiserver v0.34.4 // indirect
 	k8s.io/cli-runtime v0.34.4 // indirect
+	k8s.io/client-go v0.34.4 // indirect
 	k8s.io/cloud-provider v0.34.4 // indirect
 	k8s.io/cluster-bootstrap v0.0.0 // indirect
 	k8s.io/component-helpers v0.34.4 // indirect
@@ -233,6 +235,7 @@ require (
 	k8s.io/kube-openapi v0.0.0-20250710124328-f3f2b991d03b // indirect
 	k8s.io/kube-proxy v0.0.0 // indirect
 	k8s.io/kube-scheduler v0.0.0 // indirect
+	k8s.io/kubectl v0.34.2 // indirect
 	k8s.io/kubelet v0.34.4 // indirect
 	k8s.io/metrics v0.34.4 // indirect
 	k8s.io/mount-utils v0.0.0 // indirect

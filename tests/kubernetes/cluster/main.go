@@ -1,26 +1,23 @@
 // Command kube is the real Kubernetes components in one binary, for hpcplane's tests on a real
 // cluster: the first argument names the component (etcd, kube-apiserver, kube-controller-manager,
-// kube-scheduler, kubelet, kube-proxy), the rest are its own flags. Called as `kubectl` (a link
-// named so), it is kubectl, so the tests' client is the cluster's own version (no skew). One
-// binary links the packages they share once; the code is Kubernetes' and etcd's own, at the
-// versions go.mod pins.
+// kube-scheduler, kubelet, kube-proxy), the rest are its own flags. One binary links the packages
+// they share once; the code is Kubernetes' and etcd's own, at the versions go.mod pins. kubectl,
+// CoreDNS and Helm are built from this module too (tests/kubernetes/realcluster.py), each a
+// binary of its own: kubectl runs hundreds of times a test run, and the components' package
+// initialisation would make each start twice as costly.
 package main
 
 import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 
 	"github.com/spf13/cobra"
 	"go.etcd.io/etcd/server/v3/etcdmain"
-	_ "k8s.io/client-go/plugin/pkg/client/auth"
 	"k8s.io/component-base/cli"
 	_ "k8s.io/component-base/logs/json/register"
 	_ "k8s.io/component-base/metrics/prometheus/clientgo"
 	_ "k8s.io/component-base/metrics/prometheus/version"
-	kubectl "k8s.io/kubectl/pkg/cmd"
-	kubectlutil "k8s.io/kubectl/pkg/cmd/util"
 	apiserver "k8s.io/kubernetes/cmd/kube-apiserver/app"
 	controllermanager "k8s.io/kubernetes/cmd/kube-controller-manager/app"
 	proxy "k8s.io/kubernetes/cmd/kube-proxy/app"
@@ -29,13 +26,6 @@ import (
 )
 
 func main() {
-	if filepath.Base(os.Args[0]) == "kubectl" {
-		// As Kubernetes' own cmd/kubectl does.
-		if err := cli.RunNoErrOutput(kubectl.NewDefaultKubectlCommand()); err != nil {
-			kubectlutil.CheckErr(err)
-		}
-		return
-	}
 	components := map[string]func() *cobra.Command{
 		"kube-apiserver":          apiserver.NewAPIServerCommand,
 		"kube-controller-manager": controllermanager.NewControllerManagerCommand,
