@@ -5,9 +5,13 @@
 namespace hpc::op {
 
 const std::vector<slurm::SlurmJob>* JobListing::Get(bool slurm_answers, const Lister& list) {
+  reused_ = false;
   if (!slurm_answers) return nullptr;
   Clock::time_point start = now_();
-  if (jobs_ && start - at_ < 4 * took_) return &*jobs_;
+  if (jobs_ && start - at_ < 4 * took_) {
+    reused_ = true;
+    return &*jobs_;
+  }
   auto listed = list();
   ++listings_;
   at_ = start;

@@ -24,6 +24,10 @@ class JobListing {
   // failed): the caller then decides nothing that needs them.
   const std::vector<slurm::SlurmJob>* Get(bool slurm_answers, const Lister& list);
   int listings() const { return listings_; }
+  // Whether the last Get answered with a listing made before it was called: such a listing
+  // predates the node list read for the same pass, so a job may show there as pending yet
+  // already run on a worker that the node list counts busy.
+  bool reused() const { return reused_; }
   // The next Get lists afresh (something just moved: a reused listing would be stale).
   void Invalidate() { jobs_.reset(); }
 
@@ -33,6 +37,7 @@ class JobListing {
   Clock::duration took_{};
   std::optional<std::vector<slurm::SlurmJob>> jobs_;
   int listings_ = 0;
+  bool reused_ = false;
 };
 
 }  // namespace hpc::op

@@ -43,6 +43,7 @@ api::NodeSetStatus NodeSetReconciler::Reconcile(const api::SlurmCluster& c, cons
                                                 slurm::SlurmReader* reader, const PendingByPartition* pending) {
   api::NodeSetStatus st = ns.status;
   st.observed_generation = ns.metadata.generation;
+  held_for_fresh_listing_ = false;
   Pass pass;
   pass.now = std::time(nullptr);
   if (Status s = Observe(c, ns, reader, &pass); !s.ok()) {
@@ -120,6 +121,14 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
       desired = DesiredWorkers(busy_nodes, demand, min, ns.spec.max_replicas);
       pass->demand_note =
           fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted, demand.nodes_needed);
+      // A job listed as pending before the node list was read may have started since on a
+      // worker counted busy here, and would be counted twice: wait for a listing made after.
+      const int current = static_cast<int>(workers.size());
+      if (pending_predates_nodes_ && desired > current) {
+        desired = std::max(current, min);
+        held_for_fresh_listing_ = true;
+        pass->demand_note += "; more once jobs are listed again";
+      }
       std::string unfit_msg;
       for (const auto& u : demand.unfit) {
         std::string m = fmt::format("job {} {}", u.job_id, u.why);

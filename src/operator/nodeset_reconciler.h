@@ -52,6 +52,14 @@ class NodeSetReconciler {
   // When slurmctld's pod last started (unix seconds; 0 unknown): see RegisterWorkersAgain.
   void set_controller_started_at(int64_t t) { controller_started_at_ = t; }
 
+  // Whether the pending jobs handed to Reconcile were listed before Slurm's nodes were read (a
+  // reused listing): a job may then count as pending while it already runs on a worker counted
+  // busy, so such a listing may hold the worker count but never raise it.
+  void set_pending_predates_nodes(bool v) { pending_predates_nodes_ = v; }
+  // Whether the last Reconcile held back a scale-up for that reason: the next pass should list
+  // jobs afresh.
+  bool held_for_fresh_listing() const { return held_for_fresh_listing_; }
+
   // Removes every worker of a nodeset that no longer exists, with the same safety rules.
   Status RemoveNodeSet(const api::SlurmCluster& c, const api::NodeSet& ns, slurm::SlurmReader* reader);
 
@@ -136,6 +144,8 @@ class NodeSetReconciler {
   std::map<std::string, int> restarts_seen_;           // worker pod -> its restart count at the last pass
   std::map<std::string, int64_t> unregistered_since_;  // ready worker pod -> first pass Slurm lacked its node
   int64_t unregistered_grace_ = kUnregisteredGraceSeconds;
+  bool pending_predates_nodes_ = false;
+  bool held_for_fresh_listing_ = false;
   int64_t controller_started_at_ = 0;
   std::map<std::string, int64_t> registered_again_for_;  // nodeset -> the controller start handled
   int last_errors_ = 0;

@@ -152,7 +152,9 @@ class Pass {
       outcome_.any_autoscaled = outcome_.any_autoscaled || IsAutoscaled(ns);
       if (!ctl_.cluster->controller_ready()) continue;
       ctl_.nodesets->set_controller_started_at(ctl_.cluster->controller_started_at());
+      ctl_.nodesets->set_pending_predates_nodes(ctl_.listing.reused());
       api::NodeSetStatus st = ctl_.nodesets->Reconcile(cluster_, ns, reader_, pending_ ? &*pending_ : nullptr);
+      if (ctl_.nodesets->held_for_fresh_listing()) ctl_.listing.Invalidate();
       nodeset_errors_ += ctl_.nodesets->last_errors();
       KeepFirst(&saved, Saved(store_.SaveNodeSetStatus(ns.metadata.name, st), "nodeset " + ns.metadata.name));
       statuses_[ns.metadata.name] = st;

@@ -299,7 +299,9 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
                                    // The archive served here may be a snapshot whose Release file has expired.
                                    "--aptopt=Acquire::Check-Valid-Until \"false\"",
                                    "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/doc/*",
-                                   "--dpkgopt=path-include=/usr/share/doc/*/copyright", "--include=" + include,
+                                   "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+                                   // No fsync per unpacked file: a build that dies is discarded whole.
+                                   "--dpkgopt=force-unsafe-io", "--include=" + include,
                                    "--customize-hook=cp -a '" + overlay + "/.' \"$1/\""};
   for (const auto& a : recipe.accounts) argv.push_back(AccountHook(a));
   if (!recipe.post_install.empty()) {

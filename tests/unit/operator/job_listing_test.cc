@@ -50,10 +50,12 @@ TEST(JobListing, SlowListingsAreReusedForFourTimesTheirCost) {
   EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 1);  // now = 3 s
   now += 1s;
   EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 1);  // 4 s after it started: reused
+  EXPECT_TRUE(listing.reused());
   now += 7s;
   EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 1);  // 11 s
   now += 1s;
   EXPECT_EQ(listing.Get(true, [&] { return reader.Jobs(); })->front().job_id, 2);  // 12 s = four times its cost
+  EXPECT_FALSE(listing.reused());
   EXPECT_EQ(reader.calls, 2);
 }
 

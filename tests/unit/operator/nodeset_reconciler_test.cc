@@ -377,6 +377,40 @@ TEST_F(NodeSetReconcilerTest, AutoscalesFromZeroAndBackDrainingBeforeRemoving) {
   EXPECT_EQ(st.replicas, 0);
 }
 
+// A job listing reused from before this pass's node list can show a job as pending that already
+// runs on a worker counted busy: it holds the worker count and asks for a fresh listing; the
+// same jobs listed afresh add the worker they need.
+TEST_F(NodeSetReconcilerTest, AListingOlderThanTheNodesNeverAddsWorkers) {
+  ns_.spec.min_replicas = 0;
+  ns_.spec.max_replicas = 4;
+  ns_.spec.idle_timeout_seconds = 60;
+  auto pass = [&](const PendingByPartition& p) { return ns_.status = rec_.Reconcile(cluster_, ns_, &slurm_, &p); };
+  std::vector<slurm::SlurmJob> first = {PendingJob(1)};
+  auto st = pass(GroupPending(first));
+  ASSERT_EQ(rt_.created, (std::vector<std::string>{"cpu-0"}));
+  // cpu-0 registered and runs job 1; a reused listing still has job 1 pending, with job 2.
+  slurm::SlurmNode n;
+  n.name = "cpu-0";
+  n.state = "mixed";
+  n.cpus = 2;
+  n.alloc_cpus = 1;
+  n.features = {"cpu"};
+  slurm_.nodes.push_back(n);
+  std::vector<slurm::SlurmJob> stale = {PendingJob(1), PendingJob(2)};
+  rec_.set_pending_predates_nodes(true);
+  st = pass(GroupPending(stale));
+  EXPECT_EQ(st.desired, 1);
+  EXPECT_EQ(rt_.created.size(), 1u) << testing::PrintToString(rt_.created);
+  EXPECT_TRUE(rec_.held_for_fresh_listing());
+  // Listed afresh, job 2 alone is pending (Slurm had no room for it): one more worker.
+  rec_.set_pending_predates_nodes(false);
+  std::vector<slurm::SlurmJob> fresh = {PendingJob(2)};
+  st = pass(GroupPending(fresh));
+  EXPECT_FALSE(rec_.held_for_fresh_listing());
+  EXPECT_EQ(st.desired, 2);
+  EXPECT_EQ(rt_.created, (std::vector<std::string>{"cpu-0", "cpu-1"}));
+}
+
 // Fail closed: while Slurm cannot be read, a pinned-down nodeset neither drains nor deletes,
 // and says why; once Slurm answers, the scale-down goes ahead.
 TEST_F(NodeSetReconcilerTest, NothingIsDrainedOrDeletedWhileSlurmIsNotVisible) {
