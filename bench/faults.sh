@@ -48,7 +48,32 @@ cleanup() {
 }
 trap cleanup EXIT
 log() { echo "[$(date +%T)] $*" >&2; }
-fail() { log "FAILED: $*"; exit 1; }
+# What a failure is read with: the cluster's conditions and pods as hpcplane sees them, and the
+# end of its daemon's and slurmctld's logs.
+fail() {
+  log "FAILED: $*"
+  {
+    echo "--- hpcplane status"
+    timeout 30 "$H" status 2>&1 | sed -n '/Conditions:/,$p'
+    echo "--- pods"
+    timeout 30 "$H" get pods 2>&1
+    echo "--- daemon log (last 40 lines)"
+    tail -n 40 "$CD/daemon.log" 2>&1
+    # A daemon that stopped supervising (a pod left Pending) shows where it waits.
+    local pid
+    pid=$(cut -d' ' -f1 "$CD/daemon.pid" 2>/dev/null || true)
+    if [ -n "$pid" ] && [ -d "/proc/$pid" ]; then
+      echo "--- the daemon's threads (pid $pid): what each waits in"
+      for t in /proc/"$pid"/task/*; do echo "${t##*/} $(cat "$t/comm") $(cat "$t/wchan" 2>/dev/null) $(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"; done
+      command -v gdb >/dev/null && timeout 60 gdb -p "$pid" -batch -ex "thread apply all bt 12" 2>/dev/null | grep -E '^(Thread|#)'
+      echo "--- its children"
+      ps --ppid "$pid" -o pid,stat,etime,wchan:20,args 2>&1 | cut -c1-200
+    fi
+    echo "--- slurmctld's log (last 30 lines)"
+    timeout 30 "$H" logs --tail 30 "$NAME-controller" 2>&1
+  } >&2
+  exit 1
+}
 
 start_server() {
   "$H" server --listen "127.0.0.1:$PORT" --unreachable-after 6 >>"$STATE/server.log" 2>&1 &

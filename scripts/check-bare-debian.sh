@@ -36,11 +36,18 @@ for m in proc sys dev dev/pts; do
   mounted+=("$root/$m")
 done
 cp /etc/resolv.conf "$root/etc/resolv.conf"
+# The host's own certificate authorities (where a TLS-inspecting proxy stands between this machine
+# and the registries, its CA) are the bare machine's too, as its admin would install them: the
+# ca-certificates package adds them to the system's bundle, and Node.js reads that bundle too.
+if compgen -G "/usr/local/share/ca-certificates/*.crt" >/dev/null; then
+  mkdir -p "$root/usr/local/share/ca-certificates"
+  cp /usr/local/share/ca-certificates/*.crt "$root/usr/local/share/ca-certificates/"
+fi
 # Services a package would start inside the root are not started (Debian's policy-rc.d contract).
 printf '#!/bin/sh\nexit 101\n' >"$root/usr/sbin/policy-rc.d"
 chmod 755 "$root/usr/sbin/policy-rc.d"
 in_root() { chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin HOME=/root \
-  LANG=C.UTF-8 bash -c "cd /src/hpcplane && $1"; }
+  LANG=C.UTF-8 NODE_EXTRA_CA_CERTS=/etc/ssl/certs/ca-certificates.crt bash -c "cd /src/hpcplane && $1"; }
 echo "check-bare-debian: bookworm ready in $((SECONDS - start)) s; scripts/install-deps.sh test inside it"
 t=$SECONDS
 in_root "bash scripts/install-deps.sh test"

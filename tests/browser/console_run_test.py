@@ -11,6 +11,7 @@ Usage: console_run_test.py BUILD_DIR
 """
 import os
 import re
+import subprocess
 import sys
 import threading
 import time
@@ -48,7 +49,9 @@ def terminal_checks(driver, wait, admin, base, shot):
         try:
             WebDriverWait(driver, timeout).until(lambda d: expect in screen())
         except Exception:
-            raise AssertionError(f"the terminal never showed {expect!r} after {command!r}; it shows {screen()[-400:]!r}")
+            status = driver.find_element(By.ID, "terminal-status").text
+            raise AssertionError(f"the terminal never showed {expect!r} after {command!r}; it shows "
+                                 f"{screen()[-400:]!r} (status: {status!r})")
     run("echo user=$(id -un) home=$PWD", "user=ann home=/datasets/astro")
     check(True, "the terminal's shell runs as ann in her dataset directory")
     # The job's state and sbatch's exit status are printed too: what a failure shows says why.
@@ -302,6 +305,18 @@ def main():
         if os.path.exists(log):
             print("--- daemon log (last 60 lines)")
             print("".join(open(log, errors="replace").readlines()[-60:]))
+        # What Slurm itself says: a job that never ran shows why here (held after a failed
+        # launch, a reason, its node's state).
+        for what, argv in (("squeue", ["exec", f"{name}-controller", "--", "squeue", "-a", "-o", "%i %u %P %T %r %N"]),
+                           ("sinfo", ["exec", f"{name}-controller", "--", "sinfo", "-N", "-o", "%N %P %T %E"]),
+                           ("processes in ann's login pod", ["exec", "ann-astro-login", "--", "ps", "-eo",
+                                                              "pid,user,etime,stat,args"]),
+                           ("slurmctld log (last 40 lines)", ["logs", "--tail", "40", f"{name}-controller"])):
+            try:
+                out = subprocess.run([HPCPLANE, *argv], env=env, capture_output=True, text=True, timeout=30)
+                print(f"--- {what}\n{out.stdout}{out.stderr}")
+            except subprocess.TimeoutExpired:
+                print(f"--- {what}: no answer in 30 s")
         raise
     finally:
         tear_down_cluster(driver, HPCPLANE, env, state)

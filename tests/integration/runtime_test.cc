@@ -1,10 +1,15 @@
 // The local runtime's supervision with real processes: a pod over its memory limit is killed
-// and restarted, and says why, as a Kubernetes memory limit would.
+// and restarted, and says why, as a Kubernetes memory limit would; supervision reaps its pods
+// and no other process.
 #include <unistd.h>
+
+#include <atomic>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "common/files.h"
+#include "common/subprocess.h"
 #include "harness.h"
 #include "runtime/local/local_runtime.h"
 
@@ -85,6 +90,48 @@ runtime::local::LocalRuntime::Options RuntimeOptions(const std::string& dir, con
   o.self_exe = HPCPLANE_BIN;
   o.supervise = true;
   return o;
+}
+
+// The daemon supervises its pods on one thread while its agent and terminals run processes of
+// their own on others: supervision reaps only its pods, so each of those reads its own exit
+// status (a supervisor that reaped every child made a failed command read as exit 0, and left its
+// waiter waiting on whatever process took the pid next), and a pod's exit is told with its status.
+TEST(LocalRuntime, SupervisionReapsItsPodsAndNoOtherThreadsChildren) {
+  auto dir = files::MakeTempDir("hpcplane-rt");
+  ASSERT_TRUE(dir.ok());
+  auto rt = runtime::local::LocalRuntime::Create(RuntimeOptions(*dir, "reaping", (::getpid() + 64) % 256));
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  runtime::PodSpec once;
+  once.name = "once";
+  once.command = {"sh", "-c", "sleep 0.5; exit 7"};
+  once.restart_policy = runtime::RestartPolicy::kNever;
+  ASSERT_TRUE((*rt)->CreatePod(once).ok());
+  std::atomic<bool> stop{false};
+  std::thread supervisor([&] {
+    while (!stop) (*rt)->Supervise();
+  });
+  int wrong = 0;
+  for (int i = 0; i < 200; ++i) {
+    auto r = RunProcess({"sh", "-c", "exit 3"});
+    if (!r.ok() || r->exit_code != 3) ++wrong;
+  }
+  stop = true;
+  supervisor.join();
+  EXPECT_EQ(wrong, 0) << "commands run beside the supervisor that did not read their own exit status";
+  auto message = [&] {
+    auto pods = (*rt)->ListPods({});
+    return pods.ok() && !pods->empty() ? pods->front().message : std::string();
+  };
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        (*rt)->Supervise();
+        return !message().empty();
+      },
+      10s));
+  EXPECT_EQ(message(), "exited with status 7");
+  ASSERT_TRUE((*rt)->Teardown().ok());
+  rt->reset();
+  (void)files::RemoveAll(*dir);
 }
 
 // Runs `script` in the pod as root, or as uid/gid 65534 with `unprivileged` (these pods have no

@@ -295,14 +295,13 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
   if (Status s = StageFiles(recipe, overlay); !s.ok()) return fail(s);
   std::string include;
   for (const auto& p : recipe.packages) include += (include.empty() ? "" : ",") + p;
-  std::vector<std::string> argv = {"mmdebstrap", "--mode=root", "--variant=apt", "--format=directory",
-                                   // The archive served here may be a snapshot whose Release file has expired.
-                                   "--aptopt=Acquire::Check-Valid-Until \"false\"",
-                                   "--dpkgopt=path-exclude=/usr/share/man/*", "--dpkgopt=path-exclude=/usr/share/doc/*",
-                                   "--dpkgopt=path-include=/usr/share/doc/*/copyright",
-                                   // No fsync per unpacked file: a build that dies is discarded whole.
-                                   "--dpkgopt=force-unsafe-io", "--include=" + include,
-                                   "--customize-hook=cp -a '" + overlay + "/.' \"$1/\""};
+  std::vector<std::string> argv = {
+      "mmdebstrap", "--mode=root", "--variant=apt", "--format=directory",
+      // The archive served here may be a snapshot whose Release file has expired.
+      "--aptopt=Acquire::Check-Valid-Until \"false\"", "--dpkgopt=path-exclude=/usr/share/man/*",
+      "--dpkgopt=path-exclude=/usr/share/doc/*", "--dpkgopt=path-include=/usr/share/doc/*/copyright",
+      // No fsync per unpacked file: a build that dies is discarded whole.
+      "--dpkgopt=force-unsafe-io", "--include=" + include, "--customize-hook=cp -a '" + overlay + "/.' \"$1/\""};
   for (const auto& a : recipe.accounts) argv.push_back(AccountHook(a));
   if (!recipe.post_install.empty()) {
     RETURN_IF_ERROR(files::WriteAtomic(work + "/post-install", recipe.post_install, 0700));

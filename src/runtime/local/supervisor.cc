@@ -122,19 +122,22 @@ void LocalRuntime::HandleExitedPod(const std::string& name, const PodSpec& spec,
 
 SupervisionResult LocalRuntime::Supervise() {
   SupervisionResult result;
-  // Reap our children so they do not linger as zombies; adopted pods are checked by start time.
-  for (;;) {
-    int status = 0;
-    pid_t p = ::waitpid(-1, &status, WNOHANG);
-    if (p <= 0) break;
-    reaped_[p] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  }
   const int64_t now = NowMs();
   for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
     auto spec = GetPodSpec(name);
     auto st = LoadState(name);
     if (!spec.ok() || !*spec || !st.ok()) continue;
     PodState before = *st;
+    // Reap the pod's init if it was started here and ended (a zombie still reads as Alive);
+    // adopted pods are not our children and are checked by start time. Only pods: a
+    // waitpid(-1) would also take the processes other threads wait for (an exec's, a
+    // terminal's shell), whose own waitpid would then fail, or wait on the pid's next owner.
+    if (st->pid > 0) {
+      int status = 0;
+      if (::waitpid(st->pid, &status, WNOHANG) == st->pid) {
+        reaped_[st->pid] = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      }
+    }
     if (st->Alive()) {
       WatchRunningPod(name, **spec, &*st, now);
     } else if (!st->stopped) {
