@@ -51,6 +51,7 @@ log() { echo "[$(date +%T)] $*" >&2; }
 # What a failure is read with: the cluster's conditions and pods as hpcplane sees them, and the
 # end of its daemon's and slurmctld's logs.
 fail() {
+  set +e  # every diagnostic below is shown, whichever of them fails
   log "FAILED: $*"
   {
     echo "--- hpcplane status"

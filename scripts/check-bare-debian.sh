@@ -16,9 +16,16 @@ work=$(mktemp -d /tmp/hpcplane-bare-debian-XXXXXX)
 root=$work/root
 mounted=()
 cleanup() {
-  local i
+  local i m
   for ((i = ${#mounted[@]} - 1; i >= 0; i--)); do umount -l "${mounted[$i]}" 2>/dev/null || true; done
-  rm -rf "$work"
+  # Never into a host directory still bound in: what cannot be unmounted is left, and said.
+  for m in "${mounted[@]}"; do
+    if mountpoint -q "$m"; then
+      echo "check-bare-debian: $m is still mounted; $work is left in place" >&2
+      return
+    fi
+  done
+  rm -rf --one-file-system "$work"
 }
 trap cleanup EXIT
 

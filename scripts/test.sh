@@ -36,7 +36,10 @@ background() {
 # finish STEP: waits for it; on failure shows the end of its log and returns 1.
 finish() {
   local step=$1
-  if wait "${pids[$step]}"; then
+  local status=0
+  wait "${pids[$step]}" || status=$?
+  unset 'pids[$step]'  # waited for: its pid may be another process's by the time the script exits
+  if [ $status -eq 0 ]; then
     say "$step done"
     return 0
   fi

@@ -28,8 +28,10 @@ class JobListing {
   // predates the node list read for the same pass, so a job may show there as pending yet
   // already run on a worker that the node list counts busy.
   bool reused() const { return reused_; }
-  // The next Get lists afresh (something just moved: a reused listing would be stale).
-  void Invalidate() { jobs_.reset(); }
+  // The next Get lists afresh (something just moved: a reused listing would be stale). What the
+  // last Get returned stays readable until then: a pass holds it (and pointers into it) while
+  // its nodesets decide, and one of them may ask for a fresh listing for the next pass.
+  void Invalidate() { stale_ = true; }
 
  private:
   std::function<Clock::time_point()> now_;
@@ -38,6 +40,7 @@ class JobListing {
   std::optional<std::vector<slurm::SlurmJob>> jobs_;
   int listings_ = 0;
   bool reused_ = false;
+  bool stale_ = false;
 };
 
 }  // namespace hpc::op

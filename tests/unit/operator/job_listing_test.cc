@@ -71,6 +71,26 @@ TEST(JobListing, AnInvalidatedListingIsReadAgain) {
   EXPECT_EQ(reader.calls, 2);
 }
 
+// A pass reads its listing (and pointers into it) to its end, also after one of its nodesets
+// asked for a fresh listing for the next pass.
+TEST(JobListing, AListingInvalidatedDuringAPassStaysReadableUntilTheNextGet) {
+  JobListing::Clock::time_point now{};
+  SlowReader reader(&now);
+  JobListing listing([&] { return now; });
+  const auto* jobs = listing.Get(true, [&] { return reader.Jobs(); });
+  ASSERT_NE(jobs, nullptr);
+  ASSERT_FALSE(jobs->empty());
+  const slurm::SlurmJob* first = &jobs->front();
+  const int64_t id = first->job_id;
+  const std::string state = first->state;
+  listing.Invalidate();
+  EXPECT_EQ(first->job_id, id);
+  EXPECT_EQ(first->state, state);
+  EXPECT_EQ(reader.calls, 1) << "invalidating lists nothing by itself";
+  ASSERT_NE(listing.Get(true, [&] { return reader.Jobs(); }), nullptr);
+  EXPECT_EQ(reader.calls, 2);
+}
+
 TEST(JobListing, UnknownWhenSlurmDoesNotAnswerOrAfterAFailure) {
   JobListing::Clock::time_point now{};
   SlowReader reader(&now);
