@@ -45,15 +45,16 @@ integration: build
 
 # Every test: lint, the unit tests, then the integration tests against real Slurm daemons and a
 # real Kubernetes cluster together with every benchmark at a tiny size (bench/smoke.sh),
-# INTEGRATION_JOBS at a time (they mostly wait on Slurm); the tests that must run alone are marked
-# RUN_SERIAL in CMakeLists.txt. scripts/test.sh starts each step as soon as what it needs is
-# there (the Go build and lint beside the C++ build, the images once hpcplane is linked).
+# INTEGRATION_JOBS at a time (they mostly wait on Slurm; the browser tests take turns, ctest's
+# RESOURCE_LOCK chromium). scripts/test.sh starts each step as soon as what it needs is there
+# (the Go build and lint beside the C++ build, the images once hpcplane is linked).
 INTEGRATION_JOBS ?= 4
 test: deps configure
 	@bash scripts/test.sh $(BUILD) $(JOBS) $(INTEGRATION_JOBS)
 
-# The real Kubernetes components (tests/kubernetes/{cluster,coredns,helm}: go.mod pins them),
-# built into $(BUILD)/kubernetes-real/bin; again only when their sources change. Cold: ~13 min.
+# The real Kubernetes components (one Go module, tests/kubernetes/cluster: kube, kubectl, CoreDNS,
+# Helm), built into $(BUILD)/kubernetes-real/bin and cached by their inputs in
+# ~/.cache/hpcplane/kubernetes-binaries; again only when those change. Cold: ~8 min on 2 cores.
 kubernetes-binaries: deps
 	@/usr/bin/python3 tests/kubernetes/realcluster.py binaries $(BUILD)
 
@@ -61,7 +62,7 @@ kubernetes-binaries: deps
 check-bare-debian:
 	@bash scripts/check-bare-debian.sh
 
-# hpcplane installed with Helm on a real cluster of three kubelets, real Slurm in its pods.
+# hpcplane installed with Helm on a real cluster of four kubelets, real Slurm in its pods.
 e2e-kubernetes: build kubernetes-binaries
 	@cd $(BUILD) && ctest --output-on-failure -R '^kubernetes_(real|helm)$$'
 

@@ -123,9 +123,12 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
           fmt::format("{} busy, {} pending job(s) need {} more", busy_nodes, demand.jobs_counted, demand.nodes_needed);
       // A job listed as pending before the node list was read may have started since on a
       // worker counted busy here, and would be counted twice: wait for a listing made after.
+      // What an earlier pass asked for stands (its workers may still be starting: holding
+      // below it would scale down and up again).
       const int current = static_cast<int>(workers.size());
-      if (pending_predates_nodes_ && desired > current) {
-        desired = std::max(current, min);
+      const int held = std::max({current, min, st->desired});
+      if (pending_predates_nodes_ && desired > held) {
+        desired = held;
         held_for_fresh_listing_ = true;
         pass->demand_note += "; more once jobs are listed again";
       }

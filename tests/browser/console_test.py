@@ -94,6 +94,17 @@ def finish():
     print("all checks passed")
 
 
+def text_of(driver, element_id):
+    """An element's text, read again when the page re-rendered it between finding it and reading
+    it (the live pages redraw their tables on each report)."""
+    for _ in range(20):
+        try:
+            return driver.find_element(By.ID, element_id).text
+        except StaleElementReferenceException:
+            time.sleep(0.1)
+    return driver.find_element(By.ID, element_id).text
+
+
 def poll(what, predicate, timeout, interval=0.5):
     """predicate() until it returns something true, or fail naming `what` after `timeout` s."""
     deadline = time.time() + timeout
@@ -427,7 +438,7 @@ def main():
         sign_in(admin.token)
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=dataplanes]").click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "dataplanes-table"), "dp1"))
-        check("Slurm 22.05.8" in driver.find_element(By.ID, "dataplanes-table").text,
+        check("Slurm 22.05.8" in text_of(driver, "dataplanes-table"),
               "the admin sees the data plane and its Slurm")
         shot("07-data-planes")
         check_accessible(driver, "data planes")
@@ -463,9 +474,9 @@ def main():
         check(len(driver.find_elements(By.CSS_SELECTOR, "#queue-table tbody tr")) == 200,
               "and the first 200 of the 10,000 queued jobs")
         print(f"     cluster page: data on screen {time.time() - opened:.2f} s after the click", flush=True)
-        queue_text = driver.find_element(By.ID, "queue-table").text
+        queue_text = text_of(driver, "queue-table")
         check("Resources" in queue_text and "Priority" in queue_text, "pending jobs show why they wait")
-        nodesets = driver.find_element(By.ID, "nodesets-table").text
+        nodesets = text_of(driver, "nodesets-table")
         check("cpu 150 150 100 50 0" in nodesets, f"nodesets show desired, current, busy and idle ({nodesets[:80]})")
         wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#nodeset-charts figure[data-nodeset=cpu]")))
         check_accessible(driver, "live cluster")
@@ -555,7 +566,7 @@ def main():
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=workspaces]").click()
         wait.until(EC.element_to_be_clickable((By.ID, "launch-submit"))).click()
         wait.until(EC.text_to_be_present_in_element((By.ID, "workspaces-table"), "ann-astro"))
-        check("Pending" in driver.find_element(By.ID, "workspaces-table").text, "the launched workspace is listed, Pending")
+        check("Pending" in text_of(driver, "workspaces-table"), "the launched workspace is listed, Pending")
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=jobs]").click()
         wait.until(EC.element_to_be_clickable((By.ID, "run-button"))).click()
         # The admin's template fills the form.

@@ -411,6 +411,30 @@ TEST_F(NodeSetReconcilerTest, AListingOlderThanTheNodesNeverAddsWorkers) {
   EXPECT_EQ(rt_.created, (std::vector<std::string>{"cpu-0", "cpu-1"}));
 }
 
+// Holding for a fresh listing never takes back what an earlier pass asked for: two workers
+// wanted, one still starting, and a reused listing keeps the nodeset at two (not down to the one
+// there, and up again at the next pass).
+TEST_F(NodeSetReconcilerTest, AHeldPassKeepsWhatAnEarlierPassAskedFor) {
+  ns_.spec.min_replicas = 0;
+  ns_.spec.max_replicas = 4;
+  auto pass = [&](const PendingByPartition& p) { return ns_.status = rec_.Reconcile(cluster_, ns_, &slurm_, &p); };
+  auto whole_worker = [](int64_t id) {
+    slurm::SlurmJob j = PendingJob(id);
+    j.exclusive = true;
+    return j;
+  };
+  std::vector<slurm::SlurmJob> two = {whole_worker(1), whole_worker(2)};
+  auto st = pass(GroupPending(two));
+  ASSERT_EQ(st.desired, 2);
+  ASSERT_EQ(rt_.created.size(), 2u);
+  rt_.pods.erase(rt_.created.back());  // the second worker's pod is not there yet
+  std::vector<slurm::SlurmJob> three = {whole_worker(1), whole_worker(2), whole_worker(3)};
+  rec_.set_pending_predates_nodes(true);
+  st = pass(GroupPending(three));
+  EXPECT_EQ(st.desired, 2) << st.last_decision;
+  EXPECT_TRUE(rec_.held_for_fresh_listing());
+}
+
 // Fail closed: while Slurm cannot be read, a pinned-down nodeset neither drains nor deletes,
 // and says why; once Slurm answers, the scale-down goes ahead.
 TEST_F(NodeSetReconcilerTest, NothingIsDrainedOrDeletedWhileSlurmIsNotVisible) {
