@@ -48,7 +48,7 @@ integration: build
 # INTEGRATION_JOBS at a time (they mostly wait on Slurm; the browser tests take turns, ctest's
 # RESOURCE_LOCK chromium). scripts/test.sh starts each step as soon as what it needs is there
 # (the Go build and lint beside the C++ build, the images once hpcplane is linked).
-INTEGRATION_JOBS ?= 4
+INTEGRATION_JOBS ?= 3
 test: deps configure
 	@bash scripts/test.sh $(BUILD) $(JOBS) $(INTEGRATION_JOBS)
 

@@ -18,7 +18,7 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 build=$(mkdir -p "${1:-build}" && cd "${1:-build}" && pwd)
 jobs=${2:-2}
-integration_jobs=${3:-4}
+integration_jobs=${3:-3}
 logs=$build/logs
 mkdir -p "$logs"
 start=$SECONDS
