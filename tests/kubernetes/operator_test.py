@@ -212,7 +212,10 @@ class OperatorTest(unittest.TestCase):
         # A change after the restart is seen through the new watches: a deleted ConfigMap returns.
         self.kubectl("-n", NS, "delete", "configmap", "research-slurm-scripts")
         wait_for("the ConfigMap to be recreated", lambda: "ConfigMap/research-slurm-scripts" in self.objects())
-        self.assertIn("listing again", self.log("a"))
+        # The informers list again once their watches come back (not necessarily before the
+        # ConfigMap was made again: a pass reads the API when its cache misses it).
+        wait_for("the informers to list again, their resourceVersions expired",
+                 lambda: "listing again" in self.log("a"))
         # A workspace of the cluster: held by hpcplane's finalizer until what it has is gone.
         ws = {"apiVersion": "hpcplane.io/v1alpha1", "kind": "Workspace", "metadata": {"name": "ws-bob"},
               "spec": {"cluster": "research", "user": {"name": "bob", "uid": 2002, "gid": 2002}, "project": "demo",
