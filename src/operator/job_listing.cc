@@ -8,13 +8,12 @@ const std::vector<slurm::SlurmJob>* JobListing::Get(bool slurm_answers, const Li
   reused_ = false;
   if (!slurm_answers) return nullptr;
   Clock::time_point start = now_();
-  if (jobs_ && !stale_ && start - at_ < 4 * took_) {
+  if (jobs_ && start - at_ < 4 * took_) {
     reused_ = true;
     return &*jobs_;
   }
   auto listed = list();
   ++listings_;
-  stale_ = false;
   at_ = start;
   took_ = now_() - start;
   if (!listed.ok()) {

@@ -31,7 +31,7 @@ class JobListing {
   // The next Get lists afresh (something just moved: a reused listing would be stale). What the
   // last Get returned stays readable until then: a pass holds it (and pointers into it) while
   // its nodesets decide, and one of them may ask for a fresh listing for the next pass.
-  void Invalidate() { stale_ = true; }
+  void Invalidate() { took_ = Clock::duration::zero(); }
 
  private:
   std::function<Clock::time_point()> now_;
@@ -40,7 +40,6 @@ class JobListing {
   std::optional<std::vector<slurm::SlurmJob>> jobs_;
   int listings_ = 0;
   bool reused_ = false;
-  bool stale_ = false;
 };
 
 }  // namespace hpc::op
