@@ -33,10 +33,20 @@ export async function api(method, path, body) {
   const headers = { Accept: "application/json" };
   if (body !== undefined) headers["Content-Type"] = "application/json";
   if (method !== "GET") headers["X-CSRF-Token"] = state.csrf;
-  const res = await fetch(path, {
+  const send = () => fetch(path, {
     method, headers, credentials: "same-origin",
     body: body === undefined ? undefined : JSON.stringify(body),
   });
+  let res;
+  try {
+    res = await send();
+  } catch (e) {
+    // A request that never got an answer (fetch rejects only then: the browser dropped it, as
+    // Chromium does to every request in flight when an address of the host changes). A GET
+    // changes nothing, so it is sent once more; anything else is the caller's to decide.
+    if (method !== "GET") throw e;
+    res = await send();
+  }
   const data = await res.json().catch(() => null);
   if (!res.ok) {
     if (res.status === 401 && path !== "/api/v1/session") sessionEnded("Your session ended; sign in again.");
