@@ -26,8 +26,8 @@
 #include <fmt/format.h>
 
 #include "common/files.h"
-#include "controlplane/store.h"
 #include "job_records.h"
+#include "server/store.h"
 #include "testkit/processes.h"
 
 using namespace hpc;

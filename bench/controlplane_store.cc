@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 
 #include "common/files.h"
-#include "controlplane/db.h"
-#include "controlplane/store.h"
 #include "job_records.h"
+#include "server/db.h"
+#include "server/store.h"
 #include "testkit/postgres.h"
 #include "testkit/processes.h"
 

@@ -6,7 +6,7 @@
 #include <cstdlib>
 #include <string>
 
-#include "controlplane/job_record.h"
+#include "messages/job_record.h"
 
 namespace hpc::bench {
 

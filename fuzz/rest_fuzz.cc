@@ -12,8 +12,8 @@
 #include <thread>
 
 #include "common/jwt.h"
-#include "controlplane/server.h"
-#include "controlplane/store.h"
+#include "server/server.h"
+#include "server/store.h"
 
 namespace {
 

@@ -4,8 +4,8 @@
 #include <cstdint>
 #include <string>
 
-#include "controlplane/job_record.h"
-#include "controlplane/sacct.h"
+#include "agent/sacct.h"
+#include "messages/job_record.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -86,6 +86,7 @@ check "prometheus" "prometheus --version 2>&1 | head -n1"
 check "chromium" "chromium --version"
 check "containerd" "containerd --version"
 check "clang-tidy" "clang-tidy --version | grep -m1 version"
+check "shellcheck" "shellcheck --version | grep -m1 version"
 check "install-deps again installs nothing" \
   "out=\$(bash scripts/install-deps.sh test 2>&1); [ -z \"\$out\" ] && echo 'nothing to do' || { echo \"\$out\"; false; }"
 echo "check-bare-debian: $([ $failed -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"

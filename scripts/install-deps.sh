@@ -5,7 +5,7 @@
 #   install-deps.sh demo   what `make demo` needs: the build tools and libraries, Slurm, MariaDB,
 #                          mmdebstrap (the pods' images), umoci (them as OCI images)
 #   install-deps.sh test   the demo's set and what the tests and lint use (browser, PostgreSQL,
-#                          Prometheus, the Kubernetes client, clang-format, clang-tidy); the default
+#                          Prometheus, the Kubernetes client, clang-format, clang-tidy, shellcheck); the default
 #   install-deps.sh fuzz   the test set and clang's libFuzzer (`make fuzz`)
 #
 # The test set also needs toolchains Debian 12 has too old or not at all; each is taken where it
@@ -40,7 +40,7 @@ test=(
   runc containerd containernetworking-plugins
   chromium chromium-driver python3-selenium python3-websocket
   python3-kubernetes python3-yaml
-  clang-format clang-tidy
+  clang-format clang-tidy shellcheck
 )
 
 case "$set_name" in

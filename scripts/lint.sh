@@ -2,7 +2,7 @@
 # Lint: clang-format (.clang-format) over the C++ of src/, testkit/, tests/, bench/ and fuzz/, then
 # clang-tidy (.clang-tidy, a small check set) over src/, then the web console's JavaScript:
 # ESLint (web/eslint.config.js) and TypeScript's checkJs (web/tsconfig.json), installed from
-# web/'s lockfile. Prints every finding and exits 1 if there is any; `make lint` runs it, and
+# web/'s lockfile, and shellcheck over the scripts the binary carries (SHELL_SCRIPTS). Prints every finding and exits 1 if there is any; `make lint` runs it, and
 # `make test` runs it first.
 #
 # Usage: bash scripts/lint.sh [BUILD_DIR]        check (clang-tidy's compile database goes under BUILD_DIR)
@@ -13,7 +13,7 @@ set -euo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 jobs=${JOBS:-$(nproc)}
-for tool in clang-format clang-tidy; do
+for tool in clang-format clang-tidy shellcheck; do
   command -v "$tool" >/dev/null || { echo "lint: $tool is needed (scripts/install-deps.sh test installs it)" >&2; exit 1; }
 done
 
@@ -49,6 +49,17 @@ lint_console() {  # ESLint and tsc --checkJs over web/console (npm ci again only
   echo "lint: web console: ESLint and tsc --checkJs clean ($((SECONDS - start)) s)"
 }
 
+# Scripts compiled into the binary and run in pods, where a mistake shows only as a node that
+# never drains or drains for nothing.
+SHELL_SCRIPTS=(src/slurm/health_check.sh)
+lint_shell() {
+  shellcheck --severity=style "${SHELL_SCRIPTS[@]}" || {
+    echo "lint: shellcheck found the problems above" >&2
+    return 1
+  }
+  echo "lint: shellcheck: ${#SHELL_SCRIPTS[@]} embedded script(s) clean"
+}
+
 case "${1:-}" in
   --console)
     lint_console
@@ -73,6 +84,7 @@ if ! check_format "${files[@]}"; then
   exit 1
 fi
 echo "lint: clang-format: ${#files[@]} files formatted ($((SECONDS - start)) s)"
+lint_shell
 lint_console
 
 # clang-tidy reads a compile database of its own configuration: the real build's unity batches

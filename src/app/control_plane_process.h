@@ -10,11 +10,11 @@
 #include <string>
 #include <thread>
 
+#include "agent/agent.h"
 #include "common/result.h"
-#include "controlplane/agent.h"
-#include "controlplane/server.h"
-#include "controlplane/store.h"
 #include "operator/cluster_paths.h"
+#include "server/server.h"
+#include "server/store.h"
 
 namespace hpc::app {
 

@@ -12,6 +12,7 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/agent.h"
 #include "app/control_plane_process.h"
 #include "app/environments.h"
 #include "app/local_data_plane.h"
@@ -21,15 +22,14 @@
 #include "common/jwt.h"
 #include "common/log.h"
 #include "common/stop_signal.h"
-#include "controlplane/agent.h"
-#include "controlplane/server.h"
-#include "controlplane/store.h"
 #include "operator/daemon_metrics.h"
 #include "operator/metrics_endpoint.h"
 #include "operator/pass_schedule.h"
 #include "operator/reconcile_pass.h"
 #include "operator/store.h"
 #include "platform/catalog.h"
+#include "server/server.h"
+#include "server/store.h"
 #include "slurm/config.h"
 
 namespace hpc::app {

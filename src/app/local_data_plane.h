@@ -7,7 +7,7 @@
 #include <mutex>
 #include <string>
 
-#include "controlplane/data_plane_access.h"
+#include "agent/data_plane_access.h"
 #include "operator/cluster_paths.h"
 #include "runtime/pod_runtime.h"
 

@@ -18,7 +18,7 @@ struct ApiArgs {
 };
 
 // The code of an API error answer, from its HTTP status (the inverse of the server's mapping,
-// controlplane/http_api.cc), so the CLI exits as the server classified the failure.
+// server/http_api.cc), so the CLI exits as the server classified the failure.
 Status StatusForHttpError(int http_status, std::string message);
 
 // --token-file, else $HPCPLANE_TOKEN.

@@ -11,14 +11,14 @@
 #include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
+#include "agent/agent.h"
 #include "app/control_plane_process.h"
 #include "cli/api_client.h"
 #include "common/files.h"
 #include "common/http_client.h"
 #include "common/stop_signal.h"
-#include "controlplane/agent.h"
-#include "controlplane/server.h"
-#include "controlplane/store.h"
+#include "server/server.h"
+#include "server/store.h"
 
 namespace hpc::cli {
 namespace {

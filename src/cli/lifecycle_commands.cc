@@ -22,10 +22,10 @@
 #include "common/files.h"
 #include "common/printable.h"
 #include "common/stop_signal.h"
-#include "controlplane/server.h"
 #include "embedded_cluster.h"
 #include "operator/conditions.h"
 #include "operator/store.h"
+#include "server/server.h"
 #include "slurm/release.h"
 
 namespace hpc::cli {

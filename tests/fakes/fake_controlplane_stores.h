@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "controlplane/store.h"
+#include "server/store.h"
 
 namespace hpc::fakes {
 

@@ -9,7 +9,7 @@
 #include <tuple>
 #include <vector>
 
-#include "controlplane/data_plane_access.h"
+#include "agent/data_plane_access.h"
 
 namespace hpc::fakes {
 

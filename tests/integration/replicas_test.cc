@@ -13,8 +13,8 @@
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
-#include "controlplane/store.h"
 #include "harness.h"
+#include "server/store.h"
 #include "testkit/postgres.h"
 
 namespace hpc::it {

@@ -303,6 +303,46 @@ TEST_F(ServerHardening, AWrongMethodOnARealPathIs405WithAllow) {
   EXPECT_EQ(none->status, 404);
 }
 
+// Methods no route has at all (cpp-httplib answers them a bare 400 by itself), and a PATCH with
+// no body: each 405 with the path's methods, as any other wrong method.
+TEST_F(ServerHardening, MethodsNoRouteHasAre405WithAllowToo) {
+  struct Case {
+    std::string method, path, allow;
+  };
+  for (const Case& c : {Case{"TRACE", "/api/v1/flags", "GET"}, Case{"OPTIONS", "/api/v1/tokens", "POST, GET"},
+                        Case{"PATCH", "/api/v1/flags", "GET"}}) {
+    std::string a = RawRequest(port_, c.method + " " + c.path + " HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " +
+                                          token_ + "\r\nConnection: close\r\n\r\n");
+    EXPECT_EQ(a.rfind("HTTP/1.1 405", 0), 0u) << c.method << " " << c.path << ": " << a;
+    EXPECT_NE(a.find("Allow: " + c.allow + "\r\n"), std::string::npos) << c.method << " " << c.path << ": " << a;
+    EXPECT_NE(a.find(c.method + " is not served for " + c.path), std::string::npos) << a;
+  }
+  std::string nowhere =
+      RawRequest(port_, "TRACE /api/v1/nothing-here HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(nowhere.rfind("HTTP/1.1 404", 0), 0u) << nowhere;
+  EXPECT_TRUE(Alive());
+}
+
+// A POST without Content-Length (or Transfer-Encoding) has no body (RFC 9112, 6.3): it is
+// answered at once, not after the server's 5 s read timeout waiting for a body to end.
+TEST_F(ServerHardening, ABodilessPostWithoutContentLengthIsAnsweredAtOnce) {
+  const auto start = std::chrono::steady_clock::now();
+  std::string a = RawRequest(port_, "POST /api/v1/tokens HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + token_ +
+                                        "\r\nConnection: close\r\n\r\n");
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_EQ(a.rfind("HTTP/1.1 400", 0), 0u) << a;
+  EXPECT_NE(a.find("request body is not valid JSON"), std::string::npos) << a;
+  EXPECT_LT(took, 1s) << std::chrono::duration_cast<std::chrono::milliseconds>(took).count() << " ms";
+  // A DELETE without one, as curl -X DELETE sends it, too.
+  const auto deleted = std::chrono::steady_clock::now();
+  std::string d = RawRequest(port_,
+                             "DELETE /api/v1/tokens/0123456789abcdef HTTP/1.1\r\nHost: x\r\n"
+                             "Authorization: Bearer " +
+                                 token_ + "\r\nConnection: close\r\n\r\n");
+  EXPECT_LT(std::chrono::steady_clock::now() - deleted, 1s) << d;
+  EXPECT_EQ(d.rfind("HTTP/1.1 404", 0), 0u) << d;
+}
+
 TEST_F(ServerHardening, TokensExpireCanBeListedAndRevokedAndEveryChangeIsAudited) {
   auto admin = Admin();
   auto made = admin.Post("/api/v1/tokens", R"({"subject":"ann","role":"user","projects":["astro"],"ttl":"3s"})",

@@ -9,7 +9,7 @@
 #include <sqlite3.h>
 
 #include "common/files.h"
-#include "controlplane/store.h"
+#include "server/store.h"
 #include "testkit/postgres.h"
 
 namespace hpc::it {

@@ -1,0 +1,161 @@
+// What every REST route shares: failed sign-in limits, 405 answers, CSV that spreadsheets
+// cannot run, and the agent's match of an API submission to its job.
+#include <map>
+#include <regex>
+
+#include <gtest/gtest.h>
+
+#include "agent/agent.h"
+#include "messages/job_record.h"
+#include "server/http_api.h"
+#include "server/route_table.h"
+#include "server/sessions.h"
+
+#include <nlohmann/json.hpp>
+
+#include "server/openapi.h"
+#include "server/server.h"
+
+namespace hpc::cp {
+namespace {
+
+// Each code has one HTTP status, and an invalid argument's field reaches the JSON error.
+TEST(HttpErrors, StatusCodesMapToHttpAndCarryTheirField) {
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kInvalidArgument), 400);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kUnauthenticated), 401);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kPermissionDenied), 403);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kNotFound), 404);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kConflict), 409);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kAlreadyExists), 409);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kUnavailable), 503);
+  EXPECT_EQ(http::HttpStatusFor(StatusCode::kUnknown), 500);
+  httplib::Response res;
+  http::Error(res, Status::InvalidArgument("options.time", "unknown option"));
+  EXPECT_EQ(res.status, 400);
+  auto body = nlohmann::json::parse(res.body);
+  EXPECT_EQ(body["error"]["field"], "options.time");
+  EXPECT_EQ(body["error"]["message"], "options.time: unknown option");
+}
+
+TEST(SignInLimiter, LimitsAnAddressForTheRestOfItsWindowOnly) {
+  http::SignInLimiter limiter(3, 60);
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.1", 1000), 0);
+  EXPECT_FALSE(limiter.Failed("10.0.0.1", 1000));
+  EXPECT_FALSE(limiter.Failed("10.0.0.1", 1010));
+  EXPECT_TRUE(limiter.Failed("10.0.0.1", 1020));  // the third trips it
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.1", 1020), 40);
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.2", 1020), 0);  // other addresses are not affected
+  EXPECT_EQ(limiter.RetryAfter("10.0.0.1", 1060), 0);  // a new window
+  EXPECT_FALSE(limiter.Failed("10.0.0.1", 1060));
+}
+
+TEST(RouteTable, AllowListsTheMethodsOfEveryRouteMatchingThePath) {
+  httplib::Server s;
+  RouteTable routes(s);
+  routes.Get("/api/v1/tokens", [](const httplib::Request&, httplib::Response&) {});
+  routes.Post("/api/v1/tokens", [](const httplib::Request&, httplib::Response&) {});
+  routes.Delete(R"(/api/v1/tokens/([0-9a-f]{16}))", [](const httplib::Request&, httplib::Response&) {});
+  EXPECT_EQ(routes.Allow("/api/v1/tokens"), "GET, POST");
+  EXPECT_EQ(routes.Allow("/api/v1/tokens/0123456789abcdef"), "DELETE");
+  EXPECT_EQ(routes.Allow("/api/v1/tokens/xyz"), "");
+}
+
+TEST(CsvExport, FieldsThatStartLikeFormulasAreNeutralised) {
+  JobRecord r;
+  r.name = "=cmd|' /C calc'!A0";
+  r.exit_code = "0:0";
+  r.node_list = "+w-0";
+  r.tres = "@SUM(1)";
+  r.job_id = 7;
+  std::string line = ToCsvLine(r);
+  EXPECT_NE(line.find("'=cmd|' /C calc'!A0"), std::string::npos) << line;
+  EXPECT_NE(line.find(",'+w-0,"), std::string::npos) << line;
+  EXPECT_NE(line.find(",'@SUM(1),"), std::string::npos) << line;
+  EXPECT_NE(line.find(",0:0,"), std::string::npos) << line;
+  r.name = "-1+1";
+  EXPECT_NE(ToCsvLine(r).find(",'-1+1,"), std::string::npos);
+}
+
+// Guards the agent taking a job of another user that carries a submission's comment.
+TEST(MatchSubmittedJob, OnlyTheSubmissionsOwnUsersJobCounts) {
+  const std::string listing =
+      "41|1700000000|mallory|hpcplane-submission:abc\n"
+      "42|1700000001|ann|hpcplane-submission:abcd\n"
+      "43|1700000002|ann|hpcplane-submission:abc\n";
+  auto found = MatchSubmittedJob(listing, "abc", "ann");
+  ASSERT_TRUE(found.has_value());
+  EXPECT_EQ(found->first, 43);
+  EXPECT_EQ(found->second, 1700000002);
+  EXPECT_FALSE(MatchSubmittedJob(listing, "abc", "ben").has_value());
+  EXPECT_FALSE(MatchSubmittedJob("garbage\n||\n", "abc", "ann").has_value());
+}
+
+// Console sessions: random ids and CSRF tokens, found until they expire, gone when deleted,
+// and bounded in number.
+TEST(SessionTable, SessionsExpireAreDeletedAndStayBounded) {
+  SessionTable t(100, 3);
+  auto a = t.Create("digest-a", 1000);
+  ASSERT_TRUE(a.ok());
+  EXPECT_EQ(a->id.size(), 64u);
+  EXPECT_NE(a->id, a->csrf);
+  EXPECT_EQ(t.Find(a->id, 1099)->token_digest, "digest-a");
+  EXPECT_FALSE(t.Find(a->id, 1100).has_value());  // expired
+  EXPECT_FALSE(t.Find("nope", 1000).has_value());
+  auto b = t.Create("digest-b", 1000);
+  t.Delete(b->id);
+  EXPECT_FALSE(t.Find(b->id, 1001).has_value());
+  std::vector<std::string> ids;
+  for (int i = 0; i < 5; ++i) ids.push_back(t.Create("d" + std::to_string(i), 2000 + i)->id);
+  EXPECT_FALSE(t.Find(ids[0], 2010).has_value());  // the oldest went when the fourth came
+  EXPECT_TRUE(t.Find(ids[4], 2010).has_value());
+}
+
+TEST(SessionTable, CookieValueFindsTheNamedCookieOnly) {
+  EXPECT_EQ(CookieValue("a=1; hpcplane_session=abc; b=2", kSessionCookie), "abc");
+  EXPECT_EQ(CookieValue("hpcplane_session=x", kSessionCookie), "x");
+  EXPECT_EQ(CookieValue("hpcplane_session_other=x; hpcplane_sessionx=y", kSessionCookie), "");
+  EXPECT_EQ(CookieValue("", kSessionCookie), "");
+}
+
+// The OpenAPI document is JSON and documents what the console uses.
+TEST(OpenApi, DocumentsTheConsoleRoutes) {
+  auto doc = nlohmann::json::parse(kOpenApiDocument, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  for (const char* path : {"/session", "/projects", "/projects/{project}/jobs/stats", "/projects/{project}/jobs"}) {
+    EXPECT_TRUE(doc["paths"].contains(path)) << path;
+  }
+  EXPECT_TRUE(doc["components"]["securitySchemes"].contains("session"));
+}
+
+// Every route the API serves is in the OpenAPI document with its method: a route added without
+// its description fails here.
+TEST(OpenApi, DescribesEveryRouteTheServerServes) {
+  auto doc = nlohmann::json::parse(kOpenApiDocument, nullptr, false);
+  ASSERT_FALSE(doc.is_discarded());
+  // The document's paths with their parameters as the route table writes groups: {}.
+  std::map<std::string, nlohmann::json> documented;
+  for (auto it = doc["paths"].begin(); it != doc["paths"].end(); ++it) {
+    documented["/api/v1" + std::regex_replace(it.key(), std::regex(R"(\{[A-Za-z]+\})"), "{}")] = it.value();
+  }
+  httplib::Server server;
+  RouteTable routes(server);
+  http::SignInLimiter limiter;
+  http::Auth auth(nullptr, &limiter);
+  RelayHub relay;
+  TerminalHub terminals;
+  TunnelHub tunnels;
+  AddApiRoutes(routes, &auth, nullptr, &relay, &terminals, &tunnels, 30, false);
+  int checked = 0;
+  for (const auto& [method, tmpl] : routes.Routes()) {
+    if (tmpl.rfind("/api/v1/", 0) != 0) continue;  // the console's files
+    std::string lower = method;
+    for (auto& c : lower) c = static_cast<char>(std::tolower(c));
+    auto d = documented.find(tmpl);
+    EXPECT_TRUE(d != documented.end() && d->second.contains(lower)) << method << " " << tmpl << " is not documented";
+    ++checked;
+  }
+  EXPECT_GT(checked, 30);
+}
+
+}  // namespace
+}  // namespace hpc::cp
