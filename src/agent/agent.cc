@@ -279,9 +279,8 @@ json Agent::HandleRelayed(const json& request) {
   auto handler = kind.ok() ? relay_handlers_.find(*kind) : relay_handlers_.end();
   if (handler == relay_handlers_.end()) {
     // A newer server's kind, or none: said, never dropped (the caller would wait for nothing).
-    return RelayError(
-        Status::Unavailable(fmt::format("data plane {}'s agent does not serve this request (an older agent?): {}",
-                                        opts_.data_plane, kind.ok() ? RelayKindName(*kind) : kind.status().message())));
+    return RelayError(Status::Unavailable(fmt::format("data plane {}'s agent (an older one?): {}", opts_.data_plane,
+                                                      kind.ok() ? RelayKindName(*kind) : kind.status().message())));
   }
   return handler->second(request);
 }

@@ -71,7 +71,7 @@ class Agent {
   // left the queue needs nothing.
   Status RunCancellations();
   // One long poll (at most `wait`) for the requests the control plane relays to this data plane
-  // (relay.h: e.g. a job's output for the console); each is run on a worker thread, which posts
+  // (messages/relay_messages.h: e.g. a job's output for the console); each is run on a worker thread, which posts
   // its answer.
   Status ServeRelay(std::chrono::seconds wait);
   // The answer to one relayed request; an unknown kind is answered as an error, not dropped.

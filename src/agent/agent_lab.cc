@@ -156,7 +156,8 @@ Result<std::shared_ptr<AgentLabs::Lab>> AgentLabs::Ensure(const api::Workspace& 
 
 json AgentLabs::Request(const LabHttp& request) {
   api::Workspace w;
-  auto r = Check({request.workspace, request.project, request.user, request.target}, &w);
+  auto r = Check(
+      {.workspace = request.workspace, .project = request.project, .user = request.user, .target = request.target}, &w);
   if (!r.ok()) return Refused(r.status());
   const std::string& method = request.method;
   static const std::array<const char*, 6> kMethods = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
@@ -195,7 +196,8 @@ json AgentLabs::Request(const LabHttp& request) {
 json AgentLabs::Socket(const LabSocket& request) {
   ReapSockets();
   api::Workspace w;
-  auto r = Check({request.workspace, request.project, request.user, request.target}, &w);
+  auto r = Check(
+      {.workspace = request.workspace, .project = request.project, .user = request.user, .target = request.target}, &w);
   if (!r.ok()) return Refused(r.status());
   const std::string& tunnel = request.tunnel;
   if (tunnel.size() != 32 || tunnel.find_first_not_of("0123456789abcdef") != std::string::npos) {

@@ -1,6 +1,7 @@
-// The agent's side of JupyterLab in a workspace (lab_routes.h). On the first request for a
-// workspace it starts JupyterLab there (DataPlaneAccess::StartLab) with a token of its own that
-// never leaves the data plane, and waits until it answers. Relayed HTTP requests ("lab-http") are
+// The agent's side of JupyterLab in a workspace (the server's side: server/lab_routes.h; what
+// passes between them: messages/relay_messages.h). On the first request for a workspace it
+// starts JupyterLab there (DataPlaneAccess::StartLab) with a token of its own that never leaves
+// the data plane, and waits until it answers. Relayed HTTP requests ("lab-http") are
 // sent to it with that token and answered whole; a relayed socket ("lab-socket") is a WebSocket
 // to JupyterLab joined to one the agent opens back to the control plane's tunnel, both served on
 // a thread of the socket's own. JupyterLab runs until its workspace's login pod goes, or the

@@ -134,13 +134,8 @@ json AgentTerminals::OpenSocket(const TerminalSocket& request) {
           }
           return;
         }
-        json event = json::parse(data, nullptr, false);
-        if (event.is_object() && event.contains("resize") && event["resize"].is_object()) {
-          const json& r = event["resize"];
-          auto size = [&](const char* key) {
-            return r.contains(key) && r[key].is_number_integer() ? std::clamp(r[key].get<int>(), 2, 1000) : 0;
-          };
-          if (size("cols") && size("rows")) (void)ResizePty(raw->shell.fd, size("cols"), size("rows"));
+        if (auto size = TerminalResizeFromJson(json::parse(data, nullptr, false))) {
+          (void)ResizePty(raw->shell.fd, size->cols, size->rows);
         }
       },
       [raw](const ws::CloseInfo&) {
@@ -259,8 +254,8 @@ void AgentTerminals::PumpInput(Session* s) {
           if (n <= 0) break;
           off += static_cast<size_t>(n);
         }
-      } else if (e.contains("resize") && e["resize"].is_object()) {
-        (void)ResizePty(s->shell.fd, e["resize"].value("cols", 80), e["resize"].value("rows", 24));
+      } else if (auto size = TerminalResizeFromJson(e)) {
+        (void)ResizePty(s->shell.fd, size->cols, size->rows);
       }
     }
     if (body.value("closed", false)) {

@@ -33,7 +33,8 @@ struct WorkspaceCreation {
   std::string environment;  // the login pod's workspace environment; empty: the cluster's
 };
 
-// JupyterLab for a workspace (lab_routes.h): where it serves and its only credential.
+// JupyterLab for a workspace (served through the server: messages/relay_messages.h): where it serves and its only
+// credential.
 struct LabLaunch {
   std::string base_url;  // the path it serves under, with the trailing slash
   std::string token;     // in its environment, never on a command line

@@ -28,7 +28,6 @@ class ElasticThreadPool : public httplib::TaskQueue {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::function<void()>> jobs_;
-  std::vector<std::thread> threads_;
   size_t idle_ = 0;
   size_t running_ = 0;  // threads alive
   bool stopping_ = false;

@@ -219,6 +219,15 @@ Result<TerminalSocket> TerminalSocketFromJson(const json& j) {
   return m;
 }
 
+std::optional<TerminalResize> TerminalResizeFromJson(const json& event) {
+  if (!event.is_object() || !event.contains("resize") || !event["resize"].is_object()) return std::nullopt;
+  const json& r = event["resize"];
+  if (!r.contains("cols") || !r.contains("rows")) return std::nullopt;
+  TerminalResize size;
+  if (!SizeField(r, "cols", &size.cols).ok() || !SizeField(r, "rows", &size.rows).ok()) return std::nullopt;
+  return size;
+}
+
 json ToJson(const LabHttp& m) {
   return {{kKind, RelayKindName(RelayKind::kLabHttp)},
           {"workspace", m.workspace},

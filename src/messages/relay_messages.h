@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -77,6 +78,14 @@ nlohmann::json ToJson(const TerminalSocket& m);
 // InvalidArgument naming the field for a field of the wrong type.
 Result<TerminalOpen> TerminalOpenFromJson(const nlohmann::json& j);
 Result<TerminalSocket> TerminalSocketFromJson(const nlohmann::json& j);
+
+// A terminal's new size, as the browser's input carries it: {"resize": {"cols", "rows"}} (a
+// text message of the socket, or an event of the long-polled input). nullopt when the event is
+// not a resize or a size is not an integer; each size clamped to 2..1000.
+struct TerminalResize {
+  int cols = 80, rows = 24;
+};
+std::optional<TerminalResize> TerminalResizeFromJson(const nlohmann::json& event);
 
 // The path JupyterLab of a workspace is served under (its base URL), with the trailing slash.
 inline std::string LabBasePath(const std::string& project, const std::string& workspace) {

@@ -1,5 +1,5 @@
 // A job's stdout and stderr as the console shows them: read on the job's data plane by its
-// agent (job_output.h) through the relay (relay.h), for the job's own user and admins only.
+// agent (agent/job_output.h) through the relay (relay_hub.h), for the job's own user and admins only.
 #pragma once
 
 namespace hpc::cp {

@@ -77,8 +77,13 @@ void ProxyRequest(const LabContext& c, const Request& req, Response& res) {
   }
   auto target = TargetUnderBase(req, res);
   if (!target) return;
-  LabHttp relayed{
-      caller->workspace.id, caller->workspace.project, caller->principal.subject, *target, req.method, {}, req.body};
+  LabHttp relayed{.workspace = caller->workspace.id,
+                  .project = caller->workspace.project,
+                  .user = caller->principal.subject,
+                  .target = *target,
+                  .method = req.method,
+                  .headers = {},
+                  .body = req.body};
   for (const char* name : kRequestHeaders)
     if (req.has_header(name)) relayed.headers[name] = req.get_header_value(name);
   if (req.get_header_value("Accept-Encoding").find("gzip") != std::string::npos)
@@ -111,8 +116,11 @@ void ProxySocket(const LabContext& c, const Request& req, Response& res) {
   if (!target) return;
   BrowserTunnel t;
   t.data_plane = caller->workspace.data_plane;
-  t.request =
-      ToJson(LabSocket{"", caller->workspace.id, caller->workspace.project, caller->principal.subject, *target});
+  t.request = ToJson(LabSocket{.tunnel = "",
+                               .workspace = caller->workspace.id,
+                               .project = caller->workspace.project,
+                               .user = caller->principal.subject,
+                               .target = *target});
   t.open_timeout = kLabRequestTimeout;
   t.credential_expires_at = caller->principal.credential_expires_at;
   ServeBrowserTunnel(c.relay, c.tunnels, std::move(t), req, res);

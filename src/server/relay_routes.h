@@ -1,4 +1,4 @@
-// The agent's side of the relay (relay.h): a long poll for the requests the control plane has
+// The agent's side of the relay (relay_hub.h): a long poll for the requests the control plane has
 // for its data plane, and the answers it posts back. Only that data plane's own agent may use
 // either.
 #pragma once

@@ -51,6 +51,20 @@ class RouteTable {
     return out;
   }
 
+  struct Route {
+    std::string method;
+    std::string tmpl;     // its pattern's groups shown as {}
+    std::string pattern;  // the regular expression a request's path must match whole
+  };
+  // Every route, in the order registered (OpenApiDocument completes the document from them).
+  std::vector<Route> All() const {
+    std::vector<Route> out;
+    for (size_t i = 0; i < routes_.size(); ++i) {
+      out.push_back({std::get<1>(routes_[i]), std::get<2>(routes_[i]), patterns_[i]});
+    }
+    return out;
+  }
+
   // The methods `path` is served with, comma separated ("" when no route has it).
   std::string Allow(const std::string& path) const {
     std::vector<std::string> methods;
@@ -81,16 +95,19 @@ class RouteTable {
   void Add(const std::string& method, const std::string& pattern) {
     std::string tmpl;
     int depth = 0;
-    for (char c : pattern) {
+    for (size_t i = 0; i < pattern.size(); ++i) {
+      const char c = pattern[i];
       if (c == '(' && depth++ == 0) tmpl += "{}";
-      if (depth == 0) tmpl += c;
+      if (depth == 0 && !(c == '?' && i > 0 && pattern[i - 1] == ')')) tmpl += c;  // an optional group is a {} too
       if (c == ')') --depth;
     }
     routes_.emplace_back(std::regex(pattern), method, tmpl);
+    patterns_.push_back(pattern);
   }
   httplib::Server& s_;
   std::function<void(const httplib::Request&)> on_handler_;
   std::vector<std::tuple<std::regex, std::string, std::string>> routes_;
+  std::vector<std::string> patterns_;  // routes_[i]'s pattern as written
 };
 
 }  // namespace hpc::cp

@@ -142,12 +142,15 @@ void Server::Routes() {
     res.set_content(metrics->Render(), "text/plain; version=0.0.4; charset=utf-8");
   });
 
+  // Written once every route is in the table it is completed from.
+  auto openapi = std::make_shared<std::string>();
   s.Get("/api/v1/openapi.json", [=](const httplib::Request& req, httplib::Response& res) {
     if (!auth(req, res)) return;
-    res.set_content(kOpenApiDocument, http::kJsonContentType);
+    res.set_content(*openapi, http::kJsonContentType);
   });
 
   AddApiRoutes(s, authn, metrics, &relay_, &terminals_, &tunnels_, unreachable_after, !opts_.tls_cert.empty());
+  *openapi = OpenApiDocument(s).dump();
   ServerLimits();
 }
 
@@ -204,7 +207,8 @@ void Server::ServerLimits() {
       Error(res, 431, fmt::format("too many header fields ({}; limit {})", req.headers.size(), max_headers));
       return httplib::Server::HandlerResponse::Handled;
     }
-    // A method no route has (TRACE, OPTIONS, ...): cpp-httplib would answer a bare 400.
+    // A method no route has (TRACE, CONNECT, OPTIONS, ...): cpp-httplib would answer TRACE and
+    // CONNECT a bare 400.
     static constexpr std::array<const char*, 6> kRouted = {"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE"};
     if (std::find(kRouted.begin(), kRouted.end(), req.method) == kRouted.end()) {
       NotServed(*routes, req, res);

@@ -56,9 +56,13 @@ void OpenTerminal(http::Auth* auth, RelayHub* relay, TerminalHub* terminals, int
   terminals->Reap();
   auto session = terminals->Open({p.subject, project, id, w->data_plane});
   if (!session.ok()) return Error(res, session.status());
-  auto started = relay->Call(
-      w->data_plane, ToJson(TerminalOpen{*session, id, p.subject, static_cast<int>(cols), static_cast<int>(rows)}),
-      std::chrono::seconds(20));
+  auto started = relay->Call(w->data_plane,
+                             ToJson(TerminalOpen{.session = *session,
+                                                 .workspace = id,
+                                                 .user = p.subject,
+                                                 .cols = static_cast<int>(cols),
+                                                 .rows = static_cast<int>(rows)}),
+                             std::chrono::seconds(20));
   Status st = started.ok() ? RelayAnswerError(*started, "the agent could not start the shell") : started.status();
   if (!st.ok()) {
     (void)terminals->Close(*session, p.subject, "it did not start");
@@ -81,7 +85,11 @@ void OpenSocket(http::Auth* auth, RelayHub* relay, TunnelHub* tunnels, int unrea
   if (!w) return;
   BrowserTunnel t;
   t.data_plane = w->data_plane;
-  t.request = ToJson(TerminalSocket{"", id, p.subject, static_cast<int>(cols), static_cast<int>(rows)});
+  t.request = ToJson(TerminalSocket{.tunnel = "",
+                                    .workspace = id,
+                                    .user = p.subject,
+                                    .cols = static_cast<int>(cols),
+                                    .rows = static_cast<int>(rows)});
   t.credential_expires_at = p.credential_expires_at;
   const std::string target = project + "/" + id, actor = p.subject;
   t.on_open = [auth, &req, actor, target] { auth->Audit(actor, req, "terminal.open", target, "websocket"); };

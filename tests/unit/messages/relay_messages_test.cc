@@ -70,7 +70,9 @@ TEST(RelayMessages, EachKindRoundTrips) {
                target,
                "POST",
                {{"Content-Type", "application/json"}},
-               std::string("\0\x01\xffbytes", 8)};
+               std::string("\0\x01\xff"
+                           "bytes",
+                           8)};
   auto http_back = LabHttpFromJson(ToJson(http));
   ASSERT_TRUE(http_back.ok()) << http_back.status().message();
   EXPECT_EQ(http_back->target, target);
@@ -120,6 +122,18 @@ TEST(RelayMessages, TerminalSizesAreClampedAndDefaulted) {
   ASSERT_TRUE(none.ok());
   EXPECT_EQ(none->cols, 80);
   EXPECT_EQ(none->rows, 24);
+}
+
+TEST(RelayMessages, AResizeIsReadOnlyWhenBothSizesAreIntegers) {
+  auto size = TerminalResizeFromJson({{"resize", {{"cols", 132}, {"rows", 5000}}}});
+  ASSERT_TRUE(size.has_value());
+  EXPECT_EQ(size->cols, 132);
+  EXPECT_EQ(size->rows, 1000);
+  // What a hostile server could send instead: nothing is resized, and nothing throws.
+  for (const json& bad : {json{{"resize", {{"cols", "wide"}, {"rows", 24}}}}, json{{"resize", {{"cols", 80}}}},
+                          json{{"resize", 3}}, json{{"data", "ls"}}, json::array(), json("resize")}) {
+    EXPECT_FALSE(TerminalResizeFromJson(bad).has_value()) << bad.dump();
+  }
 }
 
 TEST(RelayMessages, AMalformedJupyterLabAnswerIsTheAgentsFault) {

@@ -2,6 +2,7 @@
 // cannot run, and the agent's match of an API submission to its job.
 #include <map>
 #include <regex>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -14,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "server/openapi.h"
+#include "server/route_table.h"
 #include "server/server.h"
 
 namespace hpc::cp {
@@ -119,42 +121,97 @@ TEST(SessionTable, CookieValueFindsTheNamedCookieOnly) {
 
 // The OpenAPI document is JSON and documents what the console uses.
 TEST(OpenApi, DocumentsTheConsoleRoutes) {
-  auto doc = nlohmann::json::parse(kOpenApiDocument, nullptr, false);
-  ASSERT_FALSE(doc.is_discarded());
+  auto doc = OpenApiBase();
   for (const char* path : {"/session", "/projects", "/projects/{project}/jobs/stats", "/projects/{project}/jobs"}) {
     EXPECT_TRUE(doc["paths"].contains(path)) << path;
   }
   EXPECT_TRUE(doc["components"]["securitySchemes"].contains("session"));
 }
 
-// Every route the API serves is in the OpenAPI document with its method: a route added without
-// its description fails here.
-TEST(OpenApi, DescribesEveryRouteTheServerServes) {
-  auto doc = nlohmann::json::parse(kOpenApiDocument, nullptr, false);
-  ASSERT_FALSE(doc.is_discarded());
-  // The document's paths with their parameters as the route table writes groups: {}.
-  std::map<std::string, nlohmann::json> documented;
+// The route table of a server with every route of the API.
+class OpenApiRoutes : public ::testing::Test {
+ protected:
+  OpenApiRoutes() { AddApiRoutes(routes_, &auth_, nullptr, &relay_, &terminals_, &tunnels_, 30, false); }
+  httplib::Server server_;
+  RouteTable routes_{server_};
+  http::SignInLimiter limiter_;
+  http::Auth auth_{nullptr, &limiter_};
+  RelayHub relay_;
+  TerminalHub terminals_;
+  TunnelHub tunnels_;
+};
+
+// The served path of a documented one: under /api/v1 unless its item says it is served beside.
+std::string Served(const std::string& path, const nlohmann::json& item) {
+  return (item.contains("servers") ? "" : "/api/v1") + path;
+}
+
+// Every route the API serves is in the OpenAPI document with its method, and every operation
+// the document describes is served: a route added or removed on one side only fails here.
+TEST_F(OpenApiRoutes, TheDocumentAndTheRouteTableDescribeTheSameOperations) {
+  auto doc = OpenApiDocument(routes_);
+  std::set<std::pair<std::string, std::string>> documented, served;
   for (auto it = doc["paths"].begin(); it != doc["paths"].end(); ++it) {
-    documented["/api/v1" + std::regex_replace(it.key(), std::regex(R"(\{[A-Za-z]+\})"), "{}")] = it.value();
+    const std::string path = std::regex_replace(Served(it.key(), it.value()), std::regex(R"(\{[A-Za-z]+\})"), "{}");
+    for (const char* m : {"get", "put", "post", "delete", "patch"}) {
+      if (it.value().contains(m)) documented.emplace(m, path);
+    }
   }
-  httplib::Server server;
-  RouteTable routes(server);
-  http::SignInLimiter limiter;
-  http::Auth auth(nullptr, &limiter);
-  RelayHub relay;
-  TerminalHub terminals;
-  TunnelHub tunnels;
-  AddApiRoutes(routes, &auth, nullptr, &relay, &terminals, &tunnels, 30, false);
-  int checked = 0;
-  for (const auto& [method, tmpl] : routes.Routes()) {
-    if (tmpl.rfind("/api/v1/", 0) != 0) continue;  // the console's files
+  for (const auto& [method, tmpl] : routes_.Routes()) {
+    if (tmpl.rfind("/api/v1/", 0) != 0 && tmpl.find("/lab") == std::string::npos) continue;  // the console's files
     std::string lower = method;
     for (auto& c : lower) c = static_cast<char>(std::tolower(c));
-    auto d = documented.find(tmpl);
-    EXPECT_TRUE(d != documented.end() && d->second.contains(lower)) << method << " " << tmpl << " is not documented";
-    ++checked;
+    served.emplace(lower, tmpl);
+    EXPECT_TRUE(documented.count({lower, tmpl})) << method << " " << tmpl << " is not documented";
   }
-  EXPECT_GT(checked, 30);
+  for (const auto& [method, path] : documented) {
+    if (path == "/metrics" || path == "/api/v1/openapi.json") continue;  // the server's own, beside the table's
+    EXPECT_TRUE(served.count({method, path})) << method << " " << path << " is documented but not served";
+  }
+  EXPECT_GT(served.size(), 50u);
+}
+
+// Each path value is declared once, with the pattern its route matches it against (a value
+// that does not match is answered 404, as the document says), and every operation has an id,
+// the answers of authentication, and a JSON body for each error.
+TEST_F(OpenApiRoutes, PathValuesCarryTheirRoutesPatternsAndEveryErrorItsBody) {
+  auto doc = OpenApiDocument(routes_);
+  const auto& project = doc["paths"]["/projects/{project}/jobs/{dataPlane}/{cluster}/{jobId}"];
+  ASSERT_TRUE(project.contains("parameters"));
+  std::map<std::string, nlohmann::json> values;
+  for (const auto& p : project["parameters"]) values[p["name"]] = p;
+  ASSERT_EQ(values.size(), 4u);
+  EXPECT_EQ(values["project"]["in"], "path");
+  EXPECT_EQ(values["project"]["required"], true);
+  EXPECT_EQ(values["project"]["schema"]["pattern"], "^([a-z][a-z0-9-]*)$");
+  EXPECT_EQ(values["jobId"]["schema"]["type"], "integer");
+  std::set<std::string> ids;
+  for (auto it = doc["paths"].begin(); it != doc["paths"].end(); ++it) {
+    for (const char* m : {"get", "put", "post", "delete", "patch"}) {
+      if (!it.value().contains(m)) continue;
+      const auto& op = it.value()[m];
+      const std::string where = std::string(m) + " " + it.key();
+      ASSERT_TRUE(op.contains("operationId")) << where;
+      EXPECT_TRUE(ids.insert(op["operationId"]).second) << where << ": operationId " << op["operationId"];
+      const bool open = op.contains("security") && op["security"].empty();
+      if (!open) {
+        EXPECT_TRUE(op["responses"].contains("401")) << where;
+        EXPECT_TRUE(op["responses"].contains("429")) << where;
+      }
+      if (it.key().find('{') != std::string::npos) {
+        EXPECT_TRUE(op["responses"].contains("404")) << where;
+      }
+      for (auto r = op["responses"].begin(); r != op["responses"].end(); ++r) {
+        if (std::stoi(r.key()) >= 400) {
+          EXPECT_EQ(r.value()["content"]["application/json"]["schema"]["$ref"], "#/components/schemas/Error")
+              << where << " " << r.key();
+        }
+      }
+      if (std::string(m) != "get" && !open) {
+        EXPECT_EQ(op["security"][1]["csrf"], nlohmann::json::array()) << where << ": the session needs its CSRF header";
+      }
+    }
+  }
 }
 
 }  // namespace

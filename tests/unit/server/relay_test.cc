@@ -1,4 +1,4 @@
-// The relay between the control plane and its agents (relay.h): a request reaches only its own
+// The relay between the control plane and its agents (relay_hub.h): a request reaches only its own
 // data plane's agent, its answer only the caller waiting for it, and every wait ends.
 #include "server/relay_hub.h"
 
