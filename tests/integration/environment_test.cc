@@ -254,7 +254,7 @@ TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
   if (from_zero) {
     EXPECT_EQ(job.exit_code, 0) << job.out << job.err;
   } else {
-    // The workspace's nodeset is at zero: 24.11 refuses the job (README, Compute environments).
+    // The workspace's nodeset is at zero: 24.11 refuses the job (docs/user-guide.md, Compute environments).
     EXPECT_NE(job.exit_code, 0);
     EXPECT_NE(job.err.find("Requested node configuration is not available"), std::string::npos) << job.err;
   }
