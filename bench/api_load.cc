@@ -7,7 +7,8 @@
 //             when the server closes them).
 // Prints both and the ratio attacked/plain of p99. Targets (issue 15): p99 <= 50 ms plain,
 // <= 100 ms attacked, no errors, RSS flat.
-// Env: RECORDS (1000000), CLIENTS (50), REQUESTS (200), SLOW (10).
+// Env: RECORDS (1000000), CLIENTS (50), REQUESTS (200), SLOW (10); HPCPLANE_UNDER_TEST (the
+// hpcplane binary to load instead of this build's).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -18,6 +19,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <random>
@@ -208,9 +210,12 @@ int main() {
         cp::JobCursor{cp::JobOrder::kSubmit, 0, k.submit_time, k.data_plane, k.cluster, k.job_id}.Encode());
   }
   const int port = testkit::FreeLoopbackPort();
-  testkit::Background server(
-      {HPCPLANE_BIN, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},
-      *dir + "/server.log");
+  // HPCPLANE_UNDER_TEST: another build's binary over the same records (a before/after comparison).
+  const char* other = std::getenv("HPCPLANE_UNDER_TEST");
+  const std::string bin = other && *other ? other : HPCPLANE_BIN;
+  fmt::print("server: {}\n", bin);
+  testkit::Background server({bin, "--state-dir", *dir, "server", "--listen", "127.0.0.1:" + std::to_string(port)},
+                             *dir + "/server.log");
   std::string token;
   bool up = testkit::WaitFor(
       [&] {

@@ -76,9 +76,4 @@ int RunPodInit(const char* plan) { return runtime::local::RunPodInit(plan); }
 
 int RunPodExec(int argc, char** argv) { return runtime::local::RunPodExec(argc, argv); }
 
-std::unique_ptr<runtime::kubernetes::KubernetesRuntime> OpenKubernetesRuntime(
-    std::shared_ptr<runtime::kubernetes::ApiClient> api, const runtime::kubernetes::ObjectContext& ctx) {
-  return std::make_unique<runtime::kubernetes::KubernetesRuntime>(std::move(api), ctx);
-}
-
 }  // namespace hpc::app

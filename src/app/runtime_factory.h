@@ -1,8 +1,8 @@
-// The runtime factory: the one place that makes a concrete runtime for a cluster's pods: the
-// local runtime (namespaced processes on this machine, src/runtime/local/) for a machine's daemon
-// and its clients, the Kubernetes runtime (objects of an API server, src/runtime/kubernetes/) for
-// the operator. Everything above sees runtime/pod_runtime.h; a further runtime is a new folder
-// under src/runtime/ and a function here.
+// The runtime factory: where a machine's daemon and its clients get the local runtime
+// (namespaced processes on this machine, src/runtime/local/). The Kubernetes controller
+// (src/kubernetes/) makes its Kubernetes runtime itself: it runs over nothing else. Everything
+// else sees runtime/pod_runtime.h; a further runtime is a new folder under src/runtime/ and a
+// function here.
 #pragma once
 
 #include <memory>
@@ -10,7 +10,6 @@
 
 #include "common/result.h"
 #include "operator/cluster_paths.h"
-#include "runtime/kubernetes/kubernetes_runtime.h"
 #include "runtime/local/local_runtime.h"
 #include "runtime/pod_runtime.h"
 #include "slurm/config.h"
@@ -26,11 +25,6 @@ Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenSupervisingRuntime(con
 // A client's view of a cluster's pods (the CLI, the agent): it lists, reads and execs, and
 // creates or deletes pods that the daemon then supervises.
 Result<std::unique_ptr<runtime::PodRuntime>> OpenClientRuntime(const op::ClusterPaths& p, const std::string& self_exe);
-
-// The Kubernetes operator's runtime for one SlurmCluster: its objects in ctx's namespace, owned
-// by the SlurmCluster (ctx.owner_uid), through `api`.
-std::unique_ptr<runtime::kubernetes::KubernetesRuntime> OpenKubernetesRuntime(
-    std::shared_ptr<runtime::kubernetes::ApiClient> api, const runtime::kubernetes::ObjectContext& ctx);
 
 // Stops every pod of a cluster whose daemon is gone and releases its network (`down`); also
 // what a crashed daemon left behind. Ok when there is no runtime to open.

@@ -3,9 +3,9 @@
 #include <iostream>
 
 #include "api/crd.h"
-#include "app/kubernetes_operator.h"
-#include "app/kubernetes_render.h"
 #include "cli/support.h"
+#include "kubernetes/kubernetes_operator.h"
+#include "kubernetes/kubernetes_render.h"
 
 namespace hpc::cli {
 
@@ -15,13 +15,13 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   auto* render = app.add_subcommand(
       "render", "Print every Kubernetes object the operator creates for a manifest (for review and GitOps)");
   static std::string file;
-  static app::RenderOptions options;
+  static kube::RenderOptions options;
   render->add_option("-f,--file", file, "SlurmCluster and NodeSet manifest")->required();
   render->add_option("--namespace", options.namespace_name,
                      "namespace of the objects (default: the SlurmCluster's metadata.namespace, else default)");
   render->add_option("--image", options.image, "the Slurm image every container runs")->capture_default_str();
   // images/slurm.Containerfile's (RenderOptions::release's default), as the flag shows it.
-  static std::string render_release = app::RenderOptions{}.release.Series();
+  static std::string render_release = kube::RenderOptions{}.release.Series();
   render->add_option("--slurm-release", render_release, "the Slurm release the image carries (e.g. 26.05)")
       ->capture_default_str();
   render->add_option("--storage-class", options.storage_class,
@@ -32,7 +32,7 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   render->add_option("--cluster-domain", options.cluster_domain, "the cluster's DNS domain")->capture_default_str();
   auto* operator_cmd = app.add_subcommand(
       "operator", "Run the operator against a Kubernetes API: SlurmClusters and NodeSets of one namespace");
-  static app::OperatorOptions op_options;
+  static kube::OperatorOptions op_options;
   static int lease_seconds = 15;
   operator_cmd->add_option("--kubeconfig", op_options.kubeconfig,
                            "kubeconfig file (default: the pod's service account, in-cluster)");
@@ -67,7 +67,7 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
       if (!release.ok()) return Fail(release.status().WithContext("--slurm-release"));
       op_options.objects.release = *release;
       op_options.lease_duration = std::chrono::seconds(lease_seconds);
-      return app::RunOperator(op_options);
+      return kube::RunOperator(op_options);
     }
     if (crds->parsed()) {
       std::cout << api::CustomResourceDefinitionsYaml();
@@ -79,7 +79,7 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
       options.release = *release;
       auto m = LoadManifest(file, std::nullopt);
       if (!m.ok()) return Fail(m.status());
-      auto out = app::RenderKubernetes(*m, options);
+      auto out = kube::RenderKubernetes(*m, options);
       if (!out.ok()) return Fail(out.status());
       std::cout << *out;
       return 0;

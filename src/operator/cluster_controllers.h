@@ -1,6 +1,6 @@
 // A cluster's controllers: everything one reconcile pass (reconcile_pass.h) drives, built by one
 // function for the local daemon (app/daemon.cc) and the Kubernetes operator
-// (app/kubernetes_operator.cc) alike, so that the two wire Slurm's clients the same way. Unit
+// (kubernetes/kubernetes_operator.cc) alike, so that the two wire Slurm's clients the same way. Unit
 // tests assemble one on fakes.
 #pragma once
 

@@ -1,6 +1,6 @@
 // What one reconcile pass reads and writes of its resources: the cluster's, nodesets' and
 // workspaces' specs, and their status. On one machine these are files (store.h); on
-// Kubernetes they are custom resources and their status subresources (app/kubernetes_store.h).
+// Kubernetes they are custom resources and their status subresources (kubernetes/kubernetes_store.h).
 #pragma once
 
 #include <string>

@@ -1,8 +1,8 @@
-#include "app/work_queue.h"
+#include "kubernetes/work_queue.h"
 
 #include <algorithm>
 
-namespace hpc::app {
+namespace hpc::kube {
 
 WorkQueue::WorkQueue(Options options, std::function<Clock::time_point()> now) : o_(options), now_(std::move(now)) {}
 
@@ -112,4 +112,4 @@ std::optional<WorkQueue::Clock::time_point> WorkQueue::NextDueLocked() const {
   return next;
 }
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

@@ -12,7 +12,7 @@
 
 #include "runtime/kubernetes/api_client.h"
 
-namespace hpc::app {
+namespace hpc::kube {
 
 class LeaderElector {
  public:
@@ -45,4 +45,4 @@ class LeaderElector {
 // RFC 3339 with microseconds (a Lease's MicroTime).
 std::string MicroTimeNow();
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

@@ -1,6 +1,6 @@
 // `hpcplane render`: the objects the operator's own reconciler asks for, translated for
 // Kubernetes, deterministic, with no secret value printed.
-#include "app/kubernetes_render.h"
+#include "kubernetes/kubernetes_render.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -8,7 +8,7 @@
 #include <map>
 #include <set>
 
-namespace hpc::app {
+namespace hpc::kube {
 namespace {
 
 const char* kManifest = R"(apiVersion: hpcplane.io/v1alpha1
@@ -137,4 +137,4 @@ TEST(KubernetesRenderTest, AManifestWithoutAClusterIsRefused) {
 }
 
 }  // namespace
-}  // namespace hpc::app
+}  // namespace hpc::kube

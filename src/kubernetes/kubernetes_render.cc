@@ -1,4 +1,4 @@
-#include "app/kubernetes_render.h"
+#include "kubernetes/kubernetes_render.h"
 
 #include <map>
 
@@ -10,7 +10,7 @@
 #include "runtime/kubernetes/image_accounts.h"
 #include "runtime/kubernetes/objects.h"
 
-namespace hpc::app {
+namespace hpc::kube {
 
 namespace k8s = runtime::kubernetes;
 using nlohmann::json;
@@ -191,4 +191,4 @@ Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions
   return out;
 }
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

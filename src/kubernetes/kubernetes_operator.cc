@@ -1,4 +1,4 @@
-#include "app/kubernetes_operator.h"
+#include "kubernetes/kubernetes_operator.h"
 
 #include <signal.h>
 #include <unistd.h>
@@ -12,20 +12,19 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-#include "app/kubernetes_store.h"
-#include "app/leader_election.h"
-#include "app/runtime_factory.h"
-#include "app/work_queue.h"
 #include "common/files.h"
 #include "common/log.h"
 #include "common/stop_signal.h"
+#include "kubernetes/kubernetes_store.h"
+#include "kubernetes/leader_election.h"
+#include "kubernetes/work_queue.h"
 #include "operator/conditions.h"
 #include "operator/reconcile_pass.h"
 #include "runtime/kubernetes/informer.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
 #include "runtime/kubernetes/server_version.h"
 
-namespace hpc::app {
+namespace hpc::kube {
 
 namespace k8s = runtime::kubernetes;
 using nlohmann::json;
@@ -195,7 +194,7 @@ class Operator {
     s->store->UseCaches(caches_);
     k8s::ObjectContext ctx = ObjectContextFor(options_.objects, ns, name);
     ctx.owner_uid = uid;
-    s->rt = OpenKubernetesRuntime(api, ctx);
+    s->rt = std::make_unique<k8s::KubernetesRuntime>(api, ctx);
     s->rt->UseCaches(caches_);
     auto controllers = op::NewClusterControllers(
         s->rt.get(), inputs_, name,
@@ -338,4 +337,4 @@ int RunOperator(const OperatorOptions& given) {
   return 0;
 }
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

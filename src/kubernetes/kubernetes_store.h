@@ -19,7 +19,7 @@
 #include "runtime/kubernetes/api_client.h"
 #include "runtime/kubernetes/informer.h"
 
-namespace hpc::app {
+namespace hpc::kube {
 
 inline constexpr const char* kCustomResourcePath = "/apis/hpcplane.io/v1alpha1";
 // Put on each Workspace before anything is made for it, and taken off once it is stopped and
@@ -92,4 +92,4 @@ class KubernetesStore : public op::ReconcileStore {
   mutable std::map<std::string, nlohmann::json> workspace_nodesets_;  // name -> nodeset status
 };
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

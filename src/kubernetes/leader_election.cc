@@ -1,4 +1,4 @@
-#include "app/leader_election.h"
+#include "kubernetes/leader_election.h"
 
 #include <sys/time.h>
 
@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
-namespace hpc::app {
+namespace hpc::kube {
 
 using nlohmann::json;
 
@@ -112,4 +112,4 @@ void LeaderElector::Release() {
   spdlog::info("lease {}: released by {}", name_, identity_);
 }
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

@@ -11,9 +11,9 @@
 #include <chrono>
 #include <string>
 
-#include "app/kubernetes_render.h"
+#include "kubernetes/kubernetes_render.h"
 
-namespace hpc::app {
+namespace hpc::kube {
 
 struct OperatorOptions {
   std::string kubeconfig;       // empty: the pod's service account (in-cluster)
@@ -30,4 +30,4 @@ struct OperatorOptions {
 // Runs until SIGTERM or SIGINT; returns the process's exit code.
 int RunOperator(const OperatorOptions& options);
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

@@ -18,7 +18,7 @@
 #include <set>
 #include <string>
 
-namespace hpc::app {
+namespace hpc::kube {
 
 class WorkQueue {
  public:
@@ -68,4 +68,4 @@ class WorkQueue {
   std::map<std::string, int> failures_;
 };
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

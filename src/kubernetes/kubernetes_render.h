@@ -12,7 +12,7 @@
 #include "operator/builders.h"
 #include "runtime/kubernetes/objects.h"
 
-namespace hpc::app {
+namespace hpc::kube {
 
 struct RenderOptions {
   std::string namespace_name;  // empty: the cluster's metadata.namespace, else "default"
@@ -39,4 +39,4 @@ op::BuildInputs KubernetesBuildInputs(const slurm::Release& release);
 // Pods, each group by name. `m` holds exactly one SlurmCluster and its NodeSets, validated.
 Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions& options);
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

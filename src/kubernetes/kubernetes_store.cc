@@ -1,4 +1,4 @@
-#include "app/kubernetes_store.h"
+#include "kubernetes/kubernetes_store.h"
 
 #include <algorithm>
 #include <set>
@@ -11,7 +11,7 @@
 #include "operator/conditions.h"
 #include "operator/workspace.h"
 
-namespace hpc::app {
+namespace hpc::kube {
 
 using nlohmann::json;
 
@@ -364,4 +364,4 @@ Status KubernetesStore::DeleteWorkspace(const std::string& name) const {
   return s.code() == StatusCode::kNotFound ? Status::Ok() : s;
 }
 
-}  // namespace hpc::app
+}  // namespace hpc::kube

@@ -1,10 +1,10 @@
-#include "app/work_queue.h"
+#include "kubernetes/work_queue.h"
 
 #include <thread>
 
 #include <gtest/gtest.h>
 
-namespace hpc::app {
+namespace hpc::kube {
 namespace {
 
 using std::chrono::milliseconds;
@@ -113,4 +113,4 @@ TEST(WorkQueueBlocking, GetWaitsForTheDueTimeAndShutDownReleasesWaitingWorkers) 
 }
 
 }  // namespace
-}  // namespace hpc::app
+}  // namespace hpc::kube
