@@ -87,6 +87,8 @@ check "chromium" "chromium --version"
 check "containerd" "containerd --version"
 check "clang-tidy" "clang-tidy --version | grep -m1 version"
 check "shellcheck" "shellcheck --version | grep -m1 version"
+check "the OpenAPI tools (PyPI, pinned)" \
+  "/opt/hpcplane/python-tools/bin/openapi-spec-validator --help >/dev/null && /opt/hpcplane/python-tools/bin/openapi-python-client --version"
 check "install-deps again installs nothing" \
   "out=\$(bash scripts/install-deps.sh test 2>&1); [ -z \"\$out\" ] && echo 'nothing to do' || { echo \"\$out\"; false; }"
 echo "check-bare-debian: $([ $failed -eq 0 ] && echo passed || echo FAILED) in $((SECONDS - start)) s"

@@ -53,7 +53,10 @@ lint_console() {  # ESLint and tsc --checkJs over web/console (npm ci again only
 # never drains or drains for nothing.
 SHELL_SCRIPTS=(src/slurm/health_check.sh)
 lint_shell() {
-  shellcheck --severity=style "${SHELL_SCRIPTS[@]}" || {
+  # SC1090: the health check sources its nodeset's settings from a path known only in the pod
+  # (HealthCheckConfig writes them); a directive in the script would change what every worker
+  # runs, and so every rendered ConfigMap, for a comment.
+  shellcheck --severity=style --exclude=SC1090 "${SHELL_SCRIPTS[@]}" || {
     echo "lint: shellcheck found the problems above" >&2
     return 1
   }

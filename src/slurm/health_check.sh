@@ -16,8 +16,6 @@ MUNGE_SOCKET=/run/munge/munge.socket.2
 LOCK_FILE=/run/hpcplane-health.lock
 REQUIRE_MOUNTS=1
 DATASETS=()
-# The nodeset's settings (HealthCheckConfig in health_check.cc writes them: shell assignments).
-# shellcheck source=/dev/null
 if [ -r "$CONF_DIR/$NODESET.conf" ]; then . "$CONF_DIR/$NODESET.conf"; fi
 
 if [ -z "${HPCPLANE_HEALTH_FOREGROUND:-}" ]; then
