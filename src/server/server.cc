@@ -218,7 +218,9 @@ void Server::ServerLimits() {
     // cpp-httplib 0.11 reads a POST, PUT, PATCH or DELETE's body until the connection closes:
     // the client waiting for its answer would wait for the read timeout. Pre-routing runs before
     // the body is read, on the request object itself (const only in the handler's signature).
-    if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
+    const bool reads_body =
+        req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
+    if (reads_body && !req.has_header("Content-Length") && !req.has_header("Transfer-Encoding")) {
       const_cast<httplib::Request&>(req).set_header("Content-Length", "0");
     }
     return httplib::Server::HandlerResponse::Unhandled;
