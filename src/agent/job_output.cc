@@ -1,6 +1,5 @@
 #include "agent/job_output.h"
 
-#include <regex>
 #include <sstream>
 
 #include <fmt/format.h>
@@ -12,45 +11,28 @@ using nlohmann::json;
 
 namespace {
 
-// The fields of one `scontrol show job -o` line. Values may hold spaces (paths, commands), so a
-// value runs to the next " Key=": a key is a word of letters, digits and ':' or '_'.
-std::map<std::string, std::string> ScontrolFields(const std::string& line) {
-  static const std::regex kKey(R"((?:^| )([A-Za-z][A-Za-z0-9_:/]*)=)");
-  std::map<std::string, std::string> fields;
-  std::string key;
-  size_t value_start = 0;
-  for (auto it = std::sregex_iterator(line.begin(), line.end(), kKey); it != std::sregex_iterator(); ++it) {
-    if (!key.empty()) fields[key] = line.substr(value_start, static_cast<size_t>(it->position(0)) - value_start);
-    key = (*it)[1];
-    value_start = static_cast<size_t>(it->position(0) + it->length(0));
-  }
-  if (!key.empty()) fields[key] = line.substr(value_start);
-  return fields;
-}
-
 std::optional<int64_t> ParseInt(const std::string& s) {
   if (s.empty() || s.size() > 18 || s.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   return std::stoll(s);
 }
 
-Status NotYours(const JobOutputRequest& r, const JobFiles& f) {
+Status NotYours(const JobOutputRequest& r, const slurm::JobFiles& f) {
   return Status::NotFound(
       fmt::format("job {} in Slurm is {}'s, not {}'s: the record is of another job", r.job_id, f.user, r.user));
 }
 
 // Where the job's files are: slurmctld first (it knows running and recently ended jobs), then
 // slurmdbd.
-Result<JobFiles> LocateJobFiles(DataPlaneAccess* dp, const JobOutputRequest& r) {
+Result<slurm::JobFiles> LocateJobFiles(DataPlaneAccess* dp, const JobOutputRequest& r) {
   const std::string id = std::to_string(r.job_id);
-  auto shown = dp->InController({"scontrol", "show", "job", "-o", id});
+  auto shown = dp->InController(slurm::ScontrolJobCommand(r.job_id));
   if (shown.ok()) {
-    auto f = ParseScontrolJob(*shown, r.job_id);
+    auto f = slurm::ParseScontrolJob(*shown, r.job_id);
     if (f && f->submit_time == r.submit_time) return *f;
   } else if (shown.status().message().find("Invalid job id") == std::string::npos) {
     return Status::Unavailable(fmt::format("slurmctld did not answer about job {}: {}", id, shown.status().message()));
   }
-  auto acct = dp->InController({"sacct", "-n", "-P", "-X", "-a", "--expand-patterns", "-j", id,
-                                "--format=JobIDRaw,Submit,User,State,NodeList,StdOut,StdErr"});
+  auto acct = dp->InController(slurm::SacctJobFilesCommand(r.job_id));
   if (!acct.ok()) {
     const std::string m = acct.status().message();
     if (m.find("expand-patterns") != std::string::npos || m.find("StdOut") != std::string::npos) {
@@ -61,7 +43,7 @@ Result<JobFiles> LocateJobFiles(DataPlaneAccess* dp, const JobOutputRequest& r) 
     }
     return Status::Unavailable(fmt::format("slurmdbd did not answer about job {}: {}", id, m));
   }
-  auto f = ParseSacctJob(*acct, r.job_id, r.submit_time);
+  auto f = slurm::ParseSacctJob(*acct, r.job_id, r.submit_time);
   if (!f) return Status::NotFound(fmt::format("Slurm has no job {} submitted at {}", id, r.submit_time));
   return *f;
 }
@@ -94,7 +76,7 @@ Result<json> ReadPiece(DataPlaneAccess* dp, const JobOutputRequest& r) {
     return Status::NotFound(
         fmt::format("job {} ran on cluster {}, which this data plane no longer runs", r.job_id, r.cluster));
   }
-  ASSIGN_OR_RETURN(JobFiles f, LocateJobFiles(dp, r));
+  ASSIGN_OR_RETURN(slurm::JobFiles f, LocateJobFiles(dp, r));
   if (f.user != r.user) return NotYours(r, f);
   const bool err = r.stream == "stderr";
   const std::string path = err && !f.stderr_path.empty() ? f.stderr_path : f.stdout_path;
@@ -132,60 +114,6 @@ Result<json> ReadPiece(DataPlaneAccess* dp, const JobOutputRequest& r) {
 }
 
 }  // namespace
-
-std::optional<JobFiles> ParseScontrolJob(const std::string& text, int64_t job_id) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    auto f = ScontrolFields(line);
-    if (f["JobId"] != std::to_string(job_id)) continue;
-    JobFiles out;
-    out.user = f["UserId"].substr(0, f["UserId"].find('('));
-    out.submit_time = ParseInt(f["SubmitTime"]).value_or(0);
-    out.state = f["JobState"];
-    out.stdout_path = f["StdOut"];
-    out.stderr_path = f["StdErr"];
-    out.node = f["BatchHost"];
-    return out;
-  }
-  return std::nullopt;
-}
-
-std::optional<JobFiles> ParseSacctJob(const std::string& text, int64_t job_id, int64_t submit_time) {
-  std::istringstream in(text);
-  std::string line;
-  while (std::getline(in, line)) {
-    // JobIDRaw|Submit|User|State|NodeList|StdOut|StdErr: the paths last, split at the last '|'.
-    std::vector<std::string> head;
-    size_t start = 0;
-    for (int i = 0; i < 5; ++i) {
-      size_t bar = line.find('|', start);
-      if (bar == std::string::npos) break;
-      head.push_back(line.substr(start, bar - start));
-      start = bar + 1;
-    }
-    const size_t last = line.rfind('|');
-    if (head.size() < 5 || last < start) continue;
-    if (ParseInt(head[0]) != job_id || ParseInt(head[1]) != submit_time) continue;
-    JobFiles f;
-    f.submit_time = submit_time;
-    f.user = head[2];
-    f.state = head[3].substr(0, head[3].find(' '));  // "CANCELLED by 1001"
-    f.node = head[4] == "None assigned" ? "" : FirstHost(head[4]);
-    f.stdout_path = line.substr(start, last - start);
-    f.stderr_path = line.substr(last + 1);
-    return f;
-  }
-  return std::nullopt;
-}
-
-std::string FirstHost(const std::string& hostlist) {
-  std::string first = hostlist.substr(0, hostlist.find(','));
-  const size_t open = hostlist.find('[');
-  if (open == std::string::npos || open > hostlist.find(',')) return first;
-  const size_t end = hostlist.find_first_of("-,]", open + 1);
-  return hostlist.substr(0, open) + hostlist.substr(open + 1, end - open - 1);
-}
 
 std::vector<std::string> ReadFileCommand(const std::string& path, int64_t offset, int64_t limit) {
   // The path is an argument, never part of the script.

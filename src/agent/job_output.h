@@ -1,7 +1,7 @@
 // A job's output (stdout or stderr) read for the console, as the agent does it on its data plane
-// when the control plane relays a "job-output" request (messages/relay_messages.h): where the file is, from
-// slurmctld while it knows the job (`scontrol show job`) and from slurmdbd after
-// (`sacct --expand-patterns --format=StdOut`, Slurm 23.02 and later); then one piece of it, read
+// when the control plane relays a "job-output" request (messages/relay_messages.h): where the
+// file is, as Slurm says (slurm/job_files.h: slurmctld while it knows the job, slurmdbd after,
+// Slurm 23.02 and later); then one piece of it, read
 // as the job's own user (never root) on the job's node while that worker runs, else on a login
 // pod. Whatever Slurm or the file system say is answered as a clear error, not guessed around.
 #pragma once
@@ -16,26 +16,9 @@
 #include "agent/data_plane_access.h"
 #include "common/result.h"
 #include "messages/relay_messages.h"
+#include "slurm/job_files.h"
 
 namespace hpc::cp {
-
-// A job's files as Slurm reports them.
-struct JobFiles {
-  std::string user;
-  int64_t submit_time = 0;
-  std::string state;  // RUNNING, PENDING, COMPLETED, ...
-  std::string stdout_path, stderr_path;
-  std::string node;  // where the batch script runs (ran): its files are there
-};
-
-// The line of `scontrol show job -o ID` (times as unix seconds) for job `job_id`; nullopt when
-// there is none.
-std::optional<JobFiles> ParseScontrolJob(const std::string& text, int64_t job_id);
-// From `sacct -n -P -X --format=JobIDRaw,Submit,User,State,NodeList,StdOut,StdErr`: the record
-// of job `job_id` submitted at `submit_time`.
-std::optional<JobFiles> ParseSacctJob(const std::string& text, int64_t job_id, int64_t submit_time);
-// The first host of a Slurm host list ("c1-cpu-[3-5,9]" -> "c1-cpu-3").
-std::string FirstHost(const std::string& hostlist);
 
 // The command that prints "SIZE START\n" and then up to `limit` bytes of `path` from START
 // (`offset`, or the last `limit` bytes when it is negative). It exits 3 when the file does not

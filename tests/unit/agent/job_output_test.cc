@@ -25,7 +25,7 @@ const char* kRunning =
     "StdOut=/datasets/astro/out 12.txt Power=\n";
 
 TEST(JobOutput, ScontrolsLineGivesThePathsUserStateAndNode) {
-  auto f = ParseScontrolJob(std::string("JobId=11 UserId=bob(1002) StdOut=/x\n") + kRunning, 12);
+  auto f = slurm::ParseScontrolJob(std::string("JobId=11 UserId=bob(1002) StdOut=/x\n") + kRunning, 12);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->user, "ann");
   EXPECT_EQ(f->submit_time, 1700000000);
@@ -33,30 +33,30 @@ TEST(JobOutput, ScontrolsLineGivesThePathsUserStateAndNode) {
   EXPECT_EQ(f->node, "c1-cpu-0");
   EXPECT_EQ(f->stdout_path, "/datasets/astro/out 12.txt");
   EXPECT_EQ(f->stderr_path, "/datasets/astro/err 12.txt");
-  EXPECT_FALSE(ParseScontrolJob(kRunning, 1).has_value());
-  EXPECT_FALSE(ParseScontrolJob("slurm_load_jobs error: Invalid job id specified\n", 12).has_value());
+  EXPECT_FALSE(slurm::ParseScontrolJob(kRunning, 1).has_value());
+  EXPECT_FALSE(slurm::ParseScontrolJob("slurm_load_jobs error: Invalid job id specified\n", 12).has_value());
 }
 
 TEST(JobOutput, SacctsRecordIsMatchedByIdAndSubmitTime) {
   const std::string text =
       "12|1600000000|bob|COMPLETED|c1-cpu-1|/old.out|/old.err\n"
       "12|1700000000|ann|CANCELLED by 1001|c1-cpu-[3-5,9]|/d/a|b.out|/d/e.err\n";
-  auto f = ParseSacctJob(text, 12, 1700000000);
+  auto f = slurm::ParseSacctJob(text, 12, 1700000000);
   ASSERT_TRUE(f.has_value());
   EXPECT_EQ(f->user, "ann");
   EXPECT_EQ(f->state, "CANCELLED");
   EXPECT_EQ(f->node, "c1-cpu-3");
   EXPECT_EQ(f->stdout_path, "/d/a|b.out") << "a '|' in the stdout path stays in it; stderr's is split last";
   EXPECT_EQ(f->stderr_path, "/d/e.err");
-  EXPECT_FALSE(ParseSacctJob(text, 12, 1650000000).has_value());
-  EXPECT_EQ(ParseSacctJob("7|1|ann|PENDING|None assigned|/o|/e\n", 7, 1)->node, "");
+  EXPECT_FALSE(slurm::ParseSacctJob(text, 12, 1650000000).has_value());
+  EXPECT_EQ(slurm::ParseSacctJob("7|1|ann|PENDING|None assigned|/o|/e\n", 7, 1)->node, "");
 }
 
 TEST(JobOutput, FirstHostOfAHostList) {
-  EXPECT_EQ(FirstHost("c1-cpu-0"), "c1-cpu-0");
-  EXPECT_EQ(FirstHost("c1-cpu-[3-5,9]"), "c1-cpu-3");
-  EXPECT_EQ(FirstHost("a-1,b-[2-3]"), "a-1");
-  EXPECT_EQ(FirstHost("n[10,12]"), "n10");
+  EXPECT_EQ(slurm::FirstHost("c1-cpu-0"), "c1-cpu-0");
+  EXPECT_EQ(slurm::FirstHost("c1-cpu-[3-5,9]"), "c1-cpu-3");
+  EXPECT_EQ(slurm::FirstHost("a-1,b-[2-3]"), "a-1");
+  EXPECT_EQ(slurm::FirstHost("n[10,12]"), "n10");
 }
 
 TEST(JobOutput, AnIncompleteUtf8CharacterAtTheEndIsLeftForTheNextRead) {
