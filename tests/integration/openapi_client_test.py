@@ -54,20 +54,26 @@ def main():
                               env=dict(os.environ, HPCPLANE_STATE_DIR=state),
                               stdout=open(os.path.join(work, "server.log"), "w"), stderr=subprocess.STDOUT)
     try:
-        run(work, state, port, generator)
+        run(work, state, port, generator, server)
     except BaseException:
         print(open(os.path.join(work, "server.log")).read()[-3000:], flush=True)
         raise
     finally:
         server.terminate()
-        server.wait(timeout=30)
+        try:
+            server.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            server.kill()
+            server.wait()
         shutil.rmtree(work, ignore_errors=True)
 
 
-def run(work, state, port, generator):
+def run(work, state, port, generator, server):
     token_file = os.path.join(state, "controlplane", "admin.token")
     deadline = time.time() + 30
     while not (os.path.exists(token_file) and os.path.getsize(token_file)):
+        if server.poll() is not None:
+            raise SystemExit(f"FAIL: the server exited ({server.returncode}) before it wrote its admin token")
         if time.time() > deadline:
             raise SystemExit("FAIL: the server wrote no admin token in 30 s")
         time.sleep(0.1)
@@ -80,7 +86,9 @@ def run(work, state, port, generator):
             if doc.status_code == 200:
                 break
         except httpx.TransportError:
-            pass  # not listening yet
+            if server.poll() is not None:
+                raise SystemExit(f"FAIL: the server exited ({server.returncode})") from None
+            # else not listening yet
         if time.time() > deadline:
             raise SystemExit("FAIL: the server did not serve its document")
         time.sleep(0.1)

@@ -88,7 +88,7 @@ def helm(cluster, *args):
 
 
 def helm_install(cluster, helm_values=()):
-    """The release's namespace and TLS secret as the README says to make them (the chart owns
+    """The release's namespace and TLS secret as docs/kubernetes.md says to make them (the chart owns
     neither), then `helm install --wait` with the images built here, the Slurm release they
     carry, the shared claims' class, and `helm_values`."""
     cluster.kubectl("create", "namespace", SYSTEM)

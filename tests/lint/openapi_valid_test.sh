@@ -22,8 +22,9 @@ HPCPLANE_STATE_DIR=$state "$build/hpcplane" server --listen "127.0.0.1:$port" >"
 server_pid=$!
 token_file=$state/controlplane/admin.token
 for _ in $(seq 300); do
-  [ -s "$token_file" ] && curl -sf -o "$state/openapi.json" -H "Authorization: Bearer $(cat "$token_file")" \
-    "http://127.0.0.1:$port/api/v1/openapi.json" && break
+  # The token in a header file (0600, in the state directory), never on a command line.
+  [ -s "$token_file" ] && (umask 077 && printf 'Authorization: Bearer %s\n' "$(cat "$token_file")" >"$state/auth") &&
+    curl -sf -o "$state/openapi.json" -H "@$state/auth" "http://127.0.0.1:$port/api/v1/openapi.json" && break
   kill -0 "$server_pid" 2>/dev/null || { echo "FAIL: the server exited:"; cat "$state/server.log"; exit 1; }
   sleep 0.1
 done
