@@ -16,25 +16,6 @@ namespace {
 
 constexpr const char* kMethods[] = {"get", "put", "post", "delete", "patch"};
 
-// The top-level groups of a route's pattern, in order: what each {} of its template matches.
-std::vector<std::string> Groups(const std::string& pattern) {
-  std::vector<std::string> out;
-  int depth = 0;
-  size_t start = 0;
-  for (size_t i = 0; i < pattern.size(); ++i) {
-    if (pattern[i] == '\\') {
-      ++i;
-      continue;
-    }
-    if (pattern[i] == '(' && depth++ == 0) start = i;
-    if (pattern[i] == ')' && --depth == 0) {
-      const bool optional = i + 1 < pattern.size() && pattern[i + 1] == '?';
-      out.push_back(pattern.substr(start, i - start + 1 + (optional ? 1 : 0)));
-    }
-  }
-  return out;
-}
-
 // A path value's schema from its route's group: whole numbers as integers, anything else a
 // string matched whole by the group.
 json ValueSchema(const std::string& group) {
@@ -87,7 +68,7 @@ std::vector<std::string> ParamNames(const std::string& path) {
 void DeclarePathValues(const std::string& path, const RouteTable::Route* route, json& item) {
   const auto names = ParamNames(path);
   if (names.empty()) return;
-  const auto groups = route ? Groups(route->pattern) : std::vector<std::string>{};
+  const auto groups = route ? route->groups : std::vector<std::string>{};
   std::set<std::string> declared;
   for (const auto& p : item.value("parameters", json::array())) declared.insert(p.value("name", ""));
   json& parameters = item["parameters"];

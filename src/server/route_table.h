@@ -4,10 +4,10 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <functional>
 #include <regex>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -47,7 +47,7 @@ class RouteTable {
   // check that the OpenAPI document describes each.
   std::vector<std::pair<std::string, std::string>> Routes() const {
     std::vector<std::pair<std::string, std::string>> out;
-    for (const auto& [re, method, tmpl] : routes_) out.emplace_back(method, tmpl);
+    for (const auto& [re, r] : routes_) out.emplace_back(r.method, r.tmpl);
     return out;
   }
 
@@ -55,22 +55,23 @@ class RouteTable {
     std::string method;
     std::string tmpl;     // its pattern's groups shown as {}
     std::string pattern;  // the regular expression a request's path must match whole
+    // What each {} of the template matches: its pattern's top-level groups as written, an
+    // optional one with its '?'.
+    std::vector<std::string> groups;
   };
   // Every route, in the order registered (OpenApiDocument completes the document from them).
   std::vector<Route> All() const {
     std::vector<Route> out;
-    for (size_t i = 0; i < routes_.size(); ++i) {
-      out.push_back({std::get<1>(routes_[i]), std::get<2>(routes_[i]), patterns_[i]});
-    }
+    for (const auto& [re, r] : routes_) out.push_back(r);
     return out;
   }
 
   // The methods `path` is served with, comma separated ("" when no route has it).
   std::string Allow(const std::string& path) const {
     std::vector<std::string> methods;
-    for (const auto& [re, method, tmpl] : routes_) {
-      if (std::regex_match(path, re) && std::find(methods.begin(), methods.end(), method) == methods.end()) {
-        methods.push_back(method);
+    for (const auto& [re, r] : routes_) {
+      if (std::regex_match(path, re) && std::find(methods.begin(), methods.end(), r.method) == methods.end()) {
+        methods.push_back(r.method);
       }
     }
     std::string out;
@@ -85,34 +86,39 @@ class RouteTable {
   }
   httplib::Server::Handler Wrap(const std::string& method, const std::string& pattern, httplib::Server::Handler h) {
     Add(method, pattern);
-    return [hook = on_handler_, tmpl = std::get<2>(routes_.back()), h = std::move(h)](const httplib::Request& req,
-                                                                                      httplib::Response& res) {
+    return [hook = on_handler_, tmpl = routes_.back().second.tmpl, h = std::move(h)](const httplib::Request& req,
+                                                                                     httplib::Response& res) {
       CurrentTemplate() = tmpl;
       if (hook) hook(req);
       h(req, res);
     };
   }
   void Add(const std::string& method, const std::string& pattern) {
-    std::string tmpl;
+    Route r{method, "", pattern, {}};
     int depth = 0;
+    size_t start = 0;
     for (size_t i = 0; i < pattern.size(); ++i) {
       const char c = pattern[i];
       if (c == '\\' && i + 1 < pattern.size()) {  // an escaped character is itself, never a group
-        if (depth == 0) tmpl += pattern.substr(i, 2);
+        if (depth == 0) r.tmpl += pattern.substr(i, 2);
         ++i;
         continue;
       }
-      if (c == '(' && depth++ == 0) tmpl += "{}";
-      if (depth == 0 && !(c == '?' && i > 0 && pattern[i - 1] == ')')) tmpl += c;  // an optional group is a {} too
-      if (c == ')') --depth;
+      if (c == '(' && depth++ == 0) {
+        r.tmpl += "{}";
+        start = i;
+      }
+      if (depth == 0 && !(c == '?' && i > 0 && pattern[i - 1] == ')')) r.tmpl += c;  // an optional group is a {} too
+      if (c == ')' && --depth == 0) {
+        const bool optional = i + 1 < pattern.size() && pattern[i + 1] == '?';
+        r.groups.push_back(pattern.substr(start, i - start + 1 + (optional ? 1 : 0)));
+      }
     }
-    routes_.emplace_back(std::regex(pattern), method, tmpl);
-    patterns_.push_back(pattern);
+    routes_.emplace_back(std::regex(pattern), std::move(r));
   }
   httplib::Server& s_;
   std::function<void(const httplib::Request&)> on_handler_;
-  std::vector<std::tuple<std::regex, std::string, std::string>> routes_;
-  std::vector<std::string> patterns_;  // routes_[i]'s pattern as written
+  std::vector<std::pair<std::regex, Route>> routes_;
 };
 
 }  // namespace hpc::cp

@@ -73,8 +73,10 @@ TEST(RouteTable, TemplatesShowEveryGroupAndNothingElse) {
   const auto all = routes.All();
   ASSERT_EQ(all.size(), 2u);
   EXPECT_EQ(all[0].tmpl, "/p/{}/lab{}");
+  EXPECT_EQ(all[0].groups, (std::vector<std::string>{"([a-z]+)", "(/.*)?"}));
   EXPECT_EQ(all[1].tmpl, R"(/q\(x\)/{})");
   EXPECT_EQ(all[1].pattern, R"(/q\(x\)/([0-9]+))");
+  EXPECT_EQ(all[1].groups, std::vector<std::string>{"([0-9]+)"});
 }
 
 TEST(CsvExport, FieldsThatStartLikeFormulasAreNeutralised) {
