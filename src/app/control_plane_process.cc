@@ -2,8 +2,10 @@
 
 #include <fmt/format.h>
 
+#include "app/kubernetes_data_plane.h"
 #include "app/local_data_plane.h"
 #include "common/files.h"
+#include "common/log.h"
 #include "common/stop_signal.h"
 
 namespace hpc::app {
@@ -62,6 +64,16 @@ void RunAgent(const op::ClusterPaths& p, const std::string& self_exe, cp::AgentO
   options.cursor_file = data_plane.AgentCursorFile();
   cp::Agent agent(&data_plane, options);
   agent.Run(StopFlag());
+}
+
+Status RunKubernetesAgent(KubernetesDataPlaneOptions data_plane_options, cp::AgentOptions options) {
+  log::UseServiceFormat();  // a service's log (timestamps, info), as the operator's beside it
+  ASSIGN_OR_RETURN(auto data_plane, KubernetesDataPlane::Open(std::move(data_plane_options)));
+  options.cursor_file = data_plane->AgentCursorFile();
+  if (options.data_plane.empty()) options.data_plane = data_plane->ClusterName();
+  cp::Agent agent(data_plane.get(), options);
+  agent.Run(StopFlag());
+  return Status::Ok();
 }
 
 }  // namespace hpc::app

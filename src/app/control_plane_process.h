@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "agent/agent.h"
+#include "app/kubernetes_data_plane.h"
 #include "common/result.h"
 #include "operator/cluster_paths.h"
 #include "server/server.h"
@@ -62,5 +63,9 @@ class ControlPlaneProcess {
 
 // Runs cluster `p`'s agent on this thread until the process's stop signal (`hpcplane agent`).
 void RunAgent(const op::ClusterPaths& p, const std::string& self_exe, cp::AgentOptions options);
+// Runs the agent of a SlurmCluster on Kubernetes on this thread until the process's stop signal
+// (`hpcplane agent --kubernetes-namespace NS --slurm-cluster NAME`); an error when it cannot
+// start (no kubeconfig, no service account).
+Status RunKubernetesAgent(KubernetesDataPlaneOptions data_plane, cp::AgentOptions options);
 
 }  // namespace hpc::app

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "app/data_plane_commands.h"
 #include "app/environments.h"
 #include "app/runtime_factory.h"
 #include "operator/builders.h"
@@ -13,27 +14,6 @@
 #include "runtime/local/local_runtime.h"
 
 namespace hpc::app {
-namespace {
-
-// The user as the control plane knows them, in this data plane's catalog with the same uid.
-Status EnsureUser(const platform::Catalog& catalog, const cp::WorkspaceCreation& w) {
-  ASSIGN_OR_RETURN(auto users, catalog.Users());
-  for (const auto& u : users) {
-    if (u.name != w.user) continue;
-    if (u.uid != w.uid) {
-      return Status::Errorf("user {} has uid {} on this data plane but uid {} on the control plane", w.user, u.uid,
-                            w.uid);
-    }
-    return Status::Ok();
-  }
-  auto added = catalog.AddUser(w.user, {w.admin ? platform::kRoleSysAdmin : platform::kRoleUser}, w.uid);
-  if (!added.ok()) return Status::Errorf("user {}: {}", w.user, added.status().message());
-  spdlog::info("workspace {}: user {} added with uid {}", w.id, w.user, w.uid);
-  return Status::Ok();
-}
-
-}  // namespace
-
 LocalDataPlane::LocalDataPlane(op::ClusterPaths paths, std::string self_exe)
     : paths_(std::move(paths)), self_exe_(std::move(self_exe)) {}
 
@@ -73,7 +53,7 @@ Result<std::optional<api::Workspace>> LocalDataPlane::FindWorkspace(const std::s
 
 Status LocalDataPlane::CreateWorkspace(const cp::WorkspaceCreation& w) {
   platform::Catalog catalog(paths_.state_dir);
-  RETURN_IF_ERROR(EnsureUser(catalog, w));
+  RETURN_IF_ERROR(catalog.EnsureUser(w.user, w.uid, w.admin));
   op::WorkspaceRequest r;
   r.user = w.user, r.project = w.project, r.tier = w.tier, r.name = w.id, r.max_workers = w.max_workers;
   r.idle_timeout_seconds = w.idle_timeout_seconds, r.token_lifetime_seconds = w.token_lifetime_seconds;
@@ -108,24 +88,13 @@ Result<runtime::PodRuntime*> LocalDataPlane::Runtime() {
 
 Result<std::string> LocalDataPlane::InController(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
-  runtime::ExecOptions o;
-  o.user = "slurm";
-  o.argv = argv;
-  o.env["SLURM_TIME_FORMAT"] = "%s";
-  o.timeout = std::chrono::milliseconds(60000);
-  ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(controller_pod_, o));
-  if (!r.ok()) return Status::Errorf("{}: exit {}: {}", argv[0], r.exit_code, r.err);
-  return r.out;
+  return OutputOf(argv, rt->Exec(controller_pod_, ControllerCommand(argv)));
 }
 
 Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,
                                                   const std::string& stdin_data) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
-  runtime::ExecOptions o;
-  o.user = w.spec.user.name;  // never root: the login pod is the user's
-  o.env = op::WorkspaceShellEnv(w);
-  o.working_dir = o.env["HPCPLANE_DATASET"];
-  o.argv = argv;
+  runtime::ExecOptions o = WorkspaceCommand(w, argv);
   o.stdin_data = stdin_data;
   return rt->Exec(op::WorkspaceLoginPodName(w), o);
 }
@@ -133,49 +102,25 @@ Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const
 Result<PtyProcess> LocalDataPlane::StartShell(const api::Workspace& w, int cols, int rows) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
   auto* local = dynamic_cast<runtime::local::LocalRuntime*>(rt);
-  if (local == nullptr) {
-    return Status::FailedPrecondition("a terminal in the browser runs on the local runtime only, for now");
-  }
-  runtime::ExecOptions o;
-  o.user = w.spec.user.name;  // never root: the login pod is the user's
-  o.env = op::WorkspaceShellEnv(w);
-  o.env["TERM"] = "xterm-256color";
-  o.env["PS1"] = fmt::format("{}@{}:\\w$ ", w.spec.user.name, w.metadata.name);
-  o.working_dir = o.env["HPCPLANE_DATASET"];
-  o.argv = {"/bin/bash", "--norc", "--noprofile", "-i"};
-  ASSIGN_OR_RETURN(auto argv, local->ExecArgv(op::WorkspaceLoginPodName(w), o));
+  if (local == nullptr) return Status::FailedPrecondition("cluster " + paths_.name + " does not run on local pods");
+  ASSIGN_OR_RETURN(auto argv, local->ExecArgv(op::WorkspaceLoginPodName(w), WorkspaceShell(w)));
   return SpawnOnPty(argv, cols, rows);
 }
 
 Result<cp::LabProcess> LocalDataPlane::StartLab(const api::Workspace& w, const cp::LabLaunch& launch) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
   auto* local = dynamic_cast<runtime::local::LocalRuntime*>(rt);
-  if (local == nullptr) return Status::FailedPrecondition("JupyterLab runs on the local runtime only, for now");
+  if (local == nullptr) return Status::FailedPrecondition("cluster " + paths_.name + " does not run on local pods");
   const std::string pod = op::WorkspaceLoginPodName(w);
-  ASSIGN_OR_RETURN(auto found, InWorkspace(w, {"sh", "-c", "command -v jupyter-lab"}, ""));
-  if (!found.ok()) {
-    return Status::FailedPrecondition(fmt::format(
-        "workspace {}'s environment ({}) has no JupyterLab: launch it on an environment with the package jupyterlab",
-        w.metadata.name, w.spec.environment.empty() ? "the cluster's" : w.spec.environment));
-  }
+  ASSIGN_OR_RETURN(auto found, InWorkspace(w, kFindJupyterLab, ""));
+  if (!found.ok()) return NoJupyterLab(w);
   ASSIGN_OR_RETURN(auto pods, rt->ListPods({{op::kLabelCluster, paths_.name}}));
   std::string ip;
   for (const auto& p : pods)
     if (p.name == pod && p.phase == runtime::PodPhase::kRunning) ip = p.ip;
   if (ip.empty())
     return Status::FailedPrecondition(fmt::format("workspace {}'s login pod is not running", w.metadata.name));
-  runtime::ExecOptions o;
-  o.user = w.spec.user.name;  // never root: the login pod is the user's
-  o.env = op::WorkspaceShellEnv(w);
-  o.env["JUPYTER_TOKEN"] = launch.token;
-  o.working_dir = o.env["HPCPLANE_DATASET"];
-  // On the pod's own address: reached from the data plane's host; its token is the only way in.
-  o.argv = {"jupyter-lab", "--no-browser", "--ServerApp.ip=" + ip, fmt::format("--ServerApp.port={}", launch.port),
-            "--ServerApp.port_retries=0", "--ServerApp.base_url=" + launch.base_url,
-            "--ServerApp.root_dir=" + o.working_dir,
-            // The Host the agent sends is the pod's address, not localhost.
-            "--ServerApp.allow_remote_access=True"};
-  ASSIGN_OR_RETURN(auto argv, local->ExecArgv(pod, o));
+  ASSIGN_OR_RETURN(auto argv, local->ExecArgv(pod, WorkspaceLab(w, launch, ip)));
   ASSIGN_OR_RETURN(PtyProcess process, SpawnOnPty(argv, 200, 50));
   return cp::LabProcess{process, ip, launch.port};
 }
@@ -183,22 +128,11 @@ Result<cp::LabProcess> LocalDataPlane::StartLab(const api::Workspace& w, const c
 Result<std::vector<std::string>> LocalDataPlane::PodsForJobFiles(const std::string& node, const std::string& user) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
   ASSIGN_OR_RETURN(auto pods, rt->ListPods({{op::kLabelCluster, paths_.name}}));
-  std::vector<std::string> worker, workspace_logins, login;
   op::Store store(paths_.Dir());
-  for (const auto& p : pods) {
-    if (p.phase != runtime::PodPhase::kRunning) continue;
-    auto label = [&](const char* key) { return p.labels.count(key) ? p.labels.at(key) : std::string(); };
-    const std::string component = label(op::kLabelComponent);
-    if (component == "worker" && p.name == node) worker.push_back(p.name);
-    if (component == "login") login.push_back(p.name);
-    if (component == "workspace-login") {
-      auto w = store.LoadWorkspace(label(op::kLabelWorkspace));
-      if (w.ok() && w->spec.user.name == user) workspace_logins.push_back(p.name);
-    }
-  }
-  worker.insert(worker.end(), workspace_logins.begin(), workspace_logins.end());
-  worker.insert(worker.end(), login.begin(), login.end());
-  return worker;
+  return app::PodsForJobFiles(pods, node, user, [&](const std::string& workspace) {
+    auto w = store.LoadWorkspace(workspace);
+    return w.ok() ? w->spec.user.name : std::string();
+  });
 }
 
 Result<ProcessResult> LocalDataPlane::AsUserInPod(const std::string& pod, const std::string& user,

@@ -64,17 +64,33 @@ int CmdServer(const Globals& g, const ServerArgs& args) {
   return 0;
 }
 
-int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o) {
-  auto p = ResolveCluster(g);
-  if (!p.ok()) return Fail(p.status());
+int CmdAgent(const Globals& g, const ApiArgs& a, cp::AgentOptions o, app::KubernetesDataPlaneOptions k) {
+  const bool on_kubernetes = !k.cluster.empty() || !k.namespace_name.empty() || !k.kubeconfig.empty();
+  if (on_kubernetes && (k.cluster.empty() || k.namespace_name.empty())) {
+    return Fail(
+        Status::Error("agent: a data plane on Kubernetes needs both --slurm-cluster and --kubernetes-namespace"));
+  }
+  std::optional<op::ClusterPaths> p;
+  if (!on_kubernetes) {
+    auto resolved = ResolveCluster(g);
+    if (!resolved.ok()) return Fail(resolved.status());
+    p = *resolved;
+  }
   auto token = ReadToken(a);
   if (!token.ok()) return Fail(token.status());
   o.server = a.server;
   o.ca_file = a.ca_file;
   o.token = *token;
   InstallStopHandlers();
-  app::RunAgent(*p, g.self_exe, o);
-  return 0;
+  if (p) {
+    app::RunAgent(*p, g.self_exe, o);
+    return 0;
+  }
+  // Its own files (catalog, job window) under the state directory, one folder a cluster.
+  k.state_dir = fmt::format("{}/kubernetes/{}/{}", g.state_dir, k.namespace_name, k.cluster);
+  k.self_exe = g.self_exe;
+  Status s = app::RunKubernetesAgent(k, o);
+  return s.ok() ? 0 : Fail(s);
 }
 
 struct TokenArgs {
@@ -275,6 +291,12 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   AddApiOptions(agent, api.get());
   agent->add_option("--name", agent_opts->data_plane, "Data plane name (default: the cluster's)");
   agent->add_option("--interval", agent_opts->interval_seconds, "Seconds between reports");
+  auto kube_opts = std::make_shared<app::KubernetesDataPlaneOptions>();
+  agent->add_option("--slurm-cluster", kube_opts->cluster,
+                    "On Kubernetes: the SlurmCluster resource this agent speaks for");
+  agent->add_option("--kubernetes-namespace", kube_opts->namespace_name, "On Kubernetes: the SlurmCluster's namespace");
+  agent->add_option("--kubeconfig", kube_opts->kubeconfig,
+                    "On Kubernetes: a kubeconfig (default: the pod's service account, in the cluster)");
 
   auto targs = std::make_shared<TokenArgs>();
   auto* tokens = app.add_subcommand(
@@ -331,7 +353,7 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
 
   return [=, &g]() -> int {
     if (server->parsed()) return CmdServer(g, *sargs);
-    if (agent->parsed()) return CmdAgent(g, *api, *agent_opts);
+    if (agent->parsed()) return CmdAgent(g, *api, *agent_opts, *kube_opts);
     if (tokens->parsed()) return CmdTokens(*api, *targs);
     if (audit->parsed()) return CmdAudit(*api, *audit_limit);
     if (jobs->parsed()) {

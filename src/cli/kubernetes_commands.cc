@@ -4,6 +4,7 @@
 
 #include "api/crd.h"
 #include "cli/support.h"
+#include "kubernetes/attach.h"
 #include "kubernetes/kubernetes_operator.h"
 #include "kubernetes/kubernetes_render.h"
 
@@ -61,7 +62,23 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   operator_cmd->add_option("--workers", op_options.workers, "SlurmClusters reconciled at the same time")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
-  return [crds, render, operator_cmd]() -> int {
+  // What the agent on Kubernetes runs on a pseudo-terminal of its own for a terminal in the
+  // browser or JupyterLab (app/kubernetes_data_plane.h): not for people, so not in --help.
+  auto* attach = app.add_subcommand("kube-attach", "Run a command in a pod attached to this terminal (pods/exec)");
+  attach->group("");
+  static kube::AttachOptions attach_request;
+  attach->add_option("--kubeconfig", attach_request.kubeconfig, "kubeconfig file (default: the pod's service account)");
+  attach->add_option("--namespace", attach_request.namespace_name, "the pod's namespace")->required();
+  attach->add_option("--pod", attach_request.pod, "the pod")->required();
+  attach->add_option("--container", attach_request.container, "its container")->required();
+  attach->add_flag("--tty", attach_request.tty, "a terminal in the container, its size following this one's");
+  attach->add_option("command", attach_request.argv, "the command and its arguments (after --)")->required();
+  return [crds, render, operator_cmd, attach]() -> int {
+    if (attach->parsed()) {
+      auto code = kube::AttachToPod(attach_request);
+      if (!code.ok()) return Fail(code.status());
+      return *code;
+    }
     if (operator_cmd->parsed()) {
       auto release = slurm::Release::Parse(operator_release);
       if (!release.ok()) return Fail(release.status().WithContext("--slurm-release"));

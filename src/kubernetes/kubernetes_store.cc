@@ -25,6 +25,20 @@ Result<api::Manifest> DecodeCustomResource(const json& resource) {
   return api::DecodeManifest(doc.dump(), fmt::format("{} {}", resource.value("kind", ""), meta.value("name", "")));
 }
 
+Result<api::Workspace> DecodeWorkspaceResource(const json& resource, const std::string& namespace_name) {
+  const json meta = resource.value("metadata", json::object());
+  const std::string name = meta.value("name", "");
+  json doc = {{"apiVersion", resource.value("apiVersion", "")},
+              {"kind", resource.value("kind", "")},
+              {"metadata", {{"name", name}, {"generation", meta.value("generation", int64_t{1})}}},
+              {"spec", resource.value("spec", json::object())}};
+  ASSIGN_OR_RETURN(api::Workspace w,
+                   api::DecodeWorkspace(doc.dump(), fmt::format("Workspace {}/{}", namespace_name, name)));
+  w.metadata.namespace_ = w.spec.cluster;
+  w.status = op::WorkspaceStatusFromJson(resource.value("status", json::object()));
+  return w;
+}
+
 KubernetesStore::KubernetesStore(std::shared_ptr<runtime::kubernetes::ApiClient> api, std::string namespace_name,
                                  std::string cluster)
     : api_(std::move(api)), namespace_(std::move(namespace_name)), cluster_(std::move(cluster)) {}
@@ -189,17 +203,9 @@ Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
       if (held) (void)SetWorkspaceFinalizer(name, false);
       continue;
     }
-    json doc = {{"apiVersion", item.value("apiVersion", "")},
-                {"kind", item.value("kind", "")},
-                {"metadata", {{"name", name}, {"generation", item["metadata"].value("generation", int64_t{1})}}},
-                {"spec", spec}};
-    auto w = api::DecodeWorkspace(doc.dump(), fmt::format("Workspace {}/{}", namespace_, name));
-    if (w.ok()) {
-      w->metadata.namespace_ = cluster_;
-      w->status = op::WorkspaceStatusFromJson(status);
-      // Deleted (kubectl delete): stopped as `spec.stopping` stops it, then let go.
-      if (deleting) w->spec.stopping = true;
-    }
+    auto w = DecodeWorkspaceResource(item, namespace_);
+    // Deleted (kubectl delete): stopped as `spec.stopping` stops it, then let go.
+    if (w.ok() && deleting) w->spec.stopping = true;
     Status valid = w.ok() ? op::ValidateWorkspace(*w) : w.status();
     bool clashes = false;
     {

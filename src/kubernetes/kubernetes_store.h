@@ -32,6 +32,9 @@ bool HasWorkspaceFinalizer(const nlohmann::json& workspace);
 // A custom resource's spec through the manifest decoder: kind, name, labels, generation and
 // spec only (the API's own metadata is not the user's input).
 Result<api::Manifest> DecodeCustomResource(const nlohmann::json& resource);
+// A Workspace resource's spec through the same decoder, with its status; its
+// metadata.namespace_ is its cluster's name, as in the operator's store.
+Result<api::Workspace> DecodeWorkspaceResource(const nlohmann::json& resource, const std::string& namespace_name);
 // A list's or watch's item with its apiVersion and kind (`plural`: slurmclusters, nodesets or
 // workspaces), which list items may omit and the decoder and a PUT need.
 nlohmann::json WithKind(nlohmann::json object, const std::string& plural);

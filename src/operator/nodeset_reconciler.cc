@@ -85,9 +85,16 @@ void NodeSetReconciler::Repair(const api::SlurmCluster& c, const api::NodeSet& n
 void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& ns, const PendingByPartition* pending,
                                Pass* pass, api::NodeSetStatus* st) {
   std::vector<WorkerView> workers;
+  std::set<int> leaving;  // pods being deleted: no capacity, and their names not free yet
   int busy_nodes = 0;
   for (const auto& p : pass->pods) {
     if (pass->replaced.count(p.name) || pass->restarted.count(p.name) || pass->lost.count(p.name)) continue;
+    if (p.delete_by != 0) {
+      // A worker removed by an earlier pass, still terminating (a Kubernetes pod's grace period):
+      // counted as a replica, it made a scale-down by one drain a second worker.
+      leaving.insert(WorkerOrdinal(ns, p.name));
+      continue;
+    }
     WorkerView w;
     w.pod = p.name;
     w.ordinal = WorkerOrdinal(ns, p.name);
@@ -157,6 +164,7 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
   opts.max_drain = Allowance(&drained_[ns.metadata.name], ns.spec.scale_down_per_minute, pass->now);
   for (const auto& name : pass->replaced) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
   for (const auto& name : pass->lost) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
+  opts.retired_ordinals.insert(leaving.begin(), leaving.end());
   pass->plan = PlanScale(workers, desired, opts);
 }
 

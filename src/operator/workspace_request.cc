@@ -8,19 +8,17 @@
 
 namespace hpc::op {
 
-Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Catalog& catalog,
-                                       const WorkspaceRequest& r) {
+Result<api::Workspace> BuildWorkspace(const api::SlurmCluster& cluster, const platform::Catalog& catalog,
+                                      const WorkspaceRequest& r, const std::optional<platform::NodeCapacity>& node) {
   auto slurm_name = platform::DeriveSlurmUserName(r.user);
   if (!slurm_name.ok()) return Status::Errorf("user: {}", slurm_name.status().message());
   ASSIGN_OR_RETURN(platform::PlatformUser user, catalog.FindUser(r.user));
   ASSIGN_OR_RETURN(platform::Tier tier, catalog.FindTier(r.tier));
-  RETURN_IF_ERROR(platform::CheckTierFits(tier, platform::LocalNodeCapacity()));
+  if (node) RETURN_IF_ERROR(platform::CheckTierFits(tier, *node));
 
-  Store store(p.Dir());
-  ASSIGN_OR_RETURN(api::SlurmCluster cluster, store.LoadCluster());
   api::Workspace w;
   w.metadata.name = r.name.empty() ? api::DefaultWorkspaceName(user.slurm_name, r.project) : r.name;
-  w.spec.cluster = p.name;
+  w.spec.cluster = cluster.metadata.name;
   // A workspace user's account is the workspace's project (WantedAssociations).
   w.spec.user = {user.slurm_name, user.uid, user.gid, r.admin.value_or(user.IsSysAdmin()), ""};
   w.spec.project = r.project;
@@ -45,6 +43,14 @@ Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Ca
                             w.spec.user.uid);
     }
   }
+  return w;
+}
+
+Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Catalog& catalog,
+                                       const WorkspaceRequest& r) {
+  Store store(p.Dir());
+  ASSIGN_OR_RETURN(api::SlurmCluster cluster, store.LoadCluster());
+  ASSIGN_OR_RETURN(api::Workspace w, BuildWorkspace(cluster, catalog, r, platform::LocalNodeCapacity()));
   if (store.HasWorkspace(w.metadata.name)) {
     return Status::Errorf("workspace \"{}\" already exists (see `hpcplane workspace list`)", w.metadata.name);
   }

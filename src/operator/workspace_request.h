@@ -29,6 +29,12 @@ struct WorkspaceRequest {
   std::optional<bool> admin;
 };
 
+// The workspace the request asks for on `cluster`, checked (user name rule, catalog, tier,
+// names, the cluster's Slurm) without reading or writing any store; the tier must fit `node`
+// when given (the local machine; on Kubernetes the scheduler decides where a pod fits).
+Result<api::Workspace> BuildWorkspace(const api::SlurmCluster& cluster, const platform::Catalog& catalog,
+                                      const WorkspaceRequest& r, const std::optional<platform::NodeCapacity>& node);
+
 // Validates the request and records the workspace for the operator of cluster `p`.
 Result<api::Workspace> CreateWorkspace(const ClusterPaths& p, const platform::Catalog& catalog,
                                        const WorkspaceRequest& r);

@@ -9,6 +9,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <spdlog/spdlog.h>
 #include <nlohmann/json.hpp>
 
 #include "api/validation.h"
@@ -151,6 +152,21 @@ Result<PlatformUser> Catalog::AddUser(const std::string& name, const std::vector
   users.push_back(u);
   RETURN_IF_ERROR(SaveUsers(users));
   return u;
+}
+
+Status Catalog::EnsureUser(const std::string& name, int64_t uid, bool admin) const {
+  ASSIGN_OR_RETURN(auto users, Users());
+  for (const auto& u : users) {
+    if (u.name != name) continue;
+    if (u.uid != uid) {
+      return Status::Errorf("user {} has uid {} on this data plane but uid {} on the control plane", name, u.uid, uid);
+    }
+    return Status::Ok();
+  }
+  auto added = AddUser(name, {admin ? kRoleSysAdmin : kRoleUser}, uid);
+  if (!added.ok()) return Status::Errorf("user {}: {}", name, added.status().message());
+  spdlog::info("user {} added with uid {}", name, uid);
+  return Status::Ok();
 }
 
 Status Catalog::SetRoles(const std::string& name, const std::vector<std::string>& roles) const {

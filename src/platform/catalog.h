@@ -63,6 +63,9 @@ class Catalog {
   // Adds a user with the next free uid (or `uid`), outside ids the host already uses.
   Result<PlatformUser> AddUser(const std::string& name, const std::vector<std::string>& roles,
                                std::optional<int64_t> uid = std::nullopt) const;
+  // The user as the control plane knows them, here with the same uid (a data plane applying a
+  // dispatched workspace): added when absent, refused when this catalog gives the name another uid.
+  Status EnsureUser(const std::string& name, int64_t uid, bool admin) const;
   Status SetRoles(const std::string& name, const std::vector<std::string>& roles) const;
   Status RemoveUser(const std::string& name) const;
 

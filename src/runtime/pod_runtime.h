@@ -142,6 +142,10 @@ struct PodSpec {
   std::map<std::string, std::string> env;
   int64_t uid = 0;  // the main process's user; 0 only for daemons that drop privileges themselves
   int64_t gid = 0;
+  // Its other groups (a workspace user's dataset groups). Kubernetes: the pod's
+  // supplementalGroups, which `pods/exec` processes have too; local pods: commands enter a
+  // user's groups from the pod's /etc/group (setpriv --init-groups) instead.
+  std::vector<int64_t> supplemental_groups;
   std::string working_dir = "/";
   std::vector<Mount> mounts;
   Probe readiness;
@@ -230,6 +234,9 @@ struct NetworkPolicy {
 
 struct ExecOptions {
   std::string user = "root";  // a user known inside the pod
+  // That user's uid, when the caller knows it: a container that already runs as it (a
+  // workspace's login pod on Kubernetes) needs no change of user, which it could not make.
+  std::optional<int64_t> uid;
   std::map<std::string, std::string> env;
   std::vector<std::string> argv;
   std::string working_dir;

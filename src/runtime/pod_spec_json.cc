@@ -58,6 +58,8 @@ json SpecJson(const PodSpec& s) {
        {{"requests", ResourceListJson(s.resources.requests)}, {"limits", ResourceListJson(s.resources.limits)}}},
       {"tmpMiB", s.tmp_mib},
       {"delegateCgroups", s.delegate_cgroups}};
+  // Only where there are some: the spec of every other pod reads as it did before the field.
+  if (!s.supplemental_groups.empty()) out["supplementalGroups"] = s.supplemental_groups;
   if (!s.placement.empty()) {
     json tolerations = json::array();
     for (const auto& t : s.placement.tolerations) {
@@ -101,6 +103,7 @@ Result<PodSpec> SpecFromJson(const json& j) {
     s.uid = j.at("uid");
     s.gid = j.at("gid");
     s.working_dir = j.at("workingDir");
+    s.supplemental_groups = j.value("supplementalGroups", std::vector<int64_t>{});
     for (const auto& m : j.at("mounts")) s.mounts.push_back(MountFromJson(m));
     s.readiness.tcp_port = j.at("readiness").at("tcpPort");
     s.readiness.http_path = j.at("readiness").value("httpPath", "");

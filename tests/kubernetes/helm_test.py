@@ -104,6 +104,37 @@ class HelmChartTest(unittest.TestCase):
         args = self.find(docs, "Deployment", "hpcplane-operator")["spec"]["template"]["spec"]["containers"][0]["args"]
         self.assertIn("--namespace=slurm", args)
 
+    def test_each_listed_cluster_gets_an_agent_with_rights_in_its_namespace_only(self):
+        self.assertFalse([d for d in self.render() if "agent" in d["metadata"]["name"]])
+        docs = self.render("agents[0].name=kube", "agents[0].namespace=slurm", "agents[1].name=gpu",
+                           "agents[1].namespace=hpc", "agents[1].dataPlane=gpu-eu")
+        for cluster, ns, data_plane in (("kube", "slurm", "kube"), ("gpu", "hpc", "gpu-eu")):
+            d = self.find(docs, "Deployment", f"hpcplane-agent-{cluster}")
+            self.assertEqual(d["metadata"]["namespace"], "hpcplane-system")
+            pod = d["spec"]["template"]["spec"]
+            c = pod["containers"][0]
+            for a in ("agent", "--server=https://hpcplane-controlplane.hpcplane-system.svc",
+                      f"--slurm-cluster={cluster}", f"--kubernetes-namespace={ns}", f"--name={data_plane}",
+                      "--token-file=/etc/hpcplane/agent/token", "--ca-file=/etc/hpcplane/ca/tls.crt"):
+                self.assertIn(a, c["args"])
+            # PodSecurity restricted, as the release's namespace is.
+            self.assertTrue(pod["securityContext"]["runAsNonRoot"])
+            self.assertEqual(c["securityContext"]["capabilities"], {"drop": ["ALL"]})
+            self.assertFalse(c["securityContext"]["allowPrivilegeEscalation"])
+            secrets = {v["name"]: v["secret"]["secretName"] for v in pod["volumes"] if "secret" in v}
+            self.assertEqual(secrets, {"token": f"hpcplane-agent-{cluster}", "ca": "hpcplane-controlplane-tls"})
+            role = self.find(docs, "Role", f"hpcplane-agent-{cluster}")
+            self.assertEqual(role["metadata"]["namespace"], ns)
+            rights = {(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]}
+            self.assertTrue({("workspaces", "create"), ("workspaces", "delete"), ("pods/exec", "create"),
+                             ("slurmclusters", "get")} <= rights, rights)
+            # Nothing it need not have: no secrets, no pod writes, no status writes.
+            self.assertFalse({r for r, v in rights if r in ("secrets", "slurmclusters/status", "workspaces/status")
+                              or (r == "pods" and v not in ("get", "list"))}, rights)
+            binding = self.find(docs, "RoleBinding", f"hpcplane-agent-{cluster}")
+            self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "hpcplane-agent",
+                                                    "namespace": "hpcplane-system"}])
+
     def test_a_cluster_older_than_1_30_is_refused(self):
         args = ["template", "hpcplane", CHART, "--kube-version", "1.29.5"]
         r = self.helm(*args, check=False)

@@ -87,20 +87,26 @@ def helm(cluster, *args):
                           timeout=600)
 
 
+def tls_cert(cluster):
+    """The control plane's certificate (self-signed: its own CA), as helm_install made it."""
+    return os.path.join(cluster.dir, "controlplane-tls", "tls.crt")
+
+
 def helm_install(cluster, helm_values=()):
     """The release's namespace and TLS secret as docs/kubernetes.md says to make them (the chart owns
     neither), then `helm install --wait` with the images built here, the Slurm release they
     carry, the shared claims' class, and `helm_values`."""
     cluster.kubectl("create", "namespace", SYSTEM)
     cluster.kubectl("label", "namespace", SYSTEM, "pod-security.kubernetes.io/enforce=restricted")
-    tls = tempfile.mkdtemp(prefix="hpcplane-tls.")
-    try:
-        run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-            "-keyout", f"{tls}/tls.key", "-out", f"{tls}/tls.crt", "-days", "1", "-subj", "/CN=hpcplane")
-        cluster.kubectl("-n", SYSTEM, "create", "secret", "tls", "hpcplane-controlplane-tls", "--cert",
-                        f"{tls}/tls.crt", "--key", f"{tls}/tls.key")
-    finally:
-        shutil.rmtree(tls)
+    # The name the agents reach the control plane at, in its certificate (they verify it).
+    tls = os.path.join(cluster.dir, "controlplane-tls")
+    os.makedirs(tls, exist_ok=True)
+    run("openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+        "-keyout", f"{tls}/tls.key", "-out", f"{tls}/tls.crt", "-days", "1", "-subj", "/CN=hpcplane",
+        "-addext", f"subjectAltName=DNS:hpcplane-controlplane.{SYSTEM}.svc")
+    cluster.kubectl("-n", SYSTEM, "create", "secret", "tls", "hpcplane-controlplane-tls", "--cert",
+                    f"{tls}/tls.crt", "--key", f"{tls}/tls.key")
+    os.remove(f"{tls}/tls.key")
     values = [f"image.repository={HPCPLANE_IMAGE[0]}", f"image.tag={HPCPLANE_IMAGE[1]}",
               f"slurm.image={':'.join(SLURM_IMAGE)}", "slurm.release=26.05", "storage.sharedClass=shared",
               *helm_values]

@@ -8,12 +8,15 @@ binary with the libraries it links.
 
 - installed with `kubectl apply -k deploy/kubernetes` (rendered, images and the operator's
   arguments set as a user's overlay would): two operator replicas, one leads;
-- the SlurmCluster turns Ready in a namespace at PodSecurity `baseline`; `srun -N2` runs across
-  worker pods on the two nodes;
+- the SlurmCluster turns Ready in a namespace at PodSecurity `baseline` (a privileged pod or a
+  host path refused there); `srun -N2` runs across worker pods on the two nodes;
 - an autoscaled NodeSet grows from zero for a queued job and shrinks back, drained first;
 - `kubectl scale` pins a static NodeSet;
 - a change of slurm.conf reaches slurmctld (reconfigured once the kubelet has updated the file);
 - a Workspace is launched and stopped through its spec, another deleted directly (finalizer);
+- the chart's agent reports the cluster to the chart's control plane; a user launches a workspace
+  through the API, works in its terminal (pods/exec with a TTY) and finds her job's record and
+  output there;
 - the leading operator replica killed: the other takes over and changes nothing that ran;
 - the operator's ServiceAccount has the chart's RBAC only: refused what it should not do;
 - a node's machine lost (kubelet, containers, containerd killed): its worker is replaced on
@@ -27,14 +30,19 @@ binary with the libraries it links.
 
 Run: /usr/bin/python3 tests/kubernetes/real_test.py BUILD_DIR   (as root)
 """
+import base64
 import json
 import os
+import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
 import time
 import unittest
+import urllib.error
+import urllib.request
 
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -51,6 +59,7 @@ os.environ["HPCPLANE_BUILD"] = BUILD
 sys.path.insert(0, os.path.join(SOURCE, "bench"))
 import kubernetes_real as benchmark  # noqa: E402
 NS = "slurm"
+SERVICE_NAME = f"hpcplane-controlplane.{SYSTEM}.svc"
 CLUSTER = "kube"
 
 # The namespace is the chart's (slurmNamespaces), at PodSecurity baseline.
@@ -100,6 +109,67 @@ spec:
     cpus: 1
     memoryMiB: 500
 """
+
+class ControlPlane:
+    """The control plane's REST API over HTTPS, as one token's holder. Its certificate is the
+    test's own (hpcplane_on_kubernetes.TLS_CERT); the address is a pod's, not a name it carries."""
+
+    def __init__(self, base, token, cluster, pod):
+        self.base, self.token, self.cluster, self.pod = base, token, cluster, pod
+        self.tls = ssl.create_default_context(cafile=hpcplane_on_kubernetes.tls_cert(cluster))
+        self.tls.check_hostname = False
+
+    def as_token(self, token):
+        return ControlPlane(self.base, token, self.cluster, self.pod)
+
+    def call(self, method, path, body=None):
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(self.base + path, data=data, method=method,
+                                         headers={"Authorization": f"Bearer {self.token}",
+                                                  "Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(request, context=self.tls, timeout=60) as r:
+                return r.status, json.loads(r.read() or b"{}")
+        except urllib.error.HTTPError as e:
+            return e.code, json.loads(e.read() or b"{}")
+        except (urllib.error.URLError, ConnectionError) as e:
+            return 0, {"error": str(e)}
+
+    def make_token(self, subject, role, projects=()):
+        """`hpcplane tokens create` run in the control plane's pod with its admin token file."""
+        argv = ["--server", f"https://{SERVICE_NAME}", "--ca-file", "/etc/hpcplane/tls/tls.crt",
+                "--token-file", "/var/lib/hpcplane/controlplane/admin.token",
+                "--subject", subject, "--role", role]
+        for p in projects:
+            argv += ["--project", p]
+        r = self.cluster.kubectl("-n", SYSTEM, "exec", self.pod, "--", "hpcplane", "tokens", "create", *argv)
+        return r.stdout.strip().split()[-1]
+
+
+class Terminal:
+    """A terminal in the browser as the console drives it without WebSockets: input posted,
+    output read by long polls from an offset."""
+
+    def __init__(self, api, terminal_id):
+        self.api, self.id, self.offset, self.text = api, terminal_id, 0, ""
+
+    def type(self, data):
+        code, body = self.api.call("POST", f"/api/v1/terminals/{self.id}/input", {"data": data})
+        assert code == 200, (code, body)
+
+    def expect(self, *wanted, timeout=30):
+        """Reads until every string of `wanted` appeared after what the last expect consumed;
+        returns the text read."""
+        start = len(self.text)
+        deadline = time.monotonic() + timeout
+        while not all(w in self.text[start:] for w in wanted):
+            assert time.monotonic() < deadline, f"terminal: {wanted} not seen in {self.text[start:][-2000:]!r}"
+            code, body = self.api.call("GET", f"/api/v1/terminals/{self.id}/output?offset={self.offset}&wait=5")
+            assert code == 200, (code, body)
+            self.text += base64.b64decode(body.get("data", "")).decode(errors="replace")
+            self.offset = body.get("next", self.offset)
+            assert not body.get("closed"), f"terminal closed: {body.get('reason')}: {self.text[-2000:]!r}"
+        return self.text[start:]
 
 
 class RealKubernetesTest(unittest.TestCase):
@@ -200,6 +270,22 @@ class RealKubernetesTest(unittest.TestCase):
         lease = self.get("lease", "hpcplane-operator", ns=SYSTEM)
         return ((lease or {}).get("spec") or {}).get("holderIdentity")
 
+    def commands_in(self, pod):
+        """The command lines of the processes in `pod`'s main container, one a line."""
+        r = self.kubectl("-n", NS, "exec", pod, "--", "sh", "-c",
+                         "for f in /proc/[0-9]*/cmdline; do tr '\\0' ' ' < $f; echo; done", check=False)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        return r.stdout
+
+    def control_plane_api(self):
+        """The chart's control plane at its pod's address (this host routes to pods), as an admin
+        whose token was made inside its pod with the admin token that never leaves it."""
+        pod = next(p for n, p in self.pods(SYSTEM).items() if n.startswith("hpcplane-controlplane-")
+                   and p["status"].get("phase") == "Running")
+        api = ControlPlane(f"https://{pod['status']['podIP']}:8443", None, self.k, pod["metadata"]["name"])
+        api.token = api.make_token("root", "admin")
+        return api
+
     # --- the sequence -------------------------------------------------------------------------
     def test_0_the_kustomize_install_is_accepted_by_the_api_server(self):
         r = self.kubectl("apply", "-k", os.path.join(SOURCE, "deploy/kubernetes"), "--dry-run=server", check=False)
@@ -218,6 +304,21 @@ class RealKubernetesTest(unittest.TestCase):
         self.assertEqual(r.returncode, 0, r.stderr + self.logs())
         self.assertEqual(sorted(line.split(": ", 1)[1] for line in r.stdout.splitlines()), ["cpu-0", "cpu-1"])
         RealKubernetesTest.restapi_restarts = self.restarts(f"{CLUSTER}-restapi")
+
+    def test_1b_the_slurm_namespace_enforces_podsecurity_baseline(self):
+        """What the chart's namespace says is enforced, where the cluster's pods run: a privileged
+        pod or a host path is refused there."""
+        ns = self.get("namespace", NS, ns=SYSTEM)
+        self.assertEqual(ns["metadata"]["labels"].get("pod-security.kubernetes.io/enforce"), "baseline", ns)
+        for name, container_extra, volumes in (
+                ("privileged", {"securityContext": {"privileged": True}}, []),
+                ("hostpath", {}, [{"name": "h", "hostPath": {"path": "/"}}])):
+            pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": f"probe-{name}", "namespace": NS},
+                   "spec": {"containers": [{"name": "c", "image": ":".join(hpcplane_on_kubernetes.SLURM_IMAGE),
+                                            **container_extra}], "volumes": volumes}}
+            r = self.kubectl("apply", "--dry-run=server", "-f", "-", input=json.dumps(pod), check=False)
+            self.assertNotEqual(r.returncode, 0, f"a {name} pod was admitted at baseline")
+            self.assertIn('violates PodSecurity "baseline', r.stderr)
 
     def test_2_an_autoscaled_nodeset_grows_from_zero_and_shrinks_back_drained_first(self):
         self.assertEqual(self.pod_uids("burst"), {})
@@ -275,13 +376,133 @@ class RealKubernetesTest(unittest.TestCase):
         self.wait("ws-carol's login pod to go", lambda: f"{CLUSTER}-ws-carol-login" not in self.pods(), timeout=90)
         self.assertNotIn("ws-carol", self.slurm("sinfo", "-h", "-o", "%R").stdout.split())
 
+    def test_4b_a_practitioner_works_through_the_control_plane_and_the_agent(self):
+        """The product on Kubernetes: the chart's control plane and, once its token is made there,
+        the chart's agent for this cluster (pods of their own, in-cluster). The data plane turns
+        Healthy with Slurm 26.05; a user launches a workspace through the API, types into its
+        terminal (pods/exec with a TTY: resize, Ctrl-C), runs `sbatch --wait` on two workers from
+        zero, and finds the job's record and output in the control plane; another member of the
+        project is refused her terminal; the stopped workspace's resource is removed."""
+        cp = self.control_plane_api()
+        agent_token = cp.make_token("kube", "agent")
+        self.kubectl("-n", SYSTEM, "create", "secret", "generic", "hpcplane-agent-kube",
+                     f"--from-literal=token={agent_token}")
+        t = time.monotonic()
+        r = hpcplane_on_kubernetes.helm(self.k, "upgrade", "hpcplane", hpcplane_on_kubernetes.CHART, "-n", SYSTEM,
+                                        "--reuse-values", "--wait", "--timeout", "3m",
+                                        "--set", f"agents[0].name={CLUSTER}", "--set", f"agents[0].namespace={NS}")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        log(f"the agent installed with helm upgrade in {time.monotonic() - t:.1f} s")
+
+        def data_plane():
+            code, body = cp.call("GET", "/api/v1/dataplanes")
+            return next((d for d in body.get("dataPlanes", []) if d["name"] == CLUSTER and d["state"] == "Healthy"),
+                        None) if code == 200 else None
+        dp = self.wait("data plane kube to be Healthy", data_plane, timeout=120)
+        self.assertTrue(dp["componentVersions"].get("slurm/slurmctld", "").startswith("26.05"), dp)
+        for method, path, body in (("PUT", "/api/v1/projects/astro",
+                                    {"dataPlane": CLUSTER, "maxWorkers": 2, "idleTimeout": "10s"}),
+                                   ("PUT", "/api/v1/flags/EnableHPCJobs", {"value": True})):
+            code, answer = cp.call(method, path, body)
+            self.assertEqual(code, 200, f"{method} {path}: {answer}")
+        dana = cp.as_token(cp.make_token("dana", "user", ["astro"]))
+        eve = cp.as_token(cp.make_token("eve", "user", ["astro"]))
+
+        t = time.monotonic()
+        code, ws = dana.call("POST", "/api/v1/projects/astro/workspaces", {})
+        self.assertEqual(code, 202, ws)
+        wid = ws["id"]
+        self.wait(f"workspace {wid} to be Ready", lambda: dana.call(
+            "GET", f"/api/v1/projects/astro/workspaces/{wid}")[1].get("phase") == "Ready", timeout=180)
+        log(f"workspace {wid} Ready through the control plane in {time.monotonic() - t:.1f} s")
+        resource = self.get("workspace", wid)
+        self.assertEqual(resource["metadata"]["labels"].get("hpcplane.io/dispatched-by"), "agent", resource)
+
+        code, body = eve.call("POST", f"/api/v1/projects/astro/workspaces/{wid}/terminals", {"cols": 80, "rows": 24})
+        self.assertEqual(code, 403, body)
+        code, body = dana.call("POST", f"/api/v1/projects/astro/workspaces/{wid}/terminals", {"cols": 80, "rows": 24})
+        self.assertEqual(code, 201, body)
+        term = Terminal(dana, body["id"])
+        term.type("echo user=$(id -un); stty size\n")
+        term.expect("user=dana", "24 80")
+        self.assertEqual(dana.call("POST", f"/api/v1/terminals/{term.id}/input",
+                                   {"resize": {"cols": 100, "rows": 40}})[0], 200)
+        term.type("stty size\n")
+        term.expect("40 100")
+        term.type("sleep 300\n")
+        # Ctrl-C once the sleep runs in the foreground (before, bash itself would read it).
+        self.wait("the terminal's sleep to run", lambda: self.commands_in(f"{CLUSTER}-{wid}-login").count(
+            "sleep 300") == 1, timeout=30)
+        term.type("\x03")
+        term.type("echo after-$((6*7))\n")
+        t = time.monotonic()
+        term.expect("after-42", timeout=15)
+        log(f"Ctrl-C ended a sleep in the terminal within {time.monotonic() - t:.1f} s")
+        # Two more one-CPU workers do not fit beside the cpu NodeSet's two on these nodes.
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=1")
+        t = time.monotonic()
+        term.type("echo job=$(sbatch --wait -N2 --parsable --wrap 'srun hostname') exit=$?\n")
+        out = term.expect("exit=0", timeout=300)
+        log(f"sbatch --wait -N2 from zero returned in the terminal after {time.monotonic() - t:.1f} s")
+        job = int(re.search(r"job=(\d+)", out).group(1))
+        self.assertEqual(dana.call("DELETE", f"/api/v1/terminals/{term.id}")[0], 200)
+
+        self.wait("the closed terminal's shell to end in the login pod", lambda: self.commands_in(
+            f"{CLUSTER}-{wid}-login").count("bash --norc") == 0, timeout=30)
+
+        seen = {}
+
+        def record():
+            code, body = dana.call("GET", f"/api/v1/projects/astro/jobs?workspace={wid}")
+            seen.update(code=code, body=body)
+            return next((j for j in body.get("jobs", []) if j["jobId"] == job and j["state"] == "COMPLETED"),
+                        None) if code == 200 else None
+        t = time.monotonic()
+        try:
+            rec = wait_for(f"job {job}'s record in the control plane", record, timeout=120, interval=0.25,
+                           max_interval=2)
+        except AssertionError as e:
+            sacct = self.slurm("sacct", "-a", "-X", "-P", "-o", "JobID,User,Account,Partition,State").stdout
+            everything = cp.call("GET", "/api/v1/projects/astro/jobs")
+            raise AssertionError(f"{e}\nlast answer: {seen}\nthe project's jobs: {everything}\nsacct:\n{sacct}\n"
+                                 f"{self.logs()}") from None
+        log(f"job {job}'s record in the control plane {time.monotonic() - t:.1f} s after sbatch returned")
+        self.assertEqual((rec["user"], rec["nodes"], rec["dataPlane"]), ("dana", 2, CLUSTER), rec)
+        self.assertGreater(rec["endTime"], 0, rec)
+        code, output = dana.call("GET", f"/api/v1/projects/astro/jobs/{CLUSTER}/{CLUSTER}/{job}/output"
+                                        f"?submitTime={rec['submitTime']}")
+        self.assertEqual(code, 200, output)
+        self.assertEqual(len([line for line in output["text"].splitlines() if line.startswith(wid)]), 2, output)
+
+        self.assertEqual(dana.call("DELETE", f"/api/v1/projects/astro/workspaces/{wid}")[0], 202)
+        self.wait(f"workspace {wid} to be Stopped", lambda: dana.call(
+            "GET", f"/api/v1/projects/astro/workspaces/{wid}")[1].get("phase") == "Stopped", timeout=180)
+        self.wait(f"the agent to delete Workspace {wid}", lambda: self.get("workspace", wid) is None, timeout=60)
+        self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=2")
+        self.wait("Slurm to list cpu-0 and cpu-1 idle again", lambda: {
+            n: s for n, s in (self.sinfo_nodes() or {}).items() if n.startswith("cpu-")} == {
+            "cpu-0": "idle", "cpu-1": "idle"}, timeout=180)
+
     def test_5_the_other_operator_replica_takes_over_and_changes_nothing(self):
         leader = self.wait("a leader", self.leader)
         before = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
         # The identity is the pod's host name (its name) and the process id.
-        self.kubectl("-n", SYSTEM, "delete", "pod", leader.rsplit("-", 1)[0], "--grace-period=0", "--force",
-                     check=False)
-        self.wait("the other replica to lead", lambda: self.leader() not in (None, leader), timeout=60)
+        leader_pod = leader.rsplit("-", 1)[0]
+        others = [n for n in self.pods(SYSTEM) if n.startswith("hpcplane-operator-") and n != leader_pod]
+        self.assertEqual(len(others), 1, f"one standby replica beside {leader_pod}: {others}")
+        # The standby that ran before must take over, not the Deployment's replacement for the
+        # deleted pod: no node takes the replacement until then.
+        schedulable = [n.name for n in self.k.nodes[:3]]
+        for node in schedulable:
+            self.kubectl("cordon", node)
+        try:
+            self.kubectl("-n", SYSTEM, "delete", "pod", leader_pod, "--grace-period=0", "--force", check=False)
+            new_leader = self.wait("the other replica to lead",
+                                   lambda: self.leader() not in (None, leader) and self.leader(), timeout=60)
+        finally:
+            for node in schedulable:
+                self.kubectl("uncordon", node)
+        self.assertEqual(new_leader.rsplit("-", 1)[0], others[0])
         job = self.sbatch("-p", "cpu", "--wrap", "hostname")
         self.wait(f"job {job} to complete", lambda: self.job_state(job).startswith("COMPLETED|cpu-"), timeout=120)
         after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}

@@ -3,6 +3,7 @@
 // `testcluster.py run --crds -- kubernetes_runtime_tests`, which starts a fresh server and
 // passes KUBECONFIG, HPCPLANE_TEST_APISERVER and HPCPLANE_TEST_APISERVER_TOKEN_FILE.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <atomic>
@@ -213,7 +214,105 @@ TEST_F(KubernetesRuntimeTest, KubeconfigClientCertificatesAreRead) {
       << garbage.status().message();
   auto nothing = write("username: admin");
   ASSERT_FALSE(nothing.ok());
-  EXPECT_NE(nothing.status().message().find("no token, tokenFile or client certificate"), std::string::npos);
+  EXPECT_NE(nothing.status().message().find("no token, tokenFile, exec plugin or client certificate"),
+            std::string::npos)
+      << nothing.status().message();
+  ASSERT_TRUE(files::RemoveAll(*dir).ok());
+}
+
+// A kubeconfig whose user is an exec plugin (client.authentication.k8s.io/v1 ExecCredential), as
+// EKS's, GKE's and AKS's sign-in helpers are: the plugin (a script here, beside the kubeconfig)
+// is run for a token, which is kept until a minute before its expiry, and asked again once after
+// a 401; a plugin that fails, or answers what is not an ExecCredential, is named with why.
+TEST_F(KubernetesRuntimeTest, KubeconfigExecPluginsGiveTheTokenAndAreAskedAgainWhenItExpires) {
+  auto dir = files::MakeTempDir("hpcplane-kubeconfig");
+  ASSERT_TRUE(dir.ok());
+  const std::string token = *files::Read(Env("HPCPLANE_TEST_APISERVER_TOKEN_FILE"));
+  // The plugin answers with the token in $TOKEN_FILE, expiring at $EXPIRES, and counts its runs;
+  // it also checks that it was told it is not interactive.
+  std::ofstream(*dir + "/plugin.sh")
+      << "#!/bin/sh\n"
+      << "echo run >> \"$RUNS\"\n"
+      << "case \"$KUBERNETES_EXEC_INFO\" in *'\"interactive\":false'*) ;; *) echo not told >&2; exit 3;; esac\n"
+      << "[ \"$1\" = fail ] && { echo 'sign-in expired: run login' >&2; exit 1; }\n"
+      << "[ \"$1\" = garbage ] && { echo 'hello'; exit 0; }\n"
+      << "printf '{\"apiVersion\":\"client.authentication.k8s.io/v1\",\"kind\":\"ExecCredential\",'\n"
+      << "printf '\"status\":{\"token\":\"%s\",\"expirationTimestamp\":\"%s\"}}' \"$(cat \"$TOKEN_FILE\")\" "
+         "\"$EXPIRES\"\n";
+  ASSERT_EQ(chmod((*dir + "/plugin.sh").c_str(), 0755), 0);
+  ASSERT_TRUE(files::WriteAtomic(*dir + "/token", token, 0600).ok());
+  auto write = [&](const std::string& api_version, const std::string& arg, const std::string& expires) {
+    std::ofstream(*dir + "/config") << "apiVersion: v1\nkind: Config\ncurrent-context: c\n"
+                                    << "clusters: [{name: k, cluster: {server: \"" << Env("HPCPLANE_TEST_APISERVER")
+                                    << "\", certificate-authority-data: \""
+                                    << jwt::Base64Encode(api_->connection().ca_pem) << "\"}}]\n"
+                                    << "users: [{name: u, user: {exec: {apiVersion: " << api_version
+                                    << ", command: ./plugin.sh, args: [" << arg << "], env: [{name: RUNS, value: \""
+                                    << *dir << "/runs\"}, {name: TOKEN_FILE, value: \"" << *dir
+                                    << "/token\"}, {name: EXPIRES, value: \"" << expires << "\"}]}}}]\n"
+                                    << "contexts: [{name: c, context: {cluster: k, user: u}}]\n";
+    (void)files::RemoveAll(*dir + "/runs");
+    return LoadKubeconfig(*dir + "/config");
+  };
+  auto runs = [&] {
+    auto text = files::Read(*dir + "/runs");
+    return text.ok() ? static_cast<int>(std::count(text->begin(), text->end(), '\n')) : 0;
+  };
+  // Valid for an hour: one run serves every request.
+  auto conn = write("client.authentication.k8s.io/v1", "ok", "2999-01-01T00:00:00Z");
+  ASSERT_TRUE(conn.ok()) << conn.status().message();
+  ASSERT_TRUE(conn->exec.has_value());
+  EXPECT_EQ(conn->exec->command, *dir + "/plugin.sh");
+  {
+    ApiClient client(*conn, RetryPolicy{1});
+    for (int i = 0; i < 3; ++i) ASSERT_TRUE(client.Get("/api/v1/namespaces").ok());
+    EXPECT_EQ(runs(), 1);
+  }
+  // Within a minute of its expiry (with a fraction and an offset, as some plugins write it):
+  // asked again for each request.
+  conn = write("client.authentication.k8s.io/v1", "ok", "2000-01-01T00:00:30.5+00:00");
+  ASSERT_TRUE(conn.ok());
+  {
+    ApiClient client(*conn, RetryPolicy{1});
+    for (int i = 0; i < 2; ++i) ASSERT_TRUE(client.Get("/api/v1/namespaces").ok());
+    EXPECT_EQ(runs(), 2);
+  }
+  // Revoked before its expiry: the 401 makes it ask the plugin again, once (here it still has
+  // the wrong one: 401 it is), and a later request after the plugin has a good one succeeds.
+  ASSERT_TRUE(files::WriteAtomic(*dir + "/token", "not-the-token-not-the-token", 0600).ok());
+  conn = write("client.authentication.k8s.io/v1", "ok", "2999-01-01T00:00:00Z");
+  {
+    ApiClient client(*conn, RetryPolicy{1});
+    auto refused = client.Get("/api/v1/namespaces");
+    ASSERT_FALSE(refused.ok());
+    EXPECT_EQ(refused.status().code(), StatusCode::kUnauthenticated) << refused.status().message();
+    EXPECT_EQ(runs(), 2);
+    ASSERT_TRUE(files::WriteAtomic(*dir + "/token", token, 0600).ok());
+    auto after = client.Get("/api/v1/namespaces");
+    EXPECT_TRUE(after.ok()) << after.status().message();
+    EXPECT_EQ(runs(), 3);
+  }
+  // What fails is said, naming the plugin; the token is in no message.
+  conn = write("client.authentication.k8s.io/v1", "fail", "2999-01-01T00:00:00Z");
+  ASSERT_TRUE(conn.ok());
+  auto failed = ApiClient(*conn, RetryPolicy{1}).Get("/api/v1/namespaces");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().code(), StatusCode::kUnauthenticated);
+  EXPECT_NE(failed.status().message().find("plugin.sh: exit 1: sign-in expired"), std::string::npos)
+      << failed.status().message();
+  conn = write("client.authentication.k8s.io/v1", "garbage", "2999-01-01T00:00:00Z");
+  auto garbage = ApiClient(*conn, RetryPolicy{1}).Get("/api/v1/namespaces");
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_NE(garbage.status().message().find("not an ExecCredential"), std::string::npos) << garbage.status().message();
+  // The plugin answers v1 where the kubeconfig said v1beta1.
+  conn = write("client.authentication.k8s.io/v1beta1", "ok", "2999-01-01T00:00:00Z");
+  auto mismatch = ApiClient(*conn, RetryPolicy{1}).Get("/api/v1/namespaces");
+  ASSERT_FALSE(mismatch.ok());
+  EXPECT_EQ(mismatch.status().message().find(token), std::string::npos);
+  auto old = write("client.authentication.k8s.io/v1alpha1", "ok", "2999-01-01T00:00:00Z");
+  ASSERT_FALSE(old.ok());
+  EXPECT_NE(old.status().message().find("apiVersion \"client.authentication.k8s.io/v1alpha1\""), std::string::npos)
+      << old.status().message();
   ASSERT_TRUE(files::RemoveAll(*dir).ok());
 }
 

@@ -6,7 +6,9 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
 #include <random>
 #include <thread>
@@ -15,6 +17,7 @@
 
 #include "common/files.h"
 #include "common/jwt.h"
+#include "common/subprocess.h"
 
 namespace hpc::runtime::kubernetes {
 
@@ -122,6 +125,108 @@ std::string QueryEscape(const std::string& value) {
   return out;
 }
 
+namespace {
+
+constexpr const char* kExecV1 = "client.authentication.k8s.io/v1";
+constexpr const char* kExecV1Beta1 = "client.authentication.k8s.io/v1beta1";
+// A plugin that asks for a person at a terminal cannot serve a daemon.
+constexpr std::chrono::seconds kExecPluginTimeout{60};
+// A token this close to its expiry is fetched again before it is sent.
+constexpr int64_t kExecRefreshMarginSeconds = 60;
+
+Result<ExecPlugin> ExecPluginOf(const YAML::Node& exec, const std::string& path, const std::string& context) {
+  auto refused = [&](const std::string& why) {
+    return Status::InvalidArgument("",
+                                   fmt::format("kubeconfig {}: user of context \"{}\": exec: {}", path, context, why));
+  };
+  ExecPlugin p;
+  p.api_version = exec["apiVersion"].as<std::string>("");
+  if (p.api_version != kExecV1 && p.api_version != kExecV1Beta1) {
+    return refused(fmt::format("apiVersion \"{}\" (supported: {}, {})", p.api_version, kExecV1, kExecV1Beta1));
+  }
+  p.command = exec["command"].as<std::string>("");
+  if (p.command.empty()) return refused("no command");
+  // As kubectl does: a relative path with a slash is the kubeconfig's folder's.
+  if (p.command.find('/') != std::string::npos) {
+    p.command = std::filesystem::path(RelativeTo(path, p.command)).lexically_normal().string();
+  }
+  for (const auto& a : exec["args"]) p.args.push_back(a.as<std::string>());
+  for (const auto& e : exec["env"]) {
+    const std::string name = e["name"].as<std::string>("");
+    if (name.empty()) return refused("an env entry has no name");
+    p.env[name] = e["value"].as<std::string>("");
+  }
+  if (exec["interactiveMode"] && exec["interactiveMode"].as<std::string>("") == "Always") {
+    return refused("interactiveMode Always: the plugin needs a person at a terminal, which hpcplane never has");
+  }
+  return p;
+}
+
+// RFC 3339 as the plugins write it (2026-12-06T10:00:00Z, fractions and offsets allowed).
+std::optional<int64_t> ParseRfc3339(const std::string& text) {
+  struct tm tm {};
+  const char* rest = strptime(text.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr) return std::nullopt;
+  if (*rest == '.') {
+    ++rest;
+    while (isdigit(static_cast<unsigned char>(*rest))) ++rest;
+  }
+  int64_t offset = 0;
+  if (*rest == '+' || *rest == '-') {
+    int hours = 0, minutes = 0;
+    if (sscanf(rest + 1, "%2d:%2d", &hours, &minutes) != 2) return std::nullopt;
+    offset = (*rest == '+' ? 1 : -1) * (hours * 3600 + minutes * 60);
+    rest += 6;
+  } else if (*rest == 'Z' || *rest == 'z') {
+    ++rest;
+  } else {
+    return std::nullopt;
+  }
+  if (*rest != '\0') return std::nullopt;
+  return static_cast<int64_t>(timegm(&tm)) - offset;
+}
+
+}  // namespace
+
+Result<ExecCredential> RunExecPlugin(const ExecPlugin& plugin) {
+  std::vector<std::string> argv = {plugin.command};
+  argv.insert(argv.end(), plugin.args.begin(), plugin.args.end());
+  RunOptions o;
+  o.timeout = kExecPluginTimeout;
+  o.extra_env = plugin.env;
+  o.extra_env["KUBERNETES_EXEC_INFO"] =
+      json{{"apiVersion", plugin.api_version}, {"kind", "ExecCredential"}, {"spec", {{"interactive", false}}}}.dump();
+  auto failed = [&](const std::string& why) {
+    return Status::Unauthenticated(fmt::format("kubeconfig exec plugin {}: {}", plugin.command, why));
+  };
+  auto r = RunProcess(argv, o);
+  if (!r.ok()) return failed(r.status().message());
+  if (r->timed_out) return failed(fmt::format("no answer within {} s", kExecPluginTimeout.count()));
+  if (r->exit_code != 0) {
+    return failed(fmt::format("exit {}: {}", r->exit_code, r->err.substr(0, std::min<size_t>(r->err.size(), 300))));
+  }
+  const json j = json::parse(r->out, nullptr, false);
+  if (!j.is_object()) return failed("its output is not an ExecCredential (not JSON)");
+  if (j.value("kind", "") != "ExecCredential" || j.value("apiVersion", "") != plugin.api_version) {
+    return failed(fmt::format("its output is a {} {}, not an ExecCredential {}", j.value("apiVersion", "?"),
+                              j.value("kind", "?"), plugin.api_version));
+  }
+  const json status = j.value("status", json::object());
+  ExecCredential c;
+  c.token = status.is_object() ? status.value("token", "") : "";
+  if (c.token.empty()) {
+    return failed(status.is_object() && status.contains("clientCertificateData")
+                      ? "it gives a client certificate, which hpcplane does not take from a plugin: give a token"
+                      : "its ExecCredential has no status.token");
+  }
+  if (status.contains("expirationTimestamp")) {
+    auto at = ParseRfc3339(status.value("expirationTimestamp", ""));
+    if (!at) return failed("status.expirationTimestamp is not an RFC 3339 time");
+    c.expires_at = *at;
+  }
+  return c;
+}
+
 Result<Connection> LoadKubeconfig(const std::string& path) {
   ASSIGN_OR_RETURN(std::string text, files::ReadAtMost(path, kMaxCaBytes));
   YAML::Node root;
@@ -190,9 +295,13 @@ Result<Connection> LoadKubeconfig(const std::string& path) {
                                                      path, current, c.client_cert_pem.empty() ? "key" : "certificate",
                                                      c.client_cert_pem.empty() ? "certificate" : "key"));
     }
-    if (c.token_file.empty() && c.token.empty() && c.client_cert_pem.empty()) {
-      return Status::InvalidArgument("", fmt::format("kubeconfig {}: user of context \"{}\" has no token, tokenFile or "
-                                                     "client certificate (exec plugins are not supported)",
+    if (user && user["exec"] && c.token_file.empty() && c.token.empty()) {
+      ASSIGN_OR_RETURN(ExecPlugin plugin, ExecPluginOf(user["exec"], path, current));
+      c.exec = std::move(plugin);
+    }
+    if (c.token_file.empty() && c.token.empty() && c.client_cert_pem.empty() && !c.exec) {
+      return Status::InvalidArgument("", fmt::format("kubeconfig {}: user of context \"{}\" has no token, tokenFile, "
+                                                     "exec plugin or client certificate",
                                                      path, current));
     }
     if (context["namespace"]) c.namespace_name = context["namespace"].as<std::string>();
@@ -271,6 +380,17 @@ std::unique_ptr<httplib::SSLClient> ApiClient::NewHttpClient() const {
 }
 
 Result<std::string> ApiClient::BearerToken() const {
+  if (conn_.exec) {
+    std::lock_guard<std::mutex> lock(exec_mu_);
+    const int64_t now =
+        std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+    if (!exec_credential_ ||
+        (exec_credential_->expires_at != 0 && exec_credential_->expires_at - kExecRefreshMarginSeconds <= now)) {
+      ASSIGN_OR_RETURN(ExecCredential c, RunExecPlugin(*conn_.exec));
+      exec_credential_ = std::move(c);
+    }
+    return exec_credential_->token;
+  }
   if (conn_.token_file.empty()) return conn_.token;
   ASSIGN_OR_RETURN(std::string token, files::ReadAtMost(conn_.token_file, kMaxTokenBytes));
   while (!token.empty() && isspace(static_cast<unsigned char>(token.back()))) token.pop_back();
@@ -304,12 +424,21 @@ Result<std::string> ApiClient::Call(const std::string& method, const std::string
   static thread_local std::mt19937 jitter(std::random_device{}());
   std::chrono::milliseconds backoff = retry_.first_backoff;
   Status last = Status::Ok();
+  bool asked_plugin_again = false;
   for (int attempt = 1; attempt <= retry_.attempts; ++attempt) {
     auto r = Send(method, path, body, content_type);
     std::chrono::milliseconds wait = backoff;
     if (r.ok()) {
       if (r->status >= 200 && r->status < 300) return r->body;
       last = StatusForHttp(r->status, method + " " + path, r->body);
+      if (r->status == 401 && conn_.exec && !asked_plugin_again) {
+        // The plugin's token was revoked or rotated early: ask it again, once, at no attempt's cost.
+        std::lock_guard<std::mutex> lock(exec_mu_);
+        exec_credential_.reset();
+        asked_plugin_again = true;
+        --attempt;
+        continue;
+      }
       if (!Retryable(r->status)) return last;
       if (r->status == 429 && !r->retry_after.empty()) {
         // The server says when: wait that long (bounded), not our own guess.
@@ -318,6 +447,8 @@ Result<std::string> ApiClient::Call(const std::string& method, const std::string
       }
     } else {
       last = r.status();
+      // No credential to send (an exec plugin that failed): retrying the request will not help.
+      if (last.code() == StatusCode::kUnauthenticated) return last;
     }
     if (attempt == retry_.attempts) break;
     std::uniform_int_distribution<int> spread(0, static_cast<int>(wait.count() / 5));

@@ -6,11 +6,15 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -22,12 +26,30 @@ class SSLClient;
 
 namespace hpc::runtime::kubernetes {
 
+// A kubeconfig user's exec plugin, as cloud providers' sign-in helpers are (kubectl's
+// client.authentication.k8s.io ExecCredential, v1 or v1beta1): run for a bearer token.
+struct ExecPlugin {
+  std::string command;  // with a slash: relative to the kubeconfig's folder; without: found on PATH
+  std::vector<std::string> args;
+  std::map<std::string, std::string> env;
+  std::string api_version;  // client.authentication.k8s.io/v1 or /v1beta1
+};
+struct ExecCredential {
+  std::string token;
+  int64_t expires_at = 0;  // unix seconds; 0: the plugin said nothing (kept until a 401)
+};
+// Runs the plugin (KUBERNETES_EXEC_INFO set, never interactive) and reads its ExecCredential:
+// its status.token and expirationTimestamp. An error names the plugin and what was wrong, never
+// the token.
+Result<ExecCredential> RunExecPlugin(const ExecPlugin& plugin);
+
 // Where the API is and who the operator is to it.
 struct Connection {
-  std::string server;      // https://HOST:PORT
-  std::string ca_pem;      // the CA that signed the server's certificate; empty: the system's CAs
-  std::string token_file;  // read at every request: service account tokens are rotated
-  std::string token;       // used when there is no token file (a kubeconfig's `token:`)
+  std::string server;              // https://HOST:PORT
+  std::string ca_pem;              // the CA that signed the server's certificate; empty: the system's CAs
+  std::string token_file;          // read at every request: service account tokens are rotated
+  std::string token;               // used when there is no token file (a kubeconfig's `token:`)
+  std::optional<ExecPlugin> exec;  // a kubeconfig's exec plugin: its token, run again near expiry
   // A client certificate and its key (PEM), as kubeadm's and kind's admin kubeconfigs have:
   // presented in the TLS handshake; with a token as well, both are sent.
   std::string client_cert_pem;
@@ -35,9 +57,8 @@ struct Connection {
   std::string namespace_name = "default";
 };
 
-// The current context of a kubeconfig: server, certificate-authority(-data), token or
-// tokenFile and/or client-certificate(-data) with client-key(-data), namespace. Exec plugins
-// (cloud providers' login helpers) are refused with a clear error.
+// The current context of a kubeconfig: server, certificate-authority(-data), token, tokenFile
+// or an exec plugin, and/or client-certificate(-data) with client-key(-data), namespace.
 Result<Connection> LoadKubeconfig(const std::string& path);
 
 // HOST and PORT of an https:// server address (an IPv6 host in brackets; 443 when unsaid).
@@ -75,7 +96,8 @@ class ApiClient {
   ~ApiClient();
 
   const Connection& connection() const { return conn_; }
-  // The token every request carries, read again each time (a token file is rotated).
+  // The token every request carries, read again each time (a token file is rotated); an exec
+  // plugin's is kept until a minute before it expires, or until the API answers 401.
   Result<std::string> BearerToken() const;
 
   Result<nlohmann::json> Get(const std::string& path);
@@ -110,6 +132,8 @@ class ApiClient {
 
   Connection conn_;
   RetryPolicy retry_;
+  mutable std::mutex exec_mu_;  // the exec plugin's credential, shared by every thread
+  mutable std::optional<ExecCredential> exec_credential_;
   std::mutex mu_;  // one request at a time on the shared connection
   std::unique_ptr<httplib::SSLClient> http_;
   std::mutex watches_mu_;  // the watches' own connections, for CancelWatches

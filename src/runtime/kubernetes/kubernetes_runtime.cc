@@ -425,7 +425,7 @@ Result<std::optional<PodSpec>> KubernetesRuntime::PodSpecOf(const std::string& n
   return std::optional<PodSpec>(std::move(spec));
 }
 
-Result<ProcessResult> KubernetesRuntime::Exec(const std::string& pod, const ExecOptions& opts) {
+Result<PodExecRequest> KubernetesRuntime::ExecRequest(const std::string& pod, const ExecOptions& opts) {
   ASSIGN_OR_RETURN(auto spec, GetPodSpec(pod));
   if (!spec) return Status::NotFound(fmt::format("pod {} not found", pod));
   if (opts.argv.empty()) return Status::InvalidArgument("", "exec: no command given");
@@ -438,7 +438,10 @@ Result<ProcessResult> KubernetesRuntime::Exec(const std::string& pod, const Exec
   // is entered inside the pod, as the local runtime does, which needs a container run as root.
   r.argv = {"env", "--chdir=" + (opts.working_dir.empty() ? std::string("/") : opts.working_dir)};
   const bool as_root = opts.user.empty() || opts.user == "root";
-  if (!as_root) {
+  if (!as_root && spec->uid != 0 && opts.uid == spec->uid) {
+    // The container runs as that user already.
+    r.argv.insert(r.argv.end(), {"USER=" + opts.user, "LOGNAME=" + opts.user, "HOME=/tmp"});
+  } else if (!as_root) {
     if (spec->uid != 0) {
       return Status::FailedPrecondition(
           fmt::format("pod {}: cannot exec as {}: its container runs as uid {}, not root", pod, opts.user, spec->uid));
@@ -458,6 +461,11 @@ Result<ProcessResult> KubernetesRuntime::Exec(const std::string& pod, const Exec
   r.argv.insert(r.argv.end(), opts.argv.begin(), opts.argv.end());
   r.stdin_data = opts.stdin_data;
   r.timeout = opts.timeout;
+  return r;
+}
+
+Result<ProcessResult> KubernetesRuntime::Exec(const std::string& pod, const ExecOptions& opts) {
+  ASSIGN_OR_RETURN(PodExecRequest r, ExecRequest(pod, opts));
   return ExecInPod(*api_, r);
 }
 

@@ -22,6 +22,7 @@
 #include <string>
 
 #include "runtime/kubernetes/api_client.h"
+#include "runtime/kubernetes/exec_stream.h"
 #include "runtime/kubernetes/informer.h"
 #include "runtime/kubernetes/objects.h"
 #include "runtime/pod_runtime.h"
@@ -57,6 +58,9 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   Status Teardown() override;
 
   const ObjectContext& context() const { return ctx_; }
+  // The pods/exec request that runs `opts` in `pod` (its container, the user entered inside it,
+  // the environment and directory), for a caller that streams it itself (ExecAttached).
+  Result<PodExecRequest> ExecRequest(const std::string& pod, const ExecOptions& opts);
   // Reads pods, config maps, secrets, services and claims from these informers' caches (each
   // one used once it has listed). The informers outlive the runtime.
   void UseCaches(Caches caches) { caches_ = std::move(caches); }

@@ -492,6 +492,7 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
            {{"matchLabels", {{"hpcplane.io/cluster", ctx.cluster}, {"hpcplane.io/nodeset", nodeset->second}}}}}}});
   }
   ApplyPlacement(spec.placement, &pod_spec);
+  if (!spec.supplemental_groups.empty()) pod_spec["securityContext"]["supplementalGroups"] = spec.supplemental_groups;
   json metadata = Metadata(ctx, spec.name, spec.labels);
   metadata["annotations"] = {{"kubectl.kubernetes.io/default-container", main_name}};
   return json{{"apiVersion", "v1"}, {"kind", "Pod"}, {"metadata", metadata}, {"spec", pod_spec}};

@@ -509,5 +509,33 @@ TEST_F(NodeSetReconcilerTest, AReconcilerStartedAfterACrashFinishesTheScaleDown)
   EXPECT_EQ(rt_.created.size(), created);
 }
 
+// Seen on the real cluster: `kubectl scale nodeset cpu --replicas=1` from two drained and
+// removed cpu-1, whose pod then stayed listed for its grace period (a Kubernetes pod being
+// deleted); counted as a replica, the next pass drained cpu-0 as well. A worker being deleted
+// is no capacity and keeps its name until it is gone.
+TEST_F(NodeSetReconcilerTest, AWorkerStillTerminatingIsNotCountedSoScalingDownByOneRemovesOne) {
+  Workers(2);
+  rt_.unreachable.insert("cpu-1");  // DeletePod leaves it listed, being deleted, as a grace period does
+  ns_.spec.replicas = 1;
+  for (int i = 0; i < 4; ++i) {
+    Pass();
+    // Slurm as it follows: cpu-1 drained, then its node deleted.
+    for (auto& n : slurm_.nodes) {
+      if (n.name == "cpu-1" && slurm_.Called("drain cpu-1")) DrainedByUs(n);
+    }
+    if (slurm_.Called("delete-node cpu-1")) {
+      std::erase_if(slurm_.nodes, [](const slurm::SlurmNode& n) { return n.name == "cpu-1"; });
+    }
+  }
+  EXPECT_EQ(rt_.deleted, (std::vector<std::string>{"cpu-1"}));
+  EXPECT_FALSE(slurm_.Called("drain cpu-0")) << testing::PrintToString(slurm_.calls);
+  EXPECT_EQ(rt_.pods.count("cpu-0"), 1u);
+  EXPECT_EQ(rt_.delete_by.count("cpu-1"), 1u);
+  // Scaled up again while it terminates: a new name, not the one still in use.
+  ns_.spec.replicas = 2;
+  Pass();
+  EXPECT_EQ(rt_.created.back(), "cpu-2");
+}
+
 }  // namespace
 }  // namespace hpc::op

@@ -181,5 +181,35 @@ TEST_F(ReconcilePassTest, NothingIsRemovedWhileSlurmCannotBeRead) {
   EXPECT_FALSE(slurm_.Called("drain old-0"));
 }
 
+// Seen on Kubernetes, where a kubelet updates the controller pod's users file up to a minute
+// after its ConfigMap: an association made before slurmctld could resolve its user kept no uid,
+// and that user's jobs ran under no account (no project in the control plane). Associations
+// wait until the controller pod has the users' file.
+TEST_F(ReconcilePassTest, AssociationsWaitUntilTheControllerPodHasTheUsersFile) {
+  store_.cluster->spec.accounting.enabled = true;
+  store_.cluster->spec.users = {{"alice", 2001, 2001, false, ""}};
+  bool propagated = false;
+  rt_.exec_handler = [&](const std::string&, const runtime::ExecOptions& o) {
+    ProcessResult r;
+    r.exit_code = 0;
+    if (!o.argv.empty() && o.argv[0] == "squeue") r.out = R"({"jobs": []})";
+    if (!o.argv.empty() && o.argv[0] == "cmp") r.exit_code = propagated ? 0 : 1;
+    return r;
+  };
+  auto added_alice = [&] {
+    return std::any_of(rt_.execs.begin(), rt_.execs.end(), [](const auto& call) {
+      const auto& a = call.opts.argv;
+      return !a.empty() && a[0] == "sacctmgr" && std::find(a.begin(), a.end(), "add") != a.end() &&
+             std::find(a.begin(), a.end(), "user") != a.end() && std::find(a.begin(), a.end(), "alice") != a.end();
+    });
+  };
+  for (int i = 0; i < 6; ++i) Pass();
+  ASSERT_EQ(ClusterReady(), "True");
+  EXPECT_FALSE(added_alice()) << "no association before slurmctld can resolve alice";
+  propagated = true;
+  Pass();
+  EXPECT_TRUE(added_alice());
+}
+
 }  // namespace
 }  // namespace hpc::op

@@ -46,5 +46,31 @@ TEST(ExecStreamTest, ThePathEscapesEveryArgumentAndAsksForStdinOnlyWithInput) {
   EXPECT_NE(PodExecPath(r).find("&stdin=true"), std::string::npos);
 }
 
+TEST(ExecStreamTest, AnAttachedTerminalAsksForStdinAndATtyAndNoSeparateStderr) {
+  PodExecRequest r;
+  r.namespace_name = "slurm";
+  r.pod = "kube-ws-login";
+  r.container = "workspace-login";
+  r.argv = {"bash", "-i"};
+  r.stdin = true;
+  r.tty = true;
+  EXPECT_EQ(PodExecPath(r),
+            "/api/v1/namespaces/slurm/pods/kube-ws-login/exec?container=workspace-login&stdout=true&tty=true"
+            "&stdin=true&command=bash&command=-i");
+}
+
+TEST(ExecStreamTest, AnAttachedCommandThatCannotReachTheApiSaysSo) {
+  Connection c;
+  c.server = "https://127.0.0.1:1";  // nothing listens on port 1
+  ApiClient api(c);
+  PodExecRequest r;
+  r.namespace_name = "slurm", r.pod = "p", r.container = "c", r.argv = {"true"};
+  auto code = ExecAttached(api, r, /*in_fd=*/0, /*out_fd=*/1);
+  ASSERT_FALSE(code.ok());
+  EXPECT_NE(code.status().message().find("exec:"), std::string::npos) << code.status().message();
+  r.argv.clear();
+  EXPECT_FALSE(ExecAttached(api, r, 0, 1).ok());
+}
+
 }  // namespace
 }  // namespace hpc::runtime::kubernetes

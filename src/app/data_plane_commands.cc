@@ -1,0 +1,80 @@
+#include "app/data_plane_commands.h"
+
+#include <chrono>
+
+#include <fmt/format.h>
+
+#include "operator/builders.h"
+
+namespace hpc::app {
+
+runtime::ExecOptions ControllerCommand(const std::vector<std::string>& argv) {
+  runtime::ExecOptions o;
+  o.user = "slurm";
+  o.argv = argv;
+  o.env["SLURM_TIME_FORMAT"] = "%s";
+  o.timeout = std::chrono::milliseconds(60000);
+  return o;
+}
+
+Result<std::string> OutputOf(const std::vector<std::string>& argv, const Result<ProcessResult>& ran) {
+  if (!ran.ok()) return ran.status();
+  if (!ran->ok()) return Status::Errorf("{}: exit {}: {}", argv.at(0), ran->exit_code, ran->err);
+  return ran->out;
+}
+
+runtime::ExecOptions WorkspaceCommand(const api::Workspace& w, const std::vector<std::string>& argv) {
+  runtime::ExecOptions o;
+  o.user = w.spec.user.name;  // never root: the login pod is the user's
+  o.uid = w.spec.user.uid;
+  o.env = op::WorkspaceShellEnv(w);
+  o.working_dir = o.env["HPCPLANE_DATASET"];
+  o.argv = argv;
+  return o;
+}
+
+runtime::ExecOptions WorkspaceShell(const api::Workspace& w) {
+  runtime::ExecOptions o = WorkspaceCommand(w, {"/bin/bash", "--norc", "--noprofile", "-i"});
+  o.env["TERM"] = "xterm-256color";
+  o.env["PS1"] = fmt::format("{}@{}:\\w$ ", w.spec.user.name, w.metadata.name);
+  return o;
+}
+
+runtime::ExecOptions WorkspaceLab(const api::Workspace& w, const cp::LabLaunch& launch, const std::string& ip) {
+  runtime::ExecOptions o = WorkspaceCommand(w, {});
+  o.env["JUPYTER_TOKEN"] = launch.token;
+  // On the pod's own address: reached from the agent; its token is the only way in.
+  o.argv = {"jupyter-lab", "--no-browser", "--ServerApp.ip=" + ip, fmt::format("--ServerApp.port={}", launch.port),
+            "--ServerApp.port_retries=0", "--ServerApp.base_url=" + launch.base_url,
+            "--ServerApp.root_dir=" + o.working_dir,
+            // The Host the agent sends is the pod's address, not localhost.
+            "--ServerApp.allow_remote_access=True"};
+  return o;
+}
+
+Status NoJupyterLab(const api::Workspace& w) {
+  return Status::FailedPrecondition(fmt::format(
+      "workspace {}'s environment ({}) has no JupyterLab: launch it on an environment with the package jupyterlab",
+      w.metadata.name, w.spec.environment.empty() ? "the cluster's" : w.spec.environment));
+}
+
+std::vector<std::string> PodsForJobFiles(const std::vector<runtime::PodStatus>& pods, const std::string& node,
+                                         const std::string& user,
+                                         const std::function<std::string(const std::string&)>& workspace_user) {
+  std::vector<std::string> worker, workspace_logins, login;
+  for (const auto& p : pods) {
+    if (p.phase != runtime::PodPhase::kRunning) continue;
+    auto label = [&](const char* key) { return p.labels.count(key) ? p.labels.at(key) : std::string(); };
+    const std::string component = label(op::kLabelComponent);
+    if (component == "worker" && p.name == node) worker.push_back(p.name);
+    if (component == "login") login.push_back(p.name);
+    if (component == "workspace-login" && workspace_user(label(op::kLabelWorkspace)) == user) {
+      workspace_logins.push_back(p.name);
+    }
+  }
+  worker.insert(worker.end(), workspace_logins.begin(), workspace_logins.end());
+  worker.insert(worker.end(), login.begin(), login.end());
+  return worker;
+}
+
+}  // namespace hpc::app

@@ -1,0 +1,40 @@
+// What every data plane runs for the agent, whichever runtime hosts it: the same user, shell
+// environment and directory for a workspace's commands, terminal and JupyterLab, and the same
+// choice of pods where a job's files may be (cp::DataPlaneAccess says what each is for).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "agent/data_plane_access.h"
+#include "api/types.h"
+#include "runtime/pod_runtime.h"
+
+namespace hpc::app {
+
+// `argv` as SlurmUser in the controller pod, Slurm's times as unix seconds (sacct, scontrol).
+runtime::ExecOptions ControllerCommand(const std::vector<std::string>& argv);
+// Its output, or an error naming the command and its stderr when it did not exit 0.
+Result<std::string> OutputOf(const std::vector<std::string>& argv, const Result<ProcessResult>& ran);
+
+// `argv` as the workspace's user in its login pod, with its shell environment (token,
+// partition), in its dataset directory; never as root.
+runtime::ExecOptions WorkspaceCommand(const api::Workspace& w, const std::vector<std::string>& argv);
+// An interactive bash for a terminal in the browser.
+runtime::ExecOptions WorkspaceShell(const api::Workspace& w);
+// JupyterLab on `ip` (the login pod's address, where the agent reaches it), its token in its
+// environment, never on the command line.
+runtime::ExecOptions WorkspaceLab(const api::Workspace& w, const cp::LabLaunch& launch, const std::string& ip);
+// Whether the login pod's environment has JupyterLab, and the error that says it has not.
+inline const std::vector<std::string> kFindJupyterLab = {"sh", "-c", "command -v jupyter-lab"};
+Status NoJupyterLab(const api::Workspace& w);
+
+// The running pods where a job's files may be, best first: the job's worker `node` while it
+// runs, the login pods of `user`'s workspaces (`workspace_user` names a workspace's user, empty
+// when unknown), the cluster's login pod.
+std::vector<std::string> PodsForJobFiles(const std::vector<runtime::PodStatus>& pods, const std::string& node,
+                                         const std::string& user,
+                                         const std::function<std::string(const std::string&)>& workspace_user);
+
+}  // namespace hpc::app
