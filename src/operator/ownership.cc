@@ -25,10 +25,12 @@ Result<OwnershipLedger> OwnershipLedger::Open(LedgerStorage storage) {
   bool valid = j.is_object();
   const json partitions = valid ? j.value("partitions", json::array()) : json();
   const json levels = valid ? j.value("adminLevels", json::object()) : json();
-  valid = valid && partitions.is_array() && levels.is_object();
+  const json datasets = valid ? j.value("datasets", json::object()) : json();
+  valid = valid && partitions.is_array() && levels.is_object() && datasets.is_object();
   if (valid) {
     for (const auto& p : partitions) valid = valid && p.is_string();
     for (const auto& l : levels) valid = valid && l.is_string();
+    for (const auto& d : datasets) valid = valid && d.is_number_integer();
   }
   if (!valid) {
     return Status::Errorf(
@@ -38,11 +40,13 @@ Result<OwnershipLedger> OwnershipLedger::Open(LedgerStorage storage) {
   }
   ledger.partitions_ = partitions.get<std::set<std::string>>();
   ledger.admin_levels_ = levels.get<std::map<std::string, std::string>>();
+  ledger.datasets_ = datasets.get<std::map<std::string, int64_t>>();
   return ledger;
 }
 
 Status OwnershipLedger::Save() const {
   json j = {{"partitions", partitions_}, {"adminLevels", admin_levels_}};
+  if (!datasets_.empty()) j["datasets"] = datasets_;
   return storage_.write(j.dump(2) + "\n");
 }
 
@@ -54,6 +58,13 @@ Status OwnershipLedger::AddPartitions(const std::set<std::string>& names) {
 
 Status OwnershipLedger::ForgetPartition(const std::string& name) {
   return partitions_.erase(name) ? Save() : Status::Ok();
+}
+
+Status OwnershipLedger::AddDataset(const std::string& name, int64_t gid) {
+  auto [it, added] = datasets_.try_emplace(name, gid);
+  if (!added && it->second == gid) return Status::Ok();
+  it->second = gid;
+  return Save();
 }
 
 std::string OwnershipLedger::AdminLevel(const std::string& user) const {

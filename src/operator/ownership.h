@@ -1,5 +1,6 @@
 // What hpcplane has made in Slurm, and so may change or delete (DESIGN, Ownership): the
-// partitions it created for its nodesets, and the administrator levels it set in slurmdbd.
+// partitions it created for its nodesets, and the administrator levels it set in slurmdbd; and
+// the volumes it made for workspaces' project datasets, which outlive their workspaces.
 // Kept in a file beside the cluster's specs so ownership survives daemon restarts; it is never
 // inferred from "not in my list", which would take an admin's partition for a stale one of ours.
 #pragma once
@@ -37,6 +38,11 @@ class OwnershipLedger {
   Status AddPartitions(const std::set<std::string>& names);
   Status ForgetPartition(const std::string& name);
 
+  // Project datasets whose volume hpcplane made for a workspace (name -> group): kept after the
+  // workspace stops, each still follows the cluster's storage policy (retainOnDelete).
+  const std::map<std::string, int64_t>& datasets() const { return datasets_; }
+  Status AddDataset(const std::string& name, int64_t gid);
+
   // The Slurm administrator level hpcplane last set for a user ("" when it never set one).
   std::string AdminLevel(const std::string& user) const;
   Status SetAdminLevel(const std::string& user, const std::string& level);
@@ -48,6 +54,7 @@ class OwnershipLedger {
   LedgerStorage storage_;
   std::set<std::string> partitions_;
   std::map<std::string, std::string> admin_levels_;
+  std::map<std::string, int64_t> datasets_;
 };
 
 }  // namespace hpc::op

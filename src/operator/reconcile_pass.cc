@@ -12,6 +12,7 @@
 
 #include "common/jwt.h"
 #include "operator/conditions.h"
+#include "operator/dataset_volume.h"
 #include "operator/node_snapshot.h"
 #include "operator/partition_sync.h"
 #include "operator/steps.h"
@@ -58,6 +59,7 @@ class Pass {
                                    {"partitions", [this] { return Partitions(); }},
                                    {"accounting", [this] { return Accounting(); }},
                                    {"nodesets", [this] { return NodeSets(); }},
+                                   {"datasets", [this] { return Datasets(); }},
                                    {"workspaces", [this] { return Workspaces(); }},
                                    {"orphans", [this] { return Orphans(); }},
                                    {"report", [this] { return Report(); }},
@@ -170,6 +172,24 @@ class Pass {
       }
     }
     return saved;
+  }
+
+  // Workspaces' project datasets: recorded before their volumes are made, and each recorded one
+  // kept following the cluster's storage policy after its workspaces are gone (its volume is
+  // users' data: with retainOnDelete it must outlive the SlurmCluster as the others do).
+  Status Datasets() {
+    Status out = Status::Ok();
+    for (const auto& w : workspaces_) {
+      for (const auto& d : w.spec.datasets) {
+        const api::Dataset dataset = WorkspaceDataset(w, d);
+        KeepFirst(&out, ctl_.ledger->AddDataset(dataset.name, dataset.group_gid));
+      }
+    }
+    if (!out.ok()) return out;  // nothing made that the record does not hold
+    for (const auto& [name, gid] : ctl_.ledger->datasets()) {
+      KeepFirst(&out, EnsureDatasetVolume(ctl_.rt, cluster_, {name, "/datasets/" + name, "", gid}));
+    }
+    return out;
   }
 
   // Each workspace's token, login pod and lifecycle; a stopped one is removed from the store.

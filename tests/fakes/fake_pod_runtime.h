@@ -28,6 +28,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   std::map<std::string, runtime::Secret> secrets;
   std::map<std::string, runtime::NetworkPolicy> network_policies;
   std::map<std::string, uint32_t> volumes;  // name -> mode
+  std::map<std::string, bool> retained;     // name -> kept when the cluster is deleted
   std::map<std::string, runtime::PodSpec> pods;
   std::map<std::string, int> restarts;        // how often each pod was restarted, as ListPods reports it
   std::map<std::string, int64_t> started_at;  // when each pod's process started (unix s); 0 when unset
@@ -81,6 +82,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   }
   Status EnsureVolume(const runtime::Volume& v) override {
     volumes[v.name] = v.mode;
+    retained[v.name] = v.retain;
     return Status::Ok();
   }
   Status CreatePod(const runtime::PodSpec& spec) override {

@@ -147,6 +147,8 @@ TEST(OwnershipLedger, AMalformedRecordIsAnErrorNotAnEmptyLedger) {
   auto ledger = OwnershipLedger::Open(dir.path());
   ASSERT_FALSE(ledger.ok());
   EXPECT_NE(ledger.status().message().find("not a valid ownership record"), std::string::npos);
+  ASSERT_TRUE(files::WriteAtomic(dir.path(), "{\"partitions\": [], \"datasets\": {\"astro\": \"4100\"}}").ok());
+  EXPECT_FALSE(OwnershipLedger::Open(dir.path()).ok()) << "a dataset's group is a number";
 }
 
 // On Kubernetes the ledger is a ConfigMap's text: what one replica recorded, the next reads; a
@@ -168,10 +170,12 @@ TEST(OwnershipLedger, KeptInAnyStorageItsNextReaderSeesWhatWasRecorded) {
   EXPECT_FALSE(stored) << "nothing written before something is owned";
   ASSERT_TRUE(first->AddPartitions({"cpu", "burst"}).ok());
   ASSERT_TRUE(first->SetAdminLevel("ann", "Administrator").ok());
+  ASSERT_TRUE(first->AddDataset("astro", 4100).ok());
   auto next = OwnershipLedger::Open(storage);
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->partitions(), (std::set<std::string>{"burst", "cpu"}));
   EXPECT_EQ(next->AdminLevel("ann"), "Administrator");
+  EXPECT_EQ(next->datasets().at("astro"), 4100);
   readable = false;
   EXPECT_FALSE(OwnershipLedger::Open(storage).ok());
   readable = true;

@@ -11,6 +11,8 @@
 #include "fakes/fake_reconcile_store.h"
 #include "fakes/fake_slurm.h"
 #include "operator/conditions.h"
+#include "operator/dataset_volume.h"
+#include "operator/workspace.h"
 
 namespace hpc::op {
 namespace {
@@ -179,6 +181,35 @@ TEST_F(ReconcilePassTest, NothingIsRemovedWhileSlurmCannotBeRead) {
   for (int i = 0; i < 3; ++i) Pass();
   EXPECT_TRUE(rt_.pods.count("old-0")) << "fail closed: no deletion without Slurm's state";
   EXPECT_FALSE(slurm_.Called("drain old-0"));
+}
+
+// Seen on the real cluster: a dataset volume made for a workspace stayed owned by the
+// SlurmCluster after the workspace stopped, and `retainOnDelete` set later never reached it
+// (deleting the cluster would have deleted the project's data). Recorded when made, it follows
+// the cluster's storage policy for as long as it exists.
+TEST_F(ReconcilePassTest, AStoppedWorkspacesDatasetKeepsFollowingTheClustersStoragePolicy) {
+  api::Workspace w;
+  w.metadata.name = "ann-astro";
+  w.spec.cluster = "c1";
+  w.spec.user = {"ann", 3001, 3001, false, ""};
+  w.spec.project = "astro";
+  w.spec.datasets = {"astro"};
+  w.spec.dataset_gids = {{"astro", 4100}};
+  store_.workspaces = {w};
+  Pass();
+  const std::string volume = DatasetVolumeName(WorkspaceDataset(w, "astro"));
+  ASSERT_TRUE(rt_.volumes.count(volume));
+  EXPECT_EQ(rt_.volumes[volume], 02770u);
+  EXPECT_FALSE(rt_.retained[volume]);
+  store_.workspaces.clear();  // stopped and removed
+  store_.cluster->spec.retain_volumes_on_delete = true;
+  Pass();
+  EXPECT_TRUE(rt_.retained[volume]) << "the dataset follows retainOnDelete without its workspace";
+  EXPECT_EQ(rt_.volumes[volume], 02770u) << "with its group";
+  // The record outlives the daemon: a new ledger on the same file holds it.
+  auto reopened = OwnershipLedger::Open((dir_ / "owned.json").string());
+  ASSERT_TRUE(reopened.ok());
+  EXPECT_EQ(reopened->datasets(), (std::map<std::string, int64_t>{{"astro", 4100}}));
 }
 
 // Seen on Kubernetes, where a kubelet updates the controller pod's users file up to a minute
