@@ -261,11 +261,7 @@ int CmdFlags(const ApiArgs& a, const std::string& action, const std::string& nam
   return 0;
 }
 
-}  // namespace
-
-std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
-  auto api = std::make_shared<ApiArgs>();
-  auto sargs = std::make_shared<ServerArgs>();
+CLI::App* AddServerCommand(CLI::App& app, ServerArgs* sargs) {
   auto* server = app.add_subcommand("server", "Run the control plane's REST API");
   server->add_option("--listen", sargs->listen, "HOST:PORT");
   server->add_option("--store", sargs->store, "sqlite:PATH (default under the state dir) or postgres://...");
@@ -285,6 +281,15 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
       ->check(CLI::Range(1, 3600));
   server->add_option("--max-body-mib", sargs->max_body_mib, "Largest request body in MiB (larger: 413)")
       ->check(CLI::Range(1, 1024));
+  return server;
+}
+
+}  // namespace
+
+std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
+  auto api = std::make_shared<ApiArgs>();
+  auto sargs = std::make_shared<ServerArgs>();
+  CLI::App* server = AddServerCommand(app, sargs.get());
 
   auto agent_opts = std::make_shared<cp::AgentOptions>();
   auto* agent = app.add_subcommand("agent", "Report this data plane and ship its job records to the control plane");
