@@ -37,7 +37,7 @@ struct WorkspaceCreation {
 // credential.
 struct LabLaunch {
   std::string base_url;  // the path it serves under, with the trailing slash
-  std::string token;     // in its environment, never on a command line
+  std::string token;     // in a file it reads and removes at its start, never on a command line
   int port = 0;
 };
 struct LabProcess {

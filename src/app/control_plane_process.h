@@ -11,7 +11,7 @@
 #include <thread>
 
 #include "agent/agent.h"
-#include "app/kubernetes_data_plane.h"
+#include "app/kubernetes_data_plane_options.h"
 #include "common/result.h"
 #include "operator/cluster_paths.h"
 #include "server/server.h"

@@ -40,13 +40,22 @@ runtime::ExecOptions WorkspaceShell(const api::Workspace& w) {
   return o;
 }
 
+std::string LabTokenFile(const cp::LabLaunch& launch) {
+  return fmt::format("/tmp/.hpcplane-lab-{}.token", launch.port);
+}
+
+std::vector<std::string> LabTokenWriter(const cp::LabLaunch& launch) {
+  // In /tmp (sticky): a file of another user there is not replaced, and the write fails.
+  return {"sh", "-c", "umask 077 && rm -f \"$0\" && cat > \"$0\"", LabTokenFile(launch)};
+}
+
 runtime::ExecOptions WorkspaceLab(const api::Workspace& w, const cp::LabLaunch& launch, const std::string& ip) {
   runtime::ExecOptions o = WorkspaceCommand(w, {});
-  o.env["JUPYTER_TOKEN"] = launch.token;
   // On the pod's own address: reached from the agent; its token is the only way in.
-  o.argv = {"jupyter-lab", "--no-browser", "--ServerApp.ip=" + ip, fmt::format("--ServerApp.port={}", launch.port),
-            "--ServerApp.port_retries=0", "--ServerApp.base_url=" + launch.base_url,
-            "--ServerApp.root_dir=" + o.working_dir,
+  o.argv = {"sh", "-c", "JUPYTER_TOKEN=$(cat \"$0\") && rm -f \"$0\" && export JUPYTER_TOKEN && exec \"$@\"",
+            LabTokenFile(launch), "jupyter-lab", "--no-browser", "--ServerApp.ip=" + ip,
+            fmt::format("--ServerApp.port={}", launch.port), "--ServerApp.port_retries=0",
+            "--ServerApp.base_url=" + launch.base_url, "--ServerApp.root_dir=" + o.working_dir,
             // The Host the agent sends is the pod's address, not localhost.
             "--ServerApp.allow_remote_access=True"};
   return o;

@@ -23,8 +23,14 @@ Result<std::string> OutputOf(const std::vector<std::string>& argv, const Result<
 runtime::ExecOptions WorkspaceCommand(const api::Workspace& w, const std::vector<std::string>& argv);
 // An interactive bash for a terminal in the browser.
 runtime::ExecOptions WorkspaceShell(const api::Workspace& w);
-// JupyterLab on `ip` (the login pod's address, where the agent reaches it), its token in its
-// environment, never on the command line.
+// JupyterLab's token reaches it through a file in the login pod (0600, the user's), written by
+// LabTokenWriter with the token on its stdin and removed by the command that starts the lab: it is
+// on no command line, in no environment listing and in no exec request (an API server's audit log
+// records every exec's command).
+std::string LabTokenFile(const cp::LabLaunch& launch);
+std::vector<std::string> LabTokenWriter(const cp::LabLaunch& launch);
+// JupyterLab on `ip` (the login pod's address, where the agent reaches it), its token read from
+// LabTokenFile.
 runtime::ExecOptions WorkspaceLab(const api::Workspace& w, const cp::LabLaunch& launch, const std::string& ip);
 // Whether the login pod's environment has JupyterLab, and the error that says it has not.
 inline const std::vector<std::string> kFindJupyterLab = {"sh", "-c", "command -v jupyter-lab"};

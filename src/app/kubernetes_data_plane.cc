@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "api/validation.h"
 #include "app/data_plane_commands.h"
 #include "common/files.h"
 #include "kubernetes/kubernetes_store.h"
@@ -94,9 +95,16 @@ Result<std::vector<cp::LiveNodeSet>> KubernetesDataPlane::NodeSets() {
 
 Result<std::optional<api::Workspace>> KubernetesDataPlane::FindWorkspace(const std::string& id) {
   if (id.empty()) return std::optional<api::Workspace>();
+  if (Status s = api::ValidateResourceName(id); !s.ok()) return Status::Errorf("workspace id: {}", s.message());
   auto item = api_->Get(ResourcePath("workspaces", id));
   if (!item.ok() && item.status().code() == StatusCode::kNotFound) return std::optional<api::Workspace>();
   if (!item.ok()) return item.status();
+  // Another SlurmCluster's in the same namespace is neither this data plane's nor the agent's.
+  const std::string cluster = item->value("spec", json::object()).value("cluster", "");
+  if (cluster != options_.cluster) {
+    return Status::Conflict(fmt::format("a Workspace {}/{} exists for SlurmCluster {}, not {}", options_.namespace_name,
+                                        id, cluster, options_.cluster));
+  }
   const json meta = item->value("metadata", json::object());
   const bool ours = meta.value("labels", json::object()).value(kLabelDispatched, "") == "agent";
   if (item->value("status", json::object()).value("phase", "") == "Stopped" && ours) {
@@ -125,6 +133,7 @@ Status KubernetesDataPlane::CreateWorkspace(const cp::WorkspaceCreation& c) {
   // not kept across its restarts, the Workspace resources are.
   ASSIGN_OR_RETURN(json others, api_->Get(ResourcePath("workspaces")));
   for (const auto& item : others.value("items", json::array())) {
+    if (item.value("spec", json::object()).value("cluster", "") != options_.cluster) continue;
     const json groups = item.value("spec", json::object()).value("datasetGroups", json::object());
     for (auto& [dataset, gid] : w.spec.dataset_gids) {
       if (groups.contains(dataset) && groups[dataset].is_number_integer()) gid = groups[dataset].get<int64_t>();
@@ -142,6 +151,9 @@ Status KubernetesDataPlane::CreateWorkspace(const cp::WorkspaceCreation& c) {
 }
 
 Status KubernetesDataPlane::StopWorkspace(const std::string& id, bool cancel_jobs) {
+  // Only this cluster's (FindWorkspace says so first; the agent stops what it found).
+  ASSIGN_OR_RETURN(auto found, FindWorkspace(id));
+  if (!found) return Status::NotFound(fmt::format("no Workspace {}/{}", options_.namespace_name, id));
   json spec = {{"stopping", true}};
   if (cancel_jobs) spec["cancelJobs"] = true;
   return api_->MergePatch(ResourcePath("workspaces", id), json{{"spec", spec}}).status();
@@ -186,6 +198,8 @@ Result<cp::LabProcess> KubernetesDataPlane::StartLab(const api::Workspace& w, co
   if (ip.empty()) {
     return Status::FailedPrecondition(fmt::format("workspace {}'s login pod is not running", w.metadata.name));
   }
+  ASSIGN_OR_RETURN(auto written, InWorkspace(w, LabTokenWriter(launch), launch.token));
+  if (!written.ok()) return Status::Errorf("JupyterLab's token file in {}: {}", pod, written.err);
   ASSIGN_OR_RETURN(k8s::PodExecRequest request, runtime_.ExecRequest(pod, WorkspaceLab(w, launch, ip)));
   // On a terminal in the container: when the agent ends the attachment, the terminal's hangup
   // ends JupyterLab with it.

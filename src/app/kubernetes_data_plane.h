@@ -12,18 +12,11 @@
 #include <string>
 
 #include "agent/data_plane_access.h"
+#include "app/kubernetes_data_plane_options.h"
 #include "runtime/kubernetes/api_client.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
 
 namespace hpc::app {
-
-struct KubernetesDataPlaneOptions {
-  std::string kubeconfig;  // empty: the pod's ServiceAccount (in the cluster)
-  std::string namespace_name;
-  std::string cluster;    // the SlurmCluster's name
-  std::string state_dir;  // the agent's own files: its catalog (tiers, dataset groups), its job window
-  std::string self_exe;   // this binary, for `kube-attach`
-};
 
 // Put on the Workspaces the agent creates: it deletes no other.
 inline constexpr const char* kLabelDispatched = "hpcplane.io/dispatched-by";

@@ -120,6 +120,8 @@ Result<cp::LabProcess> LocalDataPlane::StartLab(const api::Workspace& w, const c
     if (p.name == pod && p.phase == runtime::PodPhase::kRunning) ip = p.ip;
   if (ip.empty())
     return Status::FailedPrecondition(fmt::format("workspace {}'s login pod is not running", w.metadata.name));
+  ASSIGN_OR_RETURN(auto written, InWorkspace(w, LabTokenWriter(launch), launch.token));
+  if (!written.ok()) return Status::Errorf("JupyterLab's token file in {}: {}", pod, written.err);
   ASSIGN_OR_RETURN(auto argv, local->ExecArgv(pod, WorkspaceLab(w, launch, ip)));
   ASSIGN_OR_RETURN(PtyProcess process, SpawnOnPty(argv, 200, 50));
   return cp::LabProcess{process, ip, launch.port};

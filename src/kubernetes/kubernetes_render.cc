@@ -143,6 +143,7 @@ op::BuildInputs KubernetesBuildInputs(const slurm::Release& release) {
   in.munge_sidecars = true;
   in.users_from_directory = true;
   in.pods_may_unshare = false;
+  in.exec_takes_pod_groups = true;
   return in;
 }
 

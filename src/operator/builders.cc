@@ -500,9 +500,11 @@ PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace&
   p.labels[kLabelWorkspace] = w.metadata.name;
   p.uid = w.spec.user.uid;
   p.gid = w.spec.user.gid;
-  // Its datasets' groups: a process that runs as the pod's user (pods/exec on Kubernetes) may
-  // enter their directories (2770, the dataset's group).
-  for (const auto& [dataset, gid] : w.spec.dataset_gids) p.supplemental_groups.push_back(gid);
+  // Its datasets' groups, where commands run as the pod's user with its groups: they may enter
+  // the datasets' directories (2770, the dataset's group).
+  if (in.exec_takes_pod_groups) {
+    for (const auto& [dataset, gid] : w.spec.dataset_gids) p.supplemental_groups.push_back(gid);
+  }
   // The shell's environment is the pod's too: a session opened without hpcplane (kubectl exec
   // on Kubernetes) has the workspace's partition, Slurm's config and the token wrappers.
   p.env = WorkspaceShellEnv(w);

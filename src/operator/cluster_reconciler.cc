@@ -66,14 +66,20 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   return Status::Ok();
 }
 
-bool ClusterReconciler::TakeUsersChanged() {
-  if (!users_changed_) return false;
+bool ClusterReconciler::UsersFileCurrent() {
+  if (!users_file_stale_) return true;
   runtime::ExecOptions o;
   o.argv = {"cmp", "-s", "-", "/etc/group"};
   o.stdin_data = users_group_;
   o.timeout = std::chrono::seconds(10);
   auto r = rt_->Exec(controller_pod_, o);
   if (!r.ok() || r->exit_code != 0) return false;  // not seen yet, or not known: ask again next pass
+  users_file_stale_ = false;
+  return true;
+}
+
+bool ClusterReconciler::TakeUsersChanged() {
+  if (!users_changed_ || !UsersFileCurrent()) return false;
   users_changed_ = false;
   return true;
 }
@@ -87,7 +93,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   ASSIGN_OR_RETURN(auto existing, rt_->GetConfigMap(kConfigMapSlurm));
   // Users first: partitions resolve AllowGroups against them when created or updated.
   bool changed = !existing || existing->data != cm.data || !existing_users || existing_users->data != users.data;
-  if (!existing_users || existing_users->data != users.data) users_changed_ = true;
+  if (!existing_users || existing_users->data != users.data) users_changed_ = users_file_stale_ = true;
   users_group_ = users.data.count("group") ? users.data.at("group") : "";
   controller_pod_ = ControllerPodName(c);
   RETURN_IF_ERROR(rt_->ApplyConfigMap(users));

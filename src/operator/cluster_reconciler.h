@@ -58,6 +58,10 @@ class ClusterReconciler {
   void MarkUsersChanged() { users_changed_ = true; }
   // A user change is not yet applied to the partitions (workspaces of new users are not ready).
   bool users_pending() const { return users_changed_; }
+  // Whether slurmctld's pod has the users' file as last applied (asked of the pod while it has
+  // not; then remembered until the users change again). Apart from the partitions' state: a
+  // partition that fails to update must not hold back accounting.
+  bool UsersFileCurrent();
   slurm::SlurmControl* control() const { return control_; }
 
  private:
@@ -95,8 +99,9 @@ class ClusterReconciler {
   bool slurmdbd_ready_ = false;
   bool slurm_answered_ = false;
   bool users_changed_ = false;
-  std::string users_group_;     // the /etc/group last applied
-  std::string controller_pod_;  // of the cluster last reconciled
+  bool users_file_stale_ = true;  // slurmctld's pod not yet known to have the users' file
+  std::string users_group_;       // the /etc/group last applied
+  std::string controller_pod_;    // of the cluster last reconciled
   // slurm.conf as written when it changed beyond what is applied in place: slurmctld is told to
   // reconfigure once the controller pod reads this content (a kubelet updates a mounted
   // ConfigMap tens of seconds after it changed; told before, slurmctld would reread the old).

@@ -139,7 +139,7 @@ class Pass {
     // Not before slurmctld's pod has the users' file (on Kubernetes a kubelet updates it up to a
     // minute later): an association that arrives for a name slurmctld cannot resolve keeps no
     // uid (until its hourly retry), and the user's jobs run under no account at all.
-    if (ctl_.cluster->users_pending()) return Status::Ok();
+    if (!ctl_.cluster->UsersFileCurrent()) return Status::Ok();
     return ctl_.accounting->Sync(cluster_.metadata.name, WantedAssociations(cluster_, workspaces_), ctl_.ledger.get());
   }
 

@@ -9,6 +9,7 @@
 #include "api/environments.h"
 #include "api/validation.h"
 #include "operator/builders.h"
+#include "platform/catalog.h"
 
 namespace hpc::op {
 using nlohmann::json;
@@ -183,6 +184,14 @@ Status ValidateWorkspace(const api::Workspace& w) {
   for (const auto& d : w.spec.datasets) {
     if (Status s = api::ValidateResourceName(d); !s.ok())
       return Status::Errorf("{}: datasets: {}", subject, s.message());
+  }
+  // A dataset's group becomes every login pod's supplementary group and its volume's owner: only
+  // the range the platform hands out (never root's or a system group).
+  for (const auto& [dataset, gid] : w.spec.dataset_gids) {
+    if (gid < platform::kFirstDatasetGid || gid > platform::kLastDatasetGid) {
+      return Status::Errorf("{}: datasetGroups.{}: must be {}-{} (got {})", subject, dataset,
+                            platform::kFirstDatasetGid, platform::kLastDatasetGid, gid);
+    }
   }
   if (!w.spec.environment.empty()) {
     if (Status s = api::ValidateEnvironmentName(w.spec.environment); !s.ok()) {

@@ -132,8 +132,14 @@ class HelmChartTest(unittest.TestCase):
             self.assertFalse({r for r, v in rights if r in ("secrets", "slurmclusters/status", "workspaces/status")
                               or (r == "pods" and v not in ("get", "list"))}, rights)
             binding = self.find(docs, "RoleBinding", f"hpcplane-agent-{cluster}")
-            self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": "hpcplane-agent",
+            self.assertEqual(binding["subjects"], [{"kind": "ServiceAccount", "name": f"hpcplane-agent-{cluster}",
                                                     "namespace": "hpcplane-system"}])
+            self.assertEqual(pod["serviceAccountName"], f"hpcplane-agent-{cluster}")
+        # A cluster without its namespace is refused, not rendered into an empty one.
+        r = self.helm("template", "hpcplane", CHART, "--kube-version", "1.34.0", "--set", "agents[0].name=kube",
+                      check=False)
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("agents[].namespace", r.stderr)
 
     def test_a_cluster_older_than_1_30_is_refused(self):
         args = ["template", "hpcplane", CHART, "--kube-version", "1.29.5"]

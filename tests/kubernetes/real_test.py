@@ -112,7 +112,7 @@ spec:
 
 class ControlPlane:
     """The control plane's REST API over HTTPS, as one token's holder. Its certificate is the
-    test's own (hpcplane_on_kubernetes.TLS_CERT); the address is a pod's, not a name it carries."""
+    test's own (hpcplane_on_kubernetes.tls_cert); the address is a pod's, not a name it carries."""
 
     def __init__(self, base, token, cluster, pod):
         self.base, self.token, self.cluster, self.pod = base, token, cluster, pod
@@ -385,8 +385,8 @@ class RealKubernetesTest(unittest.TestCase):
         project is refused her terminal; the stopped workspace's resource is removed."""
         cp = self.control_plane_api()
         agent_token = cp.make_token("kube", "agent")
-        self.kubectl("-n", SYSTEM, "create", "secret", "generic", "hpcplane-agent-kube",
-                     f"--from-literal=token={agent_token}")
+        self.kubectl("-n", SYSTEM, "create", "secret", "generic", "hpcplane-agent-kube", "--from-file=token=/dev/stdin",
+                     input=agent_token)
         t = time.monotonic()
         r = hpcplane_on_kubernetes.helm(self.k, "upgrade", "hpcplane", hpcplane_on_kubernetes.CHART, "-n", SYSTEM,
                                         "--reuse-values", "--wait", "--timeout", "3m",
@@ -440,6 +440,7 @@ class RealKubernetesTest(unittest.TestCase):
         log(f"Ctrl-C ended a sleep in the terminal within {time.monotonic() - t:.1f} s")
         # Two more one-CPU workers do not fit beside the cpu NodeSet's two on these nodes.
         self.kubectl("-n", NS, "scale", "nodeset", "cpu", "--replicas=1")
+        self.addCleanup(self.kubectl, "-n", NS, "scale", "nodeset", "cpu", "--replicas=2")
         t = time.monotonic()
         term.type("echo job=$(sbatch --wait -N2 --parsable --wrap 'srun hostname') exit=$?\n")
         out = term.expect("exit=0", timeout=300)

@@ -16,15 +16,19 @@
 #include <boost/beast/websocket.hpp>
 #include <boost/beast/websocket/ssl.hpp>
 
+#include <poll.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <cctype>
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <deque>
+#include <functional>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -92,8 +96,11 @@ asio::awaitable<Result<std::string>> Connect(WebSocket& ws, Endpoint where, std:
     if (code == 0) throw boost::system::system_error(refused);
     auto body = json::parse(response.body(), nullptr, false);
     const std::string why = body.is_object() ? body.value("message", "") : response.body().substr(0, 200);
-    co_return code == 404 ? Status::NotFound(fmt::format("exec: {} {}", code, why))
-                          : Status::Error(fmt::format("exec: {} {}", code, why));
+    const std::string message = fmt::format("exec: {} {}", code, why);
+    if (code == 404) co_return Status::NotFound(message);
+    if (code == 401) co_return Status::Unauthenticated(message);
+    if (code == 403) co_return Status::PermissionDenied(message);
+    co_return Status::Error(message);
   }
   ws.binary(true);
   co_return std::string(response[beast::http::field::sec_websocket_protocol]);
@@ -188,7 +195,8 @@ struct AttachedSession {
   bool tty = false;
   std::string announced;  // output before the pid was read
   bool pid_read = false;
-  int64_t pid = 0;  // the command's, in its container
+  std::function<void()> start_input;  // once the pid is read (or the command announced none)
+  int64_t pid = 0;                    // the command's, in its container
   bool hung_up = false;
   std::deque<std::string> outgoing;
   bool writing = false;
@@ -223,10 +231,18 @@ struct AttachedSession {
 // Output, once the pid announcement before it is read and left out.
 void Output(AttachedSession* s, std::string_view data);
 
+// Blocking writes, also when the descriptor is non-blocking: on a pseudo-terminal stdin and
+// stdout share one open file, which the input's asio descriptor made non-blocking; a slow reader
+// must slow the command, not lose its output.
 void WriteAll(int fd, std::string_view data) {
   while (!data.empty()) {
     ssize_t n = ::write(fd, data.data(), data.size());
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      struct pollfd writable = {fd, POLLOUT, 0};
+      (void)::poll(&writable, 1, -1);
+      continue;
+    }
     if (n <= 0) return;  // the reader is gone: what follows has nowhere to go
     data.remove_prefix(static_cast<size_t>(n));
   }
@@ -235,19 +251,23 @@ void WriteAll(int fd, std::string_view data) {
 void Output(AttachedSession* s, std::string_view data) {
   if (s->pid_read) return WriteAll(s->out_fd, data);
   s->announced.append(data);
-  const size_t start = s->announced.find(kPidStart);
-  const size_t end = start == std::string::npos ? start : s->announced.find(kPidEnd, start);
-  if (end == std::string::npos && s->announced.size() < 64) return;  // more to come
+  // The announcement is the command's very first output (no input is sent before it is read, so
+  // no echo of typed text precedes it): anything else there is no announcement.
+  const bool starts = s->announced.compare(0, std::min(s->announced.size(), kPidStart.size()),
+                                           kPidStart.substr(0, std::min(s->announced.size(), kPidStart.size()))) == 0;
+  const size_t end = starts ? s->announced.find(kPidEnd, kPidStart.size()) : std::string::npos;
+  if (starts && end == std::string::npos && s->announced.size() < kPidStart.size() + 12) return;  // more to come
   s->pid_read = true;
   if (end != std::string::npos) {
-    const std::string digits = s->announced.substr(start + kPidStart.size(), end - start - kPidStart.size());
-    if (!digits.empty() && digits.size() < 10 && std::all_of(digits.begin(), digits.end(), ::isdigit)) {
-      s->pid = std::stoll(digits);
-    }
-    s->announced.erase(start, end + kPidEnd.size() - start);
+    const std::string digits = s->announced.substr(kPidStart.size(), end - kPidStart.size());
+    const bool number = !digits.empty() && digits.size() < 10 &&
+                        std::all_of(digits.begin(), digits.end(), [](unsigned char c) { return std::isdigit(c); });
+    if (number) s->pid = std::stoll(digits);
+    s->announced.erase(0, end + kPidEnd.size());
   }
   WriteAll(s->out_fd, s->announced);
   s->announced.clear();
+  if (s->start_input) s->start_input();
 }
 
 // SIGHUP or SIGTERM (the agent closing a terminal, stopping JupyterLab): the command gets SIGHUP
@@ -263,7 +283,12 @@ asio::awaitable<void> WatchHangups(AttachedSession* s, asio::signal_set* signals
     hangup.argv = {"sh", "-c", "kill -HUP \"$0\"; (sleep 5; kill -KILL \"$0\") >/dev/null 2>&1 &",
                    std::to_string(s->pid)};
     hangup.timeout = std::chrono::milliseconds(1500);
-    (void)ExecInPod(*s->api, hangup);
+    auto sent = ExecInPod(*s->api, hangup);
+    if (!sent.ok() || !sent->ok()) {
+      const std::string why = sent.ok() ? sent->err : sent.status().message();
+      std::fprintf(stderr, "kube-attach: the hangup did not reach pid %lld in pod %s: %s\n",
+                   static_cast<long long>(s->pid), s->request.pod.c_str(), why.c_str());
+    }
   }
   s->ended = true;
   io->stop();
@@ -293,7 +318,7 @@ asio::awaitable<void> WatchResizes(AttachedSession* s, asio::signal_set* signals
 }
 
 asio::awaitable<void> RunAttached(asio::ssl::context& tls, Endpoint where, std::string target, std::string token,
-                                  int in_fd, AttachedSession* s, asio::io_context* io) {
+                                  int in_fd, AttachedSession* s, asio::io_context* io, asio::signal_set* hangups) {
   auto executor = co_await asio::this_coro::executor;
   try {
     WebSocket ws(executor, tls);
@@ -305,13 +330,15 @@ asio::awaitable<void> RunAttached(asio::ssl::context& tls, Endpoint where, std::
     s->ws = &ws;
     asio::posix::stream_descriptor input(executor, ::dup(in_fd));
     asio::signal_set resizes(executor, SIGWINCH);
-    asio::signal_set hangups(executor, SIGHUP, SIGTERM);
-    asio::co_spawn(executor, WatchHangups(s, &hangups, io), asio::detached);
     if (s->tty) {
       s->SendSize(in_fd);
       asio::co_spawn(executor, WatchResizes(s, &resizes, in_fd), asio::detached);
     }
-    asio::co_spawn(executor, PumpInput(s, &input, *connected == kProtocolV5), asio::detached);
+    const bool can_close = *connected == kProtocolV5;
+    s->start_input = [s, executor, &input, can_close] {
+      s->start_input = nullptr;
+      asio::co_spawn(executor, PumpInput(s, &input, can_close), asio::detached);
+    };
     for (;;) {
       beast::flat_buffer buffer;
       boost::system::error_code ec;
@@ -331,9 +358,10 @@ asio::awaitable<void> RunAttached(asio::ssl::context& tls, Endpoint where, std::
     s->ended = true;
     // Ends the input and resize waits; the io_context then runs out of work.
     boost::system::error_code ignored;
+    s->start_input = nullptr;
     input.cancel(ignored);
     resizes.cancel(ignored);
-    hangups.cancel(ignored);
+    hangups->cancel(ignored);
     beast::get_lowest_layer(ws).socket().shutdown(tcp::socket::shutdown_both, ignored);
     beast::get_lowest_layer(ws).socket().close(ignored);
   } catch (const boost::system::system_error& e) {
@@ -430,12 +458,17 @@ Result<int> ExecAttached(const ApiClient& api, PodExecRequest request, int in_fd
     tcsetattr(in_fd, TCSANOW, &t);
   }
   asio::io_context io;
+  // Hangups are caught from the start: one during the handshake must not kill this process
+  // before it could pass the hangup on.
+  asio::signal_set hangups(io, SIGHUP, SIGTERM);
   AttachedSession session;
   session.api = &api;
   session.request = request;
   session.out_fd = out_fd;
   session.tty = request.tty;
-  asio::co_spawn(io, RunAttached(tls, where, PodExecPath(request), token, in_fd, &session, &io), asio::detached);
+  asio::co_spawn(io, WatchHangups(&session, &hangups, &io), asio::detached);
+  asio::co_spawn(io, RunAttached(tls, where, PodExecPath(request), token, in_fd, &session, &io, &hangups),
+                 asio::detached);
   io.run();
   if (raw) tcsetattr(in_fd, TCSANOW, &saved);
   if (!session.pid_read) WriteAll(out_fd, session.announced);

@@ -32,7 +32,7 @@ TEST(DataPlaneCommands, JobFilesAreLookedForOnTheWorkerThenTheUsersLoginPodsThen
   EXPECT_EQ(PodsForJobFiles(pods, "", "bob", user_of), (std::vector<std::string>{"bob-astro-login", "login"}));
 }
 
-TEST(DataPlaneCommands, AWorkspacesCommandsRunAsItsUserInItsDatasetAndTheLabTokenStaysOffTheCommandLine) {
+TEST(DataPlaneCommands, AWorkspacesCommandsRunAsItsUserInItsDatasetAndTheLabTokenStaysOffCommandsAndEnvironment) {
   api::Workspace w;
   w.metadata.name = "ann-astro";
   w.spec.cluster = "kube";
@@ -46,9 +46,14 @@ TEST(DataPlaneCommands, AWorkspacesCommandsRunAsItsUserInItsDatasetAndTheLabToke
   auto shell = WorkspaceShell(w);
   EXPECT_EQ(shell.user, "ann");
   EXPECT_EQ(shell.argv.at(0), "/bin/bash");
-  auto lab = WorkspaceLab(w, {"/lab/", "secret-token", 18888}, "10.1.2.3");
-  EXPECT_EQ(lab.env.at("JUPYTER_TOKEN"), "secret-token");
+  const cp::LabLaunch launch{"/lab/", "secret-token", 18888};
+  auto lab = WorkspaceLab(w, launch, "10.1.2.3");
+  // The token is in neither the command nor its environment (both reach an exec request and a
+  // process listing): the lab reads it from the file the writer filled from its stdin.
   for (const auto& arg : lab.argv) EXPECT_EQ(arg.find("secret-token"), std::string::npos) << arg;
+  for (const auto& [key, value] : lab.env) EXPECT_EQ(value.find("secret-token"), std::string::npos) << key;
+  for (const auto& arg : LabTokenWriter(launch)) EXPECT_EQ(arg.find("secret-token"), std::string::npos) << arg;
+  EXPECT_NE(std::find(lab.argv.begin(), lab.argv.end(), LabTokenFile(launch)), lab.argv.end());
   EXPECT_NE(std::find(lab.argv.begin(), lab.argv.end(), "--ServerApp.ip=10.1.2.3"), lab.argv.end());
 }
 

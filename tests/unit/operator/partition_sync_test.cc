@@ -170,12 +170,12 @@ TEST(OwnershipLedger, KeptInAnyStorageItsNextReaderSeesWhatWasRecorded) {
   EXPECT_FALSE(stored) << "nothing written before something is owned";
   ASSERT_TRUE(first->AddPartitions({"cpu", "burst"}).ok());
   ASSERT_TRUE(first->SetAdminLevel("ann", "Administrator").ok());
-  ASSERT_TRUE(first->AddDataset("astro", 4100).ok());
+  ASSERT_TRUE(first->AddDataset("astro", 60100).ok());
   auto next = OwnershipLedger::Open(storage);
   ASSERT_TRUE(next.ok());
   EXPECT_EQ(next->partitions(), (std::set<std::string>{"burst", "cpu"}));
   EXPECT_EQ(next->AdminLevel("ann"), "Administrator");
-  EXPECT_EQ(next->datasets().at("astro"), 4100);
+  EXPECT_EQ(next->datasets().at("astro"), 60100);
   readable = false;
   EXPECT_FALSE(OwnershipLedger::Open(storage).ok());
   readable = true;

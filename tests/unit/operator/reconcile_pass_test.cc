@@ -194,7 +194,7 @@ TEST_F(ReconcilePassTest, AStoppedWorkspacesDatasetKeepsFollowingTheClustersStor
   w.spec.user = {"ann", 3001, 3001, false, ""};
   w.spec.project = "astro";
   w.spec.datasets = {"astro"};
-  w.spec.dataset_gids = {{"astro", 4100}};
+  w.spec.dataset_gids = {{"astro", 60100}};
   store_.workspaces = {w};
   Pass();
   const std::string volume = DatasetVolumeName(WorkspaceDataset(w, "astro"));
@@ -209,7 +209,7 @@ TEST_F(ReconcilePassTest, AStoppedWorkspacesDatasetKeepsFollowingTheClustersStor
   // The record outlives the daemon: a new ledger on the same file holds it.
   auto reopened = OwnershipLedger::Open((dir_ / "owned.json").string());
   ASSERT_TRUE(reopened.ok());
-  EXPECT_EQ(reopened->datasets(), (std::map<std::string, int64_t>{{"astro", 4100}}));
+  EXPECT_EQ(reopened->datasets(), (std::map<std::string, int64_t>{{"astro", 60100}}));
 }
 
 // Seen on Kubernetes, where a kubelet updates the controller pod's users file up to a minute
