@@ -267,7 +267,12 @@ void Output(AttachedSession* s, std::string_view data) {
   }
   WriteAll(s->out_fd, s->announced);
   s->announced.clear();
-  if (s->start_input) s->start_input();
+  if (s->start_input) {
+    // Taken out first: the function must outlive its own call (it is not reset from inside).
+    auto start = std::move(s->start_input);
+    s->start_input = nullptr;
+    start();
+  }
 }
 
 // SIGHUP or SIGTERM (the agent closing a terminal, stopping JupyterLab): the command gets SIGHUP
@@ -336,7 +341,6 @@ asio::awaitable<void> RunAttached(asio::ssl::context& tls, Endpoint where, std::
     }
     const bool can_close = *connected == kProtocolV5;
     s->start_input = [s, executor, &input, can_close] {
-      s->start_input = nullptr;
       asio::co_spawn(executor, PumpInput(s, &input, can_close), asio::detached);
     };
     for (;;) {
