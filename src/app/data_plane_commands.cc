@@ -8,6 +8,14 @@
 
 namespace hpc::app {
 
+op::WorkspaceRequest WorkspaceRequestFor(const cp::WorkspaceCreation& c) {
+  op::WorkspaceRequest r;
+  r.user = c.user, r.project = c.project, r.tier = c.tier, r.name = c.id, r.max_workers = c.max_workers;
+  r.idle_timeout_seconds = c.idle_timeout_seconds, r.token_lifetime_seconds = c.token_lifetime_seconds;
+  r.datasets = c.datasets, r.admin = c.admin, r.environment = c.environment;
+  return r;
+}
+
 runtime::ExecOptions ControllerCommand(const std::vector<std::string>& argv) {
   runtime::ExecOptions o;
   o.user = "slurm";

@@ -9,9 +9,13 @@
 
 #include "agent/data_plane_access.h"
 #include "api/types.h"
+#include "operator/workspace_request.h"
 #include "runtime/pod_runtime.h"
 
 namespace hpc::app {
+
+// The request that creates a workspace the control plane dispatched (op::BuildWorkspace).
+op::WorkspaceRequest WorkspaceRequestFor(const cp::WorkspaceCreation& c);
 
 // `argv` as SlurmUser in the controller pod, Slurm's times as unix seconds (sacct, scontrol).
 runtime::ExecOptions ControllerCommand(const std::vector<std::string>& argv);

@@ -122,10 +122,7 @@ Result<std::optional<api::Workspace>> KubernetesDataPlane::FindWorkspace(const s
 Status KubernetesDataPlane::CreateWorkspace(const cp::WorkspaceCreation& c) {
   platform::Catalog catalog(options_.state_dir);
   RETURN_IF_ERROR(catalog.EnsureUser(c.user, c.uid, c.admin));
-  op::WorkspaceRequest r;
-  r.user = c.user, r.project = c.project, r.tier = c.tier, r.name = c.id, r.max_workers = c.max_workers;
-  r.idle_timeout_seconds = c.idle_timeout_seconds, r.token_lifetime_seconds = c.token_lifetime_seconds;
-  r.datasets = c.datasets, r.admin = c.admin, r.environment = c.environment;
+  const op::WorkspaceRequest r = WorkspaceRequestFor(c);
   ASSIGN_OR_RETURN(api::SlurmCluster cluster, LoadCluster());
   // Where a tier's pod fits is the scheduler's to decide on Kubernetes: no local capacity check.
   ASSIGN_OR_RETURN(api::Workspace w, op::BuildWorkspace(cluster, catalog, r, std::nullopt));
@@ -160,7 +157,9 @@ Status KubernetesDataPlane::StopWorkspace(const std::string& id, bool cancel_job
 }
 
 Result<std::string> KubernetesDataPlane::InController(const std::vector<std::string>& argv) {
-  ASSIGN_OR_RETURN(api::SlurmCluster c, LoadCluster());
+  // Its pod's name follows from the cluster's name: no read of the SlurmCluster for each command.
+  api::SlurmCluster c;
+  c.metadata.name = options_.cluster;
   return OutputOf(argv, runtime_.Exec(op::ControllerPodName(c), ControllerCommand(argv)));
 }
 

@@ -54,10 +54,7 @@ Result<std::optional<api::Workspace>> LocalDataPlane::FindWorkspace(const std::s
 Status LocalDataPlane::CreateWorkspace(const cp::WorkspaceCreation& w) {
   platform::Catalog catalog(paths_.state_dir);
   RETURN_IF_ERROR(catalog.EnsureUser(w.user, w.uid, w.admin));
-  op::WorkspaceRequest r;
-  r.user = w.user, r.project = w.project, r.tier = w.tier, r.name = w.id, r.max_workers = w.max_workers;
-  r.idle_timeout_seconds = w.idle_timeout_seconds, r.token_lifetime_seconds = w.token_lifetime_seconds;
-  r.datasets = w.datasets, r.admin = w.admin, r.environment = w.environment;
+  const op::WorkspaceRequest r = WorkspaceRequestFor(w);
   // Built here (or reused) and checked against the cluster's Slurm before anything is written.
   ASSIGN_OR_RETURN(api::SlurmCluster cluster, op::Store(paths_.Dir()).LoadCluster());
   RETURN_IF_ERROR(EnsureWorkspaceImage(paths_.state_dir, cluster, w.environment, [&](const std::string& line) {

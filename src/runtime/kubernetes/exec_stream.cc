@@ -29,6 +29,8 @@
 #include <cstdio>
 #include <deque>
 #include <functional>
+#include <optional>
+#include <utility>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -113,6 +115,21 @@ bool StreamEnded(const boost::system::error_code& ec) {
          ec == asio::error::broken_pipe || ec == asio::error::connection_reset;
 }
 
+// The next frame's channel and data; nullopt once the stream ended. Empty frames are skipped.
+asio::awaitable<std::optional<std::pair<unsigned char, std::string>>> ReadFrame(WebSocket& ws) {
+  for (;;) {
+    beast::flat_buffer buffer;
+    boost::system::error_code ec;
+    co_await ws.async_read(buffer, asio::redirect_error(asio::use_awaitable, ec));
+    if (StreamEnded(ec)) co_return std::nullopt;
+    if (ec) throw boost::system::system_error(ec);
+    std::string message = beast::buffers_to_string(buffer.data());
+    if (message.empty()) continue;
+    const auto channel = static_cast<unsigned char>(message[0]);
+    co_return std::make_pair(channel, message.substr(1));
+  }
+}
+
 asio::awaitable<void> Run(asio::ssl::context& tls, Endpoint where, std::string target, std::string token,
                           std::string stdin_data, Session* session) {
   try {
@@ -140,15 +157,9 @@ asio::awaitable<void> Run(asio::ssl::context& tls, Endpoint where, std::string t
     std::string status_message;
     size_t total = 0;
     for (;;) {
-      beast::flat_buffer buffer;
-      boost::system::error_code ec;
-      co_await ws.async_read(buffer, asio::redirect_error(asio::use_awaitable, ec));
-      if (StreamEnded(ec)) break;
-      if (ec) throw boost::system::system_error(ec);
-      const std::string message = beast::buffers_to_string(buffer.data());
-      if (message.empty()) continue;
-      const unsigned char channel = static_cast<unsigned char>(message[0]);
-      const std::string_view data(message.data() + 1, message.size() - 1);
+      auto frame = co_await ReadFrame(ws);
+      if (!frame) break;
+      const auto& [channel, data] = *frame;
       total += data.size();
       if (total > kMaxOutputBytes) {
         session->status = Status::Error(fmt::format("exec: output over {} MiB", kMaxOutputBytes >> 20));
@@ -344,15 +355,9 @@ asio::awaitable<void> RunAttached(asio::ssl::context& tls, Endpoint where, std::
       asio::co_spawn(executor, PumpInput(s, &input, can_close), asio::detached);
     };
     for (;;) {
-      beast::flat_buffer buffer;
-      boost::system::error_code ec;
-      co_await ws.async_read(buffer, asio::redirect_error(asio::use_awaitable, ec));
-      if (StreamEnded(ec)) break;
-      if (ec) throw boost::system::system_error(ec);
-      const std::string message = beast::buffers_to_string(buffer.data());
-      if (message.empty()) continue;
-      const unsigned char channel = static_cast<unsigned char>(message[0]);
-      const std::string_view data(message.data() + 1, message.size() - 1);
+      auto frame = co_await ReadFrame(ws);
+      if (!frame) break;
+      const auto& [channel, data] = *frame;
       if (channel == kStdout || channel == kStderr) Output(s, data);
       if (channel == kStatus) {
         s->status_message.append(data);
