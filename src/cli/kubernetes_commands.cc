@@ -10,6 +10,39 @@
 
 namespace hpc::cli {
 
+namespace {
+
+// The flags `render` and `operator` share for what pods run: the image of a cluster that names
+// no environment, the Slurm release it carries, and the environments' images table. Given as
+// text, parsed into the options by Apply once the command line is read.
+struct ImageFlags {
+  std::string release = kube::RenderOptions{}.release.Series();
+  std::string environments_file;
+
+  void Add(CLI::App* cmd, kube::RenderOptions* options) {
+    cmd->add_option("--image", options->image, "the Slurm image of a cluster that names no environment")
+        ->capture_default_str();
+    cmd->add_option("--slurm-release", release, "the Slurm release that image carries (e.g. 26.05)")
+        ->capture_default_str();
+    cmd->add_option("--environments", environments_file,
+                    "YAML file of the environments' images: NAME: {image: REF, slurm: RELEASE}; a resource naming "
+                    "an environment without one is refused");
+  }
+
+  Status Apply(kube::RenderOptions* options) const {
+    auto parsed = slurm::Release::Parse(release);
+    if (!parsed.ok()) return parsed.status().WithContext("--slurm-release");
+    options->release = *parsed;
+    if (environments_file.empty()) return Status::Ok();
+    auto environments = kube::LoadEnvironmentImages(environments_file);
+    if (!environments.ok()) return environments.status().WithContext("--environments");
+    options->environments = std::move(*environments);
+    return Status::Ok();
+  }
+};
+
+}  // namespace
+
 std::function<int()> AddKubernetesCommands(CLI::App& app) {
   auto* crds = app.add_subcommand(
       "crds", "Print the CustomResourceDefinitions of hpcplane.io/v1alpha1 (for kubectl apply -f -)");
@@ -20,11 +53,8 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   render->add_option("-f,--file", file, "SlurmCluster and NodeSet manifest")->required();
   render->add_option("--namespace", options.namespace_name,
                      "namespace of the objects (default: the SlurmCluster's metadata.namespace, else default)");
-  render->add_option("--image", options.image, "the Slurm image every container runs")->capture_default_str();
-  // images/slurm.Containerfile's (RenderOptions::release's default), as the flag shows it.
-  static std::string render_release = kube::RenderOptions{}.release.Series();
-  render->add_option("--slurm-release", render_release, "the Slurm release the image carries (e.g. 26.05)")
-      ->capture_default_str();
+  static ImageFlags render_images;
+  render_images.Add(render, &options);
   render->add_option("--storage-class", options.storage_class,
                      "storageClassName of the ReadWriteOnce claims (default: the cluster's default class)");
   render->add_option(
@@ -42,11 +72,8 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   operator_cmd->add_option("--lease-namespace", op_options.lease_namespace,
                            "namespace of the leader Lease (default: the kubeconfig context's or the pod's)");
   operator_cmd->add_option("--identity", op_options.identity, "this replica's name in the leader Lease");
-  operator_cmd->add_option("--image", op_options.objects.image, "the Slurm image of the pods it creates")
-      ->capture_default_str();
-  static std::string operator_release = render_release;
-  operator_cmd->add_option("--slurm-release", operator_release, "the Slurm release the image carries (e.g. 26.05)")
-      ->capture_default_str();
+  static ImageFlags operator_images;
+  operator_images.Add(operator_cmd, &op_options.objects);
   operator_cmd->add_option("--storage-class", op_options.objects.storage_class,
                            "storageClassName of the ReadWriteOnce claims it creates (default: the default class)");
   operator_cmd->add_option("--shared-storage-class", op_options.objects.shared_storage_class,
@@ -80,9 +107,7 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
       return *code;
     }
     if (operator_cmd->parsed()) {
-      auto release = slurm::Release::Parse(operator_release);
-      if (!release.ok()) return Fail(release.status().WithContext("--slurm-release"));
-      op_options.objects.release = *release;
+      if (Status s = operator_images.Apply(&op_options.objects); !s.ok()) return Fail(s);
       op_options.lease_duration = std::chrono::seconds(lease_seconds);
       return kube::RunOperator(op_options);
     }
@@ -91,9 +116,7 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
       return 0;
     }
     if (render->parsed()) {
-      auto release = slurm::Release::Parse(render_release);
-      if (!release.ok()) return Fail(release.status().WithContext("--slurm-release"));
-      options.release = *release;
+      if (Status s = render_images.Apply(&options); !s.ok()) return Fail(s);
       auto m = LoadManifest(file, std::nullopt);
       if (!m.ok()) return Fail(m.status());
       auto out = kube::RenderKubernetes(*m, options);

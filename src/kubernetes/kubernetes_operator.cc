@@ -57,6 +57,7 @@ std::string CollectionPath(const std::string& api, const std::string& ns, const 
 // Everything one SlurmCluster's passes keep between them.
 struct ClusterState {
   std::string uid;
+  ClusterImages images;  // what its environments resolved to: another needs new controllers
   std::unique_ptr<KubernetesStore> store;
   std::unique_ptr<k8s::KubernetesRuntime> rt;
   std::unique_ptr<op::ClusterControllers> controllers;
@@ -156,11 +157,21 @@ class Operator {
       clusters_.erase(key);
       return Next::kNothing;  // its next change queues it again
     }
+    // An environment with no image here is said on the resource, as a spec validation refuses:
+    // never run with another image in its place.
+    auto images = ResolveClusterImages(decoded->clusters.at(0), options_.objects.environments,
+                                       {options_.objects.image, options_.objects.release});
+    if (!images.ok()) {
+      MarkInvalid(ns, name, *cr, images.status().message());
+      std::lock_guard<std::mutex> lock(mu_);
+      clusters_.erase(key);
+      return Next::kNothing;
+    }
     ClusterState* state;
     {
       std::lock_guard<std::mutex> lock(mu_);
       auto& slot = clusters_[key];
-      if (!slot || slot->uid != uid) slot = NewClusterState(ns, name, uid);
+      if (!slot || slot->uid != uid || slot->images != *images) slot = NewClusterState(ns, name, uid, *images);
       state = slot.get();
     }
     if (!state) return Next::kRetry;
@@ -184,27 +195,35 @@ class Operator {
     }
   }
 
-  std::unique_ptr<ClusterState> NewClusterState(const std::string& ns, const std::string& name,
-                                                const std::string& uid) {
+  std::unique_ptr<ClusterState> NewClusterState(const std::string& ns, const std::string& name, const std::string& uid,
+                                                const ClusterImages& images) {
     auto s = std::make_unique<ClusterState>();
     s->uid = uid;
+    s->images = images;
     // A connection of its own: passes of different clusters do not wait for each other's requests.
     auto api = std::make_shared<k8s::ApiClient>(conn_);
     s->store = std::make_unique<KubernetesStore>(api, ns, name);
     s->store->UseCaches(caches_);
+    s->store->CheckNodeSetsWith(
+        [images, table = options_.objects.environments](const api::NodeSet& n, const api::SlurmCluster& c) {
+          return CheckNodeSetEnvironment(n, c, images, table);
+        });
     k8s::ObjectContext ctx = ObjectContextFor(options_.objects, ns, name);
     ctx.owner_uid = uid;
+    op::BuildInputs inputs = inputs_;
+    UseClusterImages(images, &inputs, &ctx);
     s->rt = std::make_unique<k8s::KubernetesRuntime>(api, ctx);
     s->rt->UseCaches(caches_);
     auto controllers = op::NewClusterControllers(
-        s->rt.get(), inputs_, name,
+        s->rt.get(), inputs, name,
         LedgerInConfigMap(s->rt.get(), fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name)));
     if (!controllers.ok()) {
       spdlog::error("slurmcluster {}: {}", name, controllers.status().message());
       return nullptr;
     }
     s->controllers = std::move(*controllers);
-    spdlog::info("slurmcluster {}/{} (uid {}): reconciling", ns, name, uid);
+    spdlog::info("slurmcluster {}/{} (uid {}): reconciling, Slurm {} from {}", ns, name, uid, images.release.Series(),
+                 images.image);
     return s;
   }
 

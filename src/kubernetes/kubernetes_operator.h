@@ -20,7 +20,7 @@ struct OperatorOptions {
   std::string namespace_name;   // the namespace whose resources it reconciles; empty: every namespace
   std::string lease_namespace;  // where replicas elect their leader; empty: the context's or the pod's
   std::string identity;         // this replica's name in the Lease; empty: hostname and pid
-  RenderOptions objects;        // image and storage class of what it creates
+  RenderOptions objects;        // images, environments and storage classes of what it creates
   std::string state_dir = "/var/lib/hpcplane-operator";  // what it owns in Slurm (ownership ledger)
   std::chrono::seconds lease_duration{15};
   std::chrono::milliseconds resync{2000};  // a pass of each cluster at least this often while leading

@@ -143,14 +143,35 @@ op::BuildInputs KubernetesBuildInputs(const slurm::Release& release) {
   in.munge_sidecars = true;
   in.users_from_directory = true;
   in.pods_may_unshare = false;
-  in.exec_takes_pod_groups = true;
+  in.exec_as_container_user = true;
   return in;
+}
+
+void UseClusterImages(const ClusterImages& images, op::BuildInputs* in, k8s::ObjectContext* ctx) {
+  in->release = images.release;
+  in->images = images.by_environment;
+  ctx->image = images.image;
+  ctx->images.clear();
+  for (const auto& [environment, image] : images.by_environment) ctx->images.insert(image);
 }
 
 Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions& options) {
   if (m.clusters.size() != 1) return Status::Error("render: the manifest must hold exactly one SlurmCluster");
   const api::SlurmCluster& c = m.clusters.front();
-  const op::BuildInputs in = KubernetesBuildInputs(options.release);
+  // The environments as the operator resolves them: one without an image is refused, here too.
+  auto images = ResolveClusterImages(c, options.environments, {options.image, options.release});
+  if (!images.ok()) return images.status().WithContext(fmt::format("render: cluster {}", c.metadata.name));
+  for (const auto& ns : m.nodesets) {
+    RETURN_IF_ERROR(CheckNodeSetEnvironment(ns, c, *images, options.environments)
+                        .WithContext(fmt::format("render: nodeset {}", ns.metadata.name)));
+  }
+  k8s::ObjectContext ctx = ObjectContextFor(options,
+                                            !options.namespace_name.empty()  ? options.namespace_name
+                                            : !c.metadata.namespace_.empty() ? c.metadata.namespace_
+                                                                             : "default",
+                                            c.metadata.name);
+  op::BuildInputs in = KubernetesBuildInputs(options.release);
+  UseClusterImages(*images, &in, &ctx);
 
   RecordingRuntime rt;
   op::ClusterReconciler cluster(
@@ -166,12 +187,6 @@ Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions
       RETURN_IF_ERROR(rt.CreatePod(op::BuildWorkerPod(c, ns, ord, in)));
     }
   }
-
-  k8s::ObjectContext ctx = ObjectContextFor(options,
-                                            !options.namespace_name.empty()  ? options.namespace_name
-                                            : !c.metadata.namespace_.empty() ? c.metadata.namespace_
-                                                                             : "default",
-                                            c.metadata.name);
 
   k8s::MountedObjects mounted;
   mounted.secrets = rt.secrets;

@@ -168,6 +168,7 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
     }
     auto m = DecodeCustomResource(item);
     Status valid = m.ok() ? api::ValidateAgainstCluster(m->nodesets.at(0), *cluster) : m.status();
+    if (valid.ok() && nodeset_check_) valid = nodeset_check_(m->nodesets.at(0), *cluster);
     if (!valid.ok()) {
       // Refused as a whole, and said where: the other nodesets go on.
       spdlog::warn("nodeset {}: {}", name, valid.message());

@@ -5,6 +5,7 @@
 // schema admits but validation refuses is reported, with its field path, instead of acted on.
 #pragma once
 
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,6 +66,12 @@ class KubernetesStore : public op::ReconcileStore {
   // workspaces), each once it has listed; status writes go to the API and into the cache.
   void UseCaches(runtime::kubernetes::Caches caches) { caches_ = std::move(caches); }
 
+  // What else a NodeSet must meet on this data plane besides the API's validation (its
+  // environment has an image here): one that does not is Invalid with the reason, as one the
+  // validation refuses.
+  using NodeSetCheck = std::function<Status(const api::NodeSet&, const api::SlurmCluster&)>;
+  void CheckNodeSetsWith(NodeSetCheck check) { nodeset_check_ = std::move(check); }
+
   // The uid of the SlurmCluster last loaded (its objects' owner).
   std::string cluster_uid() const;
   // Posts a NodeSet's status events that are new since its last status as Kubernetes Events, so
@@ -88,10 +95,11 @@ class KubernetesStore : public op::ReconcileStore {
   runtime::kubernetes::Caches caches_;
   mutable std::mutex mu_;
   mutable std::string cluster_uid_;
-  mutable std::optional<api::SlurmCluster> last_cluster_;             // decoded by the last LoadCluster
-  mutable std::map<std::string, nlohmann::json> last_status_;         // "plural/name" -> status held
-  mutable std::map<std::string, std::string> nodeset_uids_;           // name -> uid, for their Events
-  mutable std::set<std::string> workspaces_;                          // names of the last loaded
+  mutable std::optional<api::SlurmCluster> last_cluster_;      // decoded by the last LoadCluster
+  mutable std::map<std::string, nlohmann::json> last_status_;  // "plural/name" -> status held
+  mutable std::map<std::string, std::string> nodeset_uids_;    // name -> uid, for their Events
+  mutable std::set<std::string> workspaces_;                   // names of the last loaded
+  NodeSetCheck nodeset_check_;
   mutable std::map<std::string, nlohmann::json> workspace_nodesets_;  // name -> nodeset status
 };
 

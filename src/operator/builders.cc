@@ -327,9 +327,10 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   UseSharedRoot(c, /*writable=*/true, &p);
   p.name = LoginPodName(c);
   p.labels = Labels(c, "login");
-  // The login pod only hosts users' `exec` sessions; its own process holds no privilege.
-  p.uid = in.nobody.uid;
-  p.gid = in.nobody.gid;
+  // The login pod only hosts users' `exec` sessions; its own process holds no privilege, unless
+  // sessions can only leave the container's user, not enter any (see exec_as_container_user).
+  p.uid = in.exec_as_container_user ? 0 : in.nobody.uid;
+  p.gid = in.exec_as_container_user ? 0 : in.nobody.gid;
   p.command = IdleUntilStopped();
   p.mounts = CommonMounts(in);
   AddMungeSidecar(in, &p);
@@ -502,7 +503,7 @@ PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace&
   p.gid = w.spec.user.gid;
   // Its datasets' groups, where commands run as the pod's user with its groups: they may enter
   // the datasets' directories (2770, the dataset's group).
-  if (in.exec_takes_pod_groups) {
+  if (in.exec_as_container_user) {
     for (const auto& [dataset, gid] : w.spec.dataset_gids) p.supplemental_groups.push_back(gid);
   }
   // The shell's environment is the pod's too: a session opened without hpcplane (kubectl exec

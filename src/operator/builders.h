@@ -36,10 +36,11 @@ struct BuildInputs {
   // Whether pods may make namespaces of their own (local pods may; a Kubernetes pod without
   // CAP_SYS_ADMIN may not): slurmrestd unshares its SysV IPC and file descriptors unless told not to.
   bool pods_may_unshare = true;
-  // Commands run as a login pod's user take the pod's own groups (Kubernetes: pods/exec runs as
-  // the container's user), so a workspace's login pod lists its datasets' groups; local commands
-  // enter the user's groups from /etc/group, and their login pods stay as they were.
-  bool exec_takes_pod_groups = false;
+  // Commands run in a pod start as its container's user with the pod's own groups (Kubernetes'
+  // pods/exec), not as any user with her groups from /etc/group (local exec). So a workspace's
+  // login pod lists its datasets' groups, and the cluster's login pod, which people enter as
+  // themselves and the admin as root (to install into a shared root), runs as root.
+  bool exec_as_container_user = false;
   // How slurmd confines jobs (slurm/config.h); anything but kNone delegates the worker pods'
   // cgroups to them.
   slurm::JobCgroups job_cgroups = slurm::JobCgroups::kNone;

@@ -59,6 +59,11 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   if (!in_.munge_sidecars) RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}));
   if (c.spec.accounting.enabled)
     RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700, false, retain}));
+  // The shared root's copy of the image is made in it by the first pod that mounts it (a
+  // runtime's business); here only the volume, shared by pods on every node.
+  if (c.spec.shared_root && !in_.images.empty()) {
+    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeSharedRoot, 0, 0, 0755, /*shared=*/true, retain}));
+  }
   for (const auto& d : c.spec.datasets) {
     // Shared by the cluster's users like /tmp: anyone may create, only owners may delete.
     RETURN_IF_ERROR(EnsureDatasetVolume(rt_, c, d));
@@ -299,6 +304,9 @@ void ClusterReconciler::SetConditions(api::SlurmClusterStatus* st, const StepsOu
                              : degraded_       ? waiting
                                                : "";
   SetCondition(&st->conditions, "Degraded", degraded, degraded ? "ComponentFailing" : "Healthy", degraded_msg);
+  // Reconciled, so valid: a refusal said earlier (where it was refused: the Kubernetes operator)
+  // is over once the spec is mended.
+  if (FindCondition(st->conditions, "Invalid")) SetCondition(&st->conditions, "Invalid", false, "Valid", "");
 }
 
 api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,

@@ -64,7 +64,9 @@ class HelmChartTest(unittest.TestCase):
         op = self.find(docs, "Deployment", "hpcplane-operator")
         self.assertEqual(op["spec"]["replicas"], 2)
         args = op["spec"]["template"]["spec"]["containers"][0]["args"]
-        self.assertIn("--slurm-release=22.05", args)
+        self.assertIn("--image=hpcplane-slurm:26.05", args)
+        self.assertIn("--slurm-release=26.05", args)
+        self.assertFalse([a for a in args if a.startswith("--environments")], "no table: clusters run --image")
         self.assertIn("--lease-namespace=hpcplane-system", args)
         self.assertFalse([a for a in args if a.startswith("--namespace=")])
         self.assertEqual(op["spec"]["template"]["spec"]["containers"][0]["image"], "ghcr.io/hpcplane/hpcplane:0.1.0")
@@ -139,7 +141,65 @@ class HelmChartTest(unittest.TestCase):
         r = self.helm("template", "hpcplane", CHART, "--kube-version", "1.34.0", "--set", "agents[0].name=kube",
                       check=False)
         self.assertNotEqual(r.returncode, 0)
-        self.assertIn("agents[].namespace", r.stderr)
+        self.assertIn("'/agents/0': missing property 'namespace'", r.stderr)
+
+    def test_environments_reach_the_operator_as_a_table_it_reads_at_start(self):
+        docs = self.render("slurm.environments.slurm-26\\.05.image=registry.example/slurm:26.05",
+                           "slurm.environments.slurm-26\\.05.slurm=26.05",
+                           "slurm.environments.workspace-26\\.05.image=registry.example/workspace:26.05",
+                           "slurm.environments.workspace-26\\.05.slurm=26.05")
+        table = yaml.safe_load(self.find(docs, "ConfigMap", "hpcplane-environments")["data"]["environments.yaml"])
+        self.assertEqual(table, {"slurm-26.05": {"image": "registry.example/slurm:26.05", "slurm": "26.05"},
+                                 "workspace-26.05": {"image": "registry.example/workspace:26.05", "slurm": "26.05"}})
+        pod = self.find(docs, "Deployment", "hpcplane-operator")["spec"]["template"]
+        self.assertIn("--environments=/etc/hpcplane/environments.yaml", pod["spec"]["containers"][0]["args"])
+        self.assertIn({"name": "environments", "mountPath": "/etc/hpcplane", "readOnly": True},
+                      pod["spec"]["containers"][0]["volumeMounts"])
+        self.assertIn("hpcplane.io/environments", pod["metadata"]["annotations"], "a new table restarts it")
+        # The table the chart writes is one the operator reads.
+        with tempfile.NamedTemporaryFile("w", suffix=".yaml") as f:
+            f.write(self.find(docs, "ConfigMap", "hpcplane-environments")["data"]["environments.yaml"])
+            f.flush()
+            r = subprocess.run([os.path.join(BUILD, "hpcplane"), "operator", "--environments", f.name,
+                                "--kubeconfig", "/nonexistent"], capture_output=True, text=True, timeout=30)
+            self.assertNotIn("--environments", r.stderr)
+            self.assertIn("/nonexistent", r.stderr)
+
+    def test_values_outside_the_schema_are_refused_saying_which(self):
+        for value, says in (("slurm.relase=26.05", "relase"),  # a misspelt key is not ignored
+                            ("slurm.release=latest", "'/slurm/release': 'latest' does not match"),
+                            ("operator.replicas=0", "'/operator/replicas'"),
+                            ("podSecurity=restricted", "'/podSecurity'"),
+                            ("slurm.environments.Bad_Name.image=a", "Bad_Name"),
+                            ("slurm.environments.slurm-26\\.05.image=a", "missing property 'slurm'")):
+            r = self.helm("template", "hpcplane", CHART, "--kube-version", "1.34.0", "--set", value, check=False)
+            self.assertNotEqual(r.returncode, 0, value)
+            self.assertIn("schema", r.stderr, value)
+            self.assertIn(says, r.stderr, value)
+
+    def test_helm_test_runs_a_two_node_job_in_each_agents_cluster_with_exec_rights_there_only(self):
+        self.assertFalse([d for d in self.render() if d["metadata"]["name"].startswith("hpcplane-test-")])
+        docs = self.render("agents[0].name=kube", "agents[0].namespace=slurm")
+        pod = self.find(docs, "Pod", "hpcplane-test-kube-two-node-job")
+        self.assertEqual(pod["metadata"]["annotations"]["helm.sh/hook"], "test")
+        c = pod["spec"]["containers"][0]
+        self.assertEqual(c["args"][:5], ["kube-attach", "--namespace=slurm", "--pod=kube-login", "--container=login",
+                                         "--"])
+        self.assertIn("--nodes=2", c["args"])
+        self.assertEqual(pod["spec"]["securityContext"]["runAsUser"], 65532)
+        self.assertEqual(c["securityContext"]["capabilities"], {"drop": ["ALL"]})
+        role = self.find(docs, "Role", "hpcplane-test-kube")
+        self.assertEqual(role["metadata"]["namespace"], "slurm")
+        self.assertEqual({(r, v) for rule in role["rules"] for r in rule["resources"] for v in rule["verbs"]},
+                         {("pods", "get"), ("pods/exec", "create"), ("pods/exec", "get")})
+        self.assertTrue(all(rule["resourceNames"] == ["kube-login"] for rule in role["rules"]), "its login pod only")
+        # A release installed by a chart without helmTest, upgraded with --reuse-values, has none.
+        docs = self.render("agents[0].name=kube", "agents[0].namespace=slurm", "helmTest=null")
+        self.find(docs, "Pod", "hpcplane-test-kube-two-node-job")
+        # Clusters of its own instead of the agents'.
+        docs = self.render("helmTest.clusters[0].name=hpc", "helmTest.clusters[0].namespace=research")
+        self.find(docs, "Pod", "hpcplane-test-hpc-two-node-job")
+        self.assertEqual(self.find(docs, "Role", "hpcplane-test-hpc")["metadata"]["namespace"], "research")
 
     def test_a_cluster_older_than_1_30_is_refused(self):
         args = ["template", "hpcplane", CHART, "--kube-version", "1.29.5"]

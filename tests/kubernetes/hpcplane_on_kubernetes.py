@@ -5,13 +5,11 @@ the benchmark: its images built here and imported into every node, then the Helm
     helm_install(cluster, helm_values=["operator.watchNamespace=slurm", ...])
 """
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
-from realcluster import pack_image, run
+from realcluster import run
 
 SOURCE = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CHART = os.path.join(SOURCE, "deploy/helm/hpcplane")
@@ -24,54 +22,26 @@ def log(line):
     print(f"[hpcplane-on-kubernetes] {line}", file=sys.stderr, flush=True)
 
 
+def build_image(build, which, layout, tag):
+    """images/build.sh, as an admin runs it: the chart's images are the ones the tests install."""
+    env = dict(os.environ, HPCPLANE=os.path.join(build, "hpcplane"),
+               HPCPLANE_STATE_DIR=os.path.join(build, "kubernetes-real", "state"),
+               HPCPLANE_IMAGE_STORE=os.environ.get("HPCPLANE_IMAGE_STORE", os.path.join(build, "images")))
+    t = time.monotonic()
+    run("bash", os.path.join(SOURCE, "images", "build.sh"), which, layout, tag, env=env, timeout=1800)
+    log(f"{which} image ready in {time.monotonic() - t:.0f} s")
+    return layout
+
+
 def slurm_layout(build):
     """The slurm-26.05 environment (built here when missing) as an OCI layout for Kubernetes."""
-    hpcplane, images = os.path.join(build, "hpcplane"), os.path.join(build, "kubernetes-real")
-    env = dict(os.environ, HPCPLANE_IMAGE_STORE=os.environ.get("HPCPLANE_IMAGE_STORE", os.path.join(build, "images")))
-    layout = os.path.join(images, "slurm-layout")
-    t = time.monotonic()
-    state = ["--state-dir", os.path.join(images, "state")]
-    run(hpcplane, *state, "environments", "build", "slurm-26.05", env=env, timeout=1800)
-    run(hpcplane, *state, "environments", "export", "slurm-26.05", "--oci-layout", layout, "--tag", SLURM_IMAGE[1],
-        "--for", "kubernetes", env=env, timeout=600)
-    log(f"Slurm image ready in {time.monotonic() - t:.0f} s")
-    return layout
+    return build_image(build, "slurm", os.path.join(build, "kubernetes-real", "slurm-layout"), SLURM_IMAGE[1])
 
 
 def hpcplane_layout(build, directory):
-    """This build's binary, the shared libraries it links (as ldd finds them here), CA
-    certificates and an unprivileged user: the hpcplane image, without building hpcplane again
-    in a container (images/hpcplane.Containerfile does that from source). Packed afresh under
-    `directory` (the binary may have changed; it takes a second)."""
-    hpcplane = os.path.join(build, "hpcplane")
-    layout = os.path.join(directory, "hpcplane-layout")
-    root = tempfile.mkdtemp(prefix="hpcplane-image-rootfs.")
-    try:
-        def copy(path, to=None):
-            dest = os.path.join(root, (to or path).lstrip("/"))
-            os.makedirs(os.path.dirname(dest), exist_ok=True)
-            shutil.copy2(os.path.realpath(path), dest)
-        copy(hpcplane, "/usr/local/bin/hpcplane")
-        for line in run("ldd", hpcplane).stdout.splitlines():
-            parts = line.split()
-            path = parts[2] if "=>" in parts and len(parts) > 2 else parts[0]
-            if path.startswith("/"):
-                copy(path)
-        copy("/etc/ssl/certs/ca-certificates.crt")
-        with open(os.path.join(root, "etc/passwd"), "w") as f:
-            f.write("root:x:0:0:root:/root:/usr/sbin/nologin\n"
-                    "hpcplane:x:65532:65532::/var/lib/hpcplane:/usr/sbin/nologin\n")
-        with open(os.path.join(root, "etc/group"), "w") as f:
-            f.write("root:x:0:\nhpcplane:x:65532:\n")
-        for d, mode, owner in (("tmp", 0o1777, 0), ("var/lib/hpcplane", 0o755, 65532)):
-            os.makedirs(os.path.join(root, d), exist_ok=True)
-            os.chmod(os.path.join(root, d), mode)
-            os.chown(os.path.join(root, d), owner, owner)
-        pack_image(root, layout, HPCPLANE_IMAGE[1], entrypoint=["/usr/local/bin/hpcplane"], cmd=["--help"],
-                   user="65532:65532")
-    finally:
-        shutil.rmtree(root)
-    return layout
+    """This build's binary packed as the hpcplane image under `directory` (the binary may have
+    changed; it takes a second)."""
+    return build_image(build, "hpcplane", os.path.join(directory, "hpcplane-layout"), HPCPLANE_IMAGE[1])
 
 
 def import_images(cluster, build):
@@ -109,6 +79,8 @@ def helm_install(cluster, helm_values=()):
     os.remove(f"{tls}/tls.key")
     values = [f"image.repository={HPCPLANE_IMAGE[0]}", f"image.tag={HPCPLANE_IMAGE[1]}",
               f"slurm.image={':'.join(SLURM_IMAGE)}", "slurm.release=26.05", "storage.sharedClass=shared",
+              f"slurm.environments.slurm-26\\.05.image={':'.join(SLURM_IMAGE)}",
+              "slurm.environments.slurm-26\\.05.slurm=26.05",
               *helm_values]
     args = ["install", "hpcplane", CHART, "--namespace", SYSTEM, "--wait", "--timeout", "4m"]
     for v in values:

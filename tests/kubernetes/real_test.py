@@ -2,21 +2,24 @@
 """hpcplane on a real Kubernetes cluster (tests/kubernetes/realcluster.py: kube-apiserver, etcd,
 kube-controller-manager, kube-scheduler, two kubelets with their own containerd, kube-proxy and
 CoreDNS, all built here from their Go modules), installed as users install it and driven with
-kubectl. The images are built here: the Slurm image is the slurm-26.05 environment exported for
-Kubernetes (`hpcplane environments export --for kubernetes`), the hpcplane image is this build's
-binary with the libraries it links.
+kubectl. The images are built here by images/build.sh, as admins build them: the Slurm image is
+the slurm-26.05 environment exported for Kubernetes, the hpcplane image is this build's binary with
+the libraries it links.
 
 - installed with `kubectl apply -k deploy/kubernetes` (rendered, images and the operator's
   arguments set as a user's overlay would): two operator replicas, one leads;
 - the SlurmCluster turns Ready in a namespace at PodSecurity `baseline` (a privileged pod or a
   host path refused there); `srun -N2` runs across worker pods on the two nodes;
+- the cluster runs the image the chart's environments table gives its environment; a package the
+  admin installs in the login pod is on both workers at once (shared root), whose copy is
+  read-only; an environment without an image there is `Invalid`, naming the field;
 - an autoscaled NodeSet grows from zero for a queued job and shrinks back, drained first;
 - `kubectl scale` pins a static NodeSet;
 - a change of slurm.conf reaches slurmctld (reconfigured once the kubelet has updated the file);
 - a Workspace is launched and stopped through its spec, another deleted directly (finalizer);
 - the chart's agent reports the cluster to the chart's control plane; a user launches a workspace
   through the API, works in its terminal (pods/exec with a TTY) and finds her job's record and
-  output there;
+  output there; `helm test` runs a two-node job from the cluster's login pod;
 - the leading operator replica killed: the other takes over and changes nothing that ran;
 - the operator's ServiceAccount has the chart's RBAC only: refused what it should not do;
 - a node's machine lost (kubelet, containers, containerd killed): its worker is replaced on
@@ -69,6 +72,11 @@ metadata:
   name: {CLUSTER}
   namespace: {NS}
 spec:
+  # Named, so it runs the image the chart's environments table gives it (and nothing else); one
+  # root file system shared by its workers and login pod, made from that image.
+  environment: slurm-26.05
+  sharedRoot:
+    enabled: true
   users:
     - name: alice
       uid: 2001
@@ -320,6 +328,73 @@ class RealKubernetesTest(unittest.TestCase):
             self.assertNotEqual(r.returncode, 0, f"a {name} pod was admitted at baseline")
             self.assertIn('violates PodSecurity "baseline', r.stderr)
 
+    def test_1c_software_installed_in_the_shared_root_is_on_every_worker_and_environments_are_images(self):
+        """The cluster's environment is the image the chart's table names; its shared root (a
+        ReadWriteMany claim the first pod filled from that image) is the root of the login pod,
+        writable there for root, and of every worker, read-only: a package the admin installs in
+        the login pod runs on both workers at once, through Slurm. An environment without an image
+        on this data plane is refused with the field that names it, for a SlurmCluster and a NodeSet."""
+        pods = self.pods()
+        for name in (f"{CLUSTER}-login", f"{CLUSTER}-cpu-0", f"{CLUSTER}-cpu-1"):
+            main = pods[name]["spec"]["containers"][0]
+            self.assertEqual(main["image"], ":".join(hpcplane_on_kubernetes.SLURM_IMAGE), name)
+            usr = next(m for m in main["volumeMounts"] if m["mountPath"] == "/usr")
+            self.assertEqual(usr.get("subPath"), "rootfs/usr", name)
+        # A package built here, installed by the admin (root) in the login pod with dpkg.
+        with tempfile.TemporaryDirectory(prefix="hpcplane-deb.") as d:
+            root = os.path.join(d, "pkg")
+            os.makedirs(os.path.join(root, "DEBIAN"))
+            os.makedirs(os.path.join(root, "usr/bin"))
+            with open(os.path.join(root, "DEBIAN/control"), "w") as f:
+                f.write("Package: hpcplane-probe\nVersion: 1.0\nArchitecture: all\n"
+                        "Maintainer: hpcplane tests <tests@hpcplane.invalid>\nDescription: shared root probe\n")
+            with open(os.path.join(root, "usr/bin/hpcplane-probe"), "w") as f:
+                f.write("#!/bin/sh\necho \"probe on $(hostname) as $(id -un)\"\n")
+            os.chmod(os.path.join(root, "usr/bin/hpcplane-probe"), 0o755)
+            subprocess.run(["dpkg-deb", "--root-owner-group", "--build", root, os.path.join(d, "probe.deb")],
+                           check=True, capture_output=True)
+            with open(os.path.join(d, "probe.deb"), "rb") as f:
+                deb = base64.b64encode(f.read()).decode()
+        r = self.kubectl("-n", NS, "exec", "-i", f"{CLUSTER}-login", "--", "sh", "-c",
+                         "base64 -d > /tmp/probe.deb && dpkg -i /tmp/probe.deb", input=deb, check=False)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r = self.slurm("srun", "-N2", "-l", "/usr/bin/hpcplane-probe", user="alice")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(sorted(line.split(": ", 1)[1] for line in r.stdout.splitlines()),
+                         ["probe on cpu-0 as alice", "probe on cpu-1 as alice"])
+        r = self.kubectl("-n", NS, "exec", f"{CLUSTER}-cpu-0", "--", "dpkg-query", "-W", "hpcplane-probe",
+                         check=False)
+        self.assertEqual(r.stdout.split(), ["hpcplane-probe", "1.0"], "dpkg's database is shared too")
+        r = self.kubectl("-n", NS, "exec", f"{CLUSTER}-cpu-0", "--", "touch", "/usr/bin/written-by-a-worker",
+                         check=False)
+        self.assertNotEqual(r.returncode, 0, "a worker's shared root is read-only")
+        self.assertIn("Read-only file system", r.stderr)
+
+        # Environments this data plane has no image for: refused, nothing made.
+        refused = f"""apiVersion: hpcplane.io/v1alpha1
+kind: SlurmCluster
+metadata: {{name: elsewhere, namespace: {NS}}}
+spec: {{environment: slurm-25.11}}
+---
+apiVersion: hpcplane.io/v1alpha1
+kind: NodeSet
+metadata: {{name: gpu, namespace: {NS}}}
+spec: {{cluster: {CLUSTER}, environment: gpu-26.05, replicas: 1}}
+"""
+        self.kubectl("apply", "-f", "-", input=refused)
+        try:
+            def invalid(kind, name):
+                conds = ((self.get(kind, name) or {}).get("status") or {}).get("conditions", [])
+                return next((c for c in conds if c["type"] == "Invalid" and c["status"] == "True"), None)
+            for kind, name, says in (("slurmcluster", "elsewhere", 'spec.environment: environment "slurm-25.11" has '
+                                      'no image on this data plane'),
+                                     ("nodeset", "gpu", 'spec.environment: environment "gpu-26.05" has no image')):
+                cond = self.wait(f"{kind} {name} to be Invalid", lambda: invalid(kind, name), timeout=60)
+                self.assertIn(says, cond["message"])
+            self.assertFalse([p for p in self.pods() if p.startswith("elsewhere-") or p.startswith(f"{CLUSTER}-gpu-")])
+        finally:
+            self.kubectl("delete", "-f", "-", input=refused, check=False)
+
     def test_2_an_autoscaled_nodeset_grows_from_zero_and_shrinks_back_drained_first(self):
         self.assertEqual(self.pod_uids("burst"), {})
         job = self.sbatch("-p", "burst", "--wrap", "sleep 2; hostname")
@@ -484,6 +559,20 @@ class RealKubernetesTest(unittest.TestCase):
             n: s for n, s in (self.sinfo_nodes() or {}).items() if n.startswith("cpu-")} == {
             "cpu-0": "idle", "cpu-1": "idle"}, timeout=180)
 
+    def test_4c_helm_test_runs_a_two_node_job_in_the_agents_cluster(self):
+        """The chart's `helm test` (once the agent names the cluster): `srun -N2 hostname` from its
+        login pod, by a pod of the release with exec rights on that login pod only."""
+        t = time.monotonic()
+        # (Not `--logs`: Helm then asks for the logs of every test hook, its RBAC's too, as pods.)
+        r = hpcplane_on_kubernetes.helm(self.k, "test", "hpcplane", "-n", SYSTEM, "--timeout", "3m")
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertRegex(r.stdout, r"TEST SUITE: +hpcplane-test-kube-two-node-job\n.*\n.*\nPhase: +Succeeded")
+        out = self.kubectl("-n", SYSTEM, "logs", "hpcplane-test-kube-two-node-job").stdout
+        self.assertEqual(sorted(out.split()), ["0:", "1:", "cpu-0", "cpu-1"], out)
+        # Its exec rights went with it.
+        self.assertIsNone(self.get("role", "hpcplane-test-kube"))
+        log(f"helm test passed in {time.monotonic() - t:.1f} s")
+
     def test_5_the_other_operator_replica_takes_over_and_changes_nothing(self):
         leader = self.wait("a leader", self.leader)
         before = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
@@ -596,11 +685,16 @@ class RealKubernetesTest(unittest.TestCase):
         scales a NodeSet down through Slurm (exec and slurmrestd from outside), and stops at once."""
         deploy = self.get("deployment", "hpcplane-operator", ns=SYSTEM)
         args = [a for a in deploy["spec"]["template"]["spec"]["containers"][0]["args"]
-                if not a.startswith("--state-dir=")]
+                if not a.startswith("--state-dir=") and not a.startswith("--environments=")]
         self.kubectl("-n", SYSTEM, "scale", "deployment", "hpcplane-operator", "--replicas=0")
         self.wait("the operator pods to go", lambda: not [
             n for n in self.pods(SYSTEM) if n.startswith("hpcplane-operator-")], timeout=90)
         state = tempfile.mkdtemp(prefix="hpcplane-outside-operator.")
+        # The chart's environments table, as a file of its own here.
+        environments = os.path.join(state, "environments.yaml")
+        with open(environments, "w") as f:
+            f.write(self.get("configmap", "hpcplane-environments", ns=SYSTEM)["data"]["environments.yaml"])
+        args.append(f"--environments={environments}")
         log_path = os.path.join(state, "operator.log")
         with open(log_path, "w") as out:
             outside = subprocess.Popen([os.path.join(BUILD, "hpcplane"), *args, "--kubeconfig", self.k.kubeconfig,

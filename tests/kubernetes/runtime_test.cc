@@ -609,6 +609,20 @@ TEST_F(KubernetesRuntimeTest, APodWhoseSecretIsMissingWaitsForIt) {
   EXPECT_FALSE(*rt_->GetPodSpec("cpu-1")) << "nothing half-made";
 }
 
+TEST_F(KubernetesRuntimeTest, APodOfAnEnvironmentWithoutAnImageHereIsRefusedAndNothingMade) {
+  ctx_.images = {"registry.example/slurm:26.05"};
+  rt_ = std::make_unique<KubernetesRuntime>(api_, ctx_);
+  PodSpec p = Worker("cpu-1");
+  p.image = "gpu-26.05";  // what the operator names when its table has no image for it
+  Status s = rt_->CreatePod(p);
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.code(), StatusCode::kFailedPrecondition);
+  EXPECT_EQ(s.message(),
+            "pod cpu-1: environment \"gpu-26.05\" has no image of the cluster's Slurm series on this data plane (the "
+            "operator's --environments)");
+  EXPECT_FALSE(*rt_->GetPodSpec("cpu-1")) << "nothing half-made";
+}
+
 TEST_F(KubernetesRuntimeTest, VolumesAreClaimedOnceAndKeepTheirOwner) {
   ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0700, false}).ok());
   ASSERT_TRUE(rt_->EnsureVolume({"controller-state", 64030, 64030, 0700, false}).ok());

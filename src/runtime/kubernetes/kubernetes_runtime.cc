@@ -244,6 +244,7 @@ Status KubernetesRuntime::EnsureVolume(const Volume& volume) {
 Result<MountedObjects> KubernetesRuntime::MountedFor(const PodSpec& spec) {
   std::vector<Mount> mounts = spec.mounts;
   for (const auto& sc : spec.sidecars) mounts.insert(mounts.end(), sc.mounts.begin(), sc.mounts.end());
+  if (!spec.shared_root.empty()) mounts.push_back({MountSource::kVolume, spec.shared_root, "/", "", false});
   for (const auto& m : mounts) {
     bool known;
     {
@@ -278,6 +279,12 @@ Result<MountedObjects> KubernetesRuntime::MountedFor(const PodSpec& spec) {
 }
 
 Status KubernetesRuntime::CreatePod(const PodSpec& spec) {
+  if (!spec.image.empty() && !ctx_.images.empty() && !ctx_.images.count(spec.image)) {
+    return Status::FailedPrecondition(
+        fmt::format("pod {}: environment \"{}\" has no image of the cluster's Slurm series on this data plane (the "
+                    "operator's --environments)",
+                    spec.name, spec.image));
+  }
   ASSIGN_OR_RETURN(auto existing, GetObject("pods", spec.name));
   const std::string wanted_spec = SpecJson(spec).dump();
   if (existing) {

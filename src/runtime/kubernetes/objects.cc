@@ -16,7 +16,12 @@ namespace {
 constexpr const char* kSecretStagingDir = "/hpcplane/secret-staging";
 constexpr const char* kSecretCopyDir = "/hpcplane/secret";
 constexpr const char* kVolumeRootDir = "/hpcplane/volume";
-constexpr const char* kScratchRootDir = "/hpcplane/scratch";  // /tmp and /dev/shm, in the prepare step
+constexpr const char* kScratchRootDir = "/hpcplane/scratch";     // /tmp and /dev/shm, in the prepare step
+constexpr const char* kSharedRootDir = "/hpcplane/shared-root";  // the claim, in the shared-root step
+// What a shared root replaces in a pod (pod_init.h's contract): the system directories (/bin,
+// /sbin and /lib* are links into /usr in the images, which the step checks), /etc, /opt and
+// dpkg's database, so that what is installed into one pod's is installed in every one's.
+const std::vector<std::string> kSharedRootDirs = {"usr", "etc", "opt", "var/lib/dpkg"};
 // Probes: ready within seconds of the daemon listening; a slow first start (slurmctld loading
 // state, MariaDB initialising) gets five minutes before liveness counts.
 constexpr int kReadyPeriodSeconds = 2;
@@ -245,11 +250,17 @@ json HostsServiceObject(const ObjectContext& ctx) {
 
 namespace {
 
-// The pod's main container: its command, environment, mounts (with /tmp and /dev/shm), probes
-// and resources.
+// The image of the pod's main container: its environment's (PodSpec::image, resolved by the
+// operator), else the cluster's. Sidecars (munged) and the prepare step run the cluster's.
+const std::string& MainImage(const PodSpec& spec, const ObjectContext& ctx) {
+  return spec.image.empty() ? ctx.image : spec.image;
+}
+
+// The pod's main container: its command, environment, mounts (with /tmp and /dev/shm, and its
+// shared root's directories), probes and resources.
 json MainContainer(const PodSpec& spec, const ObjectContext& ctx, const std::string& name, VolumeSet& volumes) {
   json main = {{"name", name},
-               {"image", ctx.image},
+               {"image", MainImage(spec, ctx)},
                {"imagePullPolicy", "IfNotPresent"},
                {"command", spec.command},
                {"workingDir", spec.working_dir},
@@ -262,6 +273,14 @@ json MainContainer(const PodSpec& spec, const ObjectContext& ctx, const std::str
   std::vector<Mount> main_mounts = spec.mounts;
   main_mounts.push_back({MountSource::kEmptyDir, "tmp", "/tmp", "", false});
   main_mounts.push_back({MountSource::kEmptyDir, "shm", "/dev/shm", "", false});
+  if (!spec.shared_root.empty()) {
+    // Mounted under the pod's own mounts (the container runtime mounts parents first): /etc/slurm
+    // and the users directory stay the cluster's.
+    for (const auto& dir : kSharedRootDirs) {
+      main_mounts.push_back(
+          {MountSource::kVolume, spec.shared_root, "/" + dir, "rootfs/" + dir, !spec.shared_root_writable});
+    }
+  }
   main["volumeMounts"] = volumes.MountsOf(main_mounts);
   if (ProbeSet(spec.readiness)) {
     json ready = ProbeJson(spec.readiness);
@@ -420,6 +439,33 @@ json PrepareContainer(const ObjectContext& ctx, const PodVolumes& v) {
           {"volumeMounts", v.prepare_mounts}};
 }
 
+// The shared-root step (after prepare): the first pod to start copies its image's system
+// directories into the claim, under a lock so pods starting together make it once; kept from then
+// on, whatever is installed into it or becomes of the image (as the local runtime's). A copy
+// interrupted half-way is made again, never used: the marker `image` is written last.
+json SharedRootContainer(const PodSpec& spec, const ObjectContext& ctx, VolumeSet& volumes) {
+  std::string dirs;
+  for (const auto& dir : kSharedRootDirs) dirs += " " + dir;
+  const std::string script = fmt::format(
+      "cd {root}\n"
+      "exec 9>>.lock\n"
+      "flock 9\n"
+      "[ -e image ] && exit 0\n"
+      "for d in bin sbin lib; do [ -L /$d ] || {{ echo \"shared root: the image's /$d is not a link into /usr (it "
+      "takes an image with merged /usr)\" >&2; exit 1; }}; done\n"
+      "rm -rf rootfs.partial rootfs\n"
+      "for d in{dirs}; do mkdir -p \"rootfs.partial/$(dirname \"$d\")\" && cp -a \"/$d\" \"rootfs.partial/$d\"; done\n"
+      "mv rootfs.partial rootfs\n"
+      "echo {quoted} > image.partial && mv image.partial image\n",
+      fmt::arg("root", kSharedRootDir), fmt::arg("dirs", dirs), fmt::arg("quoted", ShellQuote(MainImage(spec, ctx))));
+  return {{"name", "shared-root"},
+          {"image", MainImage(spec, ctx)},
+          {"imagePullPolicy", "IfNotPresent"},
+          {"command", {"/bin/sh", "-ec", script}},
+          {"securityContext", {{"runAsUser", 0}, {"runAsGroup", 0}}},
+          {"volumeMounts", volumes.MountsOf({{MountSource::kVolume, spec.shared_root, kSharedRootDir, "", false}})}};
+}
+
 // Where the pod may run and with what: node selector, tolerations, affinity, security context
 // (with the runtime's default seccomp profile unless the admin gave one), priority, pull secrets.
 void ApplyPlacement(const Placement& place, json* pod_spec_ptr) {
@@ -464,6 +510,7 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
   // In this order: the volume set names each volume as the containers first mount it.
   json main = MainContainer(spec, ctx, main_name, volumes);
   json init = SidecarContainers(spec, ctx, volumes);
+  if (!spec.shared_root.empty()) init.insert(init.begin(), SharedRootContainer(spec, ctx, volumes));
   ASSIGN_OR_RETURN(PodVolumes pod_volumes, VolumesOf(spec, mounted, ctx, volumes));
   if (!pod_volumes.script.empty()) init.insert(init.begin(), PrepareContainer(ctx, pod_volumes));
   static const std::map<RestartPolicy, const char*> kRestart = {

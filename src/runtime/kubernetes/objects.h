@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 
 #include <nlohmann/json.hpp>
@@ -25,7 +26,10 @@ inline constexpr const char* kModeAnnotation = "hpcplane.io/mode";    // octal, 
 struct ObjectContext {
   std::string namespace_name = "default";
   std::string cluster;  // the SlurmCluster's name: prefix of every object name
-  std::string image;    // the Slurm image every container runs
+  std::string image;    // the cluster's Slurm image: what a pod of no environment of its own runs
+  // The images a pod may name (PodSpec::image: its environment's, resolved by the operator).
+  // Another name is an environment this data plane has no image for. Empty: any (render).
+  std::set<std::string> images;
   // The SlurmCluster object's uid. Empty: no ownerReference (render, before the object exists).
   std::string owner_uid;
   // The claims' storage classes, by kind: a pod's own state (ReadWriteOnce: block storage will

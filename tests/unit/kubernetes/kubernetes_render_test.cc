@@ -129,6 +129,59 @@ TEST(KubernetesRenderTest, OptionsChooseNamespaceImageAndStorageClass) {
             "fast");
 }
 
+// The manifest with the cluster's environment, the gpu nodeset's and a shared root set.
+api::Manifest WithEnvironments(const std::string& cluster_env, const std::string& gpu_env) {
+  auto m = api::DecodeManifest(kManifest, "test");
+  EXPECT_TRUE(m.ok());
+  m->clusters[0].spec.environment = cluster_env;
+  m->clusters[0].spec.shared_root = true;
+  m->nodesets[1].spec.environment = gpu_env;
+  return *m;
+}
+
+TEST(KubernetesRenderTest, EnvironmentsAreTheirImagesAndOneWithoutAnImageIsRefused) {
+  RenderOptions options;
+  auto table = ParseEnvironmentImages(R"(
+slurm-24.11: {image: registry.example/slurm:24.11, slurm: "24.11"}
+gpu-24.11: {image: registry.example/gpu:24.11, slurm: "24.11"}
+slurm-26.05: {image: registry.example/slurm:26.05, slurm: "26.05"}
+)",
+                                      "table");
+  ASSERT_TRUE(table.ok()) << table.status().message();
+  options.environments = *table;
+  auto out = RenderKubernetes(WithEnvironments("slurm-24.11", "gpu-24.11"), options);
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  std::map<std::string, YAML::Node> pods;
+  for (const auto& doc : YAML::LoadAll(*out)) {
+    if (doc["kind"].as<std::string>() == "Pod") pods[doc["metadata"]["name"].as<std::string>()] = doc;
+  }
+  EXPECT_EQ(pods.at("research-controller")["spec"]["containers"][0]["image"].as<std::string>(),
+            "registry.example/slurm:24.11");
+  // Slurm 24.11's configuration: no HTTP on slurmctld's port (25.11 on), so no /readyz probe.
+  EXPECT_FALSE(pods.at("research-controller")["spec"]["containers"][0]["readinessProbe"]["httpGet"]);
+  EXPECT_EQ(pods.at("research-cpu-0")["spec"]["containers"][0]["image"].as<std::string>(),
+            "registry.example/slurm:24.11");
+  bool shared_usr = false;
+  for (const auto& m : pods.at("research-cpu-0")["spec"]["containers"][0]["volumeMounts"]) {
+    shared_usr = shared_usr || m["mountPath"].as<std::string>() == "/usr";
+  }
+  EXPECT_TRUE(shared_usr) << "the cluster's workers share its root";
+
+  out = RenderKubernetes(WithEnvironments("slurm-26.05", "gpu-24.11"), options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_EQ(out.status().message(),
+            "render: nodeset gpu: spec.environment: environment \"gpu-24.11\" carries Slurm 24.11, the cluster Slurm "
+            "26.05: every pod of a cluster runs its release");
+  out = RenderKubernetes(WithEnvironments("slurm-25.11", ""), options);
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("render: cluster research: spec.environment: environment \"slurm-25.11\" "
+                                        "has no image on this data plane"),
+            std::string::npos)
+      << out.status().message();
+  out = RenderKubernetes(WithEnvironments("slurm-24.11", ""), {});
+  EXPECT_FALSE(out.ok()) << "without a table, a named environment is not the default image";
+}
+
 TEST(KubernetesRenderTest, AManifestWithoutAClusterIsRefused) {
   api::Manifest m;
   auto out = RenderKubernetes(m, {});

@@ -302,6 +302,27 @@ TEST(BuildersTest, WorkspaceLoginPodsRunTheirWorkspaceEnvironment) {
   EXPECT_EQ(own.shared_root, "");
 }
 
+TEST(BuildersTest, TheClusterLoginPodRunsAsRootOnlyWhereExecCannotEnterAnotherUser) {
+  auto in = Inputs();
+  auto local = BuildLoginPod(Cluster(), in);
+  EXPECT_EQ(local.uid, in.nobody.uid) << "local exec enters any user: the pod's own process holds nothing";
+  in.exec_as_container_user = true;
+  auto kube = BuildLoginPod(Cluster(), in);
+  EXPECT_EQ(kube.uid, 0) << "pods/exec starts as the container's user: root, to become the user or stay root";
+  EXPECT_EQ(kube.gid, 0);
+}
+
+TEST(BuildersTest, ASharedRootIsOneVolumeOfTheCluster) {
+  auto in = Inputs();
+  in.images = {{"slurm-26.05", "registry.example/slurm:26.05"}};
+  auto c = Cluster();
+  c.spec.shared_root = true;
+  EXPECT_EQ(BuildLoginPod(c, in).shared_root, kVolumeSharedRoot);
+  EXPECT_TRUE(BuildLoginPod(c, in).shared_root_writable) << "the admin installs there";
+  in.images.clear();
+  EXPECT_EQ(BuildLoginPod(c, in).shared_root, "") << "without an image there is nothing to copy";
+}
+
 // Whether `command`, run as PID 1 of a PID namespace (as a container's main process is), ends
 // within a second of SIGTERM. Real processes: unshare(1) and the command itself.
 bool EndsOnSigtermAsPid1(const std::vector<std::string>& command) {

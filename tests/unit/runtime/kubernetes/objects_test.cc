@@ -12,6 +12,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <future>
+#include <map>
 #include <thread>
 
 #include <fmt/format.h>
@@ -345,6 +347,140 @@ TEST(KubernetesObjectsTest, SidecarsStartBeforeTheMainContainerAndKeepRunning) {
   int socket_volumes = 0;
   for (const auto& v : (*pod)["spec"]["volumes"]) socket_volumes += v["name"] == "scratch-munge-socket" ? 1 : 0;
   EXPECT_EQ(socket_volumes, 1);
+}
+
+TEST(KubernetesObjectsTest, APodRunsItsEnvironmentsImageAndItsSidecarsTheClusters) {
+  PodSpec p;
+  p.name = "ws-ada-login";
+  p.image = "registry.example/workspace:26.05";
+  p.command = {"sleep", "infinity"};
+  Sidecar munged;
+  munged.name = "munged";
+  munged.command = {"munged", "--foreground"};
+  p.sidecars = {munged};
+  auto pod = PodObject(p, {}, Context());
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  EXPECT_EQ((*pod)["spec"]["containers"][0]["image"], "registry.example/workspace:26.05");
+  EXPECT_EQ((*pod)["spec"]["initContainers"][0]["image"], "hpcplane-slurm:test");
+  p.image.clear();
+  pod = PodObject(p, {}, Context());
+  ASSERT_TRUE(pod.ok());
+  EXPECT_EQ((*pod)["spec"]["containers"][0]["image"], "hpcplane-slurm:test");
+}
+
+// A shared root on Kubernetes: a claim the first pod fills from its image, mounted over the
+// system directories of every worker (read-only) and of the login pod (writable).
+PodSpec SharedRootPod(bool writable) {
+  PodSpec p;
+  p.name = writable ? "research-login" : "cpu-0";
+  p.image = "registry.example/slurm:26.05";
+  p.command = {"slurmd", "-D"};
+  p.mounts = {{MountSource::kConfigMap, "slurm-conf", "/etc/slurm", "", true}};
+  p.shared_root = "shared-root";
+  p.shared_root_writable = writable;
+  return p;
+}
+
+MountedObjects SharedRootMounted() {
+  MountedObjects mounted;
+  mounted.volumes["shared-root"] = {"shared-root", 0, 0, 0755, true};
+  return mounted;
+}
+
+TEST(KubernetesObjectsTest, ASharedRootIsMountedOverTheSystemDirectoriesReadOnlyOnWorkers) {
+  for (bool writable : {false, true}) {
+    auto pod = PodObject(SharedRootPod(writable), SharedRootMounted(), Context());
+    ASSERT_TRUE(pod.ok()) << pod.status().message();
+    const json& init = (*pod)["spec"]["initContainers"];
+    ASSERT_EQ(init.size(), 2u);
+    EXPECT_EQ(init[0]["name"], "prepare") << "the claim's root is owned before it is filled";
+    EXPECT_EQ(init[1]["name"], "shared-root");
+    EXPECT_EQ(init[1]["image"], "registry.example/slurm:26.05") << "filled from the pod's own image";
+    EXPECT_EQ(init[1]["securityContext"]["runAsUser"], 0);
+    const json& mounts = (*pod)["spec"]["containers"][0]["volumeMounts"];
+    std::map<std::string, json> by_path;
+    for (const auto& m : mounts) by_path[m["mountPath"]] = m;
+    for (const std::string dir : {"usr", "etc", "opt", "var/lib/dpkg"}) {
+      ASSERT_TRUE(by_path.count("/" + dir)) << dir << " " << mounts.dump();
+      EXPECT_EQ(by_path["/" + dir]["subPath"], "rootfs/" + dir);
+      EXPECT_EQ(by_path["/" + dir].value("readOnly", false), !writable) << dir;
+      EXPECT_EQ(by_path["/" + dir]["name"], init[1]["volumeMounts"][0]["name"]) << "one claim";
+    }
+    EXPECT_TRUE(by_path.count("/etc/slurm")) << "the cluster's configuration stays over the shared /etc";
+    const json* claim = Find((*pod)["spec"]["volumes"], init[1]["volumeMounts"][0]["name"]);
+    ASSERT_NE(claim, nullptr);
+    EXPECT_EQ((*claim)["persistentVolumeClaim"]["claimName"], "research-shared-root");
+  }
+  MountedObjects none;
+  EXPECT_FALSE(PodObject(SharedRootPod(false), none, Context()).ok()) << "a claim never ensured is refused";
+}
+
+TEST(KubernetesObjectsTest, TheSharedRootStepCopiesTheImageOnceAndKeepsWhatWasInstalled) {
+  auto pod = PodObject(SharedRootPod(false), SharedRootMounted(), Context());
+  ASSERT_TRUE(pod.ok()) << pod.status().message();
+  std::string script = (*pod)["spec"]["initContainers"][1]["command"][2];
+  auto dir = files::MakeTempDir("hpcplane-shared-root-test");
+  ASSERT_TRUE(dir.ok());
+  // A small image root in place of the container's own, and the claim beside it.
+  const std::string image = *dir + "/image", claim = *dir + "/claim";
+  for (const std::string d : {"usr/bin", "usr/lib", "etc/apt", "opt", "var/lib/dpkg"}) {
+    ASSERT_TRUE(files::MakeDirs(image + "/" + d, 0755).ok());
+  }
+  ASSERT_TRUE(files::WriteAtomic(image + "/usr/bin/tool", "v1\n", 0755).ok());
+  ASSERT_TRUE(files::WriteAtomic(image + "/var/lib/dpkg/status", "Package: base\n", 0644).ok());
+  for (const std::string d : {"bin", "sbin", "lib"}) {
+    ASSERT_EQ(::symlink(("usr/" + d).c_str(), (image + "/" + d).c_str()), 0);
+  }
+  ASSERT_TRUE(files::MakeDirs(claim, 0755).ok());
+  auto replace_all = [](std::string s, const std::string& from, const std::string& to) {
+    for (size_t at = 0; (at = s.find(from, at)) != std::string::npos; at += to.size()) s.replace(at, from.size(), to);
+    return s;
+  };
+  script = replace_all(script, "/hpcplane/shared-root", claim);
+  script = replace_all(script, "-L /$d", "-L " + image + "/$d");
+  script = replace_all(script, "cp -a \"/$d\"", "cp -a \"" + image + "/$d\"");
+  auto step = [&] { return RunProcess({"/bin/sh", "-ec", script}); };
+
+  // Pods starting together make it once.
+  auto first = std::async(std::launch::async, step), second = std::async(std::launch::async, step);
+  auto a = first.get(), b = second.get();
+  ASSERT_TRUE(a.ok() && a->ok()) << (a.ok() ? a->err : a.status().message());
+  ASSERT_TRUE(b.ok() && b->ok()) << (b.ok() ? b->err : b.status().message());
+  EXPECT_EQ(files::Read(claim + "/rootfs/usr/bin/tool").value_or(""), "v1\n");
+  EXPECT_EQ(files::Read(claim + "/rootfs/var/lib/dpkg/status").value_or(""), "Package: base\n");
+  EXPECT_TRUE(files::Exists(claim + "/rootfs/etc/apt"));
+  EXPECT_FALSE(files::Exists(claim + "/rootfs.partial"));
+  EXPECT_EQ(files::Read(claim + "/image").value_or(""), "registry.example/slurm:26.05\n");
+
+  // What the admin installed stays, whatever becomes of the image.
+  ASSERT_TRUE(files::WriteAtomic(claim + "/rootfs/usr/bin/installed", "yes\n", 0755).ok());
+  ASSERT_TRUE(files::WriteAtomic(image + "/usr/bin/tool", "v2\n", 0755).ok());
+  auto again = step();
+  ASSERT_TRUE(again.ok() && again->ok());
+  EXPECT_TRUE(files::Exists(claim + "/rootfs/usr/bin/installed"));
+  EXPECT_EQ(files::Read(claim + "/rootfs/usr/bin/tool").value_or(""), "v1\n");
+
+  // A copy interrupted before its marker is made again, never used half-way.
+  ASSERT_TRUE(files::RemoveAll(claim + "/image").ok());
+  ASSERT_TRUE(files::MakeDirs(claim + "/rootfs.partial/usr", 0755).ok());
+  again = step();
+  ASSERT_TRUE(again.ok() && again->ok()) << (again.ok() ? again->err : "");
+  EXPECT_EQ(files::Read(claim + "/rootfs/usr/bin/tool").value_or(""), "v2\n");
+  EXPECT_FALSE(files::Exists(claim + "/rootfs/usr/bin/installed"));
+  EXPECT_FALSE(files::Exists(claim + "/rootfs.partial"));
+
+  // An image whose /bin is its own directory cannot share /usr alone: said, nothing made.
+  ASSERT_TRUE(files::RemoveAll(claim).ok());
+  ASSERT_TRUE(files::MakeDirs(claim, 0755).ok());
+  ASSERT_EQ(::unlink((image + "/bin").c_str()), 0);
+  ASSERT_TRUE(files::MakeDirs(image + "/bin", 0755).ok());
+  again = step();
+  ASSERT_TRUE(again.ok());
+  EXPECT_FALSE(again->ok());
+  EXPECT_NE(again->err.find("shared root: the image's /bin is not a link into /usr"), std::string::npos) << again->err;
+  EXPECT_FALSE(files::Exists(claim + "/rootfs"));
+  EXPECT_FALSE(files::Exists(claim + "/image"));
+  ASSERT_TRUE(files::RemoveAll(*dir).ok());
 }
 
 TEST(KubernetesObjectsTest, AMountOfSomethingNeverAppliedIsRefused) {
