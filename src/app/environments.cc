@@ -130,9 +130,8 @@ Status EnsureWorkspaceImage(const std::string& state_dir, const api::SlurmCluste
 
 namespace {
 
-// What hpcplane's Kubernetes pods need of an image beyond the environment's packages (the
-// layout images/slurm.Containerfile gives): /etc/passwd and /etc/group are the cluster's users
-// ConfigMap, mounted whole at /etc/hpcplane/users (a file of it mounted alone would never see a
+// What hpcplane's Kubernetes pods need of an image beyond the environment's packages: /etc/passwd and /etc/group are
+// the cluster's users ConfigMap, mounted whole at /etc/hpcplane/users (a file of it mounted alone would never see a
 // user added later; links into the mounted directory follow its updates), and the daemons'
 // spool directories exist with their owners.
 Status WriteKubernetesLayer(const std::string& dir) {

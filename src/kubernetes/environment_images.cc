@@ -21,7 +21,7 @@ std::string NoImage(const std::string& name, const std::string& series, const En
   auto it = table.find(name);
   if (it != table.end()) {
     return fmt::format(
-        "environment \"{}\" carries Slurm {}, the cluster Slurm {}: every pod of a cluster runs its "
+        "environment \"{}\" carries Slurm {}, the cluster runs Slurm {}: every pod of a cluster runs its "
         "release",
         name, it->second.release.Series(), series);
   }
@@ -70,8 +70,15 @@ Result<EnvironmentImages> LoadEnvironmentImages(const std::string& path) {
   return ParseEnvironmentImages(text, path);
 }
 
-Result<ClusterImages> ResolveClusterImages(const api::SlurmCluster& c, const EnvironmentImages& table,
+EnvironmentImages WithOperatorImage(const EnvironmentImages& table, const EnvironmentImage& fallback) {
+  EnvironmentImages out = table;
+  out.emplace("slurm-" + fallback.release.Series(), fallback);
+  return out;
+}
+
+Result<ClusterImages> ResolveClusterImages(const api::SlurmCluster& c, const EnvironmentImages& given,
                                            const EnvironmentImage& fallback) {
+  const EnvironmentImages table = WithOperatorImage(given, fallback);
   const std::string name = api::ClusterEnvironment(c);
   ClusterImages out;
   if (auto it = table.find(name); it != table.end()) {
@@ -90,11 +97,11 @@ Result<ClusterImages> ResolveClusterImages(const api::SlurmCluster& c, const Env
   return out;
 }
 
-Status CheckNodeSetEnvironment(const api::NodeSet& ns, const api::SlurmCluster& c, const ClusterImages& images,
-                               const EnvironmentImages& table) {
-  const std::string name = api::WorkerEnvironment(ns, c);
+Status CheckEnvironment(const std::string& name, const ClusterImages& images, const EnvironmentImages& table,
+                        const EnvironmentImage& fallback) {
   if (images.by_environment.count(name)) return Status::Ok();
-  return Status::InvalidArgument("spec.environment", NoImage(name, images.release.Series(), table));
+  return Status::InvalidArgument("spec.environment",
+                                 NoImage(name, images.release.Series(), WithOperatorImage(table, fallback)));
 }
 
 }  // namespace hpc::kube

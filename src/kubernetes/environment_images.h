@@ -39,15 +39,21 @@ struct ClusterImages {
   bool operator==(const ClusterImages&) const = default;
 };
 
+// The table with the operator's own image (`--image`, `--slurm-release`) as the built-in cluster
+// environment of its release (slurm-26.05 for 26.05) where the table has no entry of that name:
+// naming the environment the operator runs anyway is no error.
+EnvironmentImages WithOperatorImage(const EnvironmentImages& table, const EnvironmentImage& fallback);
+
 // The cluster's environment (spec.environment; when empty, the default environment's entry, else
-// the operator's own `fallback` image) resolved against `table`. A named environment without an
-// entry: InvalidArgument("spec.environment", …) naming the environments there are.
+// the operator's own `fallback` image) resolved against `table` (WithOperatorImage). A named
+// environment without an entry: InvalidArgument("spec.environment", …) naming those there are.
 Result<ClusterImages> ResolveClusterImages(const api::SlurmCluster& c, const EnvironmentImages& table,
                                            const EnvironmentImage& fallback);
 
-// A nodeset's workers' environment (spec.environment) checked against what its cluster resolved
-// to: InvalidArgument("spec.environment", …) when there is no image of the cluster's series.
-Status CheckNodeSetEnvironment(const api::NodeSet& ns, const api::SlurmCluster& c, const ClusterImages& images,
-                               const EnvironmentImages& table);
+// A nodeset's or workspace's environment (api::WorkerEnvironment, api::WorkspaceEnvironment)
+// checked against what its cluster resolved to: InvalidArgument("spec.environment", …) when
+// there is no image of the cluster's series for it.
+Status CheckEnvironment(const std::string& name, const ClusterImages& images, const EnvironmentImages& table,
+                        const EnvironmentImage& fallback);
 
 }  // namespace hpc::kube

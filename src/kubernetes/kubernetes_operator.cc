@@ -103,6 +103,18 @@ std::string ClusterKeyOf(const std::string& plural, const json& object) {
   return ns.empty() || cluster.empty() ? "" : ns + "/" + cluster;
 }
 
+// Slurm takes over the state of at most three releases back, never of a newer one: a cluster
+// whose image would change its Slurm that way (a new default image, another environment) is
+// refused before anything is replaced, as `hpcplane upgrade` refuses it locally.
+Status CheckReleaseChange(const json& cr, const ClusterImages& images) {
+  const api::SlurmClusterStatus st = api::ClusterStatusFromJson(cr.value("status", json::object()));
+  auto running = st.component_versions.find("slurm/slurmctld");
+  if (running == st.component_versions.end()) return Status::Ok();
+  auto from = slurm::Release::Parse(running->second);
+  if (!from.ok() || from->Series() == images.release.Series()) return Status::Ok();
+  return slurm::CheckUpgrade(*from, images.release).WithContext("image " + images.image);
+}
+
 class Operator {
  public:
   Operator(k8s::Connection conn, OperatorOptions options,
@@ -167,6 +179,12 @@ class Operator {
       clusters_.erase(key);
       return Next::kNothing;
     }
+    if (Status s = CheckReleaseChange(*cr, *images); !s.ok()) {
+      MarkInvalid(ns, name, *cr, s.message());
+      std::lock_guard<std::mutex> lock(mu_);
+      clusters_.erase(key);
+      return Next::kNothing;
+    }
     ClusterState* state;
     {
       std::lock_guard<std::mutex> lock(mu_);
@@ -204,10 +222,10 @@ class Operator {
     auto api = std::make_shared<k8s::ApiClient>(conn_);
     s->store = std::make_unique<KubernetesStore>(api, ns, name);
     s->store->UseCaches(caches_);
-    s->store->CheckNodeSetsWith(
-        [images, table = options_.objects.environments](const api::NodeSet& n, const api::SlurmCluster& c) {
-          return CheckNodeSetEnvironment(n, c, images, table);
-        });
+    s->store->CheckEnvironmentsWith([this, images](const std::string& environment) {
+      return CheckEnvironment(environment, images, options_.objects.environments,
+                              {options_.objects.image, options_.objects.release});
+    });
     k8s::ObjectContext ctx = ObjectContextFor(options_.objects, ns, name);
     ctx.owner_uid = uid;
     op::BuildInputs inputs = inputs_;

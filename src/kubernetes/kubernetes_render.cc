@@ -4,6 +4,7 @@
 
 #include <fmt/format.h>
 
+#include "api/environments.h"
 #include "operator/cluster_reconciler.h"
 #include "operator/conditions.h"
 #include "operator/nodeset_reconciler.h"
@@ -162,8 +163,9 @@ Result<std::string> RenderKubernetes(const api::Manifest& m, const RenderOptions
   auto images = ResolveClusterImages(c, options.environments, {options.image, options.release});
   if (!images.ok()) return images.status().WithContext(fmt::format("render: cluster {}", c.metadata.name));
   for (const auto& ns : m.nodesets) {
-    RETURN_IF_ERROR(CheckNodeSetEnvironment(ns, c, *images, options.environments)
-                        .WithContext(fmt::format("render: nodeset {}", ns.metadata.name)));
+    RETURN_IF_ERROR(
+        CheckEnvironment(api::WorkerEnvironment(ns, c), *images, options.environments, {options.image, options.release})
+            .WithContext(fmt::format("render: nodeset {}", ns.metadata.name)));
   }
   k8s::ObjectContext ctx = ObjectContextFor(options,
                                             !options.namespace_name.empty()  ? options.namespace_name

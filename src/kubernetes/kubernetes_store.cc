@@ -137,6 +137,11 @@ Result<api::SlurmCluster> KubernetesStore::LoadCluster() const {
   api::SlurmCluster c = m.clusters.at(0);
   c.metadata.namespace_ = namespace_;
   c.status = api::ClusterStatusFromJson(cr.value("status", json::object()));
+  // Loaded for a pass, so valid (the operator refuses before one): a refusal said earlier is over.
+  if (const api::Condition* invalid = op::FindCondition(c.status.conditions, "Invalid");
+      invalid && invalid->status == "True") {
+    op::SetCondition(&c.status.conditions, "Invalid", false, "Valid", "");
+  }
   std::lock_guard<std::mutex> lock(mu_);
   last_cluster_ = c;
   return c;
@@ -155,7 +160,7 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
     cluster = std::move(c);
   }
   std::vector<api::NodeSet> out;
-  std::set<std::string> present;
+  std::set<std::string> present, refused;
   for (const auto& item : items) {
     const json spec = item.value("spec", json::object());
     if (spec.value("cluster", "") != cluster_) continue;
@@ -168,24 +173,53 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
     }
     auto m = DecodeCustomResource(item);
     Status valid = m.ok() ? api::ValidateAgainstCluster(m->nodesets.at(0), *cluster) : m.status();
-    if (valid.ok() && nodeset_check_) valid = nodeset_check_(m->nodesets.at(0), *cluster);
+    if (valid.ok() && environment_check_ && !m->nodesets.at(0).spec.environment.empty()) {
+      valid = environment_check_(m->nodesets.at(0).spec.environment);
+    }
+    api::NodeSetStatus st = api::NodeSetStatusFromJson(item.value("status", json::object()));
     if (!valid.ok()) {
-      // Refused as a whole, and said where: the other nodesets go on.
+      // Refused as a whole, and said where: the other nodesets go on, and this one as it last
+      // was valid (an edit that cannot be honoured must not drain and delete its workers).
       spdlog::warn("nodeset {}: {}", name, valid.message());
-      api::NodeSetStatus st = api::NodeSetStatusFromJson(item.value("status", json::object()));
       op::SetCondition(&st.conditions, "Invalid", true, "InvalidSpec", valid.message());
       op::SetCondition(&st.conditions, "Ready", false, "InvalidSpec", valid.message());
       (void)SaveNodeSetStatus(name, st);
+      std::lock_guard<std::mutex> lock(mu_);
+      auto held = last_valid_nodesets_.find(name);
+      if (held == last_valid_nodesets_.end()) {
+        refused.insert(name);
+        continue;
+      }
+      api::NodeSet ns = held->second;
+      ns.status = st;
+      out.push_back(std::move(ns));
       continue;
     }
+    // Valid again: a refusal said earlier is over (said now: a pass writes a nodeset's status
+    // only once Slurm runs).
+    if (const api::Condition* c = op::FindCondition(st.conditions, "Invalid"); c && c->status == "True") {
+      op::SetCondition(&st.conditions, "Invalid", false, "Valid", "");
+      (void)SaveNodeSetStatus(name, st);
+    }
     api::NodeSet ns = m->nodesets.at(0);
-    ns.status = api::NodeSetStatusFromJson(item.value("status", json::object()));
+    ns.status = st;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      last_valid_nodesets_[name] = ns;
+    }
     out.push_back(std::move(ns));
   }
   // A deleted NodeSet's name is free again (a workspace may take it).
   std::lock_guard<std::mutex> lock(mu_);
   std::erase_if(nodeset_uids_, [&](const auto& entry) { return !present.count(entry.first); });
+  std::erase_if(last_valid_nodesets_, [&](const auto& entry) { return !present.count(entry.first); });
+  refused_nodesets_ = std::move(refused);
   return out;
+}
+
+std::set<std::string> KubernetesStore::RefusedNodeSets() const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return refused_nodesets_;
 }
 
 Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
@@ -208,6 +242,9 @@ Result<std::vector<api::Workspace>> KubernetesStore::LoadWorkspaces() const {
     // Deleted (kubectl delete): stopped as `spec.stopping` stops it, then let go.
     if (w.ok() && deleting) w->spec.stopping = true;
     Status valid = w.ok() ? op::ValidateWorkspace(*w) : w.status();
+    if (valid.ok() && environment_check_ && !w->spec.environment.empty()) {
+      valid = environment_check_(w->spec.environment);
+    }
     bool clashes = false;
     {
       std::lock_guard<std::mutex> lock(mu_);

@@ -66,11 +66,13 @@ class KubernetesStore : public op::ReconcileStore {
   // workspaces), each once it has listed; status writes go to the API and into the cache.
   void UseCaches(runtime::kubernetes::Caches caches) { caches_ = std::move(caches); }
 
-  // What else a NodeSet must meet on this data plane besides the API's validation (its
-  // environment has an image here): one that does not is Invalid with the reason, as one the
-  // validation refuses.
-  using NodeSetCheck = std::function<Status(const api::NodeSet&, const api::SlurmCluster&)>;
-  void CheckNodeSetsWith(NodeSetCheck check) { nodeset_check_ = std::move(check); }
+  // What else an environment a NodeSet or Workspace names (spec.environment) must meet on this
+  // data plane besides the API's validation (an image here): one that does not is Invalid with
+  // the reason, as one the validation refuses.
+  using EnvironmentCheck = std::function<Status(const std::string& environment)>;
+  void CheckEnvironmentsWith(EnvironmentCheck check) { environment_check_ = std::move(check); }
+
+  std::set<std::string> RefusedNodeSets() const override;
 
   // The uid of the SlurmCluster last loaded (its objects' owner).
   std::string cluster_uid() const;
@@ -99,7 +101,11 @@ class KubernetesStore : public op::ReconcileStore {
   mutable std::map<std::string, nlohmann::json> last_status_;  // "plural/name" -> status held
   mutable std::map<std::string, std::string> nodeset_uids_;    // name -> uid, for their Events
   mutable std::set<std::string> workspaces_;                   // names of the last loaded
-  NodeSetCheck nodeset_check_;
+  EnvironmentCheck environment_check_;
+  // A NodeSet refused now goes on as it last was valid (its workers kept, its partition too),
+  // Invalid until mended; one never seen valid is only named in refused_nodesets_.
+  mutable std::map<std::string, api::NodeSet> last_valid_nodesets_;
+  mutable std::set<std::string> refused_nodesets_;
   mutable std::map<std::string, nlohmann::json> workspace_nodesets_;  // name -> nodeset status
 };
 

@@ -50,9 +50,10 @@ std::vector<std::string> IdleUntilStopped() {
   return {"/bin/sh", "-c", "trap 'exit 0' TERM INT; sleep infinity & wait"};
 }
 
-// The image pinned for the environment; an environment built after the daemon started goes by
-// its name (the runtime resolves it, or says it is not built): never silently the host's.
-// Without images at all (Kubernetes) pods run the runtime's image.
+// The image pinned for the environment; one the inputs do not list goes by its name, which the
+// runtime resolves (local: an environment built after the daemon started) or refuses (local: not
+// built; Kubernetes: no image on this data plane): never silently another image. Without images
+// at all pods run the runtime's own (the host's system).
 std::string ImageFor(const BuildInputs& in, const std::string& environment) {
   if (in.images.empty()) return "";
   auto it = in.images.find(environment);

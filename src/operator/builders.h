@@ -46,15 +46,16 @@ struct BuildInputs {
   slurm::JobCgroups job_cgroups = slurm::JobCgroups::kNone;
   // The Slurm release the cluster's images carry (slurmrestd's plugins, slurm.conf's options).
   slurm::Release release;
-  // Environment name -> the image pods of that environment run (PodSpec::image); an
-  // environment not listed runs without one (the host's system, or the Kubernetes image).
+  // Environment name -> the image pods of that environment run (PodSpec::image): local, an image
+  // of the store; Kubernetes, an image reference. Empty: pods run the host's system.
   std::map<std::string, std::string> images;
   // The munge the pods run (the cluster image's, else the host's), for status.
   std::string munge_version;
 };
 
 // Where pods find slurm-users when it is mounted whole (BuildInputs::users_from_directory); the
-// Slurm image's /etc/passwd and /etc/group are links into it (images/slurm.Containerfile).
+// Slurm image's /etc/passwd and /etc/group are links into it (app/environments.cc's Kubernetes
+// layer of an exported environment).
 inline constexpr const char* kUsersDir = "/etc/hpcplane/users";
 
 // Labels every object carries.

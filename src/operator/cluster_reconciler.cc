@@ -304,9 +304,6 @@ void ClusterReconciler::SetConditions(api::SlurmClusterStatus* st, const StepsOu
                              : degraded_       ? waiting
                                                : "";
   SetCondition(&st->conditions, "Degraded", degraded, degraded ? "ComponentFailing" : "Healthy", degraded_msg);
-  // Reconciled, so valid: a refusal said earlier (where it was refused: the Kubernetes operator)
-  // is over once the spec is mended.
-  if (FindCondition(st->conditions, "Invalid")) SetCondition(&st->conditions, "Invalid", false, "Valid", "");
 }
 
 api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,

@@ -271,8 +271,6 @@ void NodeSetReconciler::Report(const api::SlurmCluster& c, const api::NodeSet& n
   std::string msg = errors.empty() ? fmt::format("{}/{} workers ready", st->ready, pass.desired) : errors.front();
   if (errors.empty() && st->unhealthy > 0) msg += fmt::format("; {} drained as unhealthy", st->unhealthy);
   SetCondition(&st->conditions, "Ready", ready, ready ? "WorkersReady" : "NotReady", msg);
-  // Reconciled, so valid: a refusal said earlier (where it was refused) is over once mended.
-  if (FindCondition(st->conditions, "Invalid")) SetCondition(&st->conditions, "Invalid", false, "Valid", "");
 }
 
 void NodeSetReconciler::ResetRestartedWorkers(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,

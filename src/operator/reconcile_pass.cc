@@ -152,6 +152,7 @@ class Pass {
       ns.status = store_.LoadNodeSetStatus(ns.metadata.name);
       nodesets_.push_back(std::move(ns));
     }
+    for (const auto& name : store_.RefusedNodeSets()) known_.insert(name);
     Status saved = Status::Ok();
     for (const auto& ns : nodesets_) {
       known_.insert(ns.metadata.name);

@@ -130,12 +130,12 @@ struct PodSpec {
   std::string name;  // also the pod's host name
   std::map<std::string, std::string> labels;
   // The image the pod's system directories come from: local runtime, an image of its store
-  // ("name@sha256:<digest>", local/image_store.h); empty: the host's. The Kubernetes runtime
-  // runs its configured image and leaves this aside.
+  // ("name@sha256:<digest>", local/image_store.h), empty: the host's; Kubernetes, the image
+  // reference of its main container, empty: the cluster's (ObjectContext::image).
   std::string image;
-  // Local runtime: the pod's system directories come from this volume instead, made once from
-  // the image and shared by every pod that names it; writable in pods that may install software
-  // there (as root), read-only elsewhere. Empty: the image itself, read-only.
+  // The pod's system directories come from this volume instead, made once from the image and
+  // shared by every pod that names it; writable in pods that may install software there (as
+  // root), read-only elsewhere. Empty: the image itself, read-only.
   std::string shared_root;
   bool shared_root_writable = false;
   std::vector<std::string> command;

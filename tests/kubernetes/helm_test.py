@@ -186,6 +186,11 @@ class HelmChartTest(unittest.TestCase):
         self.assertEqual(c["args"][:5], ["kube-attach", "--namespace=slurm", "--pod=kube-login", "--container=login",
                                          "--"])
         self.assertIn("--nodes=2", c["args"])
+        self.assertEqual(c["args"][5:7], ["setpriv", "--reuid=nobody"], "the job is not root's")
+        for kind in ("ServiceAccount", "Role", "RoleBinding"):
+            policy = self.find(docs, kind, "hpcplane-test-kube")["metadata"]["annotations"]["helm.sh/hook-delete-policy"]
+            self.assertIn("hook-failed", policy, f"{kind}: a failed test leaves no exec rights behind")
+            self.assertIn("hook-succeeded", policy, kind)
         self.assertEqual(pod["spec"]["securityContext"]["runAsUser"], 65532)
         self.assertEqual(c["securityContext"]["capabilities"], {"drop": ["ALL"]})
         role = self.find(docs, "Role", "hpcplane-test-kube")

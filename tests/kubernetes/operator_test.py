@@ -177,6 +177,41 @@ class OperatorTest(unittest.TestCase):
         self.assertEqual(self.objects(), {})
         self.assertNotIn("auth/none", self.kubectl("-n", NS, "get", "configmaps", "-o", "yaml").stdout)
 
+    def test_an_environment_without_an_image_is_invalid_until_mended_and_takes_nothing_down(self):
+        """A NodeSet edited to name an environment this data plane has no image for is Invalid,
+        saying which, pass after pass (the store's refusal is not undone by the pass that goes on
+        with its last valid spec), and valid again once mended; a SlurmCluster naming one gets
+        nothing at all."""
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", EXAMPLE)
+        self.start_operator("a")
+        wait_for("the controller pod", lambda: "Pod/research-controller" in self.objects())
+
+        def condition(kind, name):
+            out = json.loads(self.kubectl("-n", NS, "get", kind, name, "-o", "json").stdout)
+            return {c["type"]: c for c in out.get("status", {}).get("conditions", [])}.get("Invalid")
+        self.kubectl("-n", NS, "patch", "nodeset", "cpu", "--type=merge", "-p",
+                     json.dumps({"spec": {"environment": "gpu-26.05"}}))
+        c = wait_for("cpu to be Invalid", lambda: (c := condition("nodeset", "cpu")) and c["status"] == "True" and c)
+        self.assertIn('spec.environment: environment "gpu-26.05" has no image on this data plane', c["message"])
+        # Resyncs every 2 s: over several passes it stays refused.
+        deadline = time.monotonic() + 6
+        while time.monotonic() < deadline:
+            self.assertEqual(condition("nodeset", "cpu")["status"], "True")
+            time.sleep(0.25)  # noqa: polls a condition that must hold over a window
+        self.kubectl("-n", NS, "patch", "nodeset", "cpu", "--type=merge", "-p",
+                     json.dumps({"spec": {"environment": None}}))
+        c = wait_for("cpu to be valid again", lambda: (c := condition("nodeset", "cpu")) and c["status"] == "False" and c)
+        self.assertEqual(c["reason"], "Valid")
+
+        other = {"apiVersion": "hpcplane.io/v1alpha1", "kind": "SlurmCluster", "metadata": {"name": "elsewhere"},
+                 "spec": {"environment": "slurm-24.11"}}
+        self.kubectl("-n", NS, "create", "--validate=false", "-f", "-", input=json.dumps(other))
+        c = wait_for("elsewhere to be Invalid", lambda: condition("slurmcluster", "elsewhere"))
+        self.assertEqual(c["status"], "True")
+        self.assertIn('environment "slurm-24.11" has no image on this data plane (the operator\'s --environments '
+                      'lists: slurm-26.05)', c["message"])
+        self.assertFalse([k for k in self.objects() if "elsewhere" in k])
+
     def test_two_replicas_one_leader_and_a_killed_leader_is_succeeded_without_churn(self):
         self.kubectl("-n", NS, "create", "--validate=false", "-f", EXAMPLE)
         a = self.start_operator("a")

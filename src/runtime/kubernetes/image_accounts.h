@@ -1,6 +1,6 @@
-// The system accounts of the Slurm image (images/slurm.Containerfile creates them with these
-// ids). On Kubernetes the pods' users come from the image, not from the host that runs the
-// operator, so they are fixed numbers here.
+// The system accounts of the Slurm image (an environment exported for Kubernetes creates them
+// with these ids before its packages install). On Kubernetes the pods' users come from the
+// image, not from the host that runs the operator, so they are fixed numbers here.
 #pragma once
 
 #include <cstdint>

@@ -440,24 +440,37 @@ json PrepareContainer(const ObjectContext& ctx, const PodVolumes& v) {
 }
 
 // The shared-root step (after prepare): the first pod to start copies its image's system
-// directories into the claim, under a lock so pods starting together make it once; kept from then
-// on, whatever is installed into it or becomes of the image (as the local runtime's). A copy
-// interrupted half-way is made again, never used: the marker `image` is written last.
+// directories into the claim, under a lock so pods starting together make it once (flock: the
+// claim's file system must keep locks across nodes, as NFSv4 and CephFS do); kept from then on,
+// whatever is installed into it (as the local runtime's). A copy interrupted half-way is made
+// again, never used: the marker `image` is written last. A pod of another image does not start
+// on it (its daemons and the shared root's Slurm would differ): the claim must be made again.
 json SharedRootContainer(const PodSpec& spec, const ObjectContext& ctx, VolumeSet& volumes) {
   std::string dirs;
   for (const auto& dir : kSharedRootDirs) dirs += " " + dir;
   const std::string script = fmt::format(
+      "want={image}\n"
       "cd {root}\n"
       "exec 9>>.lock\n"
       "flock 9\n"
-      "[ -e image ] && exit 0\n"
+      "if [ -e image ]; then\n"
+      "  [ \"$(cat image)\" = \"$want\" ] && exit 0\n"
+      "  echo \"shared root: made from image $(cat image), this pod runs $want: stop the cluster's pods and delete "
+      "the claim {claim} to make it again from the new image (what was installed there goes with it)\" >&2\n"
+      "  exit 1\n"
+      "fi\n"
       "for d in bin sbin lib; do [ -L /$d ] || {{ echo \"shared root: the image's /$d is not a link into /usr (it "
       "takes an image with merged /usr)\" >&2; exit 1; }}; done\n"
       "rm -rf rootfs.partial rootfs\n"
-      "for d in{dirs}; do mkdir -p \"rootfs.partial/$(dirname \"$d\")\" && cp -a \"/$d\" \"rootfs.partial/$d\"; done\n"
-      "mv rootfs.partial rootfs\n"
-      "echo {quoted} > image.partial && mv image.partial image\n",
-      fmt::arg("root", kSharedRootDir), fmt::arg("dirs", dirs), fmt::arg("quoted", ShellQuote(MainImage(spec, ctx))));
+      "for d in{dirs}; do\n"
+      "  mkdir -p \"rootfs.partial/$(dirname \"$d\")\" || exit 1\n"
+      "  cp -a \"/$d\" \"rootfs.partial/$d\" || {{ echo \"shared root: copying /$d failed (a claim whose file "
+      "system maps root to another user cannot keep the image's owners)\" >&2; exit 1; }}\n"
+      "done\n"
+      "mv -T rootfs.partial rootfs\n"
+      "printf '%s\\n' \"$want\" > image.partial && mv -T image.partial image\n",
+      fmt::arg("root", kSharedRootDir), fmt::arg("dirs", dirs), fmt::arg("image", ShellQuote(MainImage(spec, ctx))),
+      fmt::arg("claim", ObjectName(ctx, spec.shared_root)));
   return {{"name", "shared-root"},
           {"image", MainImage(spec, ctx)},
           {"imagePullPolicy", "IfNotPresent"},

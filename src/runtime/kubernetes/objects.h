@@ -28,7 +28,7 @@ struct ObjectContext {
   std::string cluster;  // the SlurmCluster's name: prefix of every object name
   std::string image;    // the cluster's Slurm image: what a pod of no environment of its own runs
   // The images a pod may name (PodSpec::image: its environment's, resolved by the operator).
-  // Another name is an environment this data plane has no image for. Empty: any (render).
+  // Another name is an environment this data plane has no image for. Empty: any.
   std::set<std::string> images;
   // The SlurmCluster object's uid. Empty: no ownerReference (render, before the object exists).
   std::string owner_uid;

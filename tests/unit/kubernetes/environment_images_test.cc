@@ -98,28 +98,35 @@ TEST(EnvironmentImagesTest, AnEnvironmentWithoutAnImageHereIsRefusedNamingTheFie
   EXPECT_EQ(images.status().message(),
             "spec.environment: environment \"slurm-25.11\" has no image on this data plane (the operator's "
             "--environments lists: slurm-24.11, slurm-26.05, workspace-26.05)");
-  EXPECT_FALSE(ResolveClusterImages(Cluster("slurm-26.05"), {}, kFallback).ok())
-      << "named, it is never replaced by the operator's own image";
+  EXPECT_FALSE(ResolveClusterImages(Cluster("slurm-24.11"), {}, kFallback).ok())
+      << "named, it is never replaced by the operator's own image of another release";
 }
 
-TEST(EnvironmentImagesTest, ANodeSetRunsAnEnvironmentOfItsClustersSeriesOnly) {
-  const EnvironmentImages table = Table();
-  const api::SlurmCluster c = Cluster("slurm-26.05");
-  auto images = ResolveClusterImages(c, table, kFallback);
+TEST(EnvironmentImagesTest, TheOperatorsOwnImageIsTheBuiltInEnvironmentOfItsRelease) {
+  auto images = ResolveClusterImages(Cluster("slurm-26.05"), {}, kFallback);
+  ASSERT_TRUE(images.ok()) << "naming what it runs anyway is no error: " << images.status().message();
+  EXPECT_EQ(images->image, "hpcplane-slurm:26.05");
+  const EnvironmentImage older{"hpcplane-slurm:24.11", {24, 11, 0}};
+  images = ResolveClusterImages(Cluster(""), {}, older);
   ASSERT_TRUE(images.ok());
-  api::NodeSet ns;
-  ns.metadata.name = "cpu";
-  EXPECT_TRUE(CheckNodeSetEnvironment(ns, c, *images, table).ok()) << "the cluster's own";
-  ns.spec.environment = "workspace-26.05";
-  EXPECT_TRUE(CheckNodeSetEnvironment(ns, c, *images, table).ok());
-  ns.spec.environment = "slurm-24.11";
-  Status s = CheckNodeSetEnvironment(ns, c, *images, table);
+  EXPECT_EQ(images->release.Series(), "24.11");
+  EXPECT_TRUE(ResolveClusterImages(Cluster("slurm-24.11"), {}, older).ok());
+  EXPECT_EQ(WithOperatorImage(Table(), kFallback).at("slurm-26.05").image, "registry.example/hpcplane/slurm:26.05")
+      << "the table's own entry wins";
+}
+
+TEST(EnvironmentImagesTest, ANodeSetOrWorkspaceRunsAnEnvironmentOfItsClustersSeriesOnly) {
+  const EnvironmentImages table = Table();
+  auto images = ResolveClusterImages(Cluster("slurm-26.05"), table, kFallback);
+  ASSERT_TRUE(images.ok());
+  EXPECT_TRUE(CheckEnvironment("slurm-26.05", *images, table, kFallback).ok()) << "the cluster's own";
+  EXPECT_TRUE(CheckEnvironment("workspace-26.05", *images, table, kFallback).ok());
+  Status s = CheckEnvironment("slurm-24.11", *images, table, kFallback);
   EXPECT_EQ(s.field(), "spec.environment");
   EXPECT_EQ(s.message(),
-            "spec.environment: environment \"slurm-24.11\" carries Slurm 24.11, the cluster Slurm 26.05: every pod of "
-            "a cluster runs its release");
-  ns.spec.environment = "gpu-26.05";
-  s = CheckNodeSetEnvironment(ns, c, *images, table);
+            "spec.environment: environment \"slurm-24.11\" carries Slurm 24.11, the cluster runs Slurm 26.05: every "
+            "pod of a cluster runs its release");
+  s = CheckEnvironment("gpu-26.05", *images, table, kFallback);
   EXPECT_NE(s.message().find("environment \"gpu-26.05\" has no image on this data plane"), std::string::npos)
       << s.message();
 }

@@ -170,8 +170,8 @@ slurm-26.05: {image: registry.example/slurm:26.05, slurm: "26.05"}
   out = RenderKubernetes(WithEnvironments("slurm-26.05", "gpu-24.11"), options);
   ASSERT_FALSE(out.ok());
   EXPECT_EQ(out.status().message(),
-            "render: nodeset gpu: spec.environment: environment \"gpu-24.11\" carries Slurm 24.11, the cluster Slurm "
-            "26.05: every pod of a cluster runs its release");
+            "render: nodeset gpu: spec.environment: environment \"gpu-24.11\" carries Slurm 24.11, the cluster runs "
+            "Slurm 26.05: every pod of a cluster runs its release");
   out = RenderKubernetes(WithEnvironments("slurm-25.11", ""), options);
   ASSERT_FALSE(out.ok());
   EXPECT_NE(out.status().message().find("render: cluster research: spec.environment: environment \"slurm-25.11\" "

@@ -110,16 +110,14 @@ TEST_F(ClusterReconcilerTest, WithMungeSidecarsThereIsNoMungePodAndNoSharedSocke
   }
 }
 
-TEST_F(ClusterReconcilerTest, ASharedRootGetsOneSharedVolumeAndAnInvalidSpecMendedIsValidAgain) {
+TEST_F(ClusterReconcilerTest, ASharedRootGetsOneSharedVolume) {
   inputs_.images = {{"slurm-26.05", "registry.example/slurm:26.05"}};
   cluster_.spec.shared_root = true;
-  cluster_.status.conditions.push_back({"Invalid", "True", "InvalidSpec", "spec.environment: no image", ""});
   rec_ = NewReconciler();
-  auto st = Pass();
+  Pass();
   ASSERT_TRUE(rt_.volumes.count(kVolumeSharedRoot));
   EXPECT_EQ(rt_.volumes.at(kVolumeSharedRoot), 0755u) << "root's, readable by every pod";
   EXPECT_EQ(rt_.pods.at(LoginPodName(cluster_)).shared_root, kVolumeSharedRoot);
-  EXPECT_EQ(ConditionStatus(st, "Invalid"), "False") << "reconciled, so no longer refused";
 }
 
 TEST_F(ClusterReconcilerTest, SlurmNotAnsweringIsDegradedAndGivesNoReader) {

@@ -74,15 +74,6 @@ class NodeSetReconcilerTest : public ::testing::Test {
   api::NodeSet ns_;
 };
 
-TEST_F(NodeSetReconcilerTest, ANodeSetRefusedEarlierIsValidOnceReconciled) {
-  ns_.status.conditions.push_back({"Invalid", "True", "InvalidSpec", "spec.environment: no image", ""});
-  auto st = Pass();
-  const api::Condition* invalid = FindCondition(st.conditions, "Invalid");
-  ASSERT_NE(invalid, nullptr);
-  EXPECT_EQ(invalid->status, "False");
-  EXPECT_EQ(invalid->reason, "Valid");
-}
-
 TEST_F(NodeSetReconcilerTest, AFailingReportDrainsAndTheCapMakesTheCheckSuspect) {
   Workers(5);
   Node(1).extra = Report(false);

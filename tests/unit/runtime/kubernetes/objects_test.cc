@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <future>
 #include <map>
@@ -439,13 +440,28 @@ TEST(KubernetesObjectsTest, TheSharedRootStepCopiesTheImageOnceAndKeepsWhatWasIn
   script = replace_all(script, "/hpcplane/shared-root", claim);
   script = replace_all(script, "-L /$d", "-L " + image + "/$d");
   script = replace_all(script, "cp -a \"/$d\"", "cp -a \"" + image + "/$d\"");
-  auto step = [&] { return RunProcess({"/bin/sh", "-ec", script}); };
+  // cp counted (and slowed, so that two steps overlap without the lock) by a wrapper on PATH.
+  const std::string bin = *dir + "/bin", copies = *dir + "/copies";
+  ASSERT_TRUE(files::MakeDirs(bin, 0755).ok());
+  ASSERT_TRUE(files::WriteAtomic(bin + "/cp",
+                                 "#!/bin/sh\necho \"$*\" >> " + copies + "\nsleep 0.1\nexec /bin/cp \"$@\"\n", 0755)
+                  .ok());
+  auto step = [&] {
+    RunOptions o;
+    o.extra_env = {{"PATH", bin + ":/usr/bin:/bin"}};
+    return RunProcess({"/bin/sh", "-ec", script}, o);
+  };
+  auto copied = [&] {
+    std::string text = files::Read(copies).value_or("");
+    return std::count(text.begin(), text.end(), '\n');
+  };
 
   // Pods starting together make it once.
   auto first = std::async(std::launch::async, step), second = std::async(std::launch::async, step);
   auto a = first.get(), b = second.get();
   ASSERT_TRUE(a.ok() && a->ok()) << (a.ok() ? a->err : a.status().message());
   ASSERT_TRUE(b.ok() && b->ok()) << (b.ok() ? b->err : b.status().message());
+  EXPECT_EQ(copied(), 4) << "one copy of usr, etc, opt and var/lib/dpkg, not two";
   EXPECT_EQ(files::Read(claim + "/rootfs/usr/bin/tool").value_or(""), "v1\n");
   EXPECT_EQ(files::Read(claim + "/rootfs/var/lib/dpkg/status").value_or(""), "Package: base\n");
   EXPECT_TRUE(files::Exists(claim + "/rootfs/etc/apt"));
@@ -459,6 +475,26 @@ TEST(KubernetesObjectsTest, TheSharedRootStepCopiesTheImageOnceAndKeepsWhatWasIn
   ASSERT_TRUE(again.ok() && again->ok());
   EXPECT_TRUE(files::Exists(claim + "/rootfs/usr/bin/installed"));
   EXPECT_EQ(files::Read(claim + "/rootfs/usr/bin/tool").value_or(""), "v1\n");
+  EXPECT_EQ(copied(), 4) << "made once, then kept";
+
+  // A pod of another image does not start on it: said, nothing changed.
+  {
+    PodSpec other = SharedRootPod(false);
+    other.image = "registry.example/slurm:26.05.1";
+    auto pod2 = PodObject(other, SharedRootMounted(), Context());
+    ASSERT_TRUE(pod2.ok());
+    std::string other_script = (*pod2)["spec"]["initContainers"][1]["command"][2];
+    other_script = replace_all(other_script, "/hpcplane/shared-root", claim);
+    auto refused = RunProcess({"/bin/sh", "-ec", other_script});
+    ASSERT_TRUE(refused.ok());
+    EXPECT_FALSE(refused->ok());
+    EXPECT_NE(refused->err.find("shared root: made from image registry.example/slurm:26.05, this pod runs "
+                                "registry.example/slurm:26.05.1: stop the cluster's pods and delete the claim "
+                                "research-shared-root"),
+              std::string::npos)
+        << refused->err;
+    EXPECT_TRUE(files::Exists(claim + "/rootfs/usr/bin/installed"));
+  }
 
   // A copy interrupted before its marker is made again, never used half-way.
   ASSERT_TRUE(files::RemoveAll(claim + "/image").ok());
