@@ -80,11 +80,14 @@ TEST(EnvironmentsTest, ValidationNamesTheFieldAndWhy) {
     std::function<void(Environment*)> change;
     std::string field, why;
   };
+  // A named string, not a literal pushed in place: GCC 12 misreads that inlined copy as out of
+  // bounds (-Warray-bounds) in some unity batches.
+  const std::string unauthenticated = "--allow-unauthenticated";
   const std::vector<Case> cases = {
       {[](Environment* e) { e->metadata.name = "Bad_Name"; }, "metadata.name", "lowercase"},
       {[](Environment* e) { e->spec.suite = "sid; rm -rf /"; }, "spec.suite", "Debian suite"},
       {[](Environment* e) { e->spec.purpose = "gpu"; }, "spec.purpose", "cluster or workspace"},
-      {[](Environment* e) { e->spec.packages.push_back("--allow-unauthenticated"); }, "spec.packages[2]",
+      {[&](Environment* e) { e->spec.packages.push_back(unauthenticated); }, "spec.packages[2]",
        "not a Debian package name"},
       {[](Environment* e) { e->spec.files[0].path = "/etc/../root/.ssh/authorized_keys"; }, "spec.files[0].path",
        "absolute path"},
