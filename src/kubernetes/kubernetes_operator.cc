@@ -161,26 +161,16 @@ class Operator {
     }
     cr = WithKind(std::move(*cr), "slurmclusters");
     const std::string uid = (*cr)["metadata"].value("uid", "");
+    // Refused (admitted by the schema, refused by validation; an environment with no image here;
+    // a Slurm it cannot take over): said on the resource, nothing made or replaced, never run
+    // with another image in its place. Its next change queues it again.
     auto decoded = DecodeCustomResource(*cr);
-    if (!decoded.ok()) {
-      // Admitted by the schema, refused by validation: said on the resource, nothing made.
-      MarkInvalid(ns, name, *cr, decoded.status().message());
-      std::lock_guard<std::mutex> lock(mu_);
-      clusters_.erase(key);
-      return Next::kNothing;  // its next change queues it again
-    }
-    // An environment with no image here is said on the resource, as a spec validation refuses:
-    // never run with another image in its place.
-    auto images = ResolveClusterImages(decoded->clusters.at(0), options_.objects.environments,
-                                       {options_.objects.image, options_.objects.release});
-    if (!images.ok()) {
-      MarkInvalid(ns, name, *cr, images.status().message());
-      std::lock_guard<std::mutex> lock(mu_);
-      clusters_.erase(key);
-      return Next::kNothing;
-    }
-    if (Status s = CheckReleaseChange(*cr, *images); !s.ok()) {
-      MarkInvalid(ns, name, *cr, s.message());
+    Result<ClusterImages> images = decoded.ok()
+                                       ? ResolveClusterImages(decoded->clusters.at(0), options_.objects.environments,
+                                                              {options_.objects.image, options_.objects.release})
+                                       : Result<ClusterImages>(decoded.status());
+    if (Status refused = images.ok() ? CheckReleaseChange(*cr, *images) : images.status(); !refused.ok()) {
+      MarkInvalid(ns, name, *cr, refused.message());
       std::lock_guard<std::mutex> lock(mu_);
       clusters_.erase(key);
       return Next::kNothing;

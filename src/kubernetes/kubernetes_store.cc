@@ -126,6 +126,18 @@ std::string KubernetesStore::cluster_uid() const {
   return cluster_uid_;
 }
 
+namespace {
+
+// A resource that is valid again: an Invalid condition said earlier turns False. Whether it did.
+bool EndRefusal(std::vector<api::Condition>* conditions) {
+  const api::Condition* invalid = op::FindCondition(*conditions, "Invalid");
+  if (!invalid || invalid->status != "True") return false;
+  op::SetCondition(conditions, "Invalid", false, "Valid", "");
+  return true;
+}
+
+}  // namespace
+
 Result<api::SlurmCluster> KubernetesStore::LoadCluster() const {
   ASSIGN_OR_RETURN(json cr, GetResource("slurmclusters", cluster_, /*fresh=*/false));
   {
@@ -138,10 +150,7 @@ Result<api::SlurmCluster> KubernetesStore::LoadCluster() const {
   c.metadata.namespace_ = namespace_;
   c.status = api::ClusterStatusFromJson(cr.value("status", json::object()));
   // Loaded for a pass, so valid (the operator refuses before one): a refusal said earlier is over.
-  if (const api::Condition* invalid = op::FindCondition(c.status.conditions, "Invalid");
-      invalid && invalid->status == "True") {
-    op::SetCondition(&c.status.conditions, "Invalid", false, "Valid", "");
-  }
+  EndRefusal(&c.status.conditions);
   std::lock_guard<std::mutex> lock(mu_);
   last_cluster_ = c;
   return c;
@@ -197,10 +206,7 @@ Result<std::vector<api::NodeSet>> KubernetesStore::LoadNodeSets() const {
     }
     // Valid again: a refusal said earlier is over (said now: a pass writes a nodeset's status
     // only once Slurm runs).
-    if (const api::Condition* c = op::FindCondition(st.conditions, "Invalid"); c && c->status == "True") {
-      op::SetCondition(&st.conditions, "Invalid", false, "Valid", "");
-      (void)SaveNodeSetStatus(name, st);
-    }
+    if (EndRefusal(&st.conditions)) (void)SaveNodeSetStatus(name, st);
     api::NodeSet ns = m->nodesets.at(0);
     ns.status = st;
     {
