@@ -6,6 +6,7 @@
 
 #include "agent/sacct.h"
 #include "messages/job_record.h"
+#include "slurm/sizes.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);
@@ -17,6 +18,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     }
   }
   (void)hpc::cp::ParseSlurmDuration(text);
-  (void)hpc::cp::ParseSlurmSizeKiB(text);
+  (void)hpc::slurm::ParseSlurmSizeKiB(text);
   return 0;
 }

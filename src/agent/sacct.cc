@@ -7,6 +7,8 @@
 
 #include <fmt/format.h>
 
+#include "slurm/sizes.h"
+
 namespace hpc::cp {
 namespace {
 
@@ -87,30 +89,6 @@ int64_t ParseSlurmDuration(const std::string& s) {
   return total;
 }
 
-int64_t ParseSlurmSizeKiB(const std::string& s) {
-  if (s.empty()) return 0;
-  char unit = s.back();
-  double v = std::atof(s.c_str());
-  switch (unit) {
-    case 'K':
-      break;
-    case 'M':
-      v *= 1024;
-      break;
-    case 'G':
-      v *= 1024.0 * 1024;
-      break;
-    case 'T':
-      v *= 1024.0 * 1024 * 1024;
-      break;
-    default:
-      v /= 1024;
-  }
-  // Beyond 2^62 KiB (or not a number at all) is garbage: 0, never an undefined conversion.
-  if (!(v >= 0) || v > 4.6e18) return 0;
-  return static_cast<int64_t>(v);
-}
-
 Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::string& data_plane) {
   std::vector<JobRecord> jobs;
   // (job id, submit) of each allocation line, so its steps (which follow it) fold into it.
@@ -132,7 +110,7 @@ Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::
       auto it = latest.find(Num(id.substr(0, dot)));
       if (it != latest.end()) {
         auto& j = jobs[it->second];
-        j.max_rss_kib = std::max(j.max_rss_kib, ParseSlurmSizeKiB(f[13]));
+        j.max_rss_kib = std::max(j.max_rss_kib, slurm::ParseSlurmSizeKiB(f[13]));
       }
       continue;
     }
@@ -152,7 +130,7 @@ Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::
     j.end_time = Num(f[10]);
     j.elapsed_seconds = Num(f[11]);
     j.cpu_seconds = ParseSlurmDuration(f[12]);
-    j.max_rss_kib = ParseSlurmSizeKiB(f[13]);
+    j.max_rss_kib = slurm::ParseSlurmSizeKiB(f[13]);
     j.nodes = static_cast<int>(Num(f[14]));
     j.node_list = f[15] == "None assigned" ? "" : f[15];
     j.tres = f[16];

@@ -22,7 +22,5 @@ Result<std::vector<JobRecord>> ParseSacct(const std::string& output, const std::
 // A unix time as sacct's --starttime/--endtime take it (local time, YYYY-MM-DDTHH:MM:SS).
 std::string SacctTime(int64_t t);
 int64_t ParseSlurmDuration(const std::string& s);
-// "1234K", "12M", "1G", "512" (bytes) -> KiB.
-int64_t ParseSlurmSizeKiB(const std::string& s);
 
 }  // namespace hpc::cp

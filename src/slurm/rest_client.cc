@@ -83,16 +83,6 @@ std::string State(const json& obj, const char* key) {
   return states.empty() ? std::string() : states.front();
 }
 
-// GPUs per node in a TRES string such as "gres:gpu:2", "gres/gpu=2" or "gres:gpu:a100:1".
-int GpusIn(const std::string& tres) {
-  auto pos = tres.find("gpu");
-  if (pos == std::string::npos) return 0;
-  auto sep = tres.find_last_of(":=");
-  if (sep == std::string::npos || sep < pos) return 1;
-  int n = std::atoi(tres.c_str() + sep + 1);
-  return n > 0 ? n : 1;
-}
-
 // Errors slurmrestd reports inside a 200 answer.
 Status BodyErrors(const json& j) {
   if (j.contains("errors") && j["errors"].is_array() && !j["errors"].empty()) {
@@ -105,6 +95,16 @@ Status BodyErrors(const json& j) {
   return Status::Ok();
 }
 }  // namespace
+
+// GPUs per node in a TRES string such as "gres:gpu:2", "gres/gpu=2" or "gres:gpu:a100:1".
+int GpusIn(const std::string& tres) {
+  auto pos = tres.find("gpu");
+  if (pos == std::string::npos) return 0;
+  auto sep = tres.find_last_of(":=");
+  if (sep == std::string::npos || sep < pos) return 1;
+  int n = std::atoi(tres.c_str() + sep + 1);
+  return n > 0 ? n : 1;
+}
 
 Result<std::string> RestClient::Get(const std::string& path) {
   httplib::Client cli(host_, port_);

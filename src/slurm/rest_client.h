@@ -44,4 +44,8 @@ class RestClient : public SlurmReader {
   std::chrono::milliseconds timeout_;
 };
 
+// GPUs per node in a TRES string such as "gres:gpu:2", "gres/gpu=2" or "gres:gpu:a100:1"; 0 without
+// a GPU.
+int GpusIn(const std::string& tres);
+
 }  // namespace hpc::slurm

@@ -1,6 +1,6 @@
 // What the operator needs to know of and do to Slurm, behind interfaces so reconcilers can be
 // tested against fakes. Reads go through slurmrestd (JWT), except the operator's per-pass job
-// list (squeue --json in the controller pod, slurm/squeue_jobs.h: slurmrestd 22.05 keeps the
+// list (squeue in the controller pod, slurm/squeue_jobs.h: slurmrestd 22.05 keeps the
 // memory of every listing); actions REST 0.0.38 lacks (drain, resume, delete node,
 // reconfigure) go through scontrol in the controller pod.
 #pragma once

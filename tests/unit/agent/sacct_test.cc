@@ -74,14 +74,10 @@ TEST(Sacct, MalformedOutputIsAnErrorNamingTheLine) {
   EXPECT_TRUE(ParseSacct("", "dp1")->empty());
 }
 
-TEST(Sacct, DurationsAndSizes) {
+TEST(Sacct, Durations) {
   EXPECT_EQ(ParseSlurmDuration("1-02:03:04.5"), 86400 + 7384);
   EXPECT_EQ(ParseSlurmDuration("03:04.500"), 184);
   EXPECT_EQ(ParseSlurmDuration(""), 0);
-  EXPECT_EQ(ParseSlurmSizeKiB("512K"), 512);
-  EXPECT_EQ(ParseSlurmSizeKiB("3M"), 3072);
-  EXPECT_EQ(ParseSlurmSizeKiB("2048"), 2);
-  EXPECT_EQ(ParseSlurmSizeKiB(""), 0);
 }
 
 TEST(Sacct, WindowIsBoundedAndAllUsers) {

@@ -209,6 +209,7 @@ TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
   EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "HealthCheckProgram=/run/slurm-scripts/health_check\n"
                                                     "HealthCheckInterval=30\nHealthCheckNodeState=ANY\n"
                                                     "Epilog=/run/slurm-scripts/health_check\n"));
+  EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "Epilog=/bin/true\n"));        // without health checks
   EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "Epilog=/opt/site/epilog\n"));  // an admin's is theirs
 }
 

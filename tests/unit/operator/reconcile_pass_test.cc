@@ -39,11 +39,11 @@ class ReconcilePassTest : public ::testing::Test {
     auto ledger = OwnershipLedger::Open((dir_ / "owned.json").string());
     EXPECT_TRUE(ledger.ok()) << ledger.status().message();
     ctl_.ledger = std::make_unique<OwnershipLedger>(std::move(*ledger));
-    // squeue --json in the controller pod: the queue the test's FakeSlurm holds is empty.
+    // squeue in the controller pod: the queue the test's FakeSlurm holds is empty.
     rt_.exec_handler = [](const std::string&, const runtime::ExecOptions& o) {
       ProcessResult r;
       r.exit_code = 0;
-      if (!o.argv.empty() && o.argv[0] == "squeue") r.out = R"({"jobs": []})";
+      if (!o.argv.empty() && o.argv[0] == "squeue") r.out = "";  // an empty queue
       return r;
     };
   }
@@ -223,7 +223,7 @@ TEST_F(ReconcilePassTest, AssociationsWaitUntilTheControllerPodHasTheUsersFile) 
   rt_.exec_handler = [&](const std::string&, const runtime::ExecOptions& o) {
     ProcessResult r;
     r.exit_code = 0;
-    if (!o.argv.empty() && o.argv[0] == "squeue") r.out = R"({"jobs": []})";
+    if (!o.argv.empty() && o.argv[0] == "squeue") r.out = "";  // an empty queue
     if (!o.argv.empty() && o.argv[0] == "cmp") r.exit_code = propagated ? 0 : 1;
     return r;
   };

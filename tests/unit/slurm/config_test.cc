@@ -143,7 +143,12 @@ TEST(SlurmConfTest, HealthCheckProgramRunsEveryIntervalAndAfterEachJob) {
   c.spec.health_checks.enabled = false;
   conf = RenderSlurmConf(c, {NodeSet("cpu")});
   EXPECT_EQ(conf.find("HealthCheck"), std::string::npos);
-  EXPECT_EQ(conf.find("Epilog="), std::string::npos);
+  // Without checks the Epilog does nothing; it is there so that a job's end places the next one at
+  // once (slurmctld schedules on a node's epilog report; without one, at its next periodic pass).
+  EXPECT_TRUE(HasLine(conf, "Epilog=/bin/true")) << conf;
+  c.spec.extra_config = {"epilog=/opt/epilog"};
+  conf = RenderSlurmConf(c, {NodeSet("cpu")});
+  EXPECT_EQ(conf.find("Epilog=/bin/true"), std::string::npos);
 }
 
 TEST(RestClientTest, ParsesNodes) {
