@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
       auto jobs = rest.Jobs();
       if (jobs.ok()) {
         for (const auto& j : *jobs) {
-          if (j.job_id == job && j.state == "RUNNING") t_run = Clock::now();
+          if (j.job_id == job && j.state == "RUNNING" && !j.configuring) t_run = Clock::now();
         }
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(5));

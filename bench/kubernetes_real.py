@@ -6,7 +6,9 @@ nodeset at zero), in one run:
 
 - apply -> Ready: `kubectl apply` of the manifest until the SlurmCluster's Ready condition (local:
   `hpcplane up`, which waits for the same);
-- cold start: `sbatch -p burst` until the job is RUNNING on a worker scaled from zero;
+- cold start: `sbatch -p burst` until the job is RUNNING on a worker scaled from zero, step by step:
+  on Kubernetes the burst pod's progress as the API server shows it (created, bound, each
+  container running or done, Ready), and on both sides when slurmd registered and the job ran;
 - idle, over IDLE seconds after both are Ready: the operator's API requests (the API server's
   audit log of its ServiceAccount, by verb and resource) and the leading operator's CPU and RSS
   (local: the cluster's daemon, which reconciles the same way);
@@ -28,6 +30,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -87,19 +90,109 @@ def idle_usage(pid, seconds):
     return 100 * (cpu1 - cpu0) / seconds, rss
 
 
-def job_state_in(exec_argv, job):
-    r = subprocess.run([*exec_argv, "scontrol", "show", "job", "-o", job], capture_output=True, text=True)
-    fields = dict(f.split("=", 1) for f in r.stdout.split() if "=" in f)
-    return fields.get("JobState", "")
+# Run as root in the controller pod: submits alice's job to the burst nodeset at zero and prints, in
+# the pod's clock (the host's), when sbatch was called and returned, when a burst node first shows
+# registered in Slurm, and when the job runs (RUNNING without CONFIGURING: squeue's %T says
+# CONFIGURING while its nodes still boot). Polled in the pod every 20 ms: a kubectl exec per poll
+# would take longer than the steps it times.
+COLD_START_PROBE = r"""
+t() { date +%s.%N; }
+echo "sbatch $(t)"
+job=$(setpriv --reuid=alice --regid=alice --init-groups -- sbatch --parsable --chdir=/tmp -p burst --wrap 'sleep 30')
+job=${job%%;*}
+echo "submitted $(t) $job"
+registered=
+for _ in $(seq 15000); do
+  if [ -z "$registered" ] && [ -n "$(sinfo -h -N -p burst -t idle,alloc,mix -o %N 2>/dev/null)" ]; then
+    registered=1; echo "registered $(t)"
+  fi
+  case $(squeue -h -j "$job" -o %T 2>/dev/null) in
+    RUNNING|COMPLETING|COMPLETED) echo "running $(t)"; exit 0 ;;
+  esac
+  sleep 0.02
+done
+echo "job $job did not run" >&2; exit 1
+"""
 
 
-def cold_start(exec_argv, as_alice):
-    r = run(*exec_argv, *as_alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap", "sleep 30")
-    t0 = time.monotonic()
-    job = r.stdout.strip().split(";")[0]
-    wait_for(f"job {job} to run", lambda: job_state_in(exec_argv, job) in ("RUNNING", "COMPLETED"), timeout=300,
-             interval=0.1)
-    return time.monotonic() - t0
+def cold_start(exec_argv, env=None):
+    """Seconds from sbatch to the job running, and the probe's moments (unix seconds)."""
+    r = run(*exec_argv, "bash", "-c", COLD_START_PROBE, timeout=360, env=env)
+    moments = {}
+    for line in r.stdout.splitlines():
+        words = line.split()
+        if len(words) >= 2 and words[0] in ("sbatch", "submitted", "registered", "running"):
+            moments[words[0]] = float(words[1])
+    moments.setdefault("registered", moments["running"])  # between two polls
+    return moments["running"] - moments["sbatch"], moments
+
+
+class PodWatch:
+    """The events of pods matching a label, each with the moment it reached this process
+    (`kubectl get -w`): what the API server shows of a pod's progress, step by step, to the
+    millisecond (the pods' own timestamps have whole seconds)."""
+
+    def __init__(self, k, selector):
+        env = dict(os.environ, KUBECONFIG=k.kubeconfig, HOME=k.dir)
+        self.proc = subprocess.Popen([k.kubectl_binary, "-n", NS, "get", "pods", "-l", selector, "-w",
+                                      "--output-watch-events", "-o", "json"], env=env, stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True)
+        self.events = []
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self):
+        decoder, buf = json.JSONDecoder(), ""
+        for line in self.proc.stdout:
+            buf += line
+            try:
+                obj, end = decoder.raw_decode(buf.lstrip())
+            except ValueError:
+                continue
+            self.events.append((time.time(), obj.get("object") or {}))
+            buf = buf.lstrip()[end:]
+
+    def stop(self):
+        self.proc.terminate()
+        self.proc.wait(timeout=10)
+        self.thread.join(timeout=10)
+
+    def timeline(self):
+        """(moment, step) of each first: the pod created, bound to a node, each container running
+        (and each init container done), the pod Ready."""
+        firsts = {}
+
+        def first(step, when):
+            firsts.setdefault(step, when)
+        for when, pod in self.events:
+            spec, status = pod.get("spec") or {}, pod.get("status") or {}
+            first("pod created", when)
+            if spec.get("nodeName"):
+                first("pod bound to a node", when)
+            for kind, key in (("init container", "initContainerStatuses"), ("container", "containerStatuses")):
+                for c in status.get(key) or []:
+                    state = c.get("state") or {}
+                    if "running" in state or "terminated" in state:
+                        first(f"{kind} {c['name']} running", when)
+                    if "terminated" in state:
+                        first(f"{kind} {c['name']} done", when)
+                    if c.get("started"):
+                        first(f"{kind} {c['name']} started (startup probe passed)", when)
+            if any(x.get("type") == "Ready" and x.get("status") == "True" for x in status.get("conditions") or []):
+                first("pod Ready", when)
+        return sorted((when, step) for step, when in firsts.items())
+
+
+def timeline_lines(moments, pod_steps):
+    """The cold start step by step, in ms after sbatch was called."""
+    t0 = moments["sbatch"]
+    steps = [(moments["submitted"], "sbatch returned")] + list(pod_steps) + [
+        (moments["registered"], "slurmd registered (sinfo)"), (moments["running"], "job RUNNING (squeue)")]
+    lines, before = [], t0
+    for when, step in sorted(steps):
+        lines.append(f"  {1000 * (when - t0):7.0f} ms  (+{1000 * (when - before):5.0f})  {step}")
+        before = when
+    return lines
 
 
 def kubernetes_side(k=None):
@@ -126,7 +219,15 @@ def _measure_kubernetes(k):
     wait_for("the SlurmCluster to be Ready", ready, timeout=600, interval=0.2)
     out["ready"] = time.monotonic() - t0
     controller = [k.kubectl_binary, "--kubeconfig", k.kubeconfig, "-n", NS, "exec", f"{CLUSTER}-controller", "--"]
-    out["cold"] = cold_start(controller, ["setpriv", "--reuid=alice", "--regid=alice", "--init-groups", "--"])
+    watch = PodWatch(k, "hpcplane.io/nodeset=burst")
+    try:
+        out["cold"], moments = cold_start(controller)
+        # The pod's last steps (Ready) may come after the job runs.
+        wait_for("the burst pod to be Ready", lambda: any(s == "pod Ready" for _, s in watch.timeline()), timeout=60,
+                 interval=0.1)
+    finally:
+        watch.stop()
+    out["cold_timeline"] = timeline_lines(moments, watch.timeline())
     # Idle: the job done, the burst worker gone again.
     wait_for("the burst worker to go", lambda: not json.loads(k.kubectl(
         "-n", NS, "get", "pods", "-l", "hpcplane.io/nodeset=burst", "-o", "json").stdout)["items"], timeout=300)
@@ -221,13 +322,8 @@ def local_side():
         run(HPCPLANE, "--state-dir", work, "up", "-f", path, "--detach", env=env, timeout=900)
         out["ready"] = time.monotonic() - t0
         controller = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", f"{CLUSTER}-controller", "--"]
-        alice = [HPCPLANE, "--state-dir", work, "--cluster", CLUSTER, "exec", f"{CLUSTER}-controller", "--user", "alice", "--"]
-        r = run(*alice, "sbatch", "--parsable", "--chdir=/tmp", "-p", "burst", "--wrap", "sleep 30", env=env)
-        t1 = time.monotonic()
-        job = r.stdout.strip().split(";")[0]
-        wait_for(f"job {job} to run", lambda: job_state_in(controller, job) in ("RUNNING", "COMPLETED"),
-                 timeout=300, interval=0.1)
-        out["cold"] = time.monotonic() - t1
+        out["cold"], moments = cold_start(controller, env=env)
+        out["cold_timeline"] = timeline_lines(moments, [])
         with open(os.path.join(work, "clusters", CLUSTER, "daemon.pid")) as f:
             pid = f.read().split()[0]
         out["cpu"], out["rss"] = idle_usage(pid, IDLE)
@@ -247,6 +343,10 @@ def report(kube, local):
         f"kubernetes/local = {kube['ready'] / local['ready']:.2f}x",
         f"cold start sbatch -> RUNNING from zero: kubernetes {kube['cold']:.2f} s, local {local['cold']:.2f} s; "
         f"kubernetes/local = {kube['cold'] / local['cold']:.2f}x",
+        "cold start on kubernetes, step by step (ms after sbatch; +ms since the step before):",
+        *kube["cold_timeline"],
+        "cold start on the local runtime:",
+        *local["cold_timeline"],
         f"idle {IDLE:.0f} s: leading operator CPU {kube['cpu']:.2f}% RSS {kube['rss']:.0f} MiB; "
         f"local daemon CPU {local['cpu']:.2f}% RSS {local['rss']:.0f} MiB",
         f"operator API requests idle ({kube['replicas']} replicas): {total * 60 / IDLE:.1f} per minute "

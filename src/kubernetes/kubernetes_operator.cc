@@ -17,6 +17,7 @@
 #include "common/stop_signal.h"
 #include "kubernetes/kubernetes_store.h"
 #include "kubernetes/leader_election.h"
+#include "kubernetes/submission_watch.h"
 #include "kubernetes/work_queue.h"
 #include "operator/conditions.h"
 #include "operator/reconcile_pass.h"
@@ -61,6 +62,8 @@ struct ClusterState {
   std::unique_ptr<KubernetesStore> store;
   std::unique_ptr<k8s::KubernetesRuntime> rt;
   std::unique_ptr<op::ClusterControllers> controllers;
+  // Last: stopped first, before what its callback could reach.
+  std::unique_ptr<SubmissionWatch> submissions;
 };
 
 // The resources the operator reads, each through an informer: its plural, its collection path,
@@ -117,10 +120,13 @@ Status CheckReleaseChange(const json& cr, const ClusterImages& images) {
 
 class Operator {
  public:
+  // `on_submission` is told a cluster's key when a job was submitted to it (the work queue).
   Operator(k8s::Connection conn, OperatorOptions options,
-           const std::map<std::string, std::unique_ptr<k8s::Informer>>& informers)
+           const std::map<std::string, std::unique_ptr<k8s::Informer>>& informers,
+           std::function<void(const std::string& key)> on_submission)
       : conn_(std::move(conn)),
         api_(std::make_shared<k8s::ApiClient>(conn_)),
+        on_submission_(std::move(on_submission)),
         options_(std::move(options)),
         inputs_(KubernetesBuildInputs(options_.objects.release)) {
     for (const auto& [plural, informer] : informers) caches_.Add(plural, informer.get());
@@ -230,6 +236,14 @@ class Operator {
       return nullptr;
     }
     s->controllers = std::move(*controllers);
+    // A submission queues the cluster at once, as the local daemon's inotify does; on a
+    // connection of its own, since its thread may outlive this state by one exec.
+    api::SlurmCluster named;
+    named.metadata.name = name;
+    s->submissions = std::make_unique<SubmissionWatch>(
+        "slurmcluster " + ns + "/" + name,
+        SubmissionWatch::InControllerPod(std::make_shared<k8s::ApiClient>(conn_), ctx, op::ControllerPodName(named)),
+        [this, key = ns + "/" + name] { on_submission_(key); });
     spdlog::info("slurmcluster {}/{} (uid {}): reconciling, Slurm {} from {}", ns, name, uid, images.release.Series(),
                  images.image);
     return s;
@@ -237,6 +251,7 @@ class Operator {
 
   const k8s::Connection conn_;
   std::shared_ptr<k8s::ApiClient> api_;  // status of invalid resources
+  const std::function<void(const std::string& key)> on_submission_;
   OperatorOptions options_;
   op::BuildInputs inputs_;
   k8s::Caches caches_;
@@ -312,7 +327,7 @@ int RunOperator(const OperatorOptions& given) {
   };
 
   LeaderElector elector(api, options.lease_namespace, "hpcplane-operator", options.identity, options.lease_duration);
-  Operator op(*conn, options, informers);
+  Operator op(*conn, options, informers, [&queue](const std::string& key) { queue.Add(key); });
   std::vector<std::thread> workers;
   for (int i = 0; i < options.workers; ++i) {
     workers.emplace_back([&] {

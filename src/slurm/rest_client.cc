@@ -244,6 +244,8 @@ Result<std::vector<SlurmJob>> RestClient::ParseJobs(const std::string& body) {
       job.job_id = Int(x, "job_id");
       job.user = Str(x, "user_name");
       job.state = State(x, "job_state");
+      auto states = Strings(x, "job_state");
+      job.configuring = std::find(states.begin(), states.end(), "CONFIGURING") != states.end();
       job.reason = Str(x, "state_reason");
       job.partition = Str(x, "partition");
       job.nodes = Str(x, "nodes");

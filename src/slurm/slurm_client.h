@@ -58,7 +58,10 @@ struct SlurmPartition {
 struct SlurmJob {
   int64_t job_id = 0;
   std::string user;
-  std::string state;      // PENDING, RUNNING, ...
+  std::string state;  // PENDING, RUNNING, ...
+  // Allocated but its nodes still booting (Slurm's power saving): 24.11 on list such a job as
+  // RUNNING with this flag, before any of it runs.
+  bool configuring = false;
   std::string reason;     // state_reason
   std::string partition;  // comma-separated when several were requested
   std::string nodes;

@@ -161,6 +161,40 @@ TEST(AutoscaleIT, JobsWithoutMemoryShareAWorker) {
   }
 }
 
+// An --exclusive job takes a whole worker: two 1-CPU exclusive tasks (one array, so the
+// autoscaler sees both at once) get two 2-CPU workers in one step (0→2), where two shared ones
+// fit on one. Slurm 26.05's JSON listing no longer said which jobs are exclusive; the listing
+// reads its Exclusive field.
+TEST(AutoscaleIT, ExclusiveJobsTakeAWorkerEach) {
+  ClusterOptions o = Elastic();
+  o.cpus = 2;
+  TestCluster c("ax", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  const std::string script = "while [ ! -e /shared/ax-release ]; do sleep 0.2; done";
+  auto submitted = c.Login("alice", {"sbatch", "--array=0-1", "--exclusive", "-c1", "--chdir", "/shared", "-o",
+                                     "/dev/null", "--wrap", script});
+  const int64_t array = JobIdFrom(submitted.out);
+  ASSERT_GT(array, 0) << submitted.out << submitted.err;
+  auto running = [&] {
+    return c.Login("root", {"squeue", "-h", "-r", "-j", std::to_string(array), "-t", "RUNNING", "-o", "%N"}).out;
+  };
+  ASSERT_TRUE(WaitFor([&] { return running().find('\n') != running().rfind('\n'); }, seconds(60)))
+      << c.Login("root", {"squeue", "-r"}).out;
+  // Two lines, two different nodes.
+  const std::string nodes = running();
+  const std::string first = nodes.substr(0, nodes.find('\n'));
+  EXPECT_EQ(nodes.find(first, first.size()), std::string::npos) << nodes;
+  auto desc = c.Cli({"describe", "nodeset", "cpu"});
+  EXPECT_NE(desc.out.find("scale up 0→2"), std::string::npos) << desc.out;
+  EXPECT_EQ(desc.out.find("scale up 0→1"), std::string::npos) << desc.out;
+  ASSERT_TRUE(files::WriteInPlace(c.SharedVolume() + "/ax-release", "").ok());
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        return c.Login("root", {"squeue", "-h", "-j", std::to_string(array)}).out.empty();
+      },
+      seconds(30)));
+}
+
 // With slurmrestd not answering, no worker is deleted even past idleTimeout; when it answers
 // again, scaling resumes by itself.
 TEST(AutoscaleIT, FailsClosedWhenSlurmIsUnreachable) {

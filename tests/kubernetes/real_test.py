@@ -752,6 +752,10 @@ spec: {{cluster: {CLUSTER}, environment: gpu-26.05, replicas: 1}}
         report = benchmark.report(kube, local)
         log(report)
         self.assertIn("kubernetes/local", report)
+        steps = "\n".join(kube["cold_timeline"])
+        for step in ("pod created", "pod bound to a node", "container worker running", "slurmd registered",
+                     "job RUNNING"):
+            self.assertIn(step, steps, "the cold start's timeline has each step")
         self.assertGreater(sum(kube["requests"].values()), 0, "the operator's requests are in the audit log")
         self.wait("the benchmark's SlurmCluster to be gone", lambda: not self.pods(), timeout=180)
 

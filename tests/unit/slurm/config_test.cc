@@ -201,6 +201,12 @@ TEST(RestClientTest, ParsesJobsKeepingOnlyWhatTheOperatorReads) {
   EXPECT_EQ(j.array_task_string, "1-9%2");
   EXPECT_EQ(j.array_max_tasks, 2);
   EXPECT_EQ(j.restart_count, 1);
+  EXPECT_FALSE(j.configuring);
+  // 24.11 on: a job allocated powered-down nodes is RUNNING with the CONFIGURING flag until they boot.
+  auto booting = RestClient::ParseJobs(R"({"jobs":[{"job_id":8,"job_state":["RUNNING","CONFIGURING"]}]})");
+  ASSERT_TRUE(booting.ok()) << booting.status().message();
+  EXPECT_EQ((*booting)[0].state, "RUNNING");
+  EXPECT_TRUE((*booting)[0].configuring);
   auto failed = RestClient::ParseJobs(R"({"errors":[{"error":"Unable to query jobs","error_number":1}],"jobs":[]})");
   ASSERT_FALSE(failed.ok());
   EXPECT_EQ(failed.status().message(), "slurmrestd: Unable to query jobs");
