@@ -100,6 +100,7 @@ t() { date +%s.%N; }
 echo "sbatch $(t)"
 job=$(setpriv --reuid=alice --regid=alice --init-groups -- sbatch --parsable --chdir=/tmp -p burst --wrap 'sleep 30')
 job=${job%%;*}
+[ -n "$job" ] || { echo "sbatch failed" >&2; exit 1; }
 echo "submitted $(t) $job"
 registered=
 for _ in $(seq 15000); do
@@ -156,6 +157,7 @@ class PodWatch:
         self.proc.terminate()
         self.proc.wait(timeout=10)
         self.thread.join(timeout=10)
+        self.proc.stdout.close()
 
     def timeline(self):
         """(moment, step) of each first: the pod created, bound to a node, each container running

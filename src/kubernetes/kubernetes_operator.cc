@@ -62,7 +62,11 @@ struct ClusterState {
   std::unique_ptr<KubernetesStore> store;
   std::unique_ptr<k8s::KubernetesRuntime> rt;
   std::unique_ptr<op::ClusterControllers> controllers;
-  // Last: stopped first, before what its callback could reach.
+  k8s::ObjectContext ctx;
+  // Set by the submission watch, taken by the next pass: that pass lists the queue afresh (a
+  // listing reused from before the submission would not hold the new job).
+  std::shared_ptr<std::atomic<bool>> submitted = std::make_shared<std::atomic<bool>>(false);
+  // Under the operator's mutex: started by a pass, stopped when the replica stops leading.
   std::unique_ptr<SubmissionWatch> submissions;
 };
 
@@ -134,6 +138,20 @@ class Operator {
   }
 
   // Every SlurmCluster the cache holds (a new leader's first passes).
+  // A replica that starts acting (leading, every cache listed) queues every cluster; one that stops
+  // stops watching their submissions (it passes nothing until it acts again, and its next pass of
+  // each cluster watches again).
+  void ActingChanged(bool acting, WorkQueue& queue) {
+    if (acting) {
+      for (const auto& key : Keys()) queue.Add(key);
+      return;
+    }
+    std::lock_guard<std::mutex> lock(mu_);
+    for (auto& [key, state] : clusters_) {
+      if (state) state->submissions.reset();
+    }
+  }
+
   std::vector<std::string> Keys() const {
     std::vector<std::string> out;
     for (const auto& cr : clusters_cache_->List(options_.namespace_name)) {
@@ -187,8 +205,10 @@ class Operator {
       auto& slot = clusters_[key];
       if (!slot || slot->uid != uid || slot->images != *images) slot = NewClusterState(ns, name, uid, *images);
       state = slot.get();
+      if (state && !state->submissions) WatchSubmissions(key, name, state);
     }
     if (!state) return Next::kRetry;
+    if (state->submitted->exchange(false)) state->controllers->listing.Invalidate();
     op::PassOutcome outcome = op::ReconcileOnce(*state->store, *state->controllers, nullptr);
     if (outcome.duty_in) *resync_in = std::min(*resync_in, std::chrono::milliseconds(*outcome.duty_in));
     return outcome.converged ? Next::kResync : Next::kRetry;
@@ -207,6 +227,21 @@ class Operator {
     if (Status s = store.WriteStatus("slurmclusters", name, api::StatusToJson(st)); !s.ok()) {
       spdlog::warn("slurmcluster {}: status: {}", name, s.message());
     }
+  }
+
+  // A submission queues the cluster at once, as the local daemon's inotify does (on a connection
+  // of its own: its exec waits up to 25 s). Under mu_.
+  void WatchSubmissions(const std::string& key, const std::string& name, ClusterState* state) {
+    api::SlurmCluster named;
+    named.metadata.name = name;
+    state->submissions =
+        std::make_unique<SubmissionWatch>("slurmcluster " + key,
+                                          SubmissionWatch::InControllerPod(std::make_shared<k8s::ApiClient>(conn_),
+                                                                           state->ctx, op::ControllerPodName(named)),
+                                          [this, key, submitted = state->submitted] {
+                                            submitted->store(true);
+                                            on_submission_(key);
+                                          });
   }
 
   std::unique_ptr<ClusterState> NewClusterState(const std::string& ns, const std::string& name, const std::string& uid,
@@ -236,14 +271,7 @@ class Operator {
       return nullptr;
     }
     s->controllers = std::move(*controllers);
-    // A submission queues the cluster at once, as the local daemon's inotify does; on a
-    // connection of its own, since its thread may outlive this state by one exec.
-    api::SlurmCluster named;
-    named.metadata.name = name;
-    s->submissions = std::make_unique<SubmissionWatch>(
-        "slurmcluster " + ns + "/" + name,
-        SubmissionWatch::InControllerPod(std::make_shared<k8s::ApiClient>(conn_), ctx, op::ControllerPodName(named)),
-        [this, key = ns + "/" + name] { on_submission_(key); });
+    s->ctx = ctx;
     spdlog::info("slurmcluster {}/{} (uid {}): reconciling, Slurm {} from {}", ns, name, uid, images.release.Series(),
                  images.image);
     return s;
@@ -365,9 +393,7 @@ int RunOperator(const OperatorOptions& given) {
       next_renew = std::chrono::steady_clock::now() + renew_every;
     }
     const bool now_acting = elector.leading() && all_synced();
-    if (now_acting && !acting) {
-      for (const auto& key : op.Keys()) queue.Add(key);
-    }
+    if (now_acting != acting) op.ActingChanged(now_acting, queue);
     acting = now_acting;
     std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the lease's and the signals' pace
   }

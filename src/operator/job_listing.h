@@ -2,7 +2,8 @@
 // times what it took: a large queue takes Slurm a second or more to list, and listing back to
 // back would hold a core (at twice, 2,000 queued short jobs kept the daemon and its squeue at a
 // third of a core, and Slurm's throughput 5-10% below Slurm alone). Small queues list in
-// milliseconds and are read every pass; a submission or a pod event invalidates the listing.
+// milliseconds and are read every pass; a submission or a pod event invalidates the listing (the
+// local daemon's change probe, the Kubernetes operator's submission watch).
 #pragma once
 
 #include <chrono>

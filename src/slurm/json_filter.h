@@ -1,6 +1,6 @@
 // A JSON parse that drops, without ever building them, the members of objects at one depth
-// whose keys are not wanted: a 10,000-job `squeue --json` listing carries some 150 fields a job
-// and the operator reads 17. nlohmann's parser callback did this job until fuzzing found a
+// whose keys are not wanted: a 10,000-job listing from slurmrestd's /jobs carries some 150 fields
+// a job and a reader wants some 20. nlohmann's parser callback did this job until fuzzing found a
 // heap-use-after-free in it (3.11.2, discarding object members); this is a plain SAX handler.
 #pragma once
 

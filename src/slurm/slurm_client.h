@@ -58,7 +58,9 @@ struct SlurmPartition {
 struct SlurmJob {
   int64_t job_id = 0;
   std::string user;
-  std::string state;  // PENDING, RUNNING, ...
+  // PENDING, RUNNING, ...; a flag where Slurm shows one in place of the base state (COMPLETING,
+  // REQUEUED: squeue's listing; an ended job still COMPLETING is not Finished()).
+  std::string state;
   // Allocated but its nodes still booting (Slurm's power saving): 24.11 on list such a job as
   // RUNNING with this flag, before any of it runs.
   bool configuring = false;

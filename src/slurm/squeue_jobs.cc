@@ -1,6 +1,8 @@
 #include "slurm/squeue_jobs.h"
 
+#include <algorithm>
 #include <charconv>
+#include <iterator>
 #include <optional>
 
 #include <fmt/format.h>
@@ -11,6 +13,9 @@
 namespace hpc::slurm {
 
 namespace {
+
+// What squeue says on stderr of a --Format field it does not know.
+constexpr const char* kUnknownField = "Invalid job format specification: ";
 
 // Fields are separated by the ASCII unit separator, which no value Slurm prints contains (names,
 // reasons, dependencies, node lists and TRES strings are printable text).
@@ -34,7 +39,7 @@ enum Field : size_t {
   kTres,         // the request ("cpu=2,mem=200M,node=1,billing=2") while pending, the allocation after
   kTresPerNode,  // "gres/gpu:2"
   kOverSubscribe,
-  kExclusive,   // 26.05 has it, 24.11 not (an invalid field there, printed empty)
+  kExclusive,   // 26.05 has it, 24.11 not (unknown there: printed empty)
   kArrayTasks,  // a pending array's tasks ("1-5%2"), a task's own index, or N/A
   kDependency,
   kPriority,
@@ -42,19 +47,32 @@ enum Field : size_t {
   kFieldCount,
 };
 
-constexpr const char* kFieldNames[kFieldCount] = {
-    "JobID",         "UserName",  "State",       "Reason",     "Partition",    "NodeList",   "SubmitTime",
-    "StartTime",     "NumNodes",  "NumCPUs",     "MinCpus",    "MinMemory",    "tres-alloc", "tres-per-node",
-    "OverSubscribe", "Exclusive", "ArrayTaskID", "Dependency", "PriorityLong", "RestartCnt"};
+constexpr const char* kFieldNames[] = {"JobID",     "UserName",    "State",      "Reason",        "Partition",
+                                       "NodeList",  "SubmitTime",  "StartTime",  "NumNodes",      "NumCPUs",
+                                       "MinCpus",   "MinMemory",   "tres-alloc", "tres-per-node", "OverSubscribe",
+                                       "Exclusive", "ArrayTaskID", "Dependency", "PriorityLong",  "RestartCnt"};
+static_assert(std::size(kFieldNames) == kFieldCount, "a name for each field, in order");
 
 // Whether the job asked for whole nodes. Where squeue prints Exclusive (26.05) an exclusive job
 // shows NODE, USER, MCS or TOPO there, and OverSubscribe is NO for every job; where it does not
 // (24.11, 22.05: the field is empty, and squeue says on stderr that it does not know it),
 // OverSubscribe NO is how an exclusive job shows (OK otherwise).
 bool Exclusive(std::string_view exclusive, std::string_view oversubscribe) {
-  if (exclusive == "NO") return false;
-  if (exclusive == "NODE" || exclusive == "USER" || exclusive == "MCS" || exclusive == "TOPO") return true;
-  return oversubscribe == "NO";
+  if (exclusive.empty()) return oversubscribe == "NO";
+  return exclusive == "NODE" || exclusive == "USER" || exclusive == "MCS" || exclusive == "TOPO";
+}
+
+// squeue prints a job's description in place of its reason when Slurm wrote one
+// ("ReqNodeNotAvail, UnavailableNodes:cpu-[0-1]"): the reason is what comes before its ", ".
+// (Reasons themselves hold no ", ": the longest, Nodes_required_for_job_are_DOWN,_DRAINED_...,
+// joins with ",_".)
+std::string_view ReasonOf(std::string_view printed) { return printed.substr(0, printed.find(", ")); }
+
+// squeue prints a flag in place of a job's base state: COMPLETING, CONFIGURING, REQUEUED...
+// CONFIGURING is a running job whose nodes still boot, as slurmrestd says it (slurm_client.h).
+void SetState(SlurmJob& job, std::string_view printed) {
+  job.configuring = printed == "CONFIGURING";
+  job.state = job.configuring ? "RUNNING" : std::string(printed);
 }
 
 std::vector<std::string_view> Split(std::string_view line) {
@@ -99,10 +117,14 @@ int64_t TresMemoryMiB(std::string_view tres) {
 
 // The node count a TRES string names ("node=2"); 0 when none.
 int64_t TresNodes(std::string_view tres) {
-  auto pos = tres.find("node=");
-  if (pos == std::string_view::npos || (pos > 0 && tres[pos - 1] != ',')) return 0;
-  std::string_view rest = tres.substr(pos + 5);
-  return Number(rest.substr(0, rest.find(','))).value_or(0);
+  for (size_t start = 0; start <= tres.size();) {
+    size_t comma = tres.find(',', start);
+    if (comma == std::string_view::npos) comma = tres.size();
+    std::string_view item = tres.substr(start, comma - start);
+    if (item.substr(0, 5) == "node=") return Number(item.substr(5)).value_or(0);
+    start = comma + 1;
+  }
+  return 0;
 }
 
 // squeue prints a job's memory request without saying whether it is per node or per CPU; Slurm's
@@ -137,8 +159,8 @@ Result<SlurmJob> ParseLine(std::string_view line, int n) {
   ASSIGN_OR_RETURN(job.job_id, Count(f[kJobId], kJobId, n));
   if (job.job_id <= 0) return Status::Errorf("squeue line {}: no job id", n);
   job.user = f[kUser];
-  job.state = f[kState];
-  job.reason = f[kReason];  // "None" as Slurm says it
+  SetState(job, f[kState]);
+  job.reason = ReasonOf(f[kReason]);  // "None" as Slurm says it
   job.partition = f[kPartition];
   job.nodes = Unset(f[kNodes]) ? "" : f[kNodes];
   ASSIGN_OR_RETURN(job.submit_time, Count(f[kSubmitTime], kSubmitTime, n));
@@ -193,7 +215,8 @@ Result<std::vector<SlurmJob>> ParseSqueueListing(std::string_view text) {
 Result<std::vector<SlurmJob>> SqueueJobs(runtime::PodRuntime* rt, const std::string& controller_pod) {
   runtime::ExecOptions o;
   o.user = "slurm";
-  o.env = {{"SLURM_TIME_FORMAT", "%s"}};  // times as unix seconds
+  // Times as unix seconds; a pending array's whole task list (64 characters by default).
+  o.env = {{"SLURM_TIME_FORMAT", "%s"}, {"SLURM_BITSTR_LEN", "0"}};
   o.argv = SqueueListingCommand();
   o.timeout = std::chrono::milliseconds(30000);
   ASSIGN_OR_RETURN(ProcessResult r, rt->Exec(controller_pod, o));
@@ -201,6 +224,14 @@ Result<std::vector<SlurmJob>> SqueueJobs(runtime::PodRuntime* rt, const std::str
     std::string err = r.err.empty() ? r.out : r.err;
     while (!err.empty() && err.back() == '\n') err.pop_back();
     return Status::Errorf("squeue failed (exit {}): {}", r.exit_code, err);
+  }
+  // A field squeue does not know is printed empty, said only on stderr: Exclusive before 26.05 is
+  // expected; any other would read as "none" for every job.
+  for (size_t at = 0; (at = r.err.find(kUnknownField, at)) != std::string::npos;) {
+    at += std::string_view(kUnknownField).size();
+    std::string_view field = std::string_view(r.err).substr(at);
+    field = field.substr(0, field.find_first_of("\r\n"));
+    if (field != kFieldNames[kExclusive]) return Status::Errorf("squeue does not know the field {}", field);
   }
   return ParseSqueueListing(r.out);
 }

@@ -178,10 +178,15 @@ TEST(AutoscaleIT, ExclusiveJobsTakeAWorkerEach) {
   auto running = [&] {
     return c.Login("root", {"squeue", "-h", "-r", "-j", std::to_string(array), "-t", "RUNNING", "-o", "%N"}).out;
   };
-  ASSERT_TRUE(WaitFor([&] { return running().find('\n') != running().rfind('\n'); }, seconds(60)))
+  std::string nodes;  // one line a running task: its node
+  ASSERT_TRUE(WaitFor(
+      [&] {
+        nodes = running();
+        return std::count(nodes.begin(), nodes.end(), '\n') == 2;
+      },
+      seconds(60)))
       << c.Login("root", {"squeue", "-r"}).out;
-  // Two lines, two different nodes.
-  const std::string nodes = running();
+  // Two different nodes.
   const std::string first = nodes.substr(0, nodes.find('\n'));
   EXPECT_EQ(nodes.find(first, first.size()), std::string::npos) << nodes;
   auto desc = c.Cli({"describe", "nodeset", "cpu"});

@@ -434,7 +434,13 @@ Result<ProcessResult> ExecInPod(const ApiClient& api, const PodExecRequest& requ
   asio::io_context io;
   Session session;
   asio::co_spawn(io, Run(tls, where, PodExecPath(request), token, request.stdin_data, &session), asio::detached);
-  io.run_for(request.timeout);
+  // In slices, to see a cancellation; the coroutine is dropped with the io_context either way.
+  const auto deadline = std::chrono::steady_clock::now() + request.timeout;
+  while (!io.stopped() && std::chrono::steady_clock::now() < deadline) {
+    if (request.cancelled && request.cancelled->load()) return Status::Unavailable("exec: cancelled");
+    io.run_for(std::min<std::chrono::steady_clock::duration>(std::chrono::milliseconds(100),
+                                                             deadline - std::chrono::steady_clock::now()));
+  }
   if (!io.stopped()) {
     // Out of time: the coroutine is dropped with the io_context, which closes the connection.
     session.result.timed_out = true;

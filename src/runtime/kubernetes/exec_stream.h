@@ -4,7 +4,9 @@
 // status channel: Success is 0, NonZeroExitCode carries the code.
 #pragma once
 
+#include <atomic>
 #include <chrono>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -23,14 +25,16 @@ struct PodExecRequest {
   bool stdin = false;      // attached input (ExecAttached)
   bool tty = false;        // a terminal in the container: stderr is its stdout
   std::chrono::milliseconds timeout{60000};
+  // When set and true, ExecInPod gives up within 100 ms: its caller is stopping.
+  std::shared_ptr<const std::atomic<bool>> cancelled;
 };
 
 // The exec URL's path and query for `request`.
 std::string PodExecPath(const PodExecRequest& request);
 
 // Runs the command and collects its output; `timed_out` when it did not end in time (its output
-// so far is kept). An error when the API refused the exec (the pod is gone, not running, the
-// container does not exist) or the command could not be started in the container.
+// so far is kept); Unavailable ("cancelled") once `request.cancelled` is true. An error when the API refused the exec
+// (the pod is gone, not running, the container does not exist) or the command could not be started in the container.
 Result<ProcessResult> ExecInPod(const ApiClient& api, const PodExecRequest& request);
 
 // Runs the command attached: what is read from `in_fd` goes to its stdin (closed at the input's

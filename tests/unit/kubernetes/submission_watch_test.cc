@@ -21,18 +21,29 @@ class ScriptedPod {
   explicit ScriptedPod(std::deque<Result<ProcessResult>> answers) : s_(std::make_shared<State>()) {
     s_->answers = std::move(answers);
   }
-  // The watch's exec: it shares the script's state.
+  // The watch's exec: it shares the script's state, and gives up when cancelled, as ExecInPod does.
   SubmissionWatch::Exec exec() {
-    return [s = s_](const std::vector<std::string>& argv, std::chrono::milliseconds) -> Result<ProcessResult> {
+    return [s = s_](const std::vector<std::string>& argv, std::chrono::milliseconds,
+                    std::shared_ptr<const std::atomic<bool>> cancelled) -> Result<ProcessResult> {
       std::unique_lock<std::mutex> lock(s->mu);
       s->args.push_back(argv);
       s->cv.notify_all();
-      s->cv.wait(lock, [&] { return !s->answers.empty() || s->done; });
+      while (s->answers.empty() && !s->done) {
+        if (cancelled->load()) {
+          ++s->cancelled;
+          return Status::Unavailable("exec: cancelled");
+        }
+        s->cv.wait_for(lock, 10ms);
+      }
       if (s->answers.empty()) return Status::Unavailable("the test ended");
       auto a = std::move(s->answers.front());
       s->answers.pop_front();
       return a;
     };
+  }
+  int Cancelled() {
+    std::lock_guard<std::mutex> lock(s_->mu);
+    return s_->cancelled;
   }
   ~ScriptedPod() {
     std::lock_guard<std::mutex> lock(s_->mu);
@@ -60,6 +71,7 @@ class ScriptedPod {
     std::deque<Result<ProcessResult>> answers;
     std::vector<std::vector<std::string>> args;
     bool done = false;
+    int cancelled = 0;
   };
   std::shared_ptr<State> s_;
 };
@@ -76,7 +88,7 @@ ProcessResult Said(std::string out) {
 TEST(SubmissionWatch, CallsBackForEachChangeAfterTheFirstRead) {
   ScriptedPod pod({Said("100 1\n"), Said("100 1\n"), Said("100 2\n"), Said("101 3\n")});
   std::atomic<int> calls = 0;
-  SubmissionWatch watch("c1", pod.exec(), [&] { ++calls; }, {1s, 1s});
+  SubmissionWatch watch("c1", pod.exec(), [&] { ++calls; }, {1s, 1s, 0ms});
   ASSERT_TRUE(pod.WaitForExecs(5));
   EXPECT_EQ(calls.load(), 2);
   const auto first = pod.Args(0);
@@ -84,7 +96,7 @@ TEST(SubmissionWatch, CallsBackForEachChangeAfterTheFirstRead) {
   EXPECT_EQ(first[0], "perl");
   EXPECT_EQ(first[3], "/run/slurm/state/hpcplane-submitted");
   EXPECT_EQ(first[4], "-");   // nothing read yet: answer at once
-  EXPECT_EQ(first[5], "10");  // 1 s of 100 ms rounds
+  EXPECT_EQ(first[5], "10");  // 1 s in 100-ms rounds
   EXPECT_EQ(pod.Args(1)[4], "100 1\n");
   EXPECT_EQ(pod.Args(3)[4], "100 2\n");
   EXPECT_EQ(pod.Args(4)[4], "101 3\n");
@@ -96,23 +108,37 @@ TEST(SubmissionWatch, RetriesAFailedExecWithoutCallingBack) {
   ScriptedPod pod(
       {Said("7 1\n"), Status::Unavailable("pod c1-controller is not running"), Said("7 1\n"), Said("8 2\n")});
   std::atomic<int> calls = 0;
-  SubmissionWatch watch("c1", pod.exec(), [&] { ++calls; }, {1s, 1s});
+  SubmissionWatch watch("c1", pod.exec(), [&] { ++calls; }, {1s, 1s, 0ms});
   ASSERT_TRUE(pod.WaitForExecs(5));
   EXPECT_EQ(calls.load(), 1);
   EXPECT_EQ(pod.Args(2)[4], "7 1\n");
 }
 
-// Once stopped, an answer still in flight calls nothing back, and no further exec starts.
-TEST(SubmissionWatch, NothingAfterStop) {
+// Stopping cancels the exec in flight (a 25-s poll) and waits for the thread: nothing is called
+// back after, and no further exec starts.
+TEST(SubmissionWatch, StoppingCancelsThePollInFlight) {
   ScriptedPod pod({Said("1 1\n")});
   std::atomic<int> calls = 0;
   auto watch = std::make_unique<SubmissionWatch>(
-      "c1", pod.exec(), [&] { ++calls; }, SubmissionWatch::Options{1s, 1s});
+      "c1", pod.exec(), [&] { ++calls; }, SubmissionWatch::Options{25s, 1s, 0ms});
   ASSERT_TRUE(pod.WaitForExecs(2));  // the second poll is in flight
-  watch.reset();                     // returns without waiting for it
-  pod.Answer(Said("2 2\n"));         // its answer comes, changed, after the stop
-  EXPECT_FALSE(pod.WaitForExecs(3, 500ms)) << "no poll after the stop";
+  const auto t0 = std::chrono::steady_clock::now();
+  watch.reset();
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 5s) << "the destructor waited for the poll to end";
+  EXPECT_EQ(pod.Cancelled(), 1);
+  pod.Answer(Said("2 2\n"));
+  EXPECT_FALSE(pod.WaitForExecs(3, 200ms)) << "no poll after the stop";
   EXPECT_EQ(calls.load(), 0);
+}
+
+// A change is followed by a pause before the next poll (a burst of submissions is a few execs).
+TEST(SubmissionWatch, AChangeIsFollowedByAPause) {
+  ScriptedPod pod({Said("1 1\n"), Said("2 2\n"), Said("2 2\n")});
+  SubmissionWatch watch("c1", pod.exec(), [] {}, {1s, 1s, 300ms});
+  ASSERT_TRUE(pod.WaitForExecs(2));
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_TRUE(pod.WaitForExecs(3));
+  EXPECT_GE(std::chrono::steady_clock::now() - t0, 250ms);
 }
 
 }  // namespace

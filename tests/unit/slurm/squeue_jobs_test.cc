@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "fakes/fake_pod_runtime.h"
+
 namespace hpc::slurm {
 namespace {
 
@@ -111,6 +113,41 @@ TEST(SqueueListing, OlderSlurmShowsExclusiveJobsAsOverSubscribeNo) {
   EXPECT_EQ((*jobs)[2].memory_per_cpu, 100);
 }
 
+// squeue prints a job's description in place of its reason when Slurm wrote one, and a flag in
+// place of its state: the autoscaler compares the reason's name, and a job whose nodes still boot
+// is RUNNING and configuring, as slurmrestd says it.
+TEST(SqueueListing, ReasonsWithoutTheirDescriptionAndFlagsAsSlurmrestdSaysThem) {
+  auto jobs = ParseSqueueListing(
+      Listing("9|alice|PENDING|ReqNodeNotAvail, UnavailableNodes:cpu-[0-1]|cpu||1|N/A|1|1|1|400M|"
+              "cpu=1,mem=400M,node=1,billing=1|N/A|NO|NO|N/A|(null)|1|0|\n"
+              "10|alice|CONFIGURING|None|cpu|cpu-2|1|2|1|1|1|400M|cpu=1,mem=400M,node=1,billing=1|N/A|NO|NO|N/A|"
+              "(null)|1|0|\n"
+              "11|alice|COMPLETING|None|cpu|cpu-3|1|2|1|1|1|400M|cpu=1,mem=400M,node=1,billing=1|N/A|NO|NO|N/A|"
+              "(null)|1|0|\n"
+              "12|alice|PENDING|Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_"
+              "partitions|cpu||1|N/A|1|1|1|400M|cpu=1,mem=400M,node=1,billing=1|N/A|NO|NO|N/A|(null)|1|0|\n"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  EXPECT_EQ((*jobs)[0].reason, "ReqNodeNotAvail");
+  EXPECT_EQ((*jobs)[1].state, "RUNNING");
+  EXPECT_TRUE((*jobs)[1].configuring);
+  EXPECT_EQ((*jobs)[2].state, "COMPLETING");
+  EXPECT_FALSE((*jobs)[2].Finished()) << "its node is still busy";
+  EXPECT_EQ((*jobs)[3].reason,
+            "Nodes_required_for_job_are_DOWN,_DRAINED_or_reserved_for_jobs_in_higher_priority_partitions");
+}
+
+// Where squeue prints Exclusive (26.05) it alone decides; OverSubscribe only where it is empty.
+TEST(SqueueListing, ExclusiveDecidesWhereSqueuePrintsIt) {
+  auto jobs =
+      ParseSqueueListing(Listing("1|a|PENDING|None|p||1|N/A|1|1|1|1M|cpu=1,mem=1M,node=1|N/A|NO|OK|N/A|(null)|1|0|\n"
+                                 "2|a|PENDING|None|p||1|N/A|1|1|1|1M|cpu=1,mem=1M,node=1|N/A|NO|USER|N/A|(null)|1|0|\n"
+                                 "3|a|PENDING|None|p||1|N/A|1|1|1|1M|cpu=1,mem=1M,node=1|N/A|NO||N/A|(null)|1|0|\n"));
+  ASSERT_TRUE(jobs.ok()) << jobs.status().message();
+  EXPECT_FALSE((*jobs)[0].exclusive) << "an unknown word is not exclusive: OverSubscribe is NO for every job there";
+  EXPECT_TRUE((*jobs)[1].exclusive);
+  EXPECT_TRUE((*jobs)[2].exclusive);
+}
+
 TEST(SqueueListing, EmptyQueueIsNoJobs) {
   auto jobs = ParseSqueueListing("");
   ASSERT_TRUE(jobs.ok());
@@ -133,6 +170,27 @@ TEST(SqueueListing, AMalformedLineFailsTheWholeListing) {
       << bad_number.status().message();
   // A JSON document (what the listing was before) is not mistaken for an empty queue.
   EXPECT_FALSE(ParseSqueueListing(R"({"jobs": []})").ok());
+}
+
+// squeue prints a field it does not know empty and says so only on stderr: Exclusive before
+// 26.05 is expected, any other field fails the listing (it would read as "none" for every job).
+TEST(SqueueListing, AFieldSqueueDoesNotKnowFailsTheListingUnlessItIsExclusive) {
+  fakes::FakePodRuntime rt;
+  std::string err;
+  rt.exec_handler = [&](const std::string&, const runtime::ExecOptions& o) {
+    ProcessResult r;
+    r.exit_code = 0;
+    r.err = err;
+    EXPECT_EQ(o.env.at("SLURM_TIME_FORMAT"), "%s");
+    EXPECT_EQ(o.env.at("SLURM_BITSTR_LEN"), "0");
+    return r;
+  };
+  err = "squeue: error: Invalid job format specification: Exclusive\n";
+  EXPECT_TRUE(SqueueJobs(&rt, "c1-controller").ok());
+  err = "squeue: error: Invalid job format specification: tres-per-node\n";
+  auto failed = SqueueJobs(&rt, "c1-controller");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_EQ(failed.status().message(), "squeue does not know the field tres-per-node");
 }
 
 TEST(SqueueListing, TheCommandAsksForEveryStateWithoutHeaderAndPrintsWholeFields) {
