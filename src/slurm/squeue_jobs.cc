@@ -103,28 +103,18 @@ Result<int64_t> Count(std::string_view v, Field f, int line) {
   return *n;
 }
 
-// The memory a TRES string asks for ("...,mem=200M,..."), in MiB; 0 when it names none.
-int64_t TresMemoryMiB(std::string_view tres) {
+// The value a TRES string ("cpu=2,mem=200M,node=1,billing=2") gives `key`; empty when none.
+std::string_view TresValue(std::string_view tres, std::string_view key) {
   for (size_t start = 0; start <= tres.size();) {
     size_t comma = tres.find(',', start);
     if (comma == std::string_view::npos) comma = tres.size();
     std::string_view item = tres.substr(start, comma - start);
-    if (item.substr(0, 4) == "mem=") return ParseSlurmSizeKiB(std::string(item.substr(4))) / 1024;
+    if (item.size() > key.size() && item.substr(0, key.size()) == key && item[key.size()] == '=') {
+      return item.substr(key.size() + 1);
+    }
     start = comma + 1;
   }
-  return 0;
-}
-
-// The node count a TRES string names ("node=2"); 0 when none.
-int64_t TresNodes(std::string_view tres) {
-  for (size_t start = 0; start <= tres.size();) {
-    size_t comma = tres.find(',', start);
-    if (comma == std::string_view::npos) comma = tres.size();
-    std::string_view item = tres.substr(start, comma - start);
-    if (item.substr(0, 5) == "node=") return Number(item.substr(5)).value_or(0);
-    start = comma + 1;
-  }
-  return 0;
+  return {};
 }
 
 // squeue prints a job's memory request without saying whether it is per node or per CPU; Slurm's
@@ -132,8 +122,8 @@ int64_t TresNodes(std::string_view tres) {
 // times the nodes. Where both products agree (as many CPUs as nodes) the two readings ask the
 // same of every node.
 void MemoryRequest(SlurmJob& job, int64_t min_memory_mib, std::string_view tres) {
-  const int64_t total = TresMemoryMiB(tres);
-  const int64_t nodes = std::max<int64_t>(1, TresNodes(tres));
+  const int64_t total = ParseSlurmSizeKiB(std::string(TresValue(tres, "mem"))) / 1024;
+  const int64_t nodes = std::max<int64_t>(1, Number(TresValue(tres, "node")).value_or(0));
   if (min_memory_mib > 0 && total == min_memory_mib * job.cpus && job.cpus != nodes) {
     job.memory_per_cpu = min_memory_mib;
   } else {
