@@ -262,14 +262,21 @@ Result<std::string> ImageStore::RootOf(const std::string& reference) const {
 Result<ImageManifest> ImageStore::Build(const ImageRecipe& recipe, const BuildOptions& options) {
   RETURN_IF_ERROR(CheckName(recipe.name));
   const std::string recipe_digest = RecipeDigest(recipe);
-  ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
-  if (!options.rebuild) {
+  auto reuse = [&]() -> Result<std::optional<ImageManifest>> {
+    if (options.rebuild) return std::optional<ImageManifest>();
     ASSIGN_OR_RETURN(auto existing, Find(recipe.name));
-    if (existing && existing->recipe_digest == recipe_digest) {
-      if (options.progress) options.progress("reusing " + existing->Reference() + " (recipe unchanged)");
-      return std::move(*existing);
-    }
-  }
+    if (!existing || existing->recipe_digest != recipe_digest) return std::optional<ImageManifest>();
+    if (options.progress) options.progress("reusing " + existing->Reference() + " (recipe unchanged)");
+    return existing;
+  };
+  // An unchanged image is reused without the lock (a name's ref is replaced atomically): `up`
+  // never waits minutes behind another environment's build.
+  ASSIGN_OR_RETURN(auto unlocked, reuse());
+  if (unlocked) return std::move(*unlocked);
+  ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
+  // Looked at again: a build of the same recipe may have finished while this one waited.
+  ASSIGN_OR_RETURN(auto locked, reuse());
+  if (locked) return std::move(*locked);
   return BuildLocked(recipe, recipe_digest, options);
 }
 

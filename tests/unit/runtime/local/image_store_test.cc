@@ -1,7 +1,13 @@
 #include "runtime/local/image_store.h"
 #include "runtime/local/oci_export.h"
 
+#include <fcntl.h>
 #include <stdlib.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <future>
 
 #include <gtest/gtest.h>
 
@@ -92,6 +98,26 @@ TEST_F(ImageStoreTest, AnUnchangedRecipeReusesItsImageAndAChangedOneMakesANewIma
   ASSERT_TRUE(Store().Delete("tools").ok());
   EXPECT_FALSE(Store().RootOf(first->Reference()).ok());
   EXPECT_TRUE(files::ListDir(dir_ + "/store/images").empty());
+}
+
+// Another environment's build holds the store's lock for minutes: an unchanged image is reused
+// meanwhile (a cluster's `up` once waited behind a JupyterLab build until its caller gave up).
+TEST_F(ImageStoreTest, AnUnchangedImageIsReusedWhileAnotherBuildHoldsTheStore) {
+  ASSERT_TRUE(Store().Build(Recipe(), {}).ok());
+  int held = ::open((dir_ + "/store/lock").c_str(), O_RDWR | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(::flock(held, LOCK_EX), 0);
+  auto reused = std::async(std::launch::async, [&] { return Store().Build(Recipe(), {}); });
+  const bool returned = reused.wait_for(std::chrono::seconds(20)) == std::future_status::ready;
+  // A changed recipe needs the lock: it waits until the other build is done.
+  auto changed = std::async(std::launch::async, [&] { return Store().Build(Recipe({"hello", "curl"}), {}); });
+  EXPECT_EQ(changed.wait_for(std::chrono::milliseconds(300)), std::future_status::timeout);
+  ::close(held);
+  EXPECT_TRUE(returned) << "the reuse waited for the store's lock";
+  EXPECT_TRUE(reused.get().ok());
+  auto built = changed.get();
+  ASSERT_TRUE(built.ok()) << built.status().message();
+  EXPECT_EQ(built->packages.count("curl"), 1u);
 }
 
 TEST_F(ImageStoreTest, ARebuildWithNewerPackagesChangesTheDigestAndOneWithTheSameKeepsIt) {
