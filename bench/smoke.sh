@@ -57,12 +57,15 @@ smoke_one() {
     terminal_keystroke)
       run terminal_keystroke "ratio exec/keystroke" env KEYS=20 EXECS=3 /usr/bin/python3 "$here/terminal_keystroke.py" "$build"
       ;;
+    operator_scale)
+      run operator_scale "peer: kubectl create" env SIZES=10 STEADY=3 /usr/bin/python3 "$here/operator_scale.py" "$build"
+      ;;
     kubernetes_real) run kubernetes_real "kubernetes/local" env IDLE=5 WIDE=10 /usr/bin/python3 "$here/kubernetes_real.py" "$build" ;;
     *) echo "bench smoke: no benchmark '$1' (one of: $all)"; failed=$((failed + 1)) ;;
   esac
 }
 all="decision_cost up_to_ready cold_start warm_dispatch trace_replay controlplane api_load throughput scale idle_cost
-  console_render terminal_keystroke health_drain releases mpi_pingpong kubernetes_real"
+  console_render terminal_keystroke health_drain releases mpi_pingpong operator_scale kubernetes_real"
 if [ $# -gt 1 ]; then
   shift
   for name in "$@"; do smoke_one "$name"; done

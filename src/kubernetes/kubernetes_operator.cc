@@ -22,6 +22,7 @@
 #include "operator/conditions.h"
 #include "operator/reconcile_pass.h"
 #include "runtime/kubernetes/informer.h"
+#include "runtime/kubernetes/json_fields.h"
 #include "runtime/kubernetes/kubernetes_runtime.h"
 #include "runtime/kubernetes/server_version.h"
 
@@ -93,19 +94,17 @@ std::vector<Watched> WatchedResources() {
 
 // The SlurmCluster ("namespace/name") a changed object belongs to; empty for none.
 std::string ClusterKeyOf(const std::string& plural, const json& object) {
-  const json meta = object.value("metadata", json::object());
-  const std::string ns = meta.value("namespace", "");
+  // In place (json_fields.h): a pod's metadata carries its whole spec.
+  auto text = [](const json& v) { return v.is_string() ? v.get<std::string>() : std::string(); };
+  const json& meta = k8s::Member(object, "metadata");
+  const std::string ns = text(k8s::Member(meta, "namespace"));
   std::string cluster;
   if (plural == "slurmclusters") {
-    cluster = meta.value("name", "");
+    cluster = text(k8s::Member(meta, "name"));
   } else if (plural == "nodesets" || plural == "workspaces") {
-    const json spec = object.value("spec", json::object());
-    if (spec.contains("cluster") && spec["cluster"].is_string()) cluster = spec["cluster"].get<std::string>();
+    cluster = text(k8s::Member(k8s::Member(object, "spec"), "cluster"));
   } else {
-    const json labels = meta.value("labels", json::object());
-    if (labels.contains("hpcplane.io/cluster") && labels["hpcplane.io/cluster"].is_string()) {
-      cluster = labels["hpcplane.io/cluster"].get<std::string>();
-    }
+    cluster = text(k8s::Member(k8s::Member(meta, "labels"), "hpcplane.io/cluster"));
   }
   return ns.empty() || cluster.empty() ? "" : ns + "/" + cluster;
 }
@@ -209,7 +208,9 @@ class Operator {
     }
     if (!state) return Next::kRetry;
     if (state->submitted->exchange(false)) state->controllers->listing.Invalidate();
+    const auto started = std::chrono::steady_clock::now();
     op::PassOutcome outcome = op::ReconcileOnce(*state->store, *state->controllers, nullptr);
+    if (options_.on_pass) options_.on_pass(key, std::chrono::steady_clock::now() - started, outcome.converged);
     if (outcome.duty_in) *resync_in = std::min(*resync_in, std::chrono::milliseconds(*outcome.duty_in));
     return outcome.converged ? Next::kResync : Next::kRetry;
   }
@@ -234,14 +235,16 @@ class Operator {
   void WatchSubmissions(const std::string& key, const std::string& name, ClusterState* state) {
     api::SlurmCluster named;
     named.metadata.name = name;
-    state->submissions =
-        std::make_unique<SubmissionWatch>("slurmcluster " + key,
-                                          SubmissionWatch::InControllerPod(std::make_shared<k8s::ApiClient>(conn_),
-                                                                           state->ctx, op::ControllerPodName(named)),
-                                          [this, key, submitted = state->submitted] {
-                                            submitted->store(true);
-                                            on_submission_(key);
-                                          });
+    const std::string pod = op::ControllerPodName(named);
+    state->submissions = std::make_unique<SubmissionWatch>(
+        "slurmcluster " + key,
+        options_.slurm.submissions
+            ? options_.slurm.submissions(state->ctx, pod)
+            : SubmissionWatch::InControllerPod(std::make_shared<k8s::ApiClient>(conn_), state->ctx, pod),
+        [this, key, submitted = state->submitted] {
+          submitted->store(true);
+          on_submission_(key);
+        });
   }
 
   std::unique_ptr<ClusterState> NewClusterState(const std::string& ns, const std::string& name, const std::string& uid,
@@ -263,9 +266,11 @@ class Operator {
     UseClusterImages(images, &inputs, &ctx);
     s->rt = std::make_unique<k8s::KubernetesRuntime>(api, ctx);
     s->rt->UseCaches(caches_);
-    auto controllers = op::NewClusterControllers(
-        s->rt.get(), inputs, name,
-        LedgerInConfigMap(s->rt.get(), fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name)));
+    op::LedgerStorage ledger =
+        LedgerInConfigMap(s->rt.get(), fmt::format("{}/{}-{}-owned.json", options_.state_dir, ns, name));
+    auto controllers = options_.slurm.controllers
+                           ? options_.slurm.controllers(s->rt.get(), inputs, name, std::move(ledger))
+                           : op::NewClusterControllers(s->rt.get(), inputs, name, std::move(ledger));
     if (!controllers.ok()) {
       spdlog::error("slurmcluster {}: {}", name, controllers.status().message());
       return nullptr;

@@ -633,7 +633,7 @@ class RealCluster:
              "reclaimPolicy": "Retain"},
             {"apiVersion": "storage.k8s.io/v1", "kind": "StorageClass", "metadata": {"name": "shared"},
              "provisioner": "kubernetes.io/host-path", "reclaimPolicy": "Delete"}]
-        for i in range(volumes):
+        for i in range(volumes if self.nodes else 0):  # local volumes are on a node (kwok's have no disk)
             path = os.path.join(self.dir, "volumes", f"local-{i}")
             os.makedirs(path)
             items.append({

@@ -7,6 +7,8 @@
 #include <fmt/format.h>
 #include <spdlog/spdlog.h>
 
+#include "runtime/kubernetes/json_fields.h"
+
 namespace hpc::runtime::kubernetes {
 
 using nlohmann::json;
@@ -14,7 +16,8 @@ using nlohmann::json;
 namespace {
 
 std::optional<unsigned long long> NumericVersion(const json& object) {
-  const std::string rv = object.value("metadata", json::object()).value("resourceVersion", "");
+  const json& meta = Member(object, "metadata");
+  const std::string rv = meta.is_object() ? meta.value("resourceVersion", "") : "";
   if (rv.empty() || rv.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
   errno = 0;
   unsigned long long v = std::strtoull(rv.c_str(), nullptr, 10);
@@ -23,10 +26,10 @@ std::optional<unsigned long long> NumericVersion(const json& object) {
 }
 
 bool LabelsInclude(const json& object, const std::map<std::string, std::string>& wanted) {
-  const json labels = object.value("metadata", json::object()).value("labels", json::object());
+  const json& labels = Member(Member(object, "metadata"), "labels");
   for (const auto& [k, v] : wanted) {
-    auto it = labels.find(k);
-    if (it == labels.end() || !it->is_string() || it->get<std::string>() != v) return false;
+    const json& label = Member(labels, k.c_str());
+    if (!label.is_string() || label.get_ref<const std::string&>() != v) return false;
   }
   return true;
 }
@@ -34,7 +37,8 @@ bool LabelsInclude(const json& object, const std::map<std::string, std::string>&
 }  // namespace
 
 std::string ObjectCache::Key(const json& object) {
-  const json meta = object.value("metadata", json::object());
+  const json& meta = Member(object, "metadata");
+  if (!meta.is_object()) return "/";
   return meta.value("namespace", "") + "/" + meta.value("name", "");
 }
 

@@ -8,6 +8,7 @@
 
 #include "common/jwt.h"
 #include "runtime/kubernetes/exec_stream.h"
+#include "runtime/kubernetes/json_fields.h"
 #include "runtime/pod_spec_json.h"
 
 namespace hpc::runtime::kubernetes {
@@ -324,24 +325,49 @@ Status KubernetesRuntime::ForgetPod(const std::string& name) {
 }
 
 PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
+  const json& meta = Member(pod, "metadata");
+  const json& uid = Member(meta, "uid");
+  const json& version = Member(meta, "resourceVersion");
+  if (!uid.is_string() || !version.is_string()) return ParseStatus(pod);
+  const std::string& key = uid.get_ref<const std::string&>();
+  {
+    std::lock_guard<std::mutex> lock(summaries_mu_);
+    auto held = statuses_.find(key);
+    if (held != statuses_.end() && held->second.resource_version == version.get_ref<const std::string&>())
+      return held->second.status;
+  }
+  PodStatus st = ParseStatus(pod);
+  std::lock_guard<std::mutex> lock(summaries_mu_);
+  // Bounded as the summaries are: forgetting all at once costs one read of each pod still there.
+  if (statuses_.size() >= 4096) statuses_.clear();
+  statuses_[key] = {version.get<std::string>(), st};
+  return st;
+}
+
+PodStatus KubernetesRuntime::ParseStatus(const json& pod) const {
+  // Read in place (json_fields.h): a pod's metadata carries its whole spec.
   PodStatus st;
-  const json& meta = pod["metadata"];
-  const json status = pod.value("status", json::object());
-  st.name = pod.value("spec", json::object()).value("hostname", "");
-  st.labels = meta.value("labels", json::object()).get<std::map<std::string, std::string>>();
-  st.labels.erase(kManagedByLabel);
-  const std::string phase = status.value("phase", "Pending");
+  const json& meta = Member(pod, "metadata");
+  const json& status = Member(pod, "status");
+  const json& hostname = Member(Member(pod, "spec"), "hostname");
+  if (hostname.is_string()) st.name = hostname.get<std::string>();
+  for (const auto& [k, v] : Member(meta, "labels").items()) {
+    if (v.is_string() && k != kManagedByLabel) st.labels[k] = v.get<std::string>();
+  }
+  const json& phase_field = Member(status, "phase");
+  const std::string phase = phase_field.is_string() ? phase_field.get<std::string>() : "Pending";
   st.phase = phase == "Running"     ? PodPhase::kRunning
              : phase == "Succeeded" ? PodPhase::kSucceeded
              : phase == "Failed"    ? PodPhase::kFailed
                                     : PodPhase::kPending;
-  for (const auto& c : status.value("conditions", json::array())) {
+  for (const auto& c : Member(status, "conditions")) {
     if (c.value("type", "") == "Ready") st.ready = c.value("status", "") == "True";
   }
-  st.ip = status.value("podIP", "");
+  const json& ip = Member(status, "podIP");
+  if (ip.is_string()) st.ip = ip.get<std::string>();
   // Init containers first (the prepare step, the munged sidecar): while one fails, the pod's
   // own containers only wait "PodInitializing", which says nothing.
-  for (const auto& c : status.value("initContainerStatuses", json::array())) {
+  for (const auto& c : Member(status, "initContainerStatuses")) {
     st.restarts += c.value("restartCount", 0);
     if (!st.message.empty() || !c.contains("state")) continue;
     const json& state = c["state"];
@@ -350,15 +376,16 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
       const json& w = state["waiting"];
       std::string why = w.value("reason", "") + (w.contains("message") ? ": " + w.value("message", "") : "");
       // CrashLoopBackOff names no cause: the last run's exit does.
-      const json last = c.value("lastState", json::object()).value("terminated", json::object());
-      if (!last.empty()) why += fmt::format(" (last exit {} {})", last.value("exitCode", 0), last.value("reason", ""));
+      const json& last = Member(Member(c, "lastState"), "terminated");
+      if (last.is_object() && !last.empty())
+        why += fmt::format(" (last exit {} {})", last.value("exitCode", 0), last.value("reason", ""));
       st.message = who + ": " + why;
     } else if (state.contains("terminated") && state["terminated"].value("exitCode", 0) != 0) {
       const json& t = state["terminated"];
       st.message = fmt::format("{}: exit {} {}", who, t.value("exitCode", 0), t.value("reason", ""));
     }
   }
-  for (const auto& c : status.value("containerStatuses", json::array())) {
+  for (const auto& c : Member(status, "containerStatuses")) {
     st.restarts += c.value("restartCount", 0);
     if (st.message.empty() && c.contains("state") && c["state"].contains("waiting") &&
         c["state"]["waiting"].value("reason", "") != "PodInitializing") {
@@ -371,7 +398,8 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
     st.message = "terminating";
     st.delete_by = std::max<int64_t>(1, ParseTime(meta.value("deletionTimestamp", "")));
   }
-  st.started_at = ParseTime(status.value("startTime", ""));
+  const json& started = Member(status, "startTime");
+  st.started_at = ParseTime(started.is_string() ? started.get<std::string>() : "");
   const SpecSummary summary = SummaryOf(meta);
   st.resources = summary.resources;
   if (st.name.empty()) st.name = summary.name;
@@ -379,15 +407,17 @@ PodStatus KubernetesRuntime::StatusOf(const json& pod) const {
 }
 
 KubernetesRuntime::SpecSummary KubernetesRuntime::SummaryOf(const json& meta) const {
-  const std::string uid = meta.value("uid", "");
+  const json& uid_field = Member(meta, "uid");
+  const std::string uid = uid_field.is_string() ? uid_field.get<std::string>() : "";
   {
     std::lock_guard<std::mutex> lock(summaries_mu_);
     auto held = summaries_.find(uid);
     if (!uid.empty() && held != summaries_.end()) return held->second;
   }
   SpecSummary summary;
-  const std::string spec_json = meta.value("annotations", json::object()).value(kPodSpecAnnotation, "");
-  auto spec = SpecFromJson(json::parse(spec_json, nullptr, false));
+  const json& spec_json = Member(Member(meta, "annotations"), kPodSpecAnnotation);
+  auto spec = SpecFromJson(spec_json.is_string() ? json::parse(spec_json.get_ref<const std::string&>(), nullptr, false)
+                                                 : json());
   if (spec.ok()) summary = {spec->resources, spec->name};
   if (uid.empty()) return summary;
   std::lock_guard<std::mutex> lock(summaries_mu_);
