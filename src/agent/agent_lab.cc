@@ -203,7 +203,7 @@ json AgentLabs::Socket(const LabSocket& request) {
   if (tunnel.size() != 32 || tunnel.find_first_not_of("0123456789abcdef") != std::string::npos) {
     return Refused(Status::Unavailable("lab-socket: no tunnel id"));
   }
-  auto server = ws::PlainHttpHostPort(endpoint_.server);
+  auto server = ws::EndpointOf(endpoint_.server, endpoint_.ca_file);
   if (!server.ok()) return Refused(server.status());
   auto lab = Ensure(w, *r);
   if (!lab.ok()) return Refused(lab.status());
@@ -221,7 +221,7 @@ json AgentLabs::Socket(const LabSocket& request) {
   if (!lab_end.ok()) return Refused(Status::Unavailable("JupyterLab's socket: " + lab_end.status().message()));
   s->lab = *lab_end;
   auto server_end = s->loop.Connect(
-      server->host, server->port, fmt::format("/api/v1/dataplanes/{}/tunnels/{}", endpoint_.data_plane, tunnel),
+      *server, fmt::format("/api/v1/dataplanes/{}/tunnels/{}", endpoint_.data_plane, tunnel),
       {{"Authorization", "Bearer " + endpoint_.token}}, std::chrono::seconds(10),
       [s](std::string data, bool binary) { s->lab->Send(std::move(data), binary); },
       [s](const ws::CloseInfo& info) { s->lab->Close(ws::SendableCloseCode(info.code), info.reason); });

@@ -114,7 +114,7 @@ json AgentTerminals::OpenSocket(const TerminalSocket& request) {
   ReapEnded();
   const std::string& tunnel = request.tunnel;
   if (!IsHexId(tunnel)) return RelayError(Status::Unavailable("terminal-socket: no tunnel id"));
-  auto server = ws::PlainHttpHostPort(endpoint_.server);
+  auto server = ws::EndpointOf(endpoint_.server, endpoint_.ca_file);
   if (!server.ok()) return RelayError(server.status());
   auto shell = ShellFor(request.workspace, request.user, request.cols, request.rows);
   if (!shell.ok()) return RelayError(shell.status());
@@ -122,7 +122,7 @@ json AgentTerminals::OpenSocket(const TerminalSocket& request) {
   SocketSession* raw = s.get();
   raw->shell = *shell;
   auto socket = raw->loop.Connect(
-      server->host, server->port, fmt::format("/api/v1/dataplanes/{}/tunnels/{}", endpoint_.data_plane, tunnel),
+      *server, fmt::format("/api/v1/dataplanes/{}/tunnels/{}", endpoint_.data_plane, tunnel),
       {{"Authorization", "Bearer " + endpoint_.token}}, std::chrono::seconds(10),
       [raw](std::string data, bool binary) {
         if (binary) {

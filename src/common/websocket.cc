@@ -18,6 +18,9 @@
 
 #include <fmt/format.h>
 
+#include "common/tcp_dial.h"
+#include "common/tls_relay.h"
+
 namespace hpc::ws {
 
 namespace asio = boost::asio;
@@ -54,14 +57,6 @@ std::string CloseReasonText(std::string reason) {
   while (n > 0 && (static_cast<unsigned char>(reason[n]) & 0xC0) == 0x80) --n;
   reason.resize(n);
   return reason;
-}
-
-void SetSocketTimeouts(int fd, std::chrono::milliseconds t) {
-  timeval tv{};
-  tv.tv_sec = static_cast<time_t>(t.count() / 1000);
-  tv.tv_usec = static_cast<suseconds_t>((t.count() % 1000) * 1000);
-  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-  setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
 }
 
 }  // namespace
@@ -171,6 +166,8 @@ void OnLoop(const std::weak_ptr<Connection::Impl>& weak, const std::shared_ptr<S
 }  // namespace
 
 struct Loop::State {
+  // First, so destroyed last: a relay ends once the io_context's sockets (its plain ends) closed.
+  std::vector<std::unique_ptr<TlsRelay>> relays;
   Options options;
   asio::io_context ioc;
   std::shared_ptr<Shared> shared = std::make_shared<Shared>();
@@ -213,22 +210,33 @@ int SendableCloseCode(int code) {
   return defined || (code >= 3000 && code <= 4999) ? code : kServerError;
 }
 
-Result<HostPort> PlainHttpHostPort(const std::string& url) {
-  const std::string prefix = "http://";
-  if (url.rfind(prefix, 0) != 0) {
-    return Status::FailedPrecondition(
-        fmt::format("{}: WebSockets are dialled on a plain http:// address only", url.substr(0, 200)));
+Result<Endpoint> EndpointOf(const std::string& url, const std::string& ca_file) {
+  Endpoint e;
+  std::string rest;
+  std::string default_port;
+  if (url.rfind("http://", 0) == 0) {
+    rest = url.substr(7);
+    default_port = "80";
+  } else if (url.rfind("https://", 0) == 0) {
+    rest = url.substr(8);
+    default_port = "443";
+    e.tls = true;
+    e.ca_file = ca_file;
+  } else {
+    return Status::InvalidArgument("", fmt::format("{}: not an http:// or https:// URL", url.substr(0, 200)));
   }
-  std::string rest = url.substr(prefix.size());
   rest = rest.substr(0, rest.find('/'));
   if (!rest.empty() && rest[0] == '[') {  // [IPv6]:port
     const size_t close = rest.find(']');
-    if (close == std::string::npos) return Status::FailedPrecondition(fmt::format("{}: bad address", url));
-    return HostPort{rest.substr(1, close - 1), rest.size() > close + 2 ? rest.substr(close + 2) : "80"};
+    if (close == std::string::npos) return Status::InvalidArgument("", fmt::format("{}: bad address", url));
+    e.host = rest.substr(1, close - 1);
+    e.port = rest.size() > close + 2 ? rest.substr(close + 2) : default_port;
+    return e;
   }
   const size_t colon = rest.rfind(':');
-  if (colon == std::string::npos) return HostPort{rest, "80"};
-  return HostPort{rest.substr(0, colon), rest.substr(colon + 1)};
+  e.host = rest.substr(0, colon);
+  e.port = colon == std::string::npos ? default_port : rest.substr(colon + 1);
+  return e;
 }
 
 bool IsUpgrade(const std::vector<std::pair<std::string, std::string>>& headers) {
@@ -248,7 +256,7 @@ Loop::~Loop() {
   }
 }
 
-Result<std::shared_ptr<Connection>> Loop::Accept(int fd, const UpgradeRequest& request,
+Result<std::shared_ptr<Connection>> Loop::Accept(int fd, ssl_st* tls, const UpgradeRequest& request,
                                                  Connection::OnMessage on_message, Connection::OnClosed on_closed) {
   // Checked here rather than by Beast's accept, which would answer a bad handshake itself.
   if (!IsUpgrade(request.headers)) return Status::InvalidArgument("", "not a WebSocket upgrade request");
@@ -261,7 +269,15 @@ Result<std::shared_ptr<Connection>> Loop::Accept(int fd, const UpgradeRequest& r
   sockaddr_storage local{};
   socklen_t len = sizeof local;
   if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) return Status::Errorf("getsockname failed");
-  const int copy = ::dup(fd);
+  int copy = -1;
+  if (tls != nullptr) {
+    // The Loop serves the relay's plain end (a socket pair) as it would the TCP connection.
+    ASSIGN_OR_RETURN(auto relay, TlsRelay::Start(tls, fd, /*owned=*/false));
+    copy = relay->TakePlainEnd();
+    state_->relays.push_back(std::move(relay));
+  } else {
+    copy = ::dup(fd);
+  }
   if (copy < 0) return Status::Errorf("dup of the connection failed");
   tcp::socket socket(state_->ioc);
   beast::error_code ec;
@@ -280,39 +296,51 @@ Result<std::shared_ptr<Connection>> Loop::Accept(int fd, const UpgradeRequest& r
   return state_->Start(std::move(impl), std::move(on_message), std::move(on_closed));
 }
 
-Result<std::shared_ptr<Connection>> Loop::Connect(const std::string& host, const std::string& port,
-                                                  const std::string& target,
+Result<std::shared_ptr<Connection>> Loop::Connect(const Endpoint& to, const std::string& target,
                                                   const std::map<std::string, std::string>& headers,
                                                   std::chrono::milliseconds timeout, Connection::OnMessage on_message,
                                                   Connection::OnClosed on_closed) {
-  beast::error_code ec;
-  tcp::resolver resolver(state_->ioc);
-  auto endpoints = resolver.resolve(host, port, ec);
-  if (ec) return Status::Unavailable(fmt::format("ws://{}:{}: {}", host, port, ec.message()));
+  const std::string url = fmt::format("{}://{}:{}", to.tls ? "wss" : "ws", to.host, to.port);
   tcp::socket socket(state_->ioc);
-  for (const auto& e : endpoints) {
-    socket.close(ec);
-    socket.open(e.endpoint().protocol(), ec);
-    if (ec) continue;
-    // The handshake is synchronous; socket timeouts bound it (connect included on Linux).
-    SetSocketTimeouts(socket.native_handle(), timeout);
-    socket.connect(e.endpoint(), ec);
-    if (!ec) break;
+  if (to.tls) {
+    // TLS by a relay (tls_relay.h); the Loop talks plain to its end of a socket pair.
+    ASSIGN_OR_RETURN(auto relay, DialTls(to.host, to.port, to.ca_file, timeout));
+    const int plain = relay->TakePlainEnd();
+    state_->relays.push_back(std::move(relay));
+    SetSocketTimeouts(plain, timeout);
+    beast::error_code ec;
+    socket.assign(tcp::v4(), plain, ec);
+    if (ec) {
+      ::close(plain);
+      return Status::Errorf("{}: {}", url, ec.message());
+    }
+  } else {
+    auto dialled = DialTcp(to.host, to.port, timeout);
+    if (!dialled.ok()) return Status::Unavailable("ws://" + dialled.status().message());
+    const int fd = *dialled;
+    sockaddr_storage local{};
+    socklen_t len = sizeof local;
+    ::getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len);
+    beast::error_code ec;
+    socket.assign(local.ss_family == AF_INET6 ? tcp::v6() : tcp::v4(), fd, ec);
+    if (ec) {
+      ::close(fd);
+      return Status::Errorf("{}: {}", url, ec.message());
+    }
   }
-  if (ec) return Status::Unavailable(fmt::format("ws://{}:{}: {}", host, port, ec.message()));
-  socket.set_option(tcp::no_delay(true), ec);
   const int fd = socket.native_handle();
   auto impl = std::make_shared<Connection::Impl>(state_->ioc, std::move(socket), state_->options);
   impl->ws.set_option(websocket::stream_base::decorator([headers](websocket::request_type& req) {
     for (const auto& [k, v] : headers) req.set(k, v);
   }));
-  impl->ws.handshake(host + ":" + port, target, ec);
+  beast::error_code ec;
+  impl->ws.handshake(to.host + ":" + to.port, target, ec);
   if (ec == websocket::error::upgrade_declined) {
     // Beast 1.74 keeps the refusing answer to itself: its status is not known here.
-    return Status::Unavailable(fmt::format("ws://{}:{}{}: the server refused the upgrade (an HTTP error, not 101)",
-                                           host, port, target.substr(0, 200)));
+    return Status::Unavailable(
+        fmt::format("{}{}: the server refused the upgrade (an HTTP error, not 101)", url, target.substr(0, 200)));
   }
-  if (ec) return Status::Unavailable(fmt::format("ws://{}:{}{}: {}", host, port, target.substr(0, 200), ec.message()));
+  if (ec) return Status::Unavailable(fmt::format("{}{}: {}", url, target.substr(0, 200), ec.message()));
   SetSocketTimeouts(fd, std::chrono::milliseconds(0));
   return state_->Start(std::move(impl), std::move(on_message), std::move(on_closed));
 }

@@ -1,4 +1,4 @@
-// WebSockets (RFC 6455) over plain TCP, on Boost.Beast, without Boost in this header: what a
+// WebSockets (RFC 6455) over TCP or TLS (tls_relay.h), on Boost.Beast, without Boost in this header: what a
 // terminal or JupyterLab in the browser rides on, from the browser to the control plane and from
 // the data plane's agent to it (the agent dials out; the control plane never dials a data plane).
 //
@@ -18,6 +18,8 @@
 #include <vector>
 
 #include "common/result.h"
+
+struct ssl_st;  // OpenSSL's SSL, kept out of this header
 
 namespace hpc::ws {
 
@@ -78,12 +80,16 @@ struct UpgradeRequest {
   std::vector<std::pair<std::string, std::string>> headers;  // as received
 };
 
-// Where a WebSocket to the server of a plain http:// URL is dialled (ws://; the path is
-// dropped). FailedPrecondition for any other scheme: WebSockets are dialled on plain HTTP only.
-struct HostPort {
+// Where a WebSocket is dialled: ws://host:port, or with `tls` wss://host:port, the server's
+// certificate verified against `ca_file` (the system's CAs when empty) and `host`.
+struct Endpoint {
   std::string host, port;
+  bool tls = false;
+  std::string ca_file;
 };
-Result<HostPort> PlainHttpHostPort(const std::string& url);
+// The endpoint of a server's http:// or https:// URL (its path dropped). InvalidArgument for any
+// other scheme.
+Result<Endpoint> EndpointOf(const std::string& url, const std::string& ca_file = "");
 
 // Is this header set a WebSocket upgrade (Upgrade: websocket, Connection: upgrade)?
 bool IsUpgrade(const std::vector<std::pair<std::string, std::string>>& headers);
@@ -100,13 +106,30 @@ class Loop {
   // the first message can arrive. An error (and nothing answered) when the request is not a
   // valid WebSocket handshake.
   Result<std::shared_ptr<Connection>> Accept(int fd, const UpgradeRequest& request, Connection::OnMessage on_message,
-                                             Connection::OnClosed on_closed);
-  // Dials ws://host:port/target with `headers` added, within `timeout`.
+                                             Connection::OnClosed on_closed) {
+    return Accept(fd, nullptr, request, std::move(on_message), std::move(on_closed));
+  }
+  // The same on a connection whose TLS session `tls` (OpenSSL's SSL*) an HTTP server made and
+  // read the request through (nullptr: plain TCP). Session and fd stay the caller's and must
+  // outlive the Loop, whose destruction waits for what it sent to go out (tls_relay.h).
+  Result<std::shared_ptr<Connection>> Accept(int fd, ssl_st* tls, const UpgradeRequest& request,
+                                             Connection::OnMessage on_message, Connection::OnClosed on_closed);
+  // Dials `to` (ws:// or wss://) for `target` with `headers` added, within `timeout`.
+  Result<std::shared_ptr<Connection>> Connect(const Endpoint& to, const std::string& target,
+                                              const std::map<std::string, std::string>& headers,
+                                              std::chrono::milliseconds timeout, Connection::OnMessage on_message,
+                                              Connection::OnClosed on_closed);
+  // Dials ws://host:port/target.
   Result<std::shared_ptr<Connection>> Connect(const std::string& host, const std::string& port,
                                               const std::string& target,
                                               const std::map<std::string, std::string>& headers,
                                               std::chrono::milliseconds timeout, Connection::OnMessage on_message,
-                                              Connection::OnClosed on_closed);
+                                              Connection::OnClosed on_closed) {
+    Endpoint to;
+    to.host = host;
+    to.port = port;
+    return Connect(to, target, headers, timeout, std::move(on_message), std::move(on_closed));
+  }
   // Serves until every connection closed (or Stop).
   void Run();
   // From any thread: closes every connection (1001) and ends Run.

@@ -39,7 +39,6 @@ struct LabContext {
   RelayHub* relay;
   TunnelHub* tunnels;
   int unreachable_after;
-  bool tls;
 };
 
 struct LabCaller {
@@ -111,7 +110,7 @@ void ProxyRequest(const LabContext& c, const Request& req, Response& res) {
 
 void ProxySocket(const LabContext& c, const Request& req, Response& res) {
   auto caller = Caller(c, req, res);
-  if (!caller || !CheckUpgrade(req, res, c.tls)) return;
+  if (!caller || !CheckUpgrade(req, res)) return;
   auto target = TargetUnderBase(req, res);
   if (!target) return;
   BrowserTunnel t;
@@ -128,9 +127,8 @@ void ProxySocket(const LabContext& c, const Request& req, Response& res) {
 
 }  // namespace
 
-void AddLabRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TunnelHub* tunnels, int unreachable_after,
-                  bool tls) {
-  const LabContext c{authn, relay, tunnels, unreachable_after, tls};
+void AddLabRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TunnelHub* tunnels, int unreachable_after) {
+  const LabContext c{authn, relay, tunnels, unreachable_after};
   s.Get(kLab, [c](const Request& req, Response& res) {
     if (ws::IsUpgrade({req.headers.begin(), req.headers.end()})) return ProxySocket(c, req, res);
     ProxyRequest(c, req, res);

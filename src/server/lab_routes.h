@@ -14,8 +14,7 @@ namespace http {
 class Auth;
 }
 
-// The JupyterLab paths. `tls`: the server terminates TLS itself, where WebSockets cannot be served.
-void AddLabRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TunnelHub* tunnels, int unreachable_after,
-                  bool tls);
+// The JupyterLab paths.
+void AddLabRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TunnelHub* tunnels, int unreachable_after);
 
 }  // namespace hpc::cp

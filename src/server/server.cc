@@ -161,12 +161,12 @@ void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, Rela
   AddJobRoutes(s, authn, unreachable_after);
   AddRelayRoutes(s, authn, relay);
   AddJobOutputRoutes(s, authn, relay, unreachable_after);
-  AddTerminalRoutes(s, authn, relay, terminals, tunnels, unreachable_after, tls);
+  AddTerminalRoutes(s, authn, relay, terminals, tunnels, unreachable_after);
   AddAdminRoutes(s, authn);
   AddWorkspaceRoutes(s, authn, unreachable_after);
   AddConsoleRoutes(s, authn, tls);
-  AddTunnelRoutes(s, authn, tunnels, tls);
-  AddLabRoutes(s, authn, relay, tunnels, unreachable_after, tls);
+  AddTunnelRoutes(s, authn, tunnels);
+  AddLabRoutes(s, authn, relay, tunnels, unreachable_after);
   AddCancelRoutes(s, authn, unreachable_after);
   AddTemplateRoutes(s, authn);
 }

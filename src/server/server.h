@@ -45,7 +45,7 @@ class ServerMetrics;
 
 // Every /api/v1 route but the OpenAPI document itself, and the console's files: what
 // Server::Routes registers beside /metrics. Apart so a test can list what the API serves.
-// `tls`: the server terminates TLS (secure cookies; no WebSockets).
+// `tls`: the server terminates TLS (its session cookies are Secure).
 void AddApiRoutes(RouteTable& s, http::Auth* authn, ServerMetrics* metrics, RelayHub* relay, TerminalHub* terminals,
                   TunnelHub* tunnels, int unreachable_after_seconds, bool tls);
 

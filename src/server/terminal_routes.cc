@@ -73,9 +73,9 @@ void OpenTerminal(http::Auth* auth, RelayHub* relay, TerminalHub* terminals, int
 }
 
 // A terminal over a WebSocket: the browser's socket joined to one the agent opens for the shell.
-void OpenSocket(http::Auth* auth, RelayHub* relay, TunnelHub* tunnels, int unreachable_after, bool tls,
-                const Principal& p, const std::string& project, const Request& req, Response& res) {
-  if (!CheckUpgrade(req, res, tls)) return;
+void OpenSocket(http::Auth* auth, RelayHub* relay, TunnelHub* tunnels, int unreachable_after, const Principal& p,
+                const std::string& project, const Request& req, Response& res) {
+  if (!CheckUpgrade(req, res)) return;
   int64_t cols = 80, rows = 24;
   if (!http::IntegerParam(req, res, "cols", 2, 1000, &cols) || !http::IntegerParam(req, res, "rows", 2, 1000, &rows)) {
     return;
@@ -183,10 +183,10 @@ void AgentOutput(http::Auth* auth, TerminalHub* terminals, const Request& req, R
 }  // namespace
 
 void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals, TunnelHub* tunnels,
-                       int unreachable_after, bool tls) {
+                       int unreachable_after) {
   s.Get(kSocket,
         http::InProject(authn, [=](const Principal& p, const std::string& project, const Request& req, Response& res) {
-          OpenSocket(authn, relay, tunnels, unreachable_after, tls, p, project, req, res);
+          OpenSocket(authn, relay, tunnels, unreachable_after, p, project, req, res);
         }));
   s.Post(kOpen,
          http::InProject(authn, [=](const Principal& p, const std::string& project, const Request& req, Response& res) {

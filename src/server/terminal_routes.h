@@ -17,6 +17,6 @@ class Auth;
 }
 
 void AddTerminalRoutes(RouteTable& s, http::Auth* authn, RelayHub* relay, TerminalHub* terminals, TunnelHub* tunnels,
-                       int unreachable_after, bool tls);
+                       int unreachable_after);
 
 }  // namespace hpc::cp

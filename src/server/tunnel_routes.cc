@@ -18,9 +18,9 @@ constexpr const char* kAgentTunnel = R"(/api/v1/dataplanes/([a-z][a-z0-9-]*)/tun
 // After the agent answered that its end is open, its connection is a moment away at most.
 constexpr auto kAgentEndTimeout = std::chrono::seconds(5);
 
-void AgentEnd(http::Auth* auth, TunnelHub* tunnels, bool tls, const Request& req, Response& res) {
+void AgentEnd(http::Auth* auth, TunnelHub* tunnels, const Request& req, Response& res) {
   auto p = auth->Authenticate(req, res);
-  if (!p || !http::RequireAgentFor(*p, req.matches[1], res) || !CheckUpgrade(req, res, tls)) return;
+  if (!p || !http::RequireAgentFor(*p, req.matches[1], res) || !CheckUpgrade(req, res)) return;
   const std::string data_plane = req.matches[1], tunnel = req.matches[2];
   if (!tunnels->Waits(tunnel, TunnelHub::End::kAgent, data_plane)) {
     return Error(
@@ -78,9 +78,8 @@ void ServeBrowserTunnel(RelayHub* relay, TunnelHub* tunnels, BrowserTunnel t, co
   if (!served) tunnels->Closed(tunnel, {ws::kServerError, "the browser's socket could not be served"});
 }
 
-void AddTunnelRoutes(RouteTable& s, http::Auth* authn, TunnelHub* tunnels, bool tls) {
-  s.Get(kAgentTunnel,
-        [authn, tunnels, tls](const Request& req, Response& res) { AgentEnd(authn, tunnels, tls, req, res); });
+void AddTunnelRoutes(RouteTable& s, http::Auth* authn, TunnelHub* tunnels) {
+  s.Get(kAgentTunnel, [authn, tunnels](const Request& req, Response& res) { AgentEnd(authn, tunnels, req, res); });
 }
 
 }  // namespace hpc::cp

@@ -36,7 +36,7 @@ struct BrowserTunnel {
 void ServeBrowserTunnel(RelayHub* relay, TunnelHub* tunnels, BrowserTunnel t, const httplib::Request& req,
                         httplib::Response& res);
 
-// The agent's end. `tls`: the server terminates TLS itself (no WebSockets).
-void AddTunnelRoutes(RouteTable& s, http::Auth* authn, TunnelHub* tunnels, bool tls);
+// The agent's end.
+void AddTunnelRoutes(RouteTable& s, http::Auth* authn, TunnelHub* tunnels);
 
 }  // namespace hpc::cp

@@ -22,15 +22,9 @@ std::string HostOfOrigin(const std::string& origin) {
 }
 }  // namespace
 
-bool CheckUpgrade(const httplib::Request& req, httplib::Response& res, bool tls) {
+bool CheckUpgrade(const httplib::Request& req, httplib::Response& res) {
   if (!ws::IsUpgrade(HeadersOf(req))) {
     http::Error(res, 400, "this path is a WebSocket: send Upgrade: websocket and Connection: Upgrade");
-    return false;
-  }
-  if (tls) {
-    http::Error(res, 501,
-                "WebSockets are served on a plain HTTP listener only (behind a TLS-terminating proxy); this server "
-                "terminates TLS itself");
     return false;
   }
   const std::string origin = req.get_header_value("Origin");
@@ -50,14 +44,18 @@ bool ServeWebSocket(const httplib::Request& req, httplib::Response& res, ws::Con
     spdlog::error("{} {}: its connection was not found to serve a WebSocket on", req.method, req.path);
     return false;
   }
-  ws::Loop loop;
-  auto connection = loop.Accept(fd, {req.target, HeadersOf(req)}, std::move(on_message), std::move(on_closed));
-  if (!connection.ok()) {
-    http::Error(res, 400, connection.status().message());
-    return false;
-  }
-  opened(*connection);
-  loop.Run();
+  {
+    // On a TLS listener, httplib's session (its SSL*, which it frees only after this handler).
+    ssl_st* tls = const_cast<ssl_st*>(req.ssl);  // NOLINT(cppcoreguidelines-pro-type-const-cast)
+    ws::Loop loop;
+    auto connection = loop.Accept(fd, tls, {req.target, HeadersOf(req)}, std::move(on_message), std::move(on_closed));
+    if (!connection.ok()) {
+      http::Error(res, 400, connection.status().message());
+      return false;
+    }
+    opened(*connection);
+    loop.Run();
+  }  // the Loop's end: what it sent through the TLS session went out
   // The WebSocket is over: httplib's answer and its wait for a next request end here.
   ::shutdown(fd, SHUT_RDWR);
   res.status = 101;

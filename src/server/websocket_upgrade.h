@@ -2,8 +2,8 @@
 // finds its request's connection in the process's descriptor table (as the connection watchdog
 // does), answers the handshake on it and serves the WebSocket in the handler's own thread until it
 // closes; then it shuts the connection down, so that what httplib writes after the handler goes
-// nowhere. On a TLS listener the TLS session is httplib's alone: there the upgrade is refused
-// (501) — put a TLS-terminating proxy in front and listen on plain HTTP behind it.
+// nowhere. On a TLS listener the WebSocket rides on the TLS session httplib made (its bytes relayed
+// by ws::TlsRelay while the handler serves it).
 #pragma once
 
 #include <httplib.h>
@@ -15,10 +15,10 @@
 
 namespace hpc::cp {
 
-// Answers 400 when the request is no WebSocket upgrade, 501 on a TLS listener, 403 when a
-// browser's Origin names another site than the request's Host (a page elsewhere opening a
-// socket with the user's cookie); true when none of these.
-bool CheckUpgrade(const httplib::Request& req, httplib::Response& res, bool tls);
+// Answers 400 when the request is no WebSocket upgrade, 403 when a browser's Origin names another
+// site than the request's Host (a page elsewhere opening a socket with the user's cookie); true
+// when neither.
+bool CheckUpgrade(const httplib::Request& req, httplib::Response& res);
 
 // Answers the handshake and serves the connection until it closes. `opened` gets the connection
 // before the first message is read. Answers 400/500 itself and returns false when the connection

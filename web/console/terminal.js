@@ -1,8 +1,8 @@
 // A terminal in the browser (/terminal#/projects/P/workspaces/W): a shell in the signed-in
 // user's own workspace login pod, run by the workspace's data plane's agent. Over a WebSocket
 // (binary messages are the terminal's bytes both ways, text ones resizes; it closes saying why the
-// shell ended); where the server terminates TLS itself and so serves no WebSockets, over long
-// polls: what the shell writes is read from an offset (GET /terminals/{id}/output, so nothing is
+// shell ended; wss:// where the page is https); where a server says it serves no WebSockets, over
+// long polls: what the shell writes is read from an offset (GET /terminals/{id}/output, so nothing is
 // lost or shown twice), keystrokes and resizes are posted in the order typed. A page of its own:
 // its renderer (xterm.js, from npm, compiled into the binary) writes style elements, which only
 // this page's Content-Security-Policy allows.

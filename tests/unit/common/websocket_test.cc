@@ -177,5 +177,26 @@ TEST(WebSocketTest, OnlyCodesACloseFrameMayCarryArePassedOn) {
   EXPECT_EQ(SendableCloseCode(5000), kServerError);
 }
 
+TEST(WebSocketTest, AServerUrlGivesWhereItsSocketsAreDialledAndWhetherOverTls) {
+  auto plain = EndpointOf("http://cp.example:8080/api/v1");
+  ASSERT_TRUE(plain.ok());
+  EXPECT_EQ(plain->host, "cp.example");
+  EXPECT_EQ(plain->port, "8080");
+  EXPECT_FALSE(plain->tls);
+  auto tls = EndpointOf("https://cp.example", "/etc/hpcplane/ca.pem");
+  ASSERT_TRUE(tls.ok());
+  EXPECT_EQ(tls->port, "443");
+  EXPECT_TRUE(tls->tls);
+  EXPECT_EQ(tls->ca_file, "/etc/hpcplane/ca.pem");
+  auto v6 = EndpointOf("https://[::1]:8443/");
+  ASSERT_TRUE(v6.ok());
+  EXPECT_EQ(v6->host, "::1");
+  EXPECT_EQ(v6->port, "8443");
+  EXPECT_EQ(EndpointOf("http://cp.example")->port, "80");
+  EXPECT_EQ(EndpointOf("http://cp.example")->ca_file, "") << "a CA file means nothing without TLS";
+  EXPECT_FALSE(EndpointOf("ftp://cp.example").ok());
+  EXPECT_FALSE(EndpointOf("https://[::1").ok());
+}
+
 }  // namespace
 }  // namespace hpc::ws

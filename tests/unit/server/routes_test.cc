@@ -13,10 +13,12 @@
 #include <map>
 #include <thread>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
 #include "common/jwt.h"
+#include "common/subprocess.h"
 #include "common/websocket.h"
 #include "fakes/fake_data_plane.h"
 #include "server/server.h"
@@ -31,10 +33,13 @@ using nlohmann::json;
 
 class RoutesTest : public ::testing::Test {
  protected:
-  RoutesTest() {
+  // `tls`: the server terminates TLS itself, with a self-signed certificate for 127.0.0.1 that
+  // every client here (and the agent) verifies.
+  explicit RoutesTest(bool tls = false) {
     dir_ = std::filesystem::temp_directory_path() / ("hpcplane-routes-" + std::to_string(::getpid()) + "-" +
                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
+    if (tls) ca_file_ = SelfSignedCertificate();
     auto store = OpenStore("sqlite:" + (dir_ / "cp.db").string());
     EXPECT_TRUE(store.ok()) << store.status().message();
     store_ = std::move(*store);
@@ -45,10 +50,15 @@ class RoutesTest : public ::testing::Test {
     other_agent_ = Token("dp2", Role::kAgent);
     ServerOptions o;
     o.port = 0;
+    if (tls) {
+      o.tls_cert = ca_file_;
+      o.tls_key = (dir_ / "key.pem").string();
+    }
     server_ = std::make_unique<Server>(store_.get(), o);
     auto port = server_->Bind();
     EXPECT_TRUE(port.ok()) << port.status().message();
     port_ = *port;
+    url_ = fmt::format("{}://127.0.0.1:{}", tls ? "https" : "http", port_);
     thread_ = std::thread([this] { server_->Serve(); });
   }
   ~RoutesTest() override {
@@ -67,9 +77,18 @@ class RoutesTest : public ::testing::Test {
     int status = 0;
     json body;
   };
+  std::string SelfSignedCertificate() {
+    const std::string cert = (dir_ / "cert.pem").string();
+    auto made = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
+                            "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
+                            "-keyout", (dir_ / "key.pem").string(), "-out", cert});
+    EXPECT_TRUE(made.ok() && made->exit_code == 0) << (made.ok() ? made->err : made.status().message());
+    return cert;
+  }
   Answer Call(const std::string& method, const std::string& path, const std::string& token,
               const json& body = nullptr) {
-    httplib::Client c("127.0.0.1", port_);
+    httplib::Client c(url_);
+    if (!ca_file_.empty()) c.set_ca_cert_path(ca_file_.c_str());
     httplib::Headers h;
     if (!token.empty()) h.emplace("Authorization", "Bearer " + token);
     const std::string data = body.is_null() ? "" : body.dump();
@@ -116,7 +135,8 @@ class RoutesTest : public ::testing::Test {
   };
   std::unique_ptr<RunningAgent> StartAgent(fakes::FakeDataPlane& dp) {
     AgentOptions o;
-    o.server = "http://127.0.0.1:" + std::to_string(port_);
+    o.server = url_;
+    o.ca_file = ca_file_;
     o.token = agent_;
     o.data_plane = "dp1";
     auto a = std::make_unique<RunningAgent>();
@@ -132,6 +152,8 @@ class RoutesTest : public ::testing::Test {
   std::unique_ptr<Server> server_;
   std::thread thread_;
   int port_ = 0;
+  std::string url_;      // http://127.0.0.1:port, or https:// with TLS
+  std::string ca_file_;  // with TLS: the server's certificate, which clients trust
   std::string admin_, ann_, bob_, agent_, other_agent_;
 };
 
@@ -784,6 +806,70 @@ TEST_F(RoutesTest, ATerminalOverAWebSocketRunsTheOwnersShellAndClosesWithWhyItEn
   loop.Run();
   EXPECT_EQ(expired.code, ws::kTokenExpired) << expired.reason;
   EXPECT_LT(std::chrono::steady_clock::now() - opened_at, std::chrono::seconds(5));
+  const auto stopping = std::chrono::steady_clock::now();
+  agent->Stop();
+  EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(5)) << "the agent stopped promptly";
+}
+
+// Where the server terminates TLS itself: the browser's terminal is a wss:// socket on the same TLS
+// session cpp-httplib made, and the agent dials its tunnel to the https:// server over TLS,
+// verifying the server's certificate. Both ends carry the shell as over plain HTTP.
+class RoutesOverTlsTest : public RoutesTest {
+ protected:
+  RoutesOverTlsTest() : RoutesTest(/*tls=*/true) {}
+};
+
+TEST_F(RoutesOverTlsTest, ATerminalOverWssReachesTheShellThroughTheAgentsTlsTunnel) {
+  DataPlaneAndProject();
+  auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
+  ASSERT_EQ(launched.status, 202) << launched.body.dump();
+  const std::string ws = launched.body["id"];
+  fakes::FakeDataPlane dp;
+  dp.shell = {"/bin/sh", "-c", "PS1='ready> ' exec /bin/sh -i"};
+  ReadyOn(dp, ws);
+  auto agent = StartAgent(dp);
+  const std::string path = "/api/v1/projects/astro/workspaces/" + ws + "/terminal?cols=80&rows=24";
+  ws::Loop loop;
+  const ws::Endpoint server{"127.0.0.1", std::to_string(port_), true, ca_file_};
+  EXPECT_FALSE(loop.Connect("127.0.0.1", std::to_string(port_), path, {{"Authorization", "Bearer " + ann_}},
+                            std::chrono::seconds(5), nullptr, nullptr)
+                   .ok())
+      << "plain ws:// to a TLS listener";
+  const ws::Endpoint untrusted{"127.0.0.1", std::to_string(port_), true, "/etc/ssl/certs/ca-certificates.crt"};
+  auto refused =
+      loop.Connect(untrusted, path, {{"Authorization", "Bearer " + ann_}}, std::chrono::seconds(5), nullptr, nullptr);
+  ASSERT_FALSE(refused.ok()) << "a certificate no trusted CA signed";
+  EXPECT_NE(refused.status().message().find("certificate"), std::string::npos) << refused.status().message();
+  EXPECT_TRUE(dp.shells_started.empty()) << "no refused socket started a shell";
+
+  std::string screen;
+  ws::CloseInfo closed;
+  std::shared_ptr<ws::Connection> term;
+  int step = 0;
+  auto opened = loop.Connect(
+      server, path, {{"Authorization", "Bearer " + ann_}}, std::chrono::seconds(30),
+      [&](std::string data, bool binary) {
+        EXPECT_TRUE(binary);
+        screen += data;
+        // A large answer too: records larger than one read of the relay pass whole.
+        if (step == 0 && screen.find("ready> ") != std::string::npos) {
+          term->Send("head -c 100000 /dev/zero | tr '\\0' x; echo; echo $((6*7))\n", true);
+          step = 1;
+        } else if (step == 1 && screen.find("42") != std::string::npos) {
+          term->Send("exit 3\n", true);
+          step = 2;
+        }
+      },
+      [&](const ws::CloseInfo& info) { closed = info; });
+  ASSERT_TRUE(opened.ok()) << opened.status().message();
+  term = *opened;
+  term->CloseAt(std::chrono::system_clock::now() + std::chrono::seconds(20), ws::kNormalClosure, "test timed out");
+  loop.Run();
+  EXPECT_EQ(step, 2) << screen.substr(screen.size() > 300 ? screen.size() - 300 : 0);
+  EXPECT_NE(screen.find(std::string(100000, 'x')), std::string::npos) << "100,000 bytes of output arrived whole";
+  EXPECT_EQ(closed.code, ws::kNormalClosure);
+  EXPECT_EQ(closed.reason, "the shell exited 3");
+  EXPECT_EQ(dp.shells_started.size(), 1u);
   const auto stopping = std::chrono::steady_clock::now();
   agent->Stop();
   EXPECT_LT(std::chrono::steady_clock::now() - stopping, std::chrono::seconds(5)) << "the agent stopped promptly";
