@@ -35,7 +35,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "kubernetes"))
-from realcluster import Process, RealCluster, find_go, wait_for  # noqa: E402
+from realcluster import Process, RealCluster, clean_leftovers, find_go, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if __name__ == "__main__" and len(sys.argv) > 1 else
                         os.environ.get("HPCPLANE_BUILD", "build"))
@@ -159,6 +159,8 @@ def measure(k, size):
     os.makedirs(state)
     passes = os.path.join(state, "passes")
     kubeconfig = k.pki.kubeconfig(f"operator-{size}", k.api_url, USER, org="system:masters")
+    events_at_start = len(audit_events(k))  # before the operator: its first requests count
+    started_at = time.time()
     t0 = time.monotonic()
     operator = Process(f"operator-{size}", [
         os.path.join(BUILD, "bench_operator_scale"), "--kubeconfig", kubeconfig, "--namespace", ns,
@@ -169,8 +171,6 @@ def measure(k, size):
             if not operator.running():
                 raise RuntimeError(f"the operator exited:\n{operator.tail()}")
             return running_workers(k, ns) == size
-        events_at_start = len(audit_events(k))
-        started_at = time.time()
         perf = subprocess.Popen(["perf", "record", "-F", "499", "-g", "-o", f"{PROFILE}.{size}.scale-up", "-p",
                                  str(operator.proc.pid)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL) if PROFILE else None
@@ -240,6 +240,7 @@ def main():
     if os.geteuid() != 0:
         sys.exit("bench/operator_scale.py: run as root (the cluster's network and processes)")
     kwok_binary()
+    clean_leftovers("os")  # a run killed at its timeout left its network and processes
     results = []
     with RealCluster(BUILD, tag="os", octet=237, nodes=0, audit_users=[USER]) as k:
         k.kubectl("apply", "-f", os.path.join(os.path.dirname(HERE), "deploy", "kubernetes", "base", "crds.yaml"))

@@ -2,12 +2,13 @@
 // shell on a pseudo-terminal in the workspace's login pod (DataPlaneAccess::StartShell), joined
 // to the browser one of two ways:
 // - "terminal-socket": a WebSocket the agent opens back to the control plane's tunnel
-//   (tunnel_routes.h): what the shell writes goes out as binary messages as it comes; binary
+//   (tunnel_routes.h; wss:// to an https:// server): what the shell writes goes out as binary
+//   messages as it comes; binary
 //   messages in are keystrokes, text ones resizes ({"resize": {"cols", "rows"}}); the shell's
 //   end closes the socket with why (1000, "the shell exited 0").
-// - "terminal-open" (terminal_hub.h, for a server that terminates TLS itself and so serves no
-//   WebSockets): what the shell writes is posted to the control plane, and the browser's input
-//   and resizes are long-polled from it.
+// - "terminal-open" (terminal_hub.h, for a browser that cannot use WebSockets): what the shell
+//   writes is posted to the control plane, and the browser's input and resizes are long-polled
+//   from it.
 // The shell ends when the browser's side closes (SIGHUP to its session, SIGKILL after 2 s); the
 // session ends when the shell does.
 #pragma once

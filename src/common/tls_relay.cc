@@ -6,6 +6,8 @@
 #include <openssl/ssl.h>
 #include <openssl/x509v3.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -48,9 +50,11 @@ Result<std::unique_ptr<TlsRelay>> TlsRelay::Start(ssl_st* ssl, int fd, bool owne
   if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, pair) != 0) {
     return Status::Errorf("socketpair for a TLS WebSocket: {}", std::strerror(errno));
   }
+  const int flags = ::fcntl(fd, F_GETFL);
   SetNonBlocking(fd);
   SetNonBlocking(pair[0]);
   std::unique_ptr<TlsRelay> relay(new TlsRelay(ssl, fd, owned, pair[0], pair[1]));
+  relay->fd_flags_ = flags;
   relay->thread_ = std::thread([r = relay.get()] { r->Run(); });
   return relay;
 }
@@ -80,8 +84,15 @@ int TlsRelay::TakePlainEnd() {
 // Half-closes pass through, as WebSocket closes need them (each side's teardown reads until the
 // other's end): the plain end's EOF becomes TLS's close_notify once what it wrote went out (sent
 // also after the peer's, which the relay at the other end waits for), and TLS's end the plain
-// end's EOF. Once one side ended, the other has kDrainTimeout to end too.
+// end's EOF (what the plain end writes after that is dropped: WebSocket sends nothing after its
+// close). Once one side ended, the other has kDrainTimeout to end too.
 void TlsRelay::Run() {
+  // A peer gone while a record is written raises SIGPIPE in the writing thread (OpenSSL writes
+  // with write(2)): blocked here, it becomes EPIPE, whatever the process does with the signal.
+  sigset_t pipe;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
   std::string to_plain, to_tls;
   bool tls_ended = false, tls_broken = false, plain_ended = false, notify_pending = false;
   std::optional<std::chrono::steady_clock::time_point> first_end;
@@ -93,9 +104,11 @@ void TlsRelay::Run() {
     return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
   };
   for (;;) {
+    if (first_end && std::chrono::steady_clock::now() >= *first_end + kDrainTimeout) break;
     short tls_events = 0, plain_events = 0;
     bool moved = false;
     if (!tls_ended && to_plain.empty()) {
+      ERR_clear_error();  // SSL_get_error reads this thread's queue
       const int n = SSL_read(ssl_, buf, sizeof buf);
       if (n > 0) {
         to_plain.assign(buf, static_cast<size_t>(n));
@@ -133,6 +146,7 @@ void TlsRelay::Run() {
       to_tls.clear();  // nobody to send it to; the plain side is read on until it ends
       moved = true;
     } else if (!to_tls.empty()) {
+      ERR_clear_error();
       const int n = SSL_write(ssl_, to_tls.data(), static_cast<int>(to_tls.size()));
       if (n > 0) {
         to_tls.erase(0, static_cast<size_t>(n));
@@ -145,6 +159,7 @@ void TlsRelay::Run() {
     }
     if (notify_pending && to_tls.empty() && !tls_broken) {
       // Also after the peer's close_notify: the peer's relay waits for ours.
+      ERR_clear_error();
       const int n = SSL_shutdown(ssl_);
       notify_pending = n < 0 && tls_wants(n, &tls_events);
       moved = moved || !notify_pending;
@@ -152,7 +167,10 @@ void TlsRelay::Run() {
     if (plain_ended && tls_ended && to_plain.empty()) break;
     if ((plain_ended || tls_ended) && !first_end) first_end = std::chrono::steady_clock::now();
     if (moved) continue;
-    pollfd fds[2] = {{fd_, tls_events, 0}, {relay_end_, plain_events, 0}};
+    // A side nothing is asked of is left out: a closed socket reports POLLHUP whatever was asked,
+    // and would wake the poll at once, again and again.
+    pollfd fds[2] = {{tls_events != 0 ? fd_ : -1, tls_events, 0},
+                     {plain_events != 0 ? relay_end_ : -1, plain_events, 0}};
     int wait_ms = -1;
     if (first_end) {
       const auto left = *first_end + kDrainTimeout - std::chrono::steady_clock::now();
@@ -164,7 +182,11 @@ void TlsRelay::Run() {
   // Ended: both sides learn it now (the descriptors are closed by the destructor, so that their
   // numbers are not reused while another thread may still name them).
   ::shutdown(relay_end_, SHUT_RDWR);
-  if (owned_) ::shutdown(fd_, SHUT_RDWR);
+  if (owned_) {
+    ::shutdown(fd_, SHUT_RDWR);
+  } else {
+    ::fcntl(fd_, F_SETFL, fd_flags_);  // the caller's connection as it was
+  }
   ERR_clear_error();  // this thread's queue: OpenSSL's errors are per thread
 }
 
@@ -179,24 +201,23 @@ Result<std::unique_ptr<TlsRelay>> DialTls(const std::string& host, const std::st
     ::close(fd);
     return Status::Unavailable(fmt::format("{}: {}", where, why));
   };
+  ERR_clear_error();
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   if (ctx == nullptr) return fail(nullptr, OpenSslErrors());
-  SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   const bool trusted = ca_file.empty() ? SSL_CTX_set_default_verify_paths(ctx) == 1
                                        : SSL_CTX_load_verify_locations(ctx, ca_file.c_str(), nullptr) == 1;
-  SSL* ssl = trusted ? SSL_new(ctx) : nullptr;
+  const bool modern = SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) == 1;
+  SSL* ssl = trusted && modern ? SSL_new(ctx) : nullptr;
   SSL_CTX_free(ctx);  // the session holds its own reference
   if (!trusted) return fail(nullptr, fmt::format("CA certificates {}: {}", ca_file, OpenSslErrors()));
   if (ssl == nullptr) return fail(nullptr, OpenSslErrors());
   SSL_set_verify(ssl, SSL_VERIFY_PEER, nullptr);
-  X509_VERIFY_PARAM* param = SSL_get0_param(ssl);
-  if (IsIpAddress(host)) {
-    X509_VERIFY_PARAM_set1_ip_asc(param, host.c_str());
-  } else {
-    SSL_set_tlsext_host_name(ssl, host.c_str());
-    SSL_set1_host(ssl, host.c_str());
-  }
-  SSL_set_fd(ssl, fd);
+  // Whom the certificate must name: the IP address dialled, or the host name (also sent as SNI).
+  // Failing to say so would verify the chain alone: refused instead.
+  const bool named = IsIpAddress(host)
+                         ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl), host.c_str()) == 1
+                         : SSL_set_tlsext_host_name(ssl, host.c_str()) == 1 && SSL_set1_host(ssl, host.c_str()) == 1;
+  if (!named || SSL_set_fd(ssl, fd) != 1) return fail(ssl, "setting up TLS: " + OpenSslErrors());
   if (SSL_connect(ssl) != 1) {
     const long verified = SSL_get_verify_result(ssl);
     const std::string why = verified != X509_V_OK

@@ -21,9 +21,10 @@ namespace hpc::ws {
 
 class TlsRelay {
  public:
-  // Relays the established TLS session `ssl` on socket `fd` to plain_fd(). With `owned`, the
-  // relay frees `ssl` and closes `fd` when it ends; otherwise both stay the caller's (cpp-httplib's
-  // connection), which must outlive the relay. The socket is made non-blocking.
+  // Relays the established TLS session `ssl` on socket `fd` to the plain end. With `owned`, the
+  // relay frees `ssl` and closes `fd` when it is destroyed; otherwise both stay the caller's
+  // (cpp-httplib's connection), which must outlive the relay, and fd gets its blocking mode back
+  // when the relay ends. The relay's thread blocks SIGPIPE for itself.
   static Result<std::unique_ptr<TlsRelay>> Start(ssl_st* ssl, int fd, bool owned);
   // Waits until the relay ended: both sides closed (the second at most kDrainTimeout after the
   // first), or the plain end broke.
@@ -42,6 +43,7 @@ class TlsRelay {
 
   ssl_st* ssl_;
   int fd_;
+  int fd_flags_ = 0;  // fd's file status flags before the relay made it non-blocking
   bool owned_;
   int relay_end_;
   int plain_end_;

@@ -160,8 +160,7 @@ void AddConsoleRoutes(RouteTable& s, http::Auth* auth, bool secure_cookies) {
          [auth, secure_cookies](const Request& req, Response& res) { SignIn(auth, secure_cookies, req, res); });
   // Who is signed in (the console's first call), with the session's CSRF token, and whether
   // this server serves WebSockets (it does, over TLS too; a client that reads false polls).
-  s.Get("/api/v1/session",
-        http::Authenticated(auth, [auth, secure_cookies](const Principal& p, const Request& req, Response& res) {
+  s.Get("/api/v1/session", http::Authenticated(auth, [auth](const Principal& p, const Request& req, Response& res) {
           json out = PrincipalJson(p);
           out["websockets"] = true;
           if (auto session = auth->SessionOf(req)) {

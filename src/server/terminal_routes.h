@@ -2,9 +2,9 @@
 // what it writes and types into it; the workspace's data plane's agent serves it. Over a
 // WebSocket (GET .../workspaces/{id}/terminal?cols=&rows=, an upgrade: binary messages are the
 // terminal's bytes both ways, text ones {"resize": {cols, rows}}; it closes with why the shell
-// ended, or 4401 when the sign-in expires) joined through a tunnel to the agent's; or, where the
-// server terminates TLS itself and serves no WebSockets, over long polls (terminal_hub.h). Every
-// open and close is audited.
+// ended, or 4401 when the sign-in expires) joined through a tunnel to the agent's (wss:// where
+// the server terminates TLS); or, for a client that cannot use WebSockets, over long polls
+// (terminal_hub.h). Every open and close is audited.
 #pragma once
 
 namespace hpc::cp {

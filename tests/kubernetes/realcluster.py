@@ -389,7 +389,9 @@ class RealCluster:
         self.kubectl_binary = kubectl_path(self.build_dir)
         self.kube = os.path.join(self.bin, "kube")
         self.netns_before = set(os.listdir("/run/netns")) if os.path.isdir("/run/netns") else set()
-        for s in KUBELET_SYSCTLS:
+        # Kubelets set these; a cluster without any (an API server alone) must not restore them
+        # under another cluster's live kubelets when it stops.
+        for s in KUBELET_SYSCTLS if self.nodes else []:
             with open(f"/proc/sys/{s}") as f:
                 self.sysctls[s] = f.read().strip()
         with open(os.path.join(self.dir, "sysctls.json"), "w") as f:  # for clean_leftovers
