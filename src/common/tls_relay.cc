@@ -78,6 +78,90 @@ int TlsRelay::TakePlainEnd() {
   return fd;
 }
 
+// What the relay's thread holds between turns: bytes each way, which side ended, and what each
+// side's socket must become (readable, writable) for the next turn to move.
+struct TlsRelay::Flow {
+  std::string to_plain, to_tls;
+  bool tls_ended = false, tls_broken = false, plain_ended = false, notify_pending = false;
+  bool plain_gone = false;  // the Loop's end refused a write: nothing more to do
+  short tls_events = 0, plain_events = 0;
+  bool moved = false;
+  char buf[16384];
+};
+
+// After an SSL call returned `n` <= 0: whether it only waits for its socket (which it notes in
+// `events`), or the session ended.
+bool TlsRelay::TlsWaits(int n, short* events) const {
+  const int err = SSL_get_error(ssl_, n);
+  if (err == SSL_ERROR_WANT_READ) *events |= POLLIN;
+  if (err == SSL_ERROR_WANT_WRITE) *events |= POLLOUT;
+  return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
+}
+
+// TLS records in, their bytes out to the Loop's end.
+void TlsRelay::TlsToPlain(Flow& f) {
+  if (!f.tls_ended && f.to_plain.empty()) {
+    ERR_clear_error();  // SSL_get_error reads this thread's queue
+    const int n = SSL_read(ssl_, f.buf, sizeof f.buf);
+    if (n > 0) {
+      f.to_plain.assign(f.buf, static_cast<size_t>(n));
+      f.moved = true;
+    } else if (!TlsWaits(n, &f.tls_events)) {
+      // The peer closed (close_notify, or EOF) or the session broke: the Loop reads EOF.
+      f.tls_broken = SSL_get_error(ssl_, n) != SSL_ERROR_ZERO_RETURN;
+      f.tls_ended = f.moved = true;
+      ::shutdown(relay_end_, SHUT_WR);
+    }
+  }
+  if (f.to_plain.empty()) return;
+  const ssize_t n = ::send(relay_end_, f.to_plain.data(), f.to_plain.size(), MSG_NOSIGNAL);
+  if (n > 0) {
+    f.to_plain.erase(0, static_cast<size_t>(n));
+    f.moved = true;
+  } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
+    f.plain_events |= POLLOUT;
+  } else {
+    f.plain_gone = true;
+  }
+}
+
+// The Loop's bytes in, out as TLS records; the Loop's EOF as close_notify once they went out.
+void TlsRelay::PlainToTls(Flow& f) {
+  if (!f.plain_ended && f.to_tls.empty()) {
+    const ssize_t n = ::recv(relay_end_, f.buf, sizeof f.buf, 0);
+    if (n > 0) {
+      f.to_tls.assign(f.buf, static_cast<size_t>(n));
+      f.moved = true;
+    } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      f.plain_events |= POLLIN;
+    } else {
+      f.plain_ended = f.notify_pending = f.moved = true;
+    }
+  }
+  if (!f.to_tls.empty() && f.tls_ended) {
+    f.to_tls.clear();  // nobody to send it to; the plain side is read on until it ends
+    f.moved = true;
+  } else if (!f.to_tls.empty()) {
+    ERR_clear_error();
+    const int n = SSL_write(ssl_, f.to_tls.data(), static_cast<int>(f.to_tls.size()));
+    if (n > 0) {
+      f.to_tls.erase(0, static_cast<size_t>(n));
+      f.moved = true;
+    } else if (!TlsWaits(n, &f.tls_events)) {
+      f.tls_ended = f.tls_broken = f.moved = true;
+      f.to_tls.clear();
+      ::shutdown(relay_end_, SHUT_WR);
+    }
+  }
+  if (f.notify_pending && f.to_tls.empty() && !f.tls_broken) {
+    // Also after the peer's close_notify: the peer's relay waits for ours.
+    ERR_clear_error();
+    const int n = SSL_shutdown(ssl_);
+    f.notify_pending = n < 0 && TlsWaits(n, &f.tls_events);
+    f.moved = f.moved || !f.notify_pending;
+  }
+}
+
 // One thread, non-blocking both ways: TLS records in to the plain end, the plain end's bytes out as
 // records. It polls only when neither side moved. An SSL_write that must be retried is retried with
 // the same bytes (OpenSSL requires it): `to_tls` is not touched until it is written whole.
@@ -93,84 +177,23 @@ void TlsRelay::Run() {
   sigemptyset(&pipe);
   sigaddset(&pipe, SIGPIPE);
   pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
-  std::string to_plain, to_tls;
-  bool tls_ended = false, tls_broken = false, plain_ended = false, notify_pending = false;
+  auto flow = std::make_unique<Flow>();
+  Flow& f = *flow;
   std::optional<std::chrono::steady_clock::time_point> first_end;
-  char buf[16384];
-  auto tls_wants = [this](int n, short* events) {
-    const int err = SSL_get_error(ssl_, n);
-    if (err == SSL_ERROR_WANT_READ) *events |= POLLIN;
-    if (err == SSL_ERROR_WANT_WRITE) *events |= POLLOUT;
-    return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE;
-  };
   for (;;) {
     if (first_end && std::chrono::steady_clock::now() >= *first_end + kDrainTimeout) break;
-    short tls_events = 0, plain_events = 0;
-    bool moved = false;
-    if (!tls_ended && to_plain.empty()) {
-      ERR_clear_error();  // SSL_get_error reads this thread's queue
-      const int n = SSL_read(ssl_, buf, sizeof buf);
-      if (n > 0) {
-        to_plain.assign(buf, static_cast<size_t>(n));
-        moved = true;
-      } else if (!tls_wants(n, &tls_events)) {
-        // The peer closed (close_notify, or EOF) or the session broke: the Loop reads EOF.
-        tls_broken = SSL_get_error(ssl_, n) != SSL_ERROR_ZERO_RETURN;
-        tls_ended = moved = true;
-        ::shutdown(relay_end_, SHUT_WR);
-      }
-    }
-    if (!to_plain.empty()) {
-      const ssize_t n = ::send(relay_end_, to_plain.data(), to_plain.size(), MSG_NOSIGNAL);
-      if (n > 0) {
-        to_plain.erase(0, static_cast<size_t>(n));
-        moved = true;
-      } else if (errno == EAGAIN || errno == EWOULDBLOCK) {
-        plain_events |= POLLOUT;
-      } else {
-        break;  // the Loop's end is gone
-      }
-    }
-    if (!plain_ended && to_tls.empty()) {
-      const ssize_t n = ::recv(relay_end_, buf, sizeof buf, 0);
-      if (n > 0) {
-        to_tls.assign(buf, static_cast<size_t>(n));
-        moved = true;
-      } else if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
-        plain_events |= POLLIN;
-      } else {
-        plain_ended = notify_pending = moved = true;
-      }
-    }
-    if (!to_tls.empty() && tls_ended) {
-      to_tls.clear();  // nobody to send it to; the plain side is read on until it ends
-      moved = true;
-    } else if (!to_tls.empty()) {
-      ERR_clear_error();
-      const int n = SSL_write(ssl_, to_tls.data(), static_cast<int>(to_tls.size()));
-      if (n > 0) {
-        to_tls.erase(0, static_cast<size_t>(n));
-        moved = true;
-      } else if (!tls_wants(n, &tls_events)) {
-        tls_ended = tls_broken = moved = true;
-        to_tls.clear();
-        ::shutdown(relay_end_, SHUT_WR);
-      }
-    }
-    if (notify_pending && to_tls.empty() && !tls_broken) {
-      // Also after the peer's close_notify: the peer's relay waits for ours.
-      ERR_clear_error();
-      const int n = SSL_shutdown(ssl_);
-      notify_pending = n < 0 && tls_wants(n, &tls_events);
-      moved = moved || !notify_pending;
-    }
-    if (plain_ended && tls_ended && to_plain.empty()) break;
-    if ((plain_ended || tls_ended) && !first_end) first_end = std::chrono::steady_clock::now();
-    if (moved) continue;
+    f.tls_events = f.plain_events = 0;
+    f.moved = false;
+    TlsToPlain(f);
+    if (f.plain_gone) break;
+    PlainToTls(f);
+    if (f.plain_ended && f.tls_ended && f.to_plain.empty()) break;
+    if ((f.plain_ended || f.tls_ended) && !first_end) first_end = std::chrono::steady_clock::now();
+    if (f.moved) continue;
     // A side nothing is asked of is left out: a closed socket reports POLLHUP whatever was asked,
     // and would wake the poll at once, again and again.
-    pollfd fds[2] = {{tls_events != 0 ? fd_ : -1, tls_events, 0},
-                     {plain_events != 0 ? relay_end_ : -1, plain_events, 0}};
+    pollfd fds[2] = {{f.tls_events != 0 ? fd_ : -1, f.tls_events, 0},
+                     {f.plain_events != 0 ? relay_end_ : -1, f.plain_events, 0}};
     int wait_ms = -1;
     if (first_end) {
       const auto left = *first_end + kDrainTimeout - std::chrono::steady_clock::now();

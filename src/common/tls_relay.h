@@ -38,8 +38,12 @@ class TlsRelay {
   static constexpr std::chrono::seconds kDrainTimeout{5};
 
  private:
+  struct Flow;
   TlsRelay(ssl_st* ssl, int fd, bool owned, int relay_end, int plain_end);
   void Run();
+  void TlsToPlain(Flow& f);
+  void PlainToTls(Flow& f);
+  bool TlsWaits(int n, short* events) const;
 
   ssl_st* ssl_;
   int fd_;

@@ -334,6 +334,15 @@ json SidecarContainers(const PodSpec& spec, const ObjectContext& ctx, VolumeSet&
     if (ProbeSet(sc.readiness)) {
       json probe = ProbeJson(sc.readiness);
       json startup = probe;
+      if (!sc.readiness.command.empty()) {
+        // The main container waits for this probe's first success, and the kubelet probes on a
+        // clock of its own: a probe that ran just before the daemon was up cost the pod a whole
+        // period. This one tries again every 50 ms for up to 5 s before it fails.
+        json command = {"/bin/sh", "-c", "i=0; until \"$@\"; do i=$((i+1)); [ $i -lt 100 ] || exit 1; sleep 0.05; done",
+                        "probe"};
+        for (const auto& arg : sc.readiness.command) command.push_back(arg);
+        startup = {{"exec", {{"command", command}}}, {"timeoutSeconds", 10}};
+      }
       startup["periodSeconds"] = 1;
       startup["failureThreshold"] = kStartupFailureThreshold;
       c["startupProbe"] = startup;
@@ -439,6 +448,21 @@ json PrepareContainer(const ObjectContext& ctx, const PodVolumes& v) {
           {"volumeMounts", v.prepare_mounts}};
 }
 
+// The prepare step folded into the pod's first sidecar (its munged), which then drops to its own
+// user: one container fewer before the main one, whose start the kubelet holds until its status
+// relist (every second) saw the container before it end.
+void FoldPrepareInto(const PodVolumes& v, const runtime::Sidecar& sidecar, json* container) {
+  json command = {
+      "/bin/sh", "-ec",
+      v.script + fmt::format("exec setpriv --reuid={} --regid={} --clear-groups -- \"$@\"\n", sidecar.uid, sidecar.gid),
+      "prepare"};
+  for (const auto& arg : sidecar.command) command.push_back(arg);
+  (*container)["command"] = command;
+  // Dropping to a user needs no escalation: no_new_privs stays on.
+  (*container)["securityContext"] = {{"runAsUser", 0}, {"runAsGroup", 0}, {"allowPrivilegeEscalation", false}};
+  for (const auto& m : v.prepare_mounts) (*container)["volumeMounts"].push_back(m);
+}
+
 // The shared-root step (after prepare): the first pod to start copies its image's system
 // directories into the claim, under a lock so pods starting together make it once (flock: the
 // claim's file system must keep locks across nodes, as NFSv4 and CephFS do); kept from then on,
@@ -525,7 +549,14 @@ Result<json> PodObject(const PodSpec& spec, const MountedObjects& mounted, const
   json init = SidecarContainers(spec, ctx, volumes);
   if (!spec.shared_root.empty()) init.insert(init.begin(), SharedRootContainer(spec, ctx, volumes));
   ASSIGN_OR_RETURN(PodVolumes pod_volumes, VolumesOf(spec, mounted, ctx, volumes));
-  if (!pod_volumes.script.empty()) init.insert(init.begin(), PrepareContainer(ctx, pod_volumes));
+  if (!pod_volumes.script.empty()) {
+    // With a shared root, prepare runs first of all: it gives the claim's root its owner.
+    if (spec.shared_root.empty() && !spec.sidecars.empty()) {
+      FoldPrepareInto(pod_volumes, spec.sidecars.front(), &init.front());
+    } else {
+      init.insert(init.begin(), PrepareContainer(ctx, pod_volumes));
+    }
+  }
   static const std::map<RestartPolicy, const char*> kRestart = {
       {RestartPolicy::kAlways, "Always"}, {RestartPolicy::kOnFailure, "OnFailure"}, {RestartPolicy::kNever, "Never"}};
   json pod_spec = {

@@ -335,19 +335,57 @@ TEST(KubernetesObjectsTest, SidecarsStartBeforeTheMainContainerAndKeepRunning) {
   auto pod = PodObject(p, mounted, Context());
   ASSERT_TRUE(pod.ok()) << pod.status().message();
   const json& init = (*pod)["spec"]["initContainers"];
-  ASSERT_EQ(init.size(), 2u);
-  EXPECT_EQ(init[0]["name"], "prepare") << "keys are in place before munged reads them";
-  EXPECT_EQ(init[1]["name"], "munged");
-  EXPECT_EQ(init[1]["restartPolicy"], "Always");
-  EXPECT_EQ(init[1]["startupProbe"]["exec"]["command"][0], "munge");
+  ASSERT_EQ(init.size(), 1u) << "the prepare step runs in munged's container, one container fewer to wait for";
+  const json& sidecar = init[0];
+  EXPECT_EQ(sidecar["name"], "munged");
+  EXPECT_EQ(sidecar["restartPolicy"], "Always");
+  // Keys are in place before munged reads them, and munged runs as its own user.
+  EXPECT_EQ(sidecar["securityContext"]["runAsUser"], 0);
+  const std::string script = sidecar["command"][2];
+  const size_t install = script.find("install -o 64031 -g 64031 -m 0600");
+  const size_t drop = script.find("exec setpriv --reuid=64031 --regid=64031 --clear-groups -- \"$@\"");
+  EXPECT_NE(install, std::string::npos) << script;
+  ASSERT_NE(drop, std::string::npos) << script;
+  EXPECT_LT(install, drop) << script;
+  EXPECT_EQ(sidecar["command"][4], "munged");
+  EXPECT_EQ(sidecar["command"].back(), "--foreground");
+  EXPECT_NE(Find(sidecar["volumeMounts"], "staged-munge-key"), nullptr) << "the prepare step's mounts too";
+  // The startup probe tries again within itself (the kubelet's next try is a second away);
+  // readiness is the plain command.
+  const json& startup = sidecar["startupProbe"]["exec"]["command"];
+  EXPECT_EQ(startup[0], "/bin/sh");
+  EXPECT_EQ(startup[4], "munge");
+  EXPECT_EQ(sidecar["startupProbe"]["timeoutSeconds"], 10);
+  EXPECT_EQ(sidecar["readinessProbe"]["exec"]["command"][0], "munge");
   // Often while starting (bring-up waits on it), seldom after: each run is a process in the pod.
-  EXPECT_EQ(init[1]["startupProbe"]["periodSeconds"], 1);
-  EXPECT_EQ(init[1]["readinessProbe"]["periodSeconds"], 10);
-  EXPECT_EQ(init[1]["securityContext"]["runAsUser"], 64031);
+  EXPECT_EQ(sidecar["startupProbe"]["periodSeconds"], 1);
+  EXPECT_EQ(sidecar["readinessProbe"]["periodSeconds"], 10);
   // One socket directory, shared by the sidecar and the main container.
   int socket_volumes = 0;
   for (const auto& v : (*pod)["spec"]["volumes"]) socket_volumes += v["name"] == "scratch-munge-socket" ? 1 : 0;
   EXPECT_EQ(socket_volumes, 1);
+
+  // Run for real as root (paths moved into a temp dir; the sidecar's command replaced by one that
+  // says who runs it): the key is munged's, private, and the daemon runs as munged's user alone.
+  if (::geteuid() != 0) GTEST_SKIP() << "the privilege drop needs root";
+  auto dir = files::MakeTempDir("hpcplane-fold-test");
+  ASSERT_TRUE(dir.ok());
+  const std::string root = *dir + "/root";
+  for (const std::string& d :
+       {root + "/secret-staging/munge-key", root + "/secret/munge-key", root + "/scratch/tmp", root + "/scratch/shm"}) {
+    ASSERT_TRUE(files::MakeDirs(d, 0755).ok());
+  }
+  ASSERT_TRUE(files::WriteAtomic(root + "/secret-staging/munge-key/munge.key", "k", 0400).ok());
+  std::string folded = script;
+  for (size_t at; (at = folded.find("/hpcplane/")) != std::string::npos;) folded.replace(at, 10, root + "/");
+  auto r = RunProcess({"/bin/sh", "-ec", folded, "prepare", "/bin/sh", "-c", "echo $(id -u):$(id -g):$(id -G)"});
+  ASSERT_TRUE(r.ok() && r->ok()) << (r.ok() ? r->err : r.status().message());
+  EXPECT_EQ(r->out, "64031:64031:64031\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((root + "/secret/munge-key/munge.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, 64031u);
+  EXPECT_EQ(st.st_mode & 07777, 0600u);
+  ASSERT_TRUE(files::RemoveAll(*dir).ok());
 }
 
 TEST(KubernetesObjectsTest, APodRunsItsEnvironmentsImageAndItsSidecarsTheClusters) {
