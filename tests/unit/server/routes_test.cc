@@ -41,7 +41,7 @@ class RoutesTest : public ::testing::Test {
     dir_ = std::filesystem::temp_directory_path() / ("hpcplane-routes-" + std::to_string(::getpid()) + "-" +
                                                      ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir_);
-    if (tls) ca_file_ = SelfSignedCertificate();
+    if (tls) ca_file_ = SelfSignedCertificate(dir_);
     auto store = OpenStore("sqlite:" + (dir_ / "cp.db").string());
     EXPECT_TRUE(store.ok()) << store.status().message();
     store_ = std::move(*store);
@@ -79,11 +79,14 @@ class RoutesTest : public ::testing::Test {
     int status = 0;
     json body;
   };
-  std::string SelfSignedCertificate() {
-    const std::string cert = (dir_ / "cert.pem").string();
+  // A self-signed certificate for 127.0.0.1 (cert.pem, key.pem in `dir`), made with the openssl
+  // command; its path.
+  static std::string SelfSignedCertificate(const std::filesystem::path& dir) {
+    std::filesystem::create_directories(dir);
+    const std::string cert = (dir / "cert.pem").string();
     auto made = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
                             "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                            "-keyout", (dir_ / "key.pem").string(), "-out", cert});
+                            "-keyout", (dir / "key.pem").string(), "-out", cert});
     EXPECT_TRUE(made.ok() && made->exit_code == 0) << (made.ok() ? made->err : made.status().message());
     return cert;
   }
@@ -122,6 +125,18 @@ class RoutesTest : public ::testing::Test {
     w.spec.project = "astro";
     w.status.phase = "Ready";
     dp.workspaces[ws] = w;
+  }
+  // Ann's workspace in project astro, Ready on `dp`, whose shells are an interactive sh that
+  // prompts "ready> "; its id (empty when it could not be launched).
+  std::string ReadyWorkspaceWithShell(fakes::FakeDataPlane& dp) {
+    DataPlaneAndProject();
+    auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
+    EXPECT_EQ(launched.status, 202) << launched.body.dump();
+    if (launched.status != 202) return "";
+    const std::string ws = launched.body["id"];
+    dp.shell = {"/bin/sh", "-c", "PS1='ready> ' exec /bin/sh -i"};
+    ReadyOn(dp, ws);
+    return ws;
   }
   // dp1's real agent over `dp`, serving the relay on a thread of its own until Stop.
   struct RunningAgent {
@@ -710,13 +725,9 @@ TEST_F(RoutesTest, JupyterLabIsItsOwnersAloneOverHttpAndWebSocketsThroughTheAgen
 // The terminal over a WebSocket, end to end but for the pod: the browser's socket joined through
 // the server's tunnel to the agent's, a real shell on a pseudo-terminal here.
 TEST_F(RoutesTest, ATerminalOverAWebSocketRunsTheOwnersShellAndClosesWithWhyItEnded) {
-  DataPlaneAndProject();
-  auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
-  ASSERT_EQ(launched.status, 202) << launched.body.dump();
-  const std::string ws = launched.body["id"];
   fakes::FakeDataPlane dp;
-  dp.shell = {"/bin/sh", "-c", "PS1='ready> ' exec /bin/sh -i"};
-  ReadyOn(dp, ws);
+  const std::string ws = ReadyWorkspaceWithShell(dp);
+  ASSERT_FALSE(ws.empty());
   auto agent = StartAgent(dp);
   const std::string path = "/api/v1/projects/astro/workspaces/" + ws + "/terminal";
   httplib::Client c("127.0.0.1", port_);
@@ -823,13 +834,9 @@ class RoutesOverTlsTest : public RoutesTest {
 };
 
 TEST_F(RoutesOverTlsTest, ATerminalOverWssReachesTheShellThroughTheAgentsTlsTunnel) {
-  DataPlaneAndProject();
-  auto launched = Call("POST", "/api/v1/projects/astro/workspaces", ann_, json::object());
-  ASSERT_EQ(launched.status, 202) << launched.body.dump();
-  const std::string ws = launched.body["id"];
   fakes::FakeDataPlane dp;
-  dp.shell = {"/bin/sh", "-c", "PS1='ready> ' exec /bin/sh -i"};
-  ReadyOn(dp, ws);
+  const std::string ws = ReadyWorkspaceWithShell(dp);
+  ASSERT_FALSE(ws.empty());
   auto agent = StartAgent(dp);
   const std::string path = "/api/v1/projects/astro/workspaces/" + ws + "/terminal?cols=80&rows=24";
   ws::Loop loop;
@@ -841,12 +848,7 @@ TEST_F(RoutesOverTlsTest, ATerminalOverWssReachesTheShellThroughTheAgentsTlsTunn
   // Trusting another certificate, or dialling a name the certificate does not carry: refused by
   // the verification, before any request.
   const std::string cert = ca_file_;
-  std::filesystem::create_directories(dir_ / "other");
-  const std::string other = (dir_ / "other" / "cert.pem").string();
-  auto made = RunProcess({"openssl", "req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1",
-                          "-nodes", "-days", "2", "-subj", "/CN=127.0.0.1", "-addext", "subjectAltName=IP:127.0.0.1",
-                          "-keyout", (dir_ / "other" / "key.pem").string(), "-out", other});
-  ASSERT_TRUE(made.ok() && made->exit_code == 0);
+  const std::string other = SelfSignedCertificate(dir_ / "other");
   for (const auto& [to, why] : std::vector<std::pair<ws::Endpoint, std::string>>{
            {{"127.0.0.1", std::to_string(port_), true, other}, "a certificate nobody trusted signed"},
            {{"localhost", std::to_string(port_), true, cert}, "a name the certificate does not carry"}}) {
