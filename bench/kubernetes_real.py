@@ -36,7 +36,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "kubernetes"))
 import hpcplane_on_kubernetes  # noqa: E402
-from realcluster import RealCluster, run, wait_for  # noqa: E402
+from realcluster import RealCluster, proc_cpu_rss, run, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if __name__ == "__main__" and len(sys.argv) > 1 else
                         os.environ.get("HPCPLANE_BUILD", "build"))
@@ -45,7 +45,6 @@ IDLE = float(os.environ.get("IDLE", "60"))
 WIDE = int(os.environ.get("WIDE", "100"))
 NS, CLUSTER = "slurm", "bench"
 OPERATOR_SA = f"system:serviceaccount:{hpcplane_on_kubernetes.SYSTEM}:hpcplane-operator"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def manifest(local):
@@ -71,16 +70,6 @@ metadata:
 spec: {{cluster: {CLUSTER}, {spec}, resources: {{cpus: 1, memoryMiB: 500}}}}
 """
     return head + nodesets
-
-
-def proc_cpu_rss(pid):
-    """CPU seconds used so far and resident MiB of a process."""
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / TICKS
-    with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
-    return cpu, rss
 
 
 def idle_usage(pid, seconds):

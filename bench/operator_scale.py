@@ -35,7 +35,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(os.path.dirname(HERE), "tests", "kubernetes"))
-from realcluster import Process, RealCluster, clean_leftovers, find_go, wait_for  # noqa: E402
+from realcluster import Process, RealCluster, clean_leftovers, find_go, proc_cpu_rss, wait_for  # noqa: E402
 
 BUILD = os.path.abspath(sys.argv[1] if __name__ == "__main__" and len(sys.argv) > 1 else
                         os.environ.get("HPCPLANE_BUILD", "build"))
@@ -46,7 +46,6 @@ KWOK_VERSION = "v0.8.0"
 USER = "operator-scale"  # the operator's user in its client certificate, what the audit log counts
 PER_NODESET = 200
 FAKE_NODES = 30  # 110 pods each (the kubelet's default): room for 1,100 workers, their peer's copies and the rest
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def kwok_binary():
@@ -116,15 +115,6 @@ def running_workers(k, ns):
         c["type"] == "Ready" and c["status"] == "True" for c in p["status"].get("conditions", [])))
 
 
-def cpu_rss(pid):
-    with open(f"/proc/{pid}/stat") as f:
-        fields = f.read().rsplit(")", 1)[1].split()
-    cpu = (int(fields[11]) + int(fields[12])) / TICKS
-    with open(f"/proc/{pid}/status") as f:
-        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
-    return cpu, rss
-
-
 def audit_events(k):
     try:
         with open(k.audit_log) as f:
@@ -189,14 +179,14 @@ def measure(k, size):
         # Steady: every worker runs its job; a pass or two settles the statuses first.
         time.sleep(5)
         events_before = len(audit_events(k))
-        cpu0, _ = cpu_rss(operator.proc.pid)
+        cpu0, _ = proc_cpu_rss(operator.proc.pid)
         since = int(time.time() * 1000)
         if PROFILE:  # where the operator's time goes: perf's samples of it over the steady window
             subprocess.run(["perf", "record", "-F", "499", "-g", "-o", f"{PROFILE}.{size}", "-p",
                             str(operator.proc.pid), "--", "sleep", str(STEADY)], capture_output=True, check=False)
         else:
             time.sleep(STEADY)
-        cpu1, rss = cpu_rss(operator.proc.pid)
+        cpu1, rss = proc_cpu_rss(operator.proc.pid)
         events = [e for e in audit_events(k)[events_before:] if e.get("user", {}).get("username") == USER]
         took = passes_since(passes, since)
         requests = collections.Counter(

@@ -43,6 +43,16 @@ KUBELET_SYSCTLS = ["vm/overcommit_memory", "vm/panic_on_oom", "kernel/panic", "k
                    "kernel/keys/root_maxkeys", "kernel/keys/root_maxbytes"]
 
 
+def proc_cpu_rss(pid):
+    """CPU seconds a process used so far, and its resident MiB (the benchmarks' cost of a process)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    cpu = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    with open(f"/proc/{pid}/status") as f:
+        rss = next(int(line.split()[1]) for line in f if line.startswith("VmRSS:")) / 1024
+    return cpu, rss
+
+
 def wait_for(what, predicate, timeout=20.0, interval=0.05, max_interval=None):
     """Polls `predicate` until it returns something true (returned), or fails naming `what`. The
     interval doubles after each poll up to `max_interval` (default: it stays `interval`): a
