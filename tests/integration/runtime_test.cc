@@ -1,9 +1,12 @@
 // The local runtime's supervision with real processes: a pod over its memory limit is killed
 // and restarted, and says why, as a Kubernetes memory limit would; supervision reaps its pods
 // and no other process.
+#include <signal.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <atomic>
+#include <sstream>
 #include <thread>
 
 #include <gtest/gtest.h>
@@ -144,6 +147,85 @@ std::string ExecIn(runtime::PodRuntime& rt, const std::string& pod, const std::s
   auto r = rt.Exec(pod, e);
   if (!r.ok()) return "exec failed: " + r.status().message();
   return Trim(r->out) + (r->exit_code != 0 ? " (exit " + std::to_string(r->exit_code) + ")" : "");
+}
+
+// The pid of this process's child that runs `hpcplane __pod-init`, once it does; 0 until then.
+pid_t PodInitChild() {
+  const std::string self = std::to_string(::getpid());
+  for (const auto& task : files::ListDir("/proc/" + self + "/task")) {
+    auto children = files::Read("/proc/" + self + "/task/" + task + "/children");
+    if (!children.ok()) continue;
+    std::istringstream in(*children);
+    pid_t child = 0;
+    while (in >> child) {
+      auto cmdline = files::Read("/proc/" + std::to_string(child) + "/cmdline");
+      if (cmdline.ok() && cmdline->find("__pod-init") != std::string::npos) return child;
+    }
+  }
+  return 0;
+}
+
+// Whether `pid` still has the host's root as its own (a pod's init before it entered the pod's).
+bool HasTheHostsRoot(pid_t pid) {
+  struct stat host, its;
+  return ::stat("/", &host) == 0 && ::stat(("/proc/" + std::to_string(pid) + "/root/").c_str(), &its) == 0 &&
+         host.st_dev == its.st_dev && host.st_ino == its.st_ino;
+}
+
+// A pod is Running, and exec enters it, only once its init has built it: an exec that came
+// while the init was still mounting joined a mount namespace with the host's root in it (the
+// host's files and cgroups: a CPU quota of -1 was read under CI's load). The init is stopped
+// (SIGSTOP) as soon as it runs, with the host's root still its own: the pod is not Running and
+// exec is refused; once it goes on, exec finds the pod's root only.
+TEST(LocalRuntime, ExecNeverEntersAPodItsInitIsStillBuilding) {
+  auto dir = files::MakeTempDir("hpcplane-rt");
+  ASSERT_TRUE(dir.ok());
+  auto rt = runtime::local::LocalRuntime::Create(RuntimeOptions(*dir, "building", (::getpid() + 192) % 256));
+  ASSERT_TRUE(rt.ok()) << rt.status().message();
+  // The test's directory is on the host and in no pod.
+  auto where = [&](const std::string& pod) {
+    runtime::ExecOptions e;
+    e.argv = {"sh", "-c", "test -d " + *dir + " && echo host || echo pod"};
+    auto r = (*rt)->Exec(pod, e);
+    return r.ok() ? Trim(r->out) : r.status().message();
+  };
+  auto phase = [&](const std::string& pod) {
+    auto pods = (*rt)->ListPods({});
+    if (pods.ok()) {
+      for (const auto& p : *pods) {
+        if (p.name == pod) return std::string(runtime::PodPhaseName(p.phase));
+      }
+    }
+    return std::string("not listed");
+  };
+  bool caught = false;
+  for (int i = 0; i < 5 && !caught; ++i) {
+    runtime::PodSpec spec;
+    spec.name = "p" + std::to_string(i);
+    spec.command = {"sleep", "600"};
+    std::atomic<pid_t> init{0};
+    std::thread stopper([&] {
+      const auto deadline = std::chrono::steady_clock::now() + 10s;
+      while (init == 0 && std::chrono::steady_clock::now() < deadline) {
+        if (pid_t pid = PodInitChild(); pid > 0 && ::kill(pid, SIGSTOP) == 0) init = pid;
+      }
+    });
+    ASSERT_TRUE((*rt)->CreatePod(spec).ok());
+    stopper.join();
+    ASSERT_GT(init.load(), 0) << "no pod init seen";
+    caught = HasTheHostsRoot(init);
+    if (caught) {
+      EXPECT_EQ(phase(spec.name), "Pending");
+      EXPECT_NE(where(spec.name).find("is starting"), std::string::npos) << where(spec.name);
+    }
+    ASSERT_EQ(::kill(init, SIGCONT), 0);
+    ASSERT_TRUE(WaitFor([&] { return phase(spec.name) == "Running"; }, 30s));
+    EXPECT_EQ(where(spec.name), "pod") << spec.name;
+  }
+  EXPECT_TRUE(caught) << "no init was stopped before it entered its pod's root";
+  ASSERT_TRUE((*rt)->Teardown().ok());
+  rt->reset();
+  (void)files::RemoveAll(*dir);
 }
 
 // Every process of a pod, its init's children and what exec starts in it alike, is in the pod's

@@ -20,6 +20,7 @@ Result<std::vector<std::string>> LocalRuntime::ExecArgv(const std::string& pod, 
   if (!loaded.ok()) return Status::Errorf("pod {} not found", pod);
   const PodState& st = *loaded;
   if (!st.Alive()) return Status::Errorf("pod {} is not running", pod);
+  if (!Started(pod, st)) return Status::Errorf("pod {} is starting: its init has not built it yet", pod);
   if (opts.argv.empty()) return Status::Error("exec: no command given");
   // What runs in the pod by exec is held as its own processes are: in its cgroups, without user
   // namespaces (pod_exec.h).

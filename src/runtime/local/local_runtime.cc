@@ -217,7 +217,12 @@ Result<LocalRuntime::PodState> LocalRuntime::LoadState(const std::string& pod) c
   st.last_exit = j.value("lastExit", -1);
   st.started_at = j.value("startedAt", int64_t{0});
   st.message = j.value("message", "");
+  st.announces_start = j.value("announcesStart", false);
   return st;
+}
+
+bool LocalRuntime::Started(const std::string& pod, const PodState& st) const {
+  return st.Alive() && (!st.announces_start || files::Exists(StartedFile(pod)));
 }
 
 Status LocalRuntime::SaveState(const std::string& pod, const PodState& st) const {
@@ -230,7 +235,8 @@ Status LocalRuntime::SaveState(const std::string& pod, const PodState& st) const
             {"stopped", st.stopped},
             {"lastExit", st.last_exit},
             {"startedAt", st.started_at},
-            {"message", st.message}};
+            {"message", st.message},
+            {"announcesStart", st.announces_start}};
   return files::WriteAtomic(PodDir(pod) + "/state.json", j.dump());
 }
 
@@ -344,6 +350,7 @@ Result<LaunchPlan> LocalRuntime::PlanLaunch(const PodSpec& spec) {
   plan.uid = spec.uid;
   plan.gid = spec.gid;
   plan.working_dir = spec.working_dir;
+  plan.started_file = StartedFile(spec.name);
   RETURN_IF_ERROR(cgroups_.Create(spec.name, spec.resources.limits));
   for (const auto& dir : cgroups_.Dirs(spec.name)) {
     plan.cgroups.push_back({dir.host_dir, dir.pod_path, !spec.delegate_cgroups});
@@ -403,6 +410,10 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   oom_kills_at_start_[spec.name] = cgroups_.OomKills(spec.name);
   const std::string plan_path = PodDir(spec.name) + "/launch.json";
   RETURN_IF_ERROR(files::WriteAtomic(plan_path, ToJson(*plan).dump(2), 0600));
+  // A file of the previous run would say this one started before its init built anything.
+  if (::unlink(plan->started_file.c_str()) != 0 && errno != ENOENT) {
+    return Status::Errorf("pod {}: remove {}: {}", spec.name, plan->started_file, std::strerror(errno));
+  }
   auto pid = CloneInit(opts_.self_exe, plan_path, PodDir(spec.name) + "/log");
   if (!pid.ok()) {
     st->message = pid.status().message();
@@ -414,6 +425,7 @@ Status LocalRuntime::StartPod(const PodSpec& spec, PodState* st) {
   st->ready = false;
   st->stopped = false;
   st->message.clear();
+  st->announces_start = true;
   next_probe_ms_[spec.name] = 0;
   spdlog::info("pod {} started (pid {}, ip {})", spec.name, *pid, st->ip);
   return Status::Ok();
@@ -496,7 +508,7 @@ Result<std::vector<PodStatus>> LocalRuntime::ListPods(const std::map<std::string
     ps.message = st->message;
     ps.resources = (*spec)->resources;
     ps.not_enforced = NotEnforced(ps.resources, cgroups_.hierarchy() != CgroupHierarchy::kNone);
-    if (st->Alive()) {
+    if (Started(name, *st)) {
       ps.phase = PodPhase::kRunning;
       ps.ready = st->ready;
     } else if (st->stopped) {

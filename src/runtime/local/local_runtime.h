@@ -73,6 +73,11 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
       : opts_(std::move(opts)), network_(std::move(net)), cgroups_(std::move(cgroups)) {}
 
   std::string PodDir(const std::string& pod) const { return opts_.dir + "/pods/" + pod; }
+  // Created by the pod's init once the pod is whole and its command started (pod_init.h).
+  std::string StartedFile(const std::string& pod) const { return PodDir(pod) + "/started"; }
+  // Whether the pod runs and its init has built it: what Running means, and what exec and
+  // probes wait for.
+  bool Started(const std::string& pod, const PodState& st) const;
   Result<PodState> LoadState(const std::string& pod) const;
   Status SaveState(const std::string& pod, const PodState& st) const;
   Status StartPod(const PodSpec& spec, PodState* st);

@@ -30,6 +30,9 @@ struct LocalRuntime::PodState {
   int last_exit = -1;
   int64_t started_at = 0;
   std::string message;
+  // Its init creates the started file (pod_init.h); false for pods an older runtime started,
+  // which count as started while alive.
+  bool announces_start = false;
 
   bool Alive() const { return pid > 0 && hpc::ProcessStartTime(pid) == pid_start && pid_start != 0; }
 };

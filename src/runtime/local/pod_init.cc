@@ -55,7 +55,8 @@ nlohmann::json ToJson(const LaunchPlan& p) {
           {"env", p.env},
           {"uid", p.uid},
           {"gid", p.gid},
-          {"workingDir", p.working_dir}};
+          {"workingDir", p.working_dir},
+          {"startedFile", p.started_file}};
 }
 
 Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
@@ -74,6 +75,7 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     p.uid = j.at("uid").get<int64_t>();
     p.gid = j.at("gid").get<int64_t>();
     p.working_dir = j.at("workingDir").get<std::string>();
+    p.started_file = j.value("startedFile", "");
     return p;
   } catch (const nlohmann::json::exception& e) {
     return Status::Errorf("launch plan: {}", e.what());
@@ -278,6 +280,45 @@ void EnterRoot(const std::string& root) {
   if (::chdir("/") != 0) Die("chdir /");
 }
 
+// The pod's command, as the pod's user, in a session of its own (the child of init's fork).
+[[noreturn]] void ExecCommand(LaunchPlan& plan) {
+  ::setsid();
+  if (plan.uid != 0 || plan.gid != 0) {
+    gid_t g = static_cast<gid_t>(plan.gid);
+    if (::setgroups(1, &g) != 0 || ::setgid(g) != 0 || ::setuid(static_cast<uid_t>(plan.uid)) != 0) {
+      Die("drop privileges");
+    }
+  }
+  if (::chdir(plan.working_dir.c_str()) != 0) Die("chdir " + plan.working_dir);
+  std::vector<char*> argv, envp;
+  for (auto& a : plan.command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  for (auto& e : plan.env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  ::execvpe(argv[0], argv.data(), envp.data());
+  Die("exec " + plan.command[0]);
+}
+
+// The started file's directory (pod_init.h), opened while the host's root is still in view;
+// -1 where the plan names none.
+int OpenStartedDir(const LaunchPlan& plan) {
+  if (plan.started_file.empty()) return -1;
+  const std::string dir = std::filesystem::path(plan.started_file).parent_path().string();
+  int fd = ::open(dir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) Die("open " + dir);
+  return fd;
+}
+
+// Creates the started file in `dir` (from OpenStartedDir): the pod is whole.
+void AnnounceStarted(int dir, const LaunchPlan& plan) {
+  if (dir < 0) return;
+  const std::string name = std::filesystem::path(plan.started_file).filename().string();
+  int fd = ::openat(dir, name.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) Die("create " + plan.started_file);
+  ::close(fd);
+  ::close(dir);
+}
+
 pid_t g_child = -1;
 void Forward(int sig) {
   if (g_child > 0) ::kill(g_child, sig);
@@ -296,6 +337,7 @@ int RunPodInit(const std::string& plan_path) {
   }
   LaunchPlan plan = std::move(plan_or).value();
 
+  const int started_dir = OpenStartedDir(plan);
   JoinCgroups(plan.cgroups);
   // Mount changes stay inside this pod.
   MountOrDie(nullptr, "/", nullptr, MS_REC | MS_PRIVATE);
@@ -343,27 +385,14 @@ int RunPodInit(const std::string& plan_path) {
   if (g_child < 0) Die("fork");
   if (g_child == 0) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    ::setsid();
-    if (plan.uid != 0 || plan.gid != 0) {
-      gid_t g = static_cast<gid_t>(plan.gid);
-      if (::setgroups(1, &g) != 0 || ::setgid(g) != 0 || ::setuid(static_cast<uid_t>(plan.uid)) != 0) {
-        Die("drop privileges");
-      }
-    }
-    if (::chdir(plan.working_dir.c_str()) != 0) Die("chdir " + plan.working_dir);
-    std::vector<char*> argv, envp;
-    for (auto& a : plan.command) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    for (auto& e : plan.env) envp.push_back(e.data());
-    envp.push_back(nullptr);
-    ::execvpe(argv[0], argv.data(), envp.data());
-    Die("exec " + plan.command[0]);
+    ExecCommand(plan);
   }
 
   struct sigaction sa {};
   sa.sa_handler = Forward;
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
   sigprocmask(SIG_SETMASK, &old, nullptr);
+  AnnounceStarted(started_dir, plan);
 
   // PID 1: reap everything; leave when the pod's command does.
   for (;;) {

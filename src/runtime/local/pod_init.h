@@ -52,6 +52,10 @@ struct LaunchPlan {
   int64_t uid = 0;
   int64_t gid = 0;
   std::string working_dir = "/";
+  // A host file init creates once the pod is whole (its root, mounts, /proc) and its command
+  // started: until then an exec would join a half-built mount namespace, the host's root still
+  // in it. Empty: none (a plan of an older runtime).
+  std::string started_file;
 };
 
 nlohmann::json ToJson(const LaunchPlan& p);

@@ -37,6 +37,7 @@ int64_t DescendantsRssKiB(pid_t pid) {
 }
 
 void LocalRuntime::WatchRunningPod(const std::string& name, const PodSpec& spec, PodState* st, int64_t now_ms) {
+  if (!Started(name, *st)) return;  // nothing to probe or measure of a pod still being built
   if (now_ms >= next_probe_ms_[name]) {
     st->ready = ProbeReady(spec, *st);
     // Probe often until ready. A ready TCP server is not probed again (each probe is a
