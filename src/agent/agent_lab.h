@@ -29,6 +29,7 @@ class AgentLabs {
  public:
   // The port JupyterLab listens on in the login pod.
   static constexpr int kLabPort = 18888;
+  static_assert(kLabPort >= api::kToolPortFirst && kLabPort <= api::kToolPortLast, "a tool's port (api/types.h)");
   // An answer body larger than this is refused: the relay carries it base64 in one request.
   static constexpr size_t kMaxAnswerBytes = 2900u << 10;
 

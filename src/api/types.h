@@ -245,6 +245,13 @@ struct NodeSet {
   int MinReplicas(int cluster_default) const { return spec.min_replicas.value_or(cluster_default); }
 };
 
+// The TCP ports a workspace's tools (JupyterLab...) listen on in its login pod. Only the data
+// plane's agent reaches them (it proxies them, owner only): no pod of the cluster does
+// (operator/network_flows.h), which leaves every other port of a login pod to the user's own
+// servers (a Dask scheduler its jobs call back).
+inline constexpr int kToolPortFirst = 18880;
+inline constexpr int kToolPortLast = 18899;
+
 // A practitioner's workspace: a login pod as the user, an autoscaled nodeset and partition only
 // the user (and admins) may use, a Slurm token, and the project's datasets. What the launch
 // resolved from the platform catalogs (the user's ids and role, the tier's shape) is copied into

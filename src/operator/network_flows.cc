@@ -11,6 +11,8 @@ std::vector<runtime::NetworkPolicy> BuildNetworkPolicies(const api::SlurmCluster
   };
   const runtime::LabelSelector controller = pods("controller"), slurmdbd = pods("slurmdbd"), restapi = pods("restapi"),
                                login = pods("login"), workspace = pods("workspace-login"), worker = pods("worker");
+  const std::vector<runtime::PortRange> all_tcp_but_tools = {{1, api::kToolPortFirst - 1},
+                                                             {api::kToolPortLast + 1, 65535}};
   auto policy = [&](const std::string& component, std::vector<runtime::IngressRule> ingress) {
     return runtime::NetworkPolicy{c.metadata.name + "-" + component, pods(component), std::move(ingress)};
   };
@@ -22,8 +24,8 @@ std::vector<runtime::NetworkPolicy> BuildNetworkPolicies(const api::SlurmCluster
       policy("mariadb", {{{slurmdbd}, {slurm::kMariaDbPort}}}),
       policy("restapi", {{{login, workspace, worker}, {c.spec.rest_port}}}),
       policy("worker", {{{controller, login, workspace, worker}, {}}}),
-      policy("login", {{{controller, worker}, {}}}),
-      policy("workspace-login", {{{controller, worker}, {}}}),
+      policy("login", {{{controller, worker}, all_tcp_but_tools}}),
+      policy("workspace-login", {{{controller, worker}, all_tcp_but_tools}}),
       policy("munge", {}),
   };
 }

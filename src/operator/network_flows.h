@@ -8,11 +8,15 @@
 //   mariadb      3306     slurmdbd
 //   slurmrestd   REST     login, workspace logins, workers
 //   workers      any      controller, login, workspace logins, workers (slurmd, srun's steps, MPI)
-//   logins       any      controller, workers (slurmctld and slurmstepd call srun back)
+//   logins       TCP but  controller, workers (slurmctld and slurmstepd call srun back; jobs call
+//                tools    back what the user serves there, a Dask scheduler)
+//   tools        18880-   none: only the data plane's agent (the host, locally), which proxies
+//                18899    them to their owner (api::kToolPortFirst)
 //   munge        none     (pods reach it by its Unix socket)
 //
 // So a tenant (a workspace's login pod, a job on a worker) reaches Slurm's daemons and its own
-// job steps, and nothing else: not MariaDB, not another cluster, not the host.
+// job steps, and nothing else: not MariaDB, not another cluster, not the host, not another
+// tenant's JupyterLab.
 #pragma once
 
 #include <vector>

@@ -220,9 +220,17 @@ struct Volume {
 // Replies to a pod's own connections always pass, and so does what the runtime's own host opens
 // (probes, the operator). Selectors match pod labels (every pair must match).
 using LabelSelector = std::map<std::string, std::string>;
+// One TCP port, or the ports first..last.
+struct PortRange {
+  int first = 0, last = 0;
+  PortRange(int port) : first(port), last(port) {}  // NOLINT(google-explicit-constructor): {6817} reads as a port
+  PortRange(int first_port, int last_port) : first(first_port), last(last_port) {}
+  bool Contains(int port) const { return port >= first && port <= last; }
+  bool operator==(const PortRange&) const = default;
+};
 struct IngressRule {
-  std::vector<LabelSelector> from;  // pods any of these select
-  std::vector<int> tcp_ports;       // to these TCP ports; empty: to every port and protocol
+  std::vector<LabelSelector> from;   // pods any of these select
+  std::vector<PortRange> tcp_ports;  // to these TCP ports; empty: to every port and protocol
   bool operator==(const IngressRule&) const = default;
 };
 struct NetworkPolicy {

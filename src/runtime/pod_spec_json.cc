@@ -155,9 +155,25 @@ Result<PodSpec> SpecFromJson(const json& j) {
   }
 }
 
+namespace {
+// A port as a number, a range as [first, last].
+json PortsJson(const std::vector<PortRange>& ports) {
+  json out = json::array();
+  for (const auto& p : ports) out.push_back(p.first == p.last ? json(p.first) : json::array({p.first, p.last}));
+  return out;
+}
+std::vector<PortRange> PortsFromJson(const json& j) {
+  std::vector<PortRange> out;
+  for (const auto& p : j) {
+    out.push_back(p.is_array() ? PortRange(p.at(0).get<int>(), p.at(1).get<int>()) : PortRange(p.get<int>()));
+  }
+  return out;
+}
+}  // namespace
+
 json NetworkPolicyJson(const NetworkPolicy& p) {
   json ingress = json::array();
-  for (const auto& r : p.ingress) ingress.push_back({{"from", r.from}, {"tcpPorts", r.tcp_ports}});
+  for (const auto& r : p.ingress) ingress.push_back({{"from", r.from}, {"tcpPorts", PortsJson(r.tcp_ports)}});
   return {{"name", p.name}, {"podSelector", p.pod_selector}, {"ingress", ingress}};
 }
 
@@ -167,7 +183,7 @@ Result<NetworkPolicy> NetworkPolicyFromJson(const json& j) {
     p.name = j.at("name").get<std::string>();
     p.pod_selector = j.at("podSelector").get<LabelSelector>();
     for (const auto& r : j.at("ingress")) {
-      p.ingress.push_back({r.at("from").get<std::vector<LabelSelector>>(), r.at("tcpPorts").get<std::vector<int>>()});
+      p.ingress.push_back({r.at("from").get<std::vector<LabelSelector>>(), PortsFromJson(r.at("tcpPorts"))});
     }
     return p;
   } catch (const json::exception& e) {

@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include "common/files.h"
 #include "harness.h"
 
 namespace hpc::it {
@@ -66,6 +67,34 @@ TEST(NetworkPolicyIT, TenantsReachSlurmAndTheirStepsButNotTheDatabaseOrTheHost) 
   // The admin's daemons still reach what they need: slurmdbd its database (accounting works).
   auto db = c.Cli({"exec", c.name() + "-slurmdbd", "--", "bash", "-c", Probe(mariadb, 3306)});
   EXPECT_EQ(db.out, "open\n") << db.err;
+
+  // A tool's port on a login pod (JupyterLab's 18888) is for the agent alone, on the host: a job
+  // cannot reach it. Every other port stays open to the user's jobs (a Dask scheduler they call).
+  const std::string listener =
+      "import socket, time\n"
+      "held = [socket.create_server(('', port)) for port in (18888, 20000)]\n"
+      "time.sleep(600)\n";
+  auto serving =
+      c.Login("alice", {"bash", "-c", "setsid python3 -c \"" + listener + "\" </dev/null >/dev/null 2>&1 &"});
+  ASSERT_EQ(serving.exit_code, 0) << serving.err;
+  const std::string login_pod = c.name() + "-login";
+  std::string login_ip;
+  for (const auto& line : SplitLines(files::Read(c.ClusterDir() + "/runtime/hosts").value_or(""))) {
+    const auto space = line.find_first_of(" \t");
+    if (space != std::string::npos && line.substr(line.find_last_of(" \t") + 1) == login_pod) {
+      login_ip = line.substr(0, space);
+    }
+  }
+  ASSERT_FALSE(login_ip.empty()) << "no address for " << login_pod;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return RunProcess({"bash", "-c", Probe(login_ip, 18888)})->out == "open\n";
+      },
+      20s))
+      << "the host (the agent) reaches the tool's port";
+  auto tools =
+      c.Login("alice", {"srun", "-N1", "bash", "-c", Probe(login_pod, 18888) + "; " + Probe(login_pod, 20000)}, 90s);
+  EXPECT_EQ(tools.out, "closed\nopen\n") << tools.err;
 
   // Slurm works across pods: a step on both workers (worker ↔ login), a batch job, the queue,
   // the accounting records and the REST API.

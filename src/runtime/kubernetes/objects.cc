@@ -168,7 +168,11 @@ json NetworkPolicyObject(const NetworkPolicy& policy, const ObjectContext& ctx) 
     json r = {{"from", from}};
     if (!rule.tcp_ports.empty()) {
       json ports = json::array();
-      for (int port : rule.tcp_ports) ports.push_back({{"protocol", "TCP"}, {"port", port}});
+      for (const PortRange& p : rule.tcp_ports) {
+        json port = {{"protocol", "TCP"}, {"port", p.first}};
+        if (p.last != p.first) port["endPort"] = p.last;
+        ports.push_back(port);
+      }
       r["ports"] = ports;
     }
     ingress.push_back(r);
@@ -192,7 +196,10 @@ Result<NetworkPolicy> NetworkPolicyFromObject(const std::string& name, const jso
       for (const auto& f : r.value("from", json::array())) {
         rule.from.push_back(f.at("podSelector").value("matchLabels", json::object()).get<LabelSelector>());
       }
-      for (const auto& port : r.value("ports", json::array())) rule.tcp_ports.push_back(port.at("port").get<int>());
+      for (const auto& port : r.value("ports", json::array())) {
+        const int first = port.at("port").get<int>();
+        rule.tcp_ports.emplace_back(first, port.value("endPort", first));
+      }
       p.ingress.push_back(std::move(rule));
     }
     return p;

@@ -64,7 +64,11 @@ std::string RenderPodFirewall(const std::string& table, const std::string& veth_
       forward << "    oifname @" << selected << " iifname @" << from;
       if (!rule.tcp_ports.empty()) {
         forward << " tcp dport { ";
-        for (size_t k = 0; k < rule.tcp_ports.size(); ++k) forward << (k ? ", " : "") << rule.tcp_ports[k];
+        for (size_t k = 0; k < rule.tcp_ports.size(); ++k) {
+          const PortRange& ports = rule.tcp_ports[k];
+          forward << (k ? ", " : "") << ports.first;
+          if (ports.last != ports.first) forward << "-" << ports.last;
+        }
         forward << " }";
       }
       forward << " accept\n";

@@ -17,7 +17,7 @@ const runtime::NetworkPolicy* Find(const std::vector<runtime::NetworkPolicy>& al
 bool Allows(const runtime::NetworkPolicy& p, const std::string& component, int port) {
   for (const auto& rule : p.ingress) {
     bool port_ok = rule.tcp_ports.empty();
-    for (int allowed : rule.tcp_ports) port_ok = port_ok || allowed == port;
+    for (const auto& allowed : rule.tcp_ports) port_ok = port_ok || allowed.Contains(port);
     for (const auto& from : rule.from) {
       if (from.count(kLabelComponent) && from.at(kLabelComponent) == component && port_ok) return true;
     }
@@ -46,7 +46,7 @@ TEST(NetworkFlowsTest, TenantsReachSlurmOnlyAndOnlySlurmdbdReachesTheDatabase) {
   ASSERT_EQ(controller.ingress.size(), 1u);
   const std::vector<runtime::LabelSelector> whole_cluster = {{{kLabelCluster, "c1"}}};
   EXPECT_EQ(controller.ingress[0].from, whole_cluster);
-  EXPECT_EQ(controller.ingress[0].tcp_ports, std::vector<int>{6817});
+  EXPECT_EQ(controller.ingress[0].tcp_ports, std::vector<runtime::PortRange>{6817});
   const auto& mariadb = *Find(policies, "c1-mariadb");
   EXPECT_TRUE(Allows(mariadb, "slurmdbd", 3306));
   for (const char* tenant : {"workspace-login", "login", "worker", "controller", "restapi"}) {
@@ -61,6 +61,18 @@ TEST(NetworkFlowsTest, TenantsReachSlurmOnlyAndOnlySlurmdbdReachesTheDatabase) {
   EXPECT_TRUE(Allows(*Find(policies, "c1-workspace-login"), "controller", 40000));
   EXPECT_TRUE(Allows(*Find(policies, "c1-workspace-login"), "worker", 40000));
   EXPECT_FALSE(Allows(*Find(policies, "c1-workspace-login"), "workspace-login", 40000));
+  // A workspace's tools (JupyterLab) are the agent's to reach, and no pod's; every other port of
+  // a login pod stays open to the cluster's workers (a Dask scheduler the jobs call back).
+  for (const char* login : {"c1-workspace-login", "c1-login"}) {
+    for (int port : {api::kToolPortFirst, 18888, api::kToolPortLast}) {
+      for (const char* from : {"controller", "worker", "workspace-login", "login"}) {
+        EXPECT_FALSE(Allows(*Find(policies, login), from, port)) << login << " " << from << " " << port;
+      }
+    }
+    for (int port : {1, api::kToolPortFirst - 1, api::kToolPortLast + 1, 65535}) {
+      EXPECT_TRUE(Allows(*Find(policies, login), "worker", port)) << login << " " << port;
+    }
+  }
   EXPECT_TRUE(Find(policies, "c1-munge")->ingress.empty());
 }
 

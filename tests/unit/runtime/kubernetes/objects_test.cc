@@ -630,16 +630,18 @@ TEST(KubernetesObjectsTest, SecretsConfigMapsAndClaims) {
 
 // A network policy becomes an ingress-only NetworkPolicy of the cluster, and reads back the same.
 TEST(KubernetesObjectsTest, NetworkPoliciesRoundTripAsIngressNetworkPolicies) {
-  NetworkPolicy p{"research-mariadb",
-                  {{"hpcplane.io/component", "mariadb"}},
-                  {{{{{"hpcplane.io/component", "slurmdbd"}}}, {3306}}, {{{{"a", "b"}}, {{"c", "d"}}}, {}}}};
+  NetworkPolicy p{
+      "research-mariadb",
+      {{"hpcplane.io/component", "mariadb"}},
+      {{{{{"hpcplane.io/component", "slurmdbd"}}}, {3306, {61001, 64000}}}, {{{{"a", "b"}}, {{"c", "d"}}}, {}}}};
   json o = NetworkPolicyObject(p, Context());
   EXPECT_EQ(o["apiVersion"], "networking.k8s.io/v1");
   EXPECT_EQ(o["kind"], "NetworkPolicy");
   EXPECT_EQ(o["metadata"]["name"], "research-mariadb");
   EXPECT_EQ(o["spec"]["policyTypes"], json({"Ingress"}));
   EXPECT_EQ(o["spec"]["podSelector"]["matchLabels"]["hpcplane.io/component"], "mariadb");
-  EXPECT_EQ(o["spec"]["ingress"][0]["ports"], json::parse(R"([{"protocol": "TCP", "port": 3306}])"));
+  EXPECT_EQ(o["spec"]["ingress"][0]["ports"], json::parse(R"([{"protocol": "TCP", "port": 3306},
+                                    {"protocol": "TCP", "port": 61001, "endPort": 64000}])"));
   EXPECT_FALSE(o["spec"]["ingress"][1].contains("ports")) << "every port";
   EXPECT_EQ(o["spec"]["ingress"][1]["from"].size(), 2u);
   auto back = NetworkPolicyFromObject("research-mariadb", o);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "runtime/pod_spec_json.h"
+
 namespace hpc::runtime::local {
 namespace {
 
@@ -21,13 +23,19 @@ TEST(PodFirewallTest, SelectedPodsAcceptOnlyTheirRulesPeersOnTheirPorts) {
   std::vector<NetworkPolicy> policies = {
       {"db", {{"role", "db"}}, {{{{{"role", "daemon"}}}, {3306}}}},
       {"tenant", {{"role", "tenant"}}, {{{{{"role", "daemon"}}, {{"role", "tenant"}}}, {}}}},
+      {"login", {{"role", "free"}}, {{{{{"role", "daemon"}}}, {{1, 18879}, 20000, {18900, 65535}}}}},
   };
   const std::string s = RenderPodFirewall("hpcplane_X", "hpvX", policies, Pods());
+  // Port ranges as nftables ranges.
+  EXPECT_TRUE(HasLine(
+      s, "    oifname @policy2_pods iifname @policy2_rule0_from tcp dport { 1-18879, 20000, 18900-65535 } accept"))
+      << s;
   // Replaced whole, in one transaction.
   EXPECT_EQ(s.rfind("add table bridge hpcplane_X\ndelete table bridge hpcplane_X\ntable bridge hpcplane_X {\n", 0), 0u)
       << s;
-  EXPECT_NE(s.find("set isolated {\n    type ifname;\n    elements = { \"hpvX00001\", \"hpvX00003\" }\n  }"),
-            std::string::npos)
+  EXPECT_NE(
+      s.find("set isolated {\n    type ifname;\n    elements = { \"hpvX00001\", \"hpvX00003\", \"hpvX00004\" }\n  }"),
+      std::string::npos)
       << s;
   EXPECT_NE(s.find("set policy0_rule0_from {\n    type ifname;\n    elements = { \"hpvX00002\" }\n  }"),
             std::string::npos)
@@ -55,6 +63,23 @@ TEST(PodFirewallTest, NoRulesIsolateCompletelyAndEmptySetsStayEmpty) {
   EXPECT_EQ(s.find("@policy0_rule"), std::string::npos) << s;
   EXPECT_NE(s.find("set policy1_pods {\n    type ifname;\n  }"), std::string::npos) << s;
   EXPECT_NE(s.find("set policy1_rule0_from {\n    type ifname;\n  }"), std::string::npos) << s;
+}
+
+// The runtime keeps each policy as JSON: ports and ranges read back as they were written, and a
+// policy of an older runtime (ports as numbers only) still reads.
+TEST(PodFirewallTest, StoredPoliciesReadBackTheirPortsAndRanges) {
+  NetworkPolicy p{"login", {{"role", "free"}}, {{{{{"role", "daemon"}}}, {{1, 18879}, 6817, {18900, 65535}}}}};
+  auto back = NetworkPolicyFromJson(NetworkPolicyJson(p));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  EXPECT_EQ(*back, p);
+  auto older = NetworkPolicyFromJson(nlohmann::json::parse(
+      R"({"name": "db", "podSelector": {"role": "db"}, "ingress": [{"from": [{"role": "daemon"}], "tcpPorts": [3306]}]})"));
+  ASSERT_TRUE(older.ok()) << older.status().message();
+  EXPECT_EQ(older->ingress.at(0).tcp_ports, std::vector<PortRange>{3306});
+  EXPECT_FALSE(
+      NetworkPolicyFromJson(
+          nlohmann::json::parse(R"({"name": "x", "podSelector": {}, "ingress": [{"from": [], "tcpPorts": ["many"]}]})"))
+          .ok());
 }
 
 }  // namespace
