@@ -10,11 +10,15 @@
 
 namespace hpc::app {
 
+std::string StoreUrlOf(const std::string& state_dir, const std::string& store_url) {
+  return store_url.empty() ? "sqlite:" + state_dir + "/controlplane/hpcplane.db" : store_url;
+}
+
 Result<std::unique_ptr<ControlPlaneProcess>> ControlPlaneProcess::Start(const Config& config) {
   std::unique_ptr<ControlPlaneProcess> p(new ControlPlaneProcess());
   const std::string dir = config.state_dir + "/controlplane";
   RETURN_IF_ERROR(files::MakeDirs(dir, 0700));
-  p->store_url_ = config.store_url.empty() ? "sqlite:" + dir + "/hpcplane.db" : config.store_url;
+  p->store_url_ = StoreUrlOf(config.state_dir, config.store_url);
   ASSIGN_OR_RETURN(p->store_, cp::OpenStore(p->store_url_));
   p->options_ = config.server;
   p->server_ = std::make_unique<cp::Server>(p->store_.get(), p->options_);

@@ -19,6 +19,9 @@
 
 namespace hpc::app {
 
+// The store `hpcplane server` opens: `store_url`, else SQLite under <state_dir>/controlplane.
+std::string StoreUrlOf(const std::string& state_dir, const std::string& store_url);
+
 class ControlPlaneProcess {
  public:
   struct Config {

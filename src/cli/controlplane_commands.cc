@@ -14,6 +14,7 @@
 #include "agent/agent.h"
 #include "app/control_plane_process.h"
 #include "cli/api_client.h"
+#include "cli/store_commands.h"
 #include "common/files.h"
 #include "common/http_client.h"
 #include "common/stop_signal.h"
@@ -290,6 +291,7 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   auto api = std::make_shared<ApiArgs>();
   auto sargs = std::make_shared<ServerArgs>();
   CLI::App* server = AddServerCommand(app, sargs.get());
+  auto store_commands = AddStoreCommands(server, g);
 
   auto agent_opts = std::make_shared<cp::AgentOptions>();
   auto* agent = app.add_subcommand("agent", "Report this data plane and ship its job records to the control plane");
@@ -357,6 +359,7 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   flags->add_option("value", *value, "true | false");
 
   return [=, &g]() -> int {
+    if (int rc = store_commands(); rc != -1) return rc;
     if (server->parsed()) return CmdServer(g, *sargs);
     if (agent->parsed()) return CmdAgent(g, *api, *agent_opts, *kube_opts);
     if (tokens->parsed()) return CmdTokens(*api, *targs);

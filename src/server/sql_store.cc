@@ -4,6 +4,7 @@
 #include <atomic>
 #include <ctime>
 #include <map>
+#include <regex>
 #include <tuple>
 
 #include <fmt/format.h>
@@ -933,6 +934,17 @@ Result<JobCursor> JobCursor::Decode(const std::string& s) {
   c.data_plane = parts[2];
   c.cluster = parts[3];
   return c;
+}
+
+int StoreSchemaVersion() { return static_cast<int>(Migrations().size()); }
+
+std::vector<std::string> StoreTableNames() {
+  std::vector<std::string> out = {"schema_migrations"};
+  static const std::regex kCreate(R"(CREATE TABLE (?:IF NOT EXISTS )?(\w+))");
+  for (const auto& m : Migrations()) {
+    for (std::sregex_iterator it(m.begin(), m.end(), kCreate), end; it != end; ++it) out.push_back((*it)[1].str());
+  }
+  return out;
 }
 
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url) {

@@ -312,5 +312,9 @@ class Store : public DataPlaneStore,
 
 // "sqlite:PATH", a path, or "postgres://..." / "postgresql://...".
 Result<std::unique_ptr<Store>> OpenStore(const std::string& url);
+// The schema version OpenStore migrates a store to.
+int StoreSchemaVersion();
+// The tables the migrations create (schema_migrations among them).
+std::vector<std::string> StoreTableNames();
 
 }  // namespace hpc::cp
