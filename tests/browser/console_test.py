@@ -420,6 +420,16 @@ def main():
         shot("06-workspaces")
         check_accessible(driver, "workspaces")
 
+        # A sign-out that cannot reach the server says so and stays signed in (the session is
+        # still valid there: the next user of this browser would inherit it).
+        driver.execute_cdp_cmd("Network.enable", {})
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": True, "latency": 0,
+                                                                    "downloadThroughput": -1, "uploadThroughput": -1})
+        driver.find_element(By.ID, "sign-out").click()
+        wait.until(EC.text_to_be_present_in_element((By.ID, "signout-error"), "Signing out failed"))
+        check(driver.find_element(By.ID, "who-name").is_displayed(), "an unreachable server leaves her signed in")
+        driver.execute_cdp_cmd("Network.emulateNetworkConditions", {"offline": False, "latency": 0,
+                                                                    "downloadThroughput": -1, "uploadThroughput": -1})
         # Sign out: the cookie session ends.
         driver.find_element(By.ID, "sign-out").click()
         wait.until(EC.visibility_of_element_located((By.ID, "token")))
@@ -628,6 +638,7 @@ def main():
         # That is the host, not the console (a page that lost data shows it, and is checked above).
         logs = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"
                 and "net::ERR_NETWORK_CHANGED" not in e["message"]
+                and "net::ERR_INTERNET_DISCONNECTED" not in e["message"]  # the offline sign-out, above
                 and "the server responded with a status of 4" not in e["message"]]
         check(not logs, f"no errors in the browser console ({logs[:3]})")
     finally:

@@ -1,6 +1,6 @@
 // Signing in and out: a token pasted once is exchanged for a session (an HttpOnly cookie and a
 // CSRF token); the page never keeps the token.
-import { api, messageOf } from "./api.js";
+import { ApiError, api, messageOf } from "./api.js";
 import { $, el, mainArea } from "./dom.js";
 import { route } from "./router.js";
 import { ALL_PROJECTS, projectFromHash, state, stopRefresh } from "./state.js";
@@ -53,8 +53,28 @@ export async function signedIn(me) {
   else route();
 }
 
+// Ends the session on the server: the DELETE is sent again when it got no answer (the browser
+// drops requests in flight when the host's network changes), since a session believed ended
+// that the server still honours is one the next user of this browser inherits.
 export async function signOut() {
-  try { await api("DELETE", "/api/v1/session"); } catch { /* signed out either way */ }
+  let ended = false;
+  for (let attempt = 0; attempt < 3; ++attempt) {
+    try {
+      await api("DELETE", "/api/v1/session");
+      ended = true;
+    } catch (e) {
+      ended = e instanceof ApiError && e.status === 401;  // gone already
+      if (e instanceof ApiError) break;  // answered: sending it again changes nothing
+    }
+    if (ended) break;
+  }
+  if (!ended) {
+    // Still signed in as far as the server knows: say so where the user is, and stay.
+    document.getElementById("signout-error")?.remove();
+    mainArea().prepend(el("p", { class: "error", role: "alert", id: "signout-error" },
+      "Signing out failed: the server could not be reached, and your session is still valid. Sign out again."));
+    return;
+  }
   state.csrf = "";
   history.replaceState(null, "", "#/");
   showSignIn("Signed out.");
