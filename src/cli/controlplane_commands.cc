@@ -265,7 +265,11 @@ int CmdFlags(const ApiArgs& a, const std::string& action, const std::string& nam
 CLI::App* AddServerCommand(CLI::App& app, ServerArgs* sargs) {
   auto* server = app.add_subcommand("server", "Run the control plane's REST API");
   server->add_option("--listen", sargs->listen, "HOST:PORT");
-  server->add_option("--store", sargs->store, "sqlite:PATH (default under the state dir) or postgres://...");
+  server
+      ->add_option("--store", sargs->store,
+                   "sqlite:PATH (default under the state dir) or postgres://... (env HPCPLANE_STORE: off the command "
+                   "line, where every user of the host reads it)")
+      ->envname("HPCPLANE_STORE");
   server->add_option("--unreachable-after", sargs->unreachable_after,
                      "Seconds without a report before a data plane is Unreachable");
   server->add_option("--tls-cert", sargs->tls_cert, "PEM certificate (chain) to serve HTTPS with");
@@ -291,7 +295,7 @@ std::function<int()> AddControlPlaneCommands(CLI::App& app, Globals& g) {
   auto api = std::make_shared<ApiArgs>();
   auto sargs = std::make_shared<ServerArgs>();
   CLI::App* server = AddServerCommand(app, sargs.get());
-  auto store_commands = AddStoreCommands(server, g);
+  auto store_commands = AddStoreCommands(server, &sargs->store, g);
 
   auto agent_opts = std::make_shared<cp::AgentOptions>();
   auto* agent = app.add_subcommand("agent", "Report this data plane and ship its job records to the control plane");

@@ -10,8 +10,9 @@
 
 namespace hpc::cli {
 
-// Adds `backup` and `restore` under `server`; the returned function runs whichever was parsed
-// (-1: neither).
-std::function<int()> AddStoreCommands(CLI::App* server, Globals& g);
+// Adds `backup` and `restore` under `server`, whose own --store (`server_store`, which must
+// outlive the function returned) they use unless given theirs; the returned function runs
+// whichever was parsed (-1: neither).
+std::function<int()> AddStoreCommands(CLI::App* server, const std::string* server_store, Globals& g);
 
 }  // namespace hpc::cli

@@ -23,7 +23,7 @@ struct CloseDb {
 };
 using SqliteFile = std::unique_ptr<sqlite3, CloseDb>;
 
-Result<SqliteFile> Open(const std::string& path, int flags) {
+Result<SqliteFile> OpenFile(const std::string& path, int flags) {
   sqlite3* db = nullptr;
   const int rc = sqlite3_open_v2(path.c_str(), &db, flags | SQLITE_OPEN_NOMUTEX, nullptr);
   SqliteFile owned(db);
@@ -57,7 +57,7 @@ Status Exec(sqlite3* db, const std::string& sql, const RowSink& row = nullptr) {
 }
 
 // Every page of `from` into `to`, retrying while a writer holds the source for a moment.
-Status Copy(sqlite3* from, sqlite3* to) {
+Status CopyPages(sqlite3* from, sqlite3* to) {
   sqlite3_backup* b = sqlite3_backup_init(to, "main", from, "main");
   if (!b) return Status::Errorf("sqlite backup: {}", sqlite3_errmsg(to));
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
@@ -71,7 +71,7 @@ Status Copy(sqlite3* from, sqlite3* to) {
   return Status::Ok();
 }
 
-Result<std::vector<TableRows>> Tables(sqlite3* db) {
+Result<std::vector<TableRows>> SqliteTables(sqlite3* db) {
   std::vector<std::string> names;
   RETURN_IF_ERROR(Exec(db,
                        "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' ORDER BY name",
@@ -81,8 +81,10 @@ Result<std::vector<TableRows>> Tables(sqlite3* db) {
                        }));
   std::vector<TableRows> out;
   for (const auto& name : names) {
+    std::string quoted;  // a name from a file: its quotes doubled
+    for (char ch : name) quoted += ch == '"' ? std::string("\"\"") : std::string(1, ch);
     RowDigest d;
-    RETURN_IF_ERROR(Exec(db, fmt::format("SELECT * FROM \"{}\"", name), [&](const SqlRow& r) {
+    RETURN_IF_ERROR(Exec(db, fmt::format("SELECT * FROM \"{}\"", quoted), [&](const SqlRow& r) {
       d.Add(RowText(r));
       return true;
     }));
@@ -91,8 +93,8 @@ Result<std::vector<TableRows>> Tables(sqlite3* db) {
   return out;
 }
 
-Result<BackupContents> ReadBackup(const std::string& file) {
-  ASSIGN_OR_RETURN(SqliteFile db, Open(file, SQLITE_OPEN_READONLY));
+Result<BackupContents> SqliteReadBackup(const std::string& file) {
+  ASSIGN_OR_RETURN(SqliteFile db, OpenFile(file, SQLITE_OPEN_READONLY));
   std::string check;
   RETURN_IF_ERROR(Exec(db.get(), "PRAGMA integrity_check", [&](const SqlRow& r) {
     check += r[0].value_or("");
@@ -100,7 +102,7 @@ Result<BackupContents> ReadBackup(const std::string& file) {
   }));
   if (check != "ok") return Status::InvalidArgument("backup", fmt::format("{} is damaged: {}", file, check));
   BackupContents c;
-  ASSIGN_OR_RETURN(c.tables, Tables(db.get()));
+  ASSIGN_OR_RETURN(c.tables, SqliteTables(db.get()));
   for (const auto& t : c.tables) {
     if (t.table != "schema_migrations") continue;
     RETURN_IF_ERROR(Exec(db.get(), "SELECT version FROM schema_migrations", [&](const SqlRow& r) {
@@ -111,24 +113,24 @@ Result<BackupContents> ReadBackup(const std::string& file) {
   return c;
 }
 
-Status WriteBackup(const std::string& store, const std::string& file) {
+Status SqliteWriteBackup(const std::string& store, const std::string& file) {
   if (!files::Exists(store)) return Status::NotFound(fmt::format("no store at {}", store));
-  ASSIGN_OR_RETURN(SqliteFile from, Open(store, SQLITE_OPEN_READONLY));
-  ASSIGN_OR_RETURN(SqliteFile to, Open(file, SQLITE_OPEN_READWRITE));
-  RETURN_IF_ERROR(Copy(from.get(), to.get()));
+  ASSIGN_OR_RETURN(SqliteFile from, OpenFile(store, SQLITE_OPEN_READONLY));
+  ASSIGN_OR_RETURN(SqliteFile to, OpenFile(file, SQLITE_OPEN_READWRITE));
+  RETURN_IF_ERROR(CopyPages(from.get(), to.get()));
   // The store runs in WAL mode and the copy took its header: one self-contained file instead.
   return Exec(to.get(), "PRAGMA journal_mode=DELETE");
 }
 
-Status LoadBackup(const std::string& file, const std::string& store) {
+Status SqliteLoadBackup(const std::string& file, const std::string& store) {
   // Created as the server creates it: readable by its owner only.
   int fd = ::open(store.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
   if (fd < 0) return Status::Errorf("sqlite {}: {}", store, std::strerror(errno));
   ::close(fd);
-  ASSIGN_OR_RETURN(SqliteFile from, Open(file, SQLITE_OPEN_READONLY));
-  ASSIGN_OR_RETURN(SqliteFile to, Open(store, SQLITE_OPEN_READWRITE));
+  ASSIGN_OR_RETURN(SqliteFile from, OpenFile(file, SQLITE_OPEN_READONLY));
+  ASSIGN_OR_RETURN(SqliteFile to, OpenFile(store, SQLITE_OPEN_READWRITE));
   // One transaction on the store's side: a failure leaves it as it was.
-  RETURN_IF_ERROR(Copy(from.get(), to.get()));
+  RETURN_IF_ERROR(CopyPages(from.get(), to.get()));
   // The server runs the store in WAL mode (sqlite_db.cc); the backup is a rollback-journal file.
   return Exec(to.get(), "PRAGMA journal_mode=WAL");
 }
@@ -140,12 +142,12 @@ EngineOps SqliteOps(const std::string& path) {
   ops.name = "sqlite";
   ops.store_tables = [path]() -> Result<std::vector<TableRows>> {
     if (!files::Exists(path)) return std::vector<TableRows>{};
-    ASSIGN_OR_RETURN(SqliteFile db, Open(path, SQLITE_OPEN_READONLY));
-    return Tables(db.get());
+    ASSIGN_OR_RETURN(SqliteFile db, OpenFile(path, SQLITE_OPEN_READONLY));
+    return SqliteTables(db.get());
   };
-  ops.write_backup = [path](const std::string& file) { return WriteBackup(path, file); };
-  ops.read_backup = ReadBackup;
-  ops.load_backup = [path](const std::string& file) { return LoadBackup(file, path); };
+  ops.write_backup = [path](const std::string& file) { return SqliteWriteBackup(path, file); };
+  ops.read_backup = SqliteReadBackup;
+  ops.load_backup = [path](const std::string& file) { return SqliteLoadBackup(file, path); };
   return ops;
 }
 

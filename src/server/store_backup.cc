@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -42,8 +43,23 @@ std::string RowText(const SqlRow& row) {
   return out;
 }
 
-int MaxVersion(int current, const std::string& first_value) {
-  return std::max(current, std::atoi(first_value.c_str()));
+int MaxVersion(int current, const std::string& version) {
+  char* end = nullptr;
+  errno = 0;
+  const long long v = std::strtoll(version.c_str(), &end, 10);
+  if (version.empty() || *end != '\0' || errno != 0 || v <= 0 || v > 1000000) return current;
+  return std::max(current, static_cast<int>(v));
+}
+
+Status OnlyStoreTables(const std::vector<std::string>& tables, const std::string& file) {
+  const std::vector<std::string> ours = StoreTableNames();
+  std::string foreign;
+  for (const auto& t : tables) {
+    if (std::find(ours.begin(), ours.end(), t) == ours.end()) foreign += (foreign.empty() ? "" : ", ") + t;
+  }
+  if (foreign.empty()) return Status::Ok();
+  return Status::InvalidArgument(
+      "backup", fmt::format("{} holds tables that are not hpcplane's ({}): not a backup of a store", file, foreign));
 }
 
 }  // namespace backup
@@ -164,6 +180,9 @@ Result<BackupSummary> BackupStore(const std::string& store_url, const std::strin
   Status wrote = ops.write_backup(tmp);
   // What was written, read back whole.
   Result<BackupContents> written = wrote.ok() ? ops.read_backup(tmp) : Result<BackupContents>(wrote);
+  if (written.ok() && written->schema_version <= 0) {
+    written = Status::FailedPrecondition(fmt::format("no hpcplane store there to back up (no schema_migrations)"));
+  }
   Status committed = written.ok() ? Commit(tmp, file) : written.status();
   if (!committed.ok()) {
     ::unlink(tmp.c_str());
@@ -187,6 +206,9 @@ Result<BackupSummary> RestoreStore(const std::string& store_url, const std::stri
                               file, engine, ops.name));
   }
   ASSIGN_OR_RETURN(BackupContents contents, ops.read_backup(file));
+  std::vector<std::string> names;
+  for (const auto& t : contents.tables) names.push_back(t.table);
+  RETURN_IF_ERROR(backup::OnlyStoreTables(names, file));
   if (contents.schema_version <= 0) {
     return Status::InvalidArgument("backup", fmt::format("{} holds no hpcplane store (no schema_migrations)", file));
   }
@@ -209,9 +231,17 @@ Result<BackupSummary> RestoreStore(const std::string& store_url, const std::stri
                                                                             static_cast<int64_t>(std::time(nullptr)))));
     s.replaced = kept.file;
   }
-  RETURN_IF_ERROR(ops.load_backup(file));
-  ASSIGN_OR_RETURN(std::vector<TableRows> restored, ops.store_tables());
-  RETURN_IF_ERROR(Verify(contents.tables, restored));
+  Status loaded = ops.load_backup(file);
+  Result<std::vector<TableRows>> restored = loaded.ok() ? ops.store_tables() : Result<std::vector<TableRows>>(loaded);
+  Status verified = restored.ok() ? Verify(contents.tables, *restored) : restored.status();
+  if (!verified.ok()) {
+    // The engines load in one transaction: a failed load changed nothing; a load that does not
+    // verify is in place, and what it replaced is where the message says.
+    return Status::Error(
+        verified.message() +
+        (loaded.ok() ? "; the backup's rows are in the store as restored" : "; the store is as it was") +
+        (s.replaced.empty() ? "" : fmt::format(" (its earlier rows: {})", s.replaced)));
+  }
   s.engine = ops.name;
   s.file = file;
   s.schema_version = contents.schema_version;

@@ -49,7 +49,12 @@ struct EngineOps {
 EngineOps SqliteOps(const std::string& path);
 EngineOps PostgresOps(const std::string& url);
 
-// The highest schema_migrations version in `rows` of that table, whose first value is it.
-int MaxVersion(int current, const std::string& first_value);
+// The larger of `current` and a schema_migrations version written as text (0 when it is not a
+// version number).
+int MaxVersion(int current, const std::string& version);
+
+// Refuses a backup holding tables that are not the store's: another application's database,
+// which a restore would mistake for a store, or drop.
+Status OnlyStoreTables(const std::vector<std::string>& tables, const std::string& file);
 
 }  // namespace hpc::cp::backup

@@ -5,12 +5,14 @@
 #include <sys/stat.h>
 
 #include <fstream>
+#include <map>
 
 #include <gtest/gtest.h>
 #include <sqlite3.h>
 
 #include "common/files.h"
 #include "common/subprocess.h"
+#include "server/db.h"
 #include "server/store.h"
 #include "testkit/postgres.h"
 
@@ -37,9 +39,11 @@ cp::JobRecord Job(int64_t id) {
   return j;
 }
 
-ProcessResult Hpcplane(const std::string& state_dir, std::vector<std::string> args) {
+ProcessResult Hpcplane(const std::string& state_dir, std::vector<std::string> args,
+                       std::map<std::string, std::string> env = {}) {
   args.insert(args.begin(), {HPCPLANE_BIN, "--state-dir", state_dir});
   RunOptions ro;
+  ro.extra_env = std::move(env);
   ro.timeout = std::chrono::minutes(5);
   auto r = RunProcess(args, ro);
   if (r.ok()) return *r;
@@ -108,6 +112,11 @@ TEST_P(StoreBackup, ARestoreIntoAFreshStoreGivesTheSameRows) {
   auto again = Hpcplane(dir_, {"server", "backup", file, "--store", source});
   EXPECT_NE(again.exit_code, 0);
   EXPECT_NE(again.err.find("exists"), std::string::npos) << again.err;
+  // The store may come as the server's --store, or from the environment (off the command line).
+  EXPECT_EQ(Hpcplane(dir_, {"server", "--store", source, "backup", dir_ + "/second.backup"}).exit_code, 0);
+  auto by_env = Hpcplane(dir_, {"server", "backup", dir_ + "/third.backup"}, {{"HPCPLANE_STORE", source}});
+  EXPECT_EQ(by_env.exit_code, 0) << by_env.err;
+  EXPECT_NE(by_env.out.find(std::to_string(kJobs)), std::string::npos) << by_env.out;
 
   const std::string fresh = NewStore("fresh");
   auto restored = Hpcplane(dir_, {"server", "restore", file, "--store", fresh});
@@ -168,7 +177,7 @@ TEST_P(StoreBackup, ARestoreOverRowsNeedsForceAndKeepsThemFirst) {
 TEST_P(StoreBackup, DamagedForeignAndMissingBackupsAreRefusedWithNothingChanged) {
   const std::string file = dir_ + "/cp.backup";
   ASSERT_EQ(Hpcplane(dir_, {"server", "backup", file, "--store", FilledStore("source", 1)}).exit_code, 0);
-  const std::string target = NewStore("target");
+  const std::string target = FilledStore("target", 100000);
   // Cut short: the last third of it gone.
   const std::string whole = *files::Read(file);
   const std::string cut = dir_ + "/cut.backup";
@@ -176,13 +185,13 @@ TEST_P(StoreBackup, DamagedForeignAndMissingBackupsAreRefusedWithNothingChanged)
     std::ofstream out(cut, std::ios::binary);
     out << whole.substr(0, whole.size() * 2 / 3);
   }
-  auto damaged = Hpcplane(dir_, {"server", "restore", cut, "--store", target});
+  auto damaged = Hpcplane(dir_, {"server", "restore", cut, "--store", target, "--force"});
   EXPECT_NE(damaged.exit_code, 0) << damaged.out;
-  EXPECT_EQ(Jobs(target), 0);
+  EXPECT_EQ(Jobs(target), kJobs);
   // Not a backup at all.
   const std::string text = dir_ + "/notes.txt";
   ASSERT_TRUE(files::WriteAtomic(text, "hello\n").ok());
-  auto foreign = Hpcplane(dir_, {"server", "restore", text, "--store", target});
+  auto foreign = Hpcplane(dir_, {"server", "restore", text, "--store", target, "--force"});
   EXPECT_NE(foreign.exit_code, 0);
   EXPECT_NE(foreign.err.find("not a backup"), std::string::npos) << foreign.err;
   // Another engine's backup.
@@ -191,12 +200,84 @@ TEST_P(StoreBackup, DamagedForeignAndMissingBackupsAreRefusedWithNothingChanged)
   ASSERT_TRUE(files::WriteAtomic(wrong, other_engine == "sqlite" ? std::string("SQLite format 3\0rest", 20)
                                                                  : std::string("PGDMP\1\16\0rest", 12))
                   .ok());
-  auto engine = Hpcplane(dir_, {"server", "restore", wrong, "--store", target});
+  auto engine = Hpcplane(dir_, {"server", "restore", wrong, "--store", target, "--force"});
   EXPECT_NE(engine.exit_code, 0);
   EXPECT_NE(engine.err.find("a " + other_engine + " backup"), std::string::npos) << engine.err;
-  auto missing = Hpcplane(dir_, {"server", "restore", dir_ + "/none.backup", "--store", target});
+  auto missing = Hpcplane(dir_, {"server", "restore", dir_ + "/none.backup", "--store", target, "--force"});
   EXPECT_NE(missing.exit_code, 0);
-  EXPECT_EQ(Jobs(target), 0);
+  auto store = cp::OpenStore(target);
+  ASSERT_TRUE(store.ok());
+  EXPECT_EQ(*(*store)->CountJobs(), kJobs);
+  EXPECT_TRUE((*store)->GetJob("dp1", "c1", 100000, Job(100000).submit_time)->has_value()) << "its own rows still";
+}
+
+// A database may hold other applications' tables: a backup takes only the store's, a restore
+// neither counts nor touches the others; a backup holding tables that are not the store's is
+// refused (another application's database is no store to restore).
+TEST_P(StoreBackup, OtherTablesAreNeitherBackedUpNorCountedNorTouched) {
+  const std::string source = FilledStore("source", 1);
+  const std::string target = NewStore("target");
+  auto sql = [](const std::string& url, const std::string& script) {
+    auto db = GetParam() == "sqlite" ? cp::OpenSqlite(url.substr(7)) : cp::OpenPostgres(url);
+    return db.ok() ? (*db)->ExecScript(script) : db.status();
+  };
+  ASSERT_TRUE(sql(target, "CREATE TABLE notes (body TEXT); INSERT INTO notes VALUES ('theirs');").ok());
+  const std::string file = dir_ + "/cp.backup";
+  if (GetParam() == "postgres") {
+    ASSERT_TRUE(sql(source, "CREATE TABLE other_app (x INTEGER); INSERT INTO other_app VALUES (1);").ok());
+    ASSERT_EQ(Hpcplane(dir_, {"server", "backup", file, "--store", source}).exit_code, 0);
+    auto restored = Hpcplane(dir_, {"server", "restore", file, "--store", target});  // "notes" is no row of the store
+    ASSERT_EQ(restored.exit_code, 0) << restored.err;
+    EXPECT_EQ(restored.out.find("other_app"), std::string::npos) << restored.out;
+    int notes = 0, other = -1;
+    auto db = cp::OpenPostgres(target);
+    ASSERT_TRUE(db.ok());
+    EXPECT_TRUE((*db)
+                    ->Query("SELECT count(*) FROM notes", {},
+                            [&](const cp::SqlRow& r) {
+                              notes = std::stoi(*r[0]);
+                              return false;
+                            })
+                    .ok());
+    EXPECT_EQ(notes, 1) << "another application's rows stay";
+    EXPECT_TRUE((*db)
+                    ->Query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'other_app'", {},
+                            [&](const cp::SqlRow& r) {
+                              other = std::stoi(*r[0]);
+                              return false;
+                            })
+                    .ok());
+    EXPECT_EQ(other, 0) << "nor did the source's come along";
+    EXPECT_EQ(Jobs(target), kJobs);
+  } else {
+    // A SQLite store is a file of its own: one with another table is not a store's backup.
+    const std::string path = source.substr(7);
+    ASSERT_TRUE(sql(source, "CREATE TABLE other_app (x INTEGER)").ok());
+    ASSERT_EQ(Hpcplane(dir_, {"server", "backup", file, "--store", source}).exit_code, 0);
+    auto refused = Hpcplane(dir_, {"server", "restore", file, "--store", target});
+    EXPECT_NE(refused.exit_code, 0);
+    EXPECT_NE(refused.err.find("not hpcplane's (other_app)"), std::string::npos) << refused.err;
+  }
+}
+
+// PostgreSQL: a restore that fails half way (here: an object of another application in the way
+// of an index the backup creates, after the store's tables were dropped) changes nothing.
+TEST_P(StoreBackup, ARestoreThatFailsHalfWayChangesNothing) {
+  if (GetParam() != "postgres") GTEST_SKIP() << "SQLite's backup API replaces the file in one step";
+  const std::string file = dir_ + "/cp.backup";
+  ASSERT_EQ(Hpcplane(dir_, {"server", "backup", file, "--store", FilledStore("source", 1)}).exit_code, 0);
+  const std::string target = FilledStore("target", 100000);
+  auto db = cp::OpenPostgres(target);
+  ASSERT_TRUE(db.ok());
+  ASSERT_TRUE((*db)->ExecScript("DROP INDEX jobs_by_end; CREATE TABLE jobs_by_end (x INTEGER);").ok());
+  auto failed = Hpcplane(dir_, {"server", "restore", file, "--store", target, "--force"});
+  EXPECT_NE(failed.exit_code, 0);
+  EXPECT_NE(failed.err.find("the store is as it was"), std::string::npos) << failed.err;
+  EXPECT_NE(failed.err.find("replaced-"), std::string::npos) << "names the copy of what it was: " << failed.err;
+  auto store = cp::OpenStore(target);
+  ASSERT_TRUE(store.ok()) << store.status().message();
+  EXPECT_EQ(*(*store)->CountJobs(), kJobs);
+  EXPECT_TRUE((*store)->GetJob("dp1", "c1", 100000, Job(100000).submit_time)->has_value());
 }
 
 // A backup that a newer hpcplane made (a schema version this binary does not know) is refused.

@@ -381,18 +381,29 @@ int RunPodInit(const std::string& plan_path) {
   sigset_t all, old;
   sigfillset(&all);
   sigprocmask(SIG_BLOCK, &all, &old);
+  // The command waits until init has announced the pod and let go of the host directory it
+  // announces in: nothing of the pod's own ever runs beside that handle (/proc/1/fd).
+  int go[2];
+  if (::pipe2(go, O_CLOEXEC) != 0) Die("pipe");
   g_child = ::fork();
   if (g_child < 0) Die("fork");
   if (g_child == 0) {
     sigprocmask(SIG_SETMASK, &old, nullptr);
+    ::close(go[1]);
+    if (started_dir >= 0) ::close(started_dir);
+    char byte;
+    while (::read(go[0], &byte, 1) < 0 && errno == EINTR) {}
+    ::close(go[0]);
     ExecCommand(plan);
   }
+  ::close(go[0]);
 
   struct sigaction sa {};
   sa.sa_handler = Forward;
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2}) ::sigaction(sig, &sa, nullptr);
   sigprocmask(SIG_SETMASK, &old, nullptr);
   AnnounceStarted(started_dir, plan);
+  ::close(go[1]);  // the command goes on
 
   // PID 1: reap everything; leave when the pod's command does.
   for (;;) {
