@@ -44,14 +44,22 @@ const [base, code, done] = [arguments[0], arguments[1], arguments[arguments.leng
   window.labSocket = sock;
   const id = 'm' + Date.now();
   let out = '';
-  sock.onopen = () => sock.send(JSON.stringify({
-    header: {msg_id: id, username: '', session: 'lab-test', msg_type: 'execute_request', version: '5.3',
-             date: new Date().toISOString()},
-    parent_header: {}, metadata: {}, channel: 'shell', buffers: [],
-    content: {code, silent: false, store_history: false, user_expressions: {}, allow_stdin: false,
-              stop_on_error: true}}));
+  const send = (msg_id, msg_type, content) => sock.send(JSON.stringify({
+    header: {msg_id, username: '', session: 'lab-test', msg_type, version: '5.3', date: new Date().toISOString()},
+    parent_header: {}, metadata: {}, channel: 'shell', buffers: [], content}));
+  // As JupyterLab does: ask for the kernel's info until it answers (a kernel's first start may
+  // take a while, and what comes before it is connected may be lost), then run the code.
+  let ready = false;
+  const ask = () => { if (!ready) { send('info' + Date.now(), 'kernel_info_request', {}); setTimeout(ask, 2000); } };
+  sock.onopen = ask;
   sock.onmessage = (ev) => {
     const m = JSON.parse(ev.data);
+    if (!ready && m.msg_type === 'kernel_info_reply') {
+      ready = true;
+      send(id, 'execute_request', {code, silent: false, store_history: false, user_expressions: {},
+                                   allow_stdin: false, stop_on_error: true});
+      return;
+    }
     if (!m.parent_header || m.parent_header.msg_id !== id) return;
     if (m.msg_type === 'stream') out += m.content.text;
     if (m.msg_type === 'error') out += 'ERROR ' + m.content.ename + ': ' + m.content.evalue;
