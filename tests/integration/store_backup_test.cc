@@ -52,6 +52,16 @@ ProcessResult Hpcplane(const std::string& state_dir, std::vector<std::string> ar
   return failed;
 }
 
+// The one number `sql` selects, or -1.
+int64_t CountOf(cp::Db& db, const std::string& sql) {
+  int64_t n = -1;
+  Status s = db.Query(sql, {}, [&](const cp::SqlRow& r) {
+    n = std::stoll(r[0].value_or("-1"));
+    return false;
+  });
+  return s.ok() ? n : -1;
+}
+
 class StoreBackup : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -229,29 +239,15 @@ TEST_P(StoreBackup, OtherTablesAreNeitherBackedUpNorCountedNorTouched) {
     auto restored = Hpcplane(dir_, {"server", "restore", file, "--store", target});  // "notes" is no row of the store
     ASSERT_EQ(restored.exit_code, 0) << restored.err;
     EXPECT_EQ(restored.out.find("other_app"), std::string::npos) << restored.out;
-    int notes = 0, other = -1;
     auto db = cp::OpenPostgres(target);
     ASSERT_TRUE(db.ok());
-    EXPECT_TRUE((*db)
-                    ->Query("SELECT count(*) FROM notes", {},
-                            [&](const cp::SqlRow& r) {
-                              notes = std::stoi(*r[0]);
-                              return false;
-                            })
-                    .ok());
-    EXPECT_EQ(notes, 1) << "another application's rows stay";
-    EXPECT_TRUE((*db)
-                    ->Query("SELECT count(*) FROM information_schema.tables WHERE table_name = 'other_app'", {},
-                            [&](const cp::SqlRow& r) {
-                              other = std::stoi(*r[0]);
-                              return false;
-                            })
-                    .ok());
+    EXPECT_EQ(CountOf(**db, "SELECT count(*) FROM notes"), 1) << "another application's rows stay";
+    const int64_t other =
+        CountOf(**db, "SELECT count(*) FROM information_schema.tables WHERE table_name = 'other_app'");
     EXPECT_EQ(other, 0) << "nor did the source's come along";
     EXPECT_EQ(Jobs(target), kJobs);
   } else {
     // A SQLite store is a file of its own: one with another table is not a store's backup.
-    const std::string path = source.substr(7);
     ASSERT_TRUE(sql(source, "CREATE TABLE other_app (x INTEGER)").ok());
     ASSERT_EQ(Hpcplane(dir_, {"server", "backup", file, "--store", source}).exit_code, 0);
     auto refused = Hpcplane(dir_, {"server", "restore", file, "--store", target});
