@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <regex>
+#include <set>
 
 #include "common/printable.h"
 
@@ -63,21 +64,23 @@ std::optional<Environment> FindBuiltinEnvironment(const std::string& name) {
   return std::nullopt;
 }
 
-const std::vector<std::string>& BasePackages(const std::string& purpose) {
-  static const std::vector<std::string> kCommon = {"bash",       "coreutils", "procps",          "iproute2", "hostname",
-                                                   "util-linux", "findutils", "ca-certificates", "curl"};
-  static const std::vector<std::string> kCluster = [] {
-    std::vector<std::string> v = kCommon;
+bool SuiteHasSackd(const std::string& suite) {
+  static const std::set<std::string> kBefore = {"buster", "bullseye", "bookworm", "oldstable", "oldoldstable"};
+  return kBefore.count(suite) == 0;
+}
+
+std::vector<std::string> BasePackages(const std::string& purpose, const std::string& suite) {
+  std::vector<std::string> v = {"bash",       "coreutils", "procps",          "iproute2", "hostname",
+                                "util-linux", "findutils", "ca-certificates", "curl"};
+  if (purpose == kPurposeWorkspace) {
+    v.insert(v.end(), {"slurm-client", "slurm-wlm-jwt-plugin", "munge", "openmpi-bin"});
+  } else {
     v.insert(v.end(), {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "slurm-client", "slurm-wlm-jwt-plugin", "munge",
                        "mariadb-server", "openmpi-bin"});
-    return v;
-  }();
-  static const std::vector<std::string> kWorkspace = [] {
-    std::vector<std::string> v = kCommon;
-    v.insert(v.end(), {"slurm-client", "slurm-wlm-jwt-plugin", "munge", "openmpi-bin"});
-    return v;
-  }();
-  return purpose == kPurposeWorkspace ? kWorkspace : kCluster;
+  }
+  // auth/slurm's client daemon, for login pods (Slurm 23.11 on: Debian from trixie).
+  if (SuiteHasSackd(suite)) v.push_back("sackd");
+  return v;
 }
 
 const std::vector<EnvironmentFile>& BaseFiles(const std::string&) {

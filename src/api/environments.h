@@ -25,9 +25,12 @@ inline constexpr const char* kDefaultEnvironment = "slurm-26.05";
 const std::vector<Environment>& BuiltinEnvironments();
 std::optional<Environment> FindBuiltinEnvironment(const std::string& name);
 
-// The packages an image of this purpose gets besides its spec's: what hpcplane's pods run
-// (Slurm's daemons or CLI, munge, MariaDB, the health check's tools, MPI's launcher).
-const std::vector<std::string>& BasePackages(const std::string& purpose);
+// The packages an image of this purpose and Debian suite gets besides its spec's: what
+// hpcplane's pods run (Slurm's daemons or CLI, munge or sackd, MariaDB, the health check's
+// tools, MPI's launcher).
+std::vector<std::string> BasePackages(const std::string& purpose, const std::string& suite);
+// Whether the suite's Slurm is 23.11 or later and so packages sackd (auth/slurm).
+bool SuiteHasSackd(const std::string& suite);
 
 // The files an image of this purpose gets before its spec's own (which may replace them): Open
 // MPI's defaults for pods that reach each other over eth0 (Debian's keep MPI's TCP on lo).

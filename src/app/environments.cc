@@ -26,7 +26,7 @@ runtime::local::ImageRecipe RecipeFor(const api::Environment& e) {
   runtime::local::ImageRecipe r;
   r.name = e.metadata.name;
   r.suite = e.spec.suite;
-  r.packages = api::BasePackages(e.spec.purpose);
+  r.packages = api::BasePackages(e.spec.purpose, e.spec.suite);
   r.packages.insert(r.packages.end(), e.spec.packages.begin(), e.spec.packages.end());
   for (const auto& f : api::BaseFiles(e.spec.purpose)) r.files.push_back({f.path, f.content, f.mode});
   for (const auto& f : e.spec.files) r.files.push_back({f.path, f.content, f.mode});

@@ -19,6 +19,8 @@ using runtime::MountSource;
 using runtime::PodSpec;
 
 std::string MungePodName(const api::SlurmCluster& c) { return c.metadata.name + "-munge"; }
+std::string SackdPodName(const api::SlurmCluster& c) { return c.metadata.name + "-sackd"; }
+bool UsesMunge(const BuildInputs& in) { return !in.release.AuthSlurm(); }
 std::string ControllerPodName(const api::SlurmCluster& c) { return slurm::ControllerHost(c); }
 std::string RestApiPodName(const api::SlurmCluster& c) { return c.metadata.name + "-restapi"; }
 std::string LoginPodName(const api::SlurmCluster& c) { return c.metadata.name + "-login"; }
@@ -121,13 +123,58 @@ std::vector<std::string> MungeProbeCommand() {
 // Where a Slurm pod finds munged's socket: the munge pod's shared volume, or (sidecars) the
 // pod's own directory that its munged sidecar serves.
 Mount MungeSocketMount(const BuildInputs& in) {
-  if (in.munge_sidecars) return {MountSource::kEmptyDir, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false};
+  if (in.auth_sidecars) return {MountSource::kEmptyDir, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false};
   return {MountSource::kVolume, kVolumeMungeSocket, slurm::kMungeSocketDir, "", false};
 }
 
-// The pod's own munged, when each pod runs one; the same daemon the munge pod runs.
-void AddMungeSidecar(const BuildInputs& in, PodSpec* p) {
-  if (!in.munge_sidecars) return;
+// auth/slurm: where the pod of a client finds sackd's socket (Slurm's clients look in
+// /run/slurm first): the sackd pod's shared volume, or (sidecars) the pod's own sackd's.
+Mount SackSocketMount(const BuildInputs& in) {
+  if (in.auth_sidecars) return {MountSource::kEmptyDir, kVolumeSackSocket, slurm::kSackSocketDir, "", false};
+  return {MountSource::kVolume, kVolumeSackSocket, slurm::kSackSocketDir, "", false};
+}
+
+Mount SlurmKeyMount() { return {MountSource::kSecret, kSecretSlurmKey, slurm::kSlurmKeyDir, "", true}; }
+
+const std::string& SackSocket() {
+  static const std::string socket = std::string(slurm::kSackSocketDir) + "/sack.socket";
+  return socket;
+}
+
+// sackd in the foreground: 24.11's always runs there (it has no -D); 26.05's daemonizes unless
+// told -D (25.05 is taken to be the first with it, as for its other daemons' options).
+std::vector<std::string> SackdCommand(const BuildInputs& in) {
+  std::vector<std::string> argv = {"env", std::string("SLURM_SACK_KEY=") + slurm::kSlurmKeyPath, "sackd"};
+  if (in.release.AtLeast(25, 5)) argv.push_back("-D");
+  return argv;
+}
+
+// sackd in the foreground, logging to stderr; it reads slurm.conf where clients do and serves
+// /run/slurm/sack.socket. Ready once the socket is there (it binds it before it serves).
+runtime::Sidecar SackdProcess(const BuildInputs& in) {
+  runtime::Sidecar sackd;
+  sackd.name = "sackd";
+  sackd.command = SackdCommand(in);
+  sackd.uid = in.slurm.uid;
+  sackd.gid = in.slurm.gid;
+  sackd.mounts = UserMounts(in, {
+                                    {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
+                                    SlurmKeyMount(),
+                                    SackSocketMount(in),
+                                });
+  sackd.readiness.command = {"test", "-S", SackSocket()};
+  return sackd;
+}
+
+// The pod's own authentication daemon, when each pod runs one (Kubernetes): munged in every
+// Slurm pod before 23.11; with auth/slurm sackd in the pods of clients only (Slurm's daemons
+// hold the key and serve their own socket).
+void AddAuthSidecar(const BuildInputs& in, bool client, PodSpec* p) {
+  if (!in.auth_sidecars) return;
+  if (!UsesMunge(in)) {
+    if (client) p->sidecars.push_back(SackdProcess(in));
+    return;
+  }
   runtime::Sidecar munged;
   munged.name = "munged";
   munged.command = MungedCommand();
@@ -142,11 +189,25 @@ void AddMungeSidecar(const BuildInputs& in, PodSpec* p) {
   p->sidecars.push_back(std::move(munged));
 }
 
-// What every Slurm pod mounts: users, config, and the munge socket.
+// How a Slurm pod authenticates: munged's socket (before 23.11); with auth/slurm, Slurm's
+// daemons hold the key (its path in SLURM_SACK_KEY, which configless daemons read too) and
+// clients reach sackd's socket.
+void AddAuth(const BuildInputs& in, bool client, PodSpec* p) {
+  if (UsesMunge(in)) {
+    p->mounts.push_back(MungeSocketMount(in));
+  } else if (client) {
+    p->mounts.push_back(SackSocketMount(in));
+  } else {
+    p->mounts.push_back(SlurmKeyMount());
+    p->env["SLURM_SACK_KEY"] = slurm::kSlurmKeyPath;
+  }
+  AddAuthSidecar(in, client, p);
+}
+
+// What every Slurm pod mounts: users and config (and, with AddAuth, how it authenticates).
 std::vector<Mount> CommonMounts(const BuildInputs& in) {
   return UserMounts(in, {
                             {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
-                            MungeSocketMount(in),
                         });
 }
 
@@ -182,14 +243,15 @@ runtime::ConfigMap BuildScriptsConfigMap() {
   return cm;
 }
 
-runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets) {
+runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                                        const BuildInputs& in) {
   runtime::ConfigMap cm;
   cm.name = kConfigMapHealth;
   cm.default_mode = 0755;  // the admins' scripts run from here
   for (const auto& ns : nodesets) {
     std::vector<api::Dataset> datasets = c.spec.datasets;
     datasets.insert(datasets.end(), ns.spec.datasets.begin(), ns.spec.datasets.end());
-    cm.data[ns.metadata.name + ".conf"] = slurm::HealthCheckConfig(c.spec.health_checks, datasets);
+    cm.data[ns.metadata.name + ".conf"] = slurm::HealthCheckConfig(c.spec.health_checks, datasets, UsesMunge(in));
     for (const auto& [check, script] : ns.spec.health_check_scripts) {
       cm.data[slurm::HealthCheckScriptKey(ns.metadata.name, check)] = script;
     }
@@ -251,6 +313,20 @@ PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in) {
   return p;
 }
 
+PodSpec BuildSackdPod(const api::SlurmCluster& c, const BuildInputs& in) {
+  runtime::Sidecar sackd = SackdProcess(in);
+  PodSpec p;
+  p.image = ImageFor(in, api::ClusterEnvironment(c));
+  p.name = SackdPodName(c);
+  p.labels = Labels(c, "sackd");
+  p.uid = sackd.uid;
+  p.gid = sackd.gid;
+  p.command = sackd.command;
+  p.mounts = sackd.mounts;
+  p.readiness = sackd.readiness;
+  return p;
+}
+
 PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
   p.image = ImageFor(in, api::ClusterEnvironment(c));
@@ -273,7 +349,7 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
                                  "exec " + JoinArgs(p.command));
   }
   p.mounts = CommonMounts(in);
-  AddMungeSidecar(in, &p);
+  AddAuth(in, /*client=*/false, &p);
   p.mounts.push_back({MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true});
   p.mounts.push_back({MountSource::kVolume, kVolumeControllerState, slurm::kStateSaveDir, "", false});
   p.readiness.tcp_port = slurm::kSlurmctldPort;
@@ -312,7 +388,7 @@ PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
                in.release.RestPluginsByComponent() ? "openapi/slurmctld" : "openapi/v0.0.38",
                "0.0.0.0:" + std::to_string(c.spec.rest_port)};
   p.mounts = CommonMounts(in);
-  AddMungeSidecar(in, &p);
+  AddAuth(in, /*client=*/true, &p);
   p.readiness.tcp_port = c.spec.rest_port;
   // A stopped or hung slurmrestd still accepts connections; an HTTP request must be answered.
   p.liveness.http_port = c.spec.rest_port;
@@ -334,7 +410,7 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   p.gid = in.exec_as_container_user ? 0 : in.nobody.gid;
   p.command = IdleUntilStopped();
   p.mounts = CommonMounts(in);
-  AddMungeSidecar(in, &p);
+  AddAuth(in, /*client=*/true, &p);
   AddDatasets(c.spec.datasets, &p);
   return p;
 }
@@ -349,7 +425,7 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   // slurmd runs as root: it starts each job step as the job's user.
   p.command = {"slurmd", "-D", "-Z", "--conf", slurm::DynamicNodeConf(ns)};
   p.mounts = CommonMounts(in);
-  AddMungeSidecar(in, &p);
+  AddAuth(in, /*client=*/false, &p);
   p.mounts.push_back({MountSource::kEmptyDir, "slurmd-spool", slurm::kSlurmdSpoolDir, "", false});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapScripts, slurm::kScriptsDir, "", true});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapHealth, slurm::kHealthConfigDir, "", true});
@@ -442,13 +518,21 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   // start, because Debian's slurmctld sleeps a second after each failed lookup of it (ten in a
   // row per connection attempt), where a refused connection costs nothing.
   p.command = ExecOnceConnects(slurm::DatabaseHost(c), slurm::kMariaDbPort, "", "exec slurmdbd -D");
-  p.mounts = UserMounts(in, {
-                                MungeSocketMount(in),
-                                {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
-                                {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
-                                // For the liveness probe's sacctmgr only (slurmdbd itself reads the secret).
-                                {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
-                            });
+  p.mounts = UserMounts(in);
+  if (UsesMunge(in)) {
+    p.mounts.push_back(MungeSocketMount(in));
+  } else {
+    // slurmdbd serves its clients' socket in /run/slurmdbd, which SlurmUser cannot create.
+    p.mounts.push_back(SlurmKeyMount());
+    p.mounts.push_back({MountSource::kEmptyDir, "slurmdbd-run", slurm::kSlurmdbdRunDir, "", false});
+    p.env["SLURM_SACK_KEY"] = slurm::kSlurmKeyPath;
+  }
+  p.mounts.insert(p.mounts.end(), {
+                                      {MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true},
+                                      {MountSource::kSecret, kSecretSlurmdbd, slurm::kSlurmdbdConfigDir, "", true},
+                                      // For the liveness probe's sacctmgr only (slurmdbd itself reads the secret).
+                                      {MountSource::kConfigMap, kConfigMapSlurm, slurm::kConfigDir, "", true},
+                                  });
   p.readiness.tcp_port = slurm::kSlurmdbdPort;
   // A hung slurmdbd still accepts connections; a query must be answered.
   p.liveness.command = {"env",      std::string("SLURM_CONF=") + slurm::kConfigDir + "/slurm.conf",
@@ -456,7 +540,7 @@ PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs& in) {
                         "-P",       "list",
                         "cluster",  "format=cluster"};
   p.liveness.period_seconds = 30;  // as MariaDB's: a hung slurmdbd delays history, not jobs
-  AddMungeSidecar(in, &p);
+  AddAuthSidecar(in, /*client=*/false, &p);
   return p;
 }
 
@@ -512,7 +596,7 @@ PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace&
   p.env = WorkspaceShellEnv(w);
   p.command = IdleUntilStopped();
   p.mounts = CommonMounts(in);
-  AddMungeSidecar(in, &p);
+  AddAuth(in, /*client=*/true, &p);
   p.mounts.push_back({MountSource::kSecret, WorkspaceTokenSecretName(w), kTokenDir, "", true});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapWorkspaceTools, kWorkspaceToolsDir, "", true});
   AddDatasets(c.spec.datasets, &p);

@@ -25,9 +25,10 @@ struct BuildInputs {
   Account mysql;            // MariaDB's user; uid -1 when MariaDB is not installed
   std::string host_passwd;  // the host's /etc/passwd and /etc/group, extended with cluster users
   std::string host_group;
-  // Each Slurm pod runs its own munged as a sidecar (Kubernetes: pods on different machines
-  // cannot share munge's Unix socket) instead of every pod using one munge pod's (local).
-  bool munge_sidecars = false;
+  // Each Slurm pod that needs one runs its own authentication daemon as a sidecar (munged; with
+  // auth/slurm, sackd in the pods of clients) because pods on different machines cannot share a
+  // Unix socket (Kubernetes), instead of every pod using one munge or sackd pod's (local).
+  bool auth_sidecars = false;
   // /etc/passwd and /etc/group reach pods as the slurm-users config map mounted whole at
   // kUsersDir, which the image links them into (Kubernetes: a config map mounted by file, with
   // subPath, is never updated in a running pod, so users added later would be unknown to it),
@@ -70,9 +71,11 @@ inline constexpr const char* kConfigMapUsers = "slurm-users";
 inline constexpr const char* kConfigMapScripts = "slurm-scripts";
 inline constexpr const char* kConfigMapHealth = "slurm-health";  // health check settings per nodeset
 inline constexpr const char* kSecretMunge = "munge-key";
+inline constexpr const char* kSecretSlurmKey = "slurm-key";  // auth/slurm's slurm.key (owner slurm)
 inline constexpr const char* kSecretJwt = "jwt-key";
 inline constexpr const char* kVolumeControllerState = "controller-state";
 inline constexpr const char* kVolumeMungeSocket = "munge-socket";
+inline constexpr const char* kVolumeSackSocket = "sack-socket";    // sackd's socket and its clients
 inline constexpr const char* kSecretDatabase = "accounting-db";    // MariaDB's init.sql (owner mysql)
 inline constexpr const char* kSecretSlurmdbd = "slurmdbd-config";  // slurmdbd.conf (owner slurm)
 inline constexpr const char* kVolumeDatabase = "accounting-db";    // MariaDB's data directory
@@ -86,6 +89,9 @@ inline constexpr const char* kTokenDir = "/run/secrets/slurm-token";
 inline constexpr const char* kWorkspaceToolsDir = "/run/hpcplane/bin";
 
 std::string MungePodName(const api::SlurmCluster& c);
+std::string SackdPodName(const api::SlurmCluster& c);
+// Whether the cluster's pods authenticate with munge (before 23.11) rather than auth/slurm.
+bool UsesMunge(const BuildInputs& in);
 std::string ControllerPodName(const api::SlurmCluster& c);
 std::string RestApiPodName(const api::SlurmCluster& c);
 std::string LoginPodName(const api::SlurmCluster& c);
@@ -101,7 +107,8 @@ std::string WorkspaceTokenSecretName(const api::Workspace& w);
 // Executable scripts slurmd runs (TaskProlog).
 runtime::ConfigMap BuildScriptsConfigMap();
 // Each nodeset's health check settings and its admin's check scripts (slurm/health_check.h).
-runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets);
+runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
+                                        const BuildInputs& in = {});
 // slurm.conf (and cgroup.conf when jobs are confined) for the release and cgroups of `in`.
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                                        const BuildInputs& in = {});
@@ -120,12 +127,15 @@ std::string DatasetGroupName(const std::string& dataset);
 runtime::ConfigMap BuildUsersConfigMap(const api::SlurmCluster& c, const std::vector<api::ClusterUser>& extra_users,
                                        const BuildInputs& in, const std::vector<DatasetGroup>& dataset_groups = {});
 // Wrappers for the Slurm commands in a workspace: each reads the token afresh, so a refreshed
-// token is used at once; srun and salloc use munge (slurmd accepts nothing else in 22.05).
+// token is used at once; srun and salloc use munge or auth/slurm (slurmd accepts no JWT).
 runtime::ConfigMap BuildWorkspaceToolsConfigMap();
 // The environment of a workspace shell or exec.
 std::map<std::string, std::string> WorkspaceShellEnv(const api::Workspace& w);
 
 runtime::PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in);
+// With auth/slurm on a runtime without sidecars: one sackd whose socket the pods of clients
+// (login, workspaces, slurmrestd) share, as they share the munge pod's before 23.11.
+runtime::PodSpec BuildSackdPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in);

@@ -13,11 +13,22 @@
 namespace hpc::op {
 
 Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
-  // Generated once and kept: a new munge or JWT key would invalidate every credential in use.
-  ASSIGN_OR_RETURN(auto munge, rt_->GetSecret(kSecretMunge));
-  if (!munge) {
-    ASSIGN_OR_RETURN(std::string key, jwt::RandomBytes(128));
-    RETURN_IF_ERROR(rt_->ApplySecret({kSecretMunge, {{"munge.key", key}}, in_.munge.uid, in_.munge.gid}));
+  // Generated once and kept: a new munge, Slurm or JWT key would invalidate every credential in
+  // use. Each authentication's key where the release uses it (a cluster upgraded past 23.11
+  // keeps its munge key, unused).
+  if (UsesMunge(in_)) {
+    ASSIGN_OR_RETURN(auto munge, rt_->GetSecret(kSecretMunge));
+    if (!munge) {
+      ASSIGN_OR_RETURN(std::string key, jwt::RandomBytes(128));
+      RETURN_IF_ERROR(rt_->ApplySecret({kSecretMunge, {{"munge.key", key}}, in_.munge.uid, in_.munge.gid}));
+    }
+  } else {
+    ASSIGN_OR_RETURN(auto slurm_key, rt_->GetSecret(kSecretSlurmKey));
+    if (!slurm_key) {
+      // HS256's key: Slurm asks for at least 16 bytes; as many as munge's.
+      ASSIGN_OR_RETURN(std::string key, jwt::RandomBytes(128));
+      RETURN_IF_ERROR(rt_->ApplySecret({kSecretSlurmKey, {{"slurm.key", key}}, in_.slurm.uid, in_.slurm.gid}));
+    }
   }
   ASSIGN_OR_RETURN(auto jwt_key, rt_->GetSecret(kSecretJwt));
   if (!jwt_key) {
@@ -38,8 +49,10 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
                                         in_.mysql.uid,
                                         in_.mysql.gid}));
     }
-    RETURN_IF_ERROR(rt_->ApplySecret(
-        {kSecretSlurmdbd, {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password)}}, in_.slurm.uid, in_.slurm.gid}));
+    RETURN_IF_ERROR(rt_->ApplySecret({kSecretSlurmdbd,
+                                      {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password, in_.release)}},
+                                      in_.slurm.uid,
+                                      in_.slurm.gid}));
   }
   return Status::Ok();
 }
@@ -56,7 +69,10 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   const bool retain = c.spec.retain_volumes_on_delete;
   RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700, false, retain}));
   // With sidecars each pod serves its own socket; there is nothing to share.
-  if (!in_.munge_sidecars) RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}));
+  if (!in_.auth_sidecars && UsesMunge(in_))
+    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}));
+  if (!in_.auth_sidecars && !UsesMunge(in_))
+    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeSackSocket, in_.slurm.uid, in_.slurm.gid, 0755}));
   if (c.spec.accounting.enabled)
     RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700, false, retain}));
   // The shared root's copy of the image is made in it by the first pod that mounts it (a
@@ -103,7 +119,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   controller_pod_ = ControllerPodName(c);
   RETURN_IF_ERROR(rt_->ApplyConfigMap(users));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildScriptsConfigMap()));
-  RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildHealthConfigMap(c, nodesets)));
+  RETURN_IF_ERROR(rt_->ApplyConfigMap(BuildHealthConfigMap(c, nodesets, in_)));
   RETURN_IF_ERROR(rt_->ApplyConfigMap(cm));
   // A reconfigure that another operator process promised (the leader failed over or restarted
   // while the kubelet had not yet updated the file) is in the status it wrote: taken up once.
@@ -179,6 +195,15 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
   return Status::FailedPrecondition(fmt::format("waiting for {} pod {}", component, spec.name));
 }
 
+Status ClusterReconciler::EnsureAuthPod(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
+  if (in_.auth_sidecars) return Status::Ok();
+  // The other authentication's pod goes (a cluster upgraded across 23.11); both are hpcplane's.
+  const std::string other = UsesMunge(in_) ? SackdPodName(c) : MungePodName(c);
+  if (auto spec = rt_->GetPodSpec(other); spec.ok() && *spec) RETURN_IF_ERROR(rt_->DeletePod(other));
+  if (UsesMunge(in_)) return EnsurePod(BuildMungePod(c, in_), "munge", st);
+  return EnsurePod(BuildSackdPod(c, in_), "sackd", st);
+}
+
 std::vector<Step> ClusterReconciler::ComponentSteps(const api::SlurmCluster& c,
                                                     const std::vector<api::NodeSet>& nodesets,
                                                     const std::vector<api::ClusterUser>& extra_users,
@@ -196,13 +221,13 @@ std::vector<Step> ClusterReconciler::ComponentSteps(const api::SlurmCluster& c,
          return EnsureConfig(c, nodesets, extra_users, dataset_groups);
        },
        true},
-      // Every Slurm daemon and client authenticates with munge, so munged comes first. The rest
-      // start side by side: slurmrestd and the login pod's clients only reach slurmctld when
-      // asked something, so none waits for another to be ready (bring-up is the slowest pod,
-      // not the sum of them); Ready still needs them all and Slurm answering.
-      {"munge",
-       [this, &c, st] { return in_.munge_sidecars ? Status::Ok() : EnsurePod(BuildMungePod(c, in_), "munge", st); },
-       true},
+      // Every Slurm daemon and client authenticates with munge before 23.11, so munged comes
+      // first; with auth/slurm the daemons hold the key and only clients need sackd, which
+      // starts beside them. The rest start side by side: slurmrestd and the login pod's clients
+      // only reach slurmctld when asked something, so none waits for another to be ready
+      // (bring-up is the slowest pod, not the sum of them); Ready still needs them all and
+      // Slurm answering.
+      {UsesMunge(in_) ? "munge" : "sackd", [this, &c, st] { return EnsureAuthPod(c, st); }, UsesMunge(in_)},
       // Accounting starts beside the controller. Inside their pods slurmdbd waits for MariaDB
       // and slurmctld for slurmdbd (on a first boot until it answers, later at most 5 s).
       {"mariadb",
@@ -281,7 +306,7 @@ bool ClusterReconciler::ObserveSlurm(const api::SlurmCluster& c, api::SlurmClust
   // One Slurm installation serves every daemon of a local cluster.
   if (slurmdbd_ready_) st->component_versions["slurm/slurmdbd"] = *version;
   // Slurm answering means munge authenticates between its daemons.
-  if (!in_.munge_version.empty()) st->component_versions["munge"] = in_.munge_version;
+  if (UsesMunge(in_) && !in_.munge_version.empty()) st->component_versions["munge"] = in_.munge_version;
   return true;
 }
 

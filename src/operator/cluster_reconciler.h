@@ -1,5 +1,5 @@
-// Reconciles a SlurmCluster: keys, volumes, slurm.conf and users, then the munge, controller,
-// REST API and login pods, in that order, each waiting for the one before to be ready. With
+// Reconciles a SlurmCluster: keys, volumes, slurm.conf and users, then the munge (or sackd),
+// controller, REST API and login pods, in that order. With
 // accounting, MariaDB and slurmdbd start beside them: slurmctld does not wait for them (it
 // queues job records until slurmdbd answers), so a late database never blocks the cluster.
 // Status conditions (computed from pod and Slurm state):
@@ -75,6 +75,9 @@ class ClusterReconciler {
   // when given, receives the start of its current run.
   Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st,
                    int64_t* started_at = nullptr);
+  // The pod whose socket clients authenticate through, without sidecars: munged's before 23.11,
+  // sackd's with auth/slurm.
+  Status EnsureAuthPod(const api::SlurmCluster& c, api::SlurmClusterStatus* st);
 
   // The cluster's components as steps, in order; each pod's step records in `st` how it is.
   std::vector<Step> ComponentSteps(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,

@@ -27,6 +27,7 @@ std::vector<runtime::NetworkPolicy> BuildNetworkPolicies(const api::SlurmCluster
       policy("login", {{{controller, worker}, all_tcp_but_tools}}),
       policy("workspace-login", {{{controller, worker}, all_tcp_but_tools}}),
       policy("munge", {}),
+      policy("sackd", {}),
   };
 }
 

@@ -12,7 +12,7 @@
 //                tools    back what the user serves there, a Dask scheduler)
 //   tools        18880-   none: only the data plane's agent (the host, locally), which proxies
 //                18899    them to their owner (api::kToolPortFirst)
-//   munge        none     (pods reach it by its Unix socket)
+//   munge, sackd none     (pods reach them by their Unix socket)
 //
 // So a tenant (a workspace's login pod, a job on a worker) reaches Slurm's daemons and its own
 // job steps, and nothing else: not MariaDB, not another cluster, not the host, not another

@@ -27,6 +27,16 @@ bool AdminSets(const api::SlurmCluster& c, const std::string& key) {
                      [&](const std::string& l) { return lower(l).rfind(want, 0) == 0; });
 }
 
+// How daemons and clients authenticate: Slurm's own auth/slurm where the release has it (the
+// key's path in the environment, SLURM_SACK_KEY, so configless daemons find it too), else munge.
+// JWTs (workspaces, slurmrestd) either way.
+std::string AuthLines(const Release& release) {
+  std::string auth = release.AuthSlurm()
+                         ? "AuthType=auth/slurm\n"
+                         : fmt::format("AuthType=auth/munge\nAuthInfo=socket={}/munge.socket.2\n", kMungeSocketDir);
+  return auth + fmt::format("AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n", kJwtKeyPath);
+}
+
 }  // namespace
 
 std::string SchedulerParameters(const std::vector<std::string>& admin) {
@@ -85,11 +95,9 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "SlurmUser=slurm\n"
     << "SlurmctldPort=" << kSlurmctldPort << "\n"
     << "SlurmdPort=" << kSlurmdPort << "\n"
-    << "AuthType=auth/munge\n"
-    << "AuthInfo=socket=" << kMungeSocketDir << "/munge.socket.2\n"
-    << "AuthAltTypes=auth/jwt\n"
-    << "AuthAltParameters=jwt_key=" << kJwtKeyPath << "\n"
-    << "StateSaveLocation=" << kStateSaveDir << "\n"
+    << AuthLines(release)
+    // Job credentials (slurmctld signs, slurmd checks): the same key; slurm.conf only.
+    << (release.AuthSlurm() ? "CredType=cred/slurm\n" : "") << "StateSaveLocation=" << kStateSaveDir << "\n"
     << "SlurmdSpoolDir=" << kSlurmdSpoolDir << "\n"
     << "SlurmctldPidFile=/run/slurmctld.pid\n"
     << "SlurmdPidFile=/run/slurmd.pid\n"
@@ -113,7 +121,8 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "KillWait=10\n"
     << "MailProg=/bin/true\n"
     // Drops the submitter's token from every task's environment: sbatch copies the caller's
-    // environment into the job, and srun inside a job must use munge (slurmd has no auth/jwt).
+    // environment into the job, and srun inside a job must use Slurm's own authentication
+    // (munge or auth/slurm: slurmd has no auth/jwt).
     << "TaskProlog=" << kScriptsDir
     << "/task_prolog\n"
     // Daemons log to stderr; the runtime keeps it as the pod's log.
@@ -265,14 +274,10 @@ std::string TaskPrologScript() {
          "echo unset SLURM_JWT\n";
 }
 
-std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password) {
+std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password, const Release& release) {
   std::ostringstream o;
   o << "# Rendered by hpcplane for cluster " << c.metadata.name << ". Holds the database password: 0600.\n"
-    << "AuthType=auth/munge\n"
-    << "AuthInfo=socket=" << kMungeSocketDir << "/munge.socket.2\n"
-    << "AuthAltTypes=auth/jwt\n"
-    << "AuthAltParameters=jwt_key=" << kJwtKeyPath << "\n"
-    << "DbdHost=" << SlurmdbdHost(c) << "\n"
+    << AuthLines(release) << "DbdHost=" << SlurmdbdHost(c) << "\n"
     << "DbdPort=" << kSlurmdbdPort << "\n"
     << "SlurmUser=slurm\n"
     << "PidFile=/tmp/slurmdbd.pid\n"  // slurmdbd runs as SlurmUser, which cannot write /run

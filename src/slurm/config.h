@@ -14,6 +14,13 @@ namespace hpc::slurm {
 inline constexpr const char* kConfigDir = "/etc/slurm";
 inline constexpr const char* kJwtKeyPath = "/run/secrets/jwt/jwt_hs256.key";
 inline constexpr const char* kMungeSocketDir = "/run/munge";
+// auth/slurm (Release::AuthSlurm): the cluster's key, and where sackd serves clients. Slurm's
+// clients look for a socket at /run/slurm, /run/slurmctld and /run/slurmdbd, in that order: in a
+// worker slurmd serves the first, in the controller (and slurmdbd) pod the daemon its own.
+inline constexpr const char* kSlurmKeyDir = "/run/secrets/slurm";
+inline constexpr const char* kSlurmKeyPath = "/run/secrets/slurm/slurm.key";
+inline constexpr const char* kSackSocketDir = "/run/slurm";
+inline constexpr const char* kSlurmdbdRunDir = "/run/slurmdbd";
 inline constexpr const char* kStateSaveDir = "/run/slurm/state";
 inline constexpr const char* kSlurmdSpoolDir = "/run/slurm/spool";
 inline constexpr int kSlurmctldPort = 6817;
@@ -84,7 +91,7 @@ bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf);
 std::string TaskPrologScript();
 
 // slurmdbd.conf: accounting into MariaDB with the given password, munge and JWT for clients.
-std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password);
+std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password, const Release& release = {});
 
 // The `--conf` a worker's `slurmd -Z` registers with: its shape and the nodeset's feature.
 std::string DynamicNodeConf(const api::NodeSet& ns);

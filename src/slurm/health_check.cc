@@ -10,9 +10,10 @@ namespace hpc::slurm {
 
 std::string HealthCheckScript() { return kHealthCheckScript; }
 
-std::string HealthCheckConfig(const api::HealthChecksSpec& h, const std::vector<api::Dataset>& datasets) {
+std::string HealthCheckConfig(const api::HealthChecksSpec& h, const std::vector<api::Dataset>& datasets, bool munge) {
   std::ostringstream o;
   o << "# hpcplane health check settings for this nodeset's workers. Do not edit: hpcplane rewrites it.\n"
+    << "MUNGE=" << (munge ? 1 : 0) << "\n"
     << "TIMEOUT=" << h.timeout_seconds << "\n"
     << "MIN_FREE=" << h.min_free_percent << "\n"
     << "MAX_SKEW=" << h.max_clock_skew_seconds << "\n"

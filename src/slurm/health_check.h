@@ -37,7 +37,10 @@ std::string HealthCheckScript();
 
 // Settings for one nodeset's workers, read by the program from
 // kHealthConfigDir/<nodeset>.conf: thresholds, timeout and the datasets to look at.
-std::string HealthCheckConfig(const api::HealthChecksSpec& h, const std::vector<api::Dataset>& datasets);
+// `munge`: whether the cluster authenticates with munge (its check asks munged); with auth/slurm
+// slurmd holds the key itself and the report's own `scontrol update` proves it works.
+std::string HealthCheckConfig(const api::HealthChecksSpec& h, const std::vector<api::Dataset>& datasets,
+                              bool munge = true);
 
 // The config-map key of an admin's check script of a nodeset.
 std::string HealthCheckScriptKey(const std::string& nodeset, const std::string& check);

@@ -30,6 +30,9 @@ struct Release {
   // Whether slurmctld answers HTTP on its own port (25.11 on): /livez, /readyz and, with
   // MetricsType=metrics/openmetrics, /metrics/{jobs,nodes,partitions,scheduler}.
   bool ControllerServesHttp() const { return AtLeast(25, 11); }
+  // Whether Slurm authenticates itself (23.11 on): auth/slurm and cred/slurm with a shared key,
+  // its daemons and sackd serving clients on a local socket, no munged anywhere.
+  bool AuthSlurm() const { return AtLeast(23, 11); }
 };
 
 // Releases that an upgrade may cross (Slurm supports upgrades from the three previous major

@@ -32,10 +32,15 @@ TEST(EnvironmentsTest, BuiltinsCoverTheThreeSlurmReleasesNewestFirstAndValidate)
   EXPECT_FALSE(FindBuiltinEnvironment("slurm-21.08"));
   for (const auto& e : all) EXPECT_TRUE(Validate(e).ok()) << Validate(e).message();
   // What every cluster pod runs is in every cluster image.
-  const auto& base = BasePackages(kPurposeCluster);
-  for (const char* p : {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "munge", "mariadb-server", "openmpi-bin"}) {
+  const auto base = BasePackages(kPurposeCluster, "sid");
+  for (const char* p :
+       {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "munge", "sackd", "mariadb-server", "openmpi-bin"}) {
     EXPECT_NE(std::find(base.begin(), base.end(), p), base.end()) << p;
   }
+  // bookworm's Slurm (22.05) has no auth/slurm and Debian no sackd package there.
+  const auto bookworm = BasePackages(kPurposeCluster, "bookworm");
+  EXPECT_EQ(std::find(bookworm.begin(), bookworm.end(), "sackd"), bookworm.end());
+  EXPECT_NE(std::find(bookworm.begin(), bookworm.end(), "munge"), bookworm.end());
 }
 
 TEST(EnvironmentsTest, EachReleaseHasAWorkspaceEnvironmentWithAPractitionersTools) {
@@ -48,8 +53,9 @@ TEST(EnvironmentsTest, EachReleaseHasAWorkspaceEnvironmentWithAPractitionersTool
       EXPECT_NE(std::find(w->spec.packages.begin(), w->spec.packages.end(), p), w->spec.packages.end()) << p;
     }
   }
-  const auto& base = BasePackages(kPurposeWorkspace);
+  const auto base = BasePackages(kPurposeWorkspace, "trixie");
   EXPECT_NE(std::find(base.begin(), base.end(), "slurm-client"), base.end());
+  EXPECT_NE(std::find(base.begin(), base.end(), "sackd"), base.end());
   EXPECT_EQ(std::find(base.begin(), base.end(), "slurmctld"), base.end());
 }
 

@@ -1,6 +1,7 @@
 // `hpcplane render`: the objects the operator's own reconciler asks for, translated for
 // Kubernetes, deterministic, with no secret value printed.
 #include "kubernetes/kubernetes_render.h"
+#include "slurm/config.h"
 
 #include <gtest/gtest.h>
 #include <yaml-cpp/yaml.h>
@@ -84,25 +85,57 @@ TEST(KubernetesRenderTest, EveryObjectOfTheClusterAndNoSecretValue) {
   }
   for (const char* want :
        {"Service/research-hosts", "ConfigMap/research-slurm-config", "ConfigMap/research-slurm-users",
-        "Secret/research-munge-key", "Secret/research-jwt-key", "Secret/research-slurmdbd-config",
+        "Secret/research-slurm-key", "Secret/research-jwt-key", "Secret/research-slurmdbd-config",
         "PersistentVolumeClaim/research-controller-state", "PersistentVolumeClaim/research-accounting-db",
         "PersistentVolumeClaim/research-dataset-shared", "Pod/research-controller", "Pod/research-restapi",
         "Pod/research-mariadb", "Pod/research-slurmdbd", "Pod/research-cpu-0", "Pod/research-cpu-1"}) {
     EXPECT_TRUE(names.count(want)) << want;
   }
-  EXPECT_FALSE(names.count("Pod/research-munge")) << "munged runs beside each daemon instead";
+  EXPECT_FALSE(names.count("Secret/research-munge-key")) << "26.05 authenticates with auth/slurm";
+  EXPECT_FALSE(names.count("Pod/research-munge"));
+  EXPECT_FALSE(names.count("Pod/research-sackd")) << "sackd runs beside each client instead";
   EXPECT_FALSE(names.count("PersistentVolumeClaim/research-munge-socket"));
+  EXPECT_FALSE(names.count("PersistentVolumeClaim/research-sack-socket"));
   EXPECT_FALSE(names.count("Pod/research-cpu-2"));
   EXPECT_FALSE(names.count("Pod/research-gpu-0")) << "an autoscaled nodeset starts at its minimum";
 }
 
-TEST(KubernetesRenderTest, SlurmPodsRunMungedAndWorkersRequestTheirShape) {
+// The names of a pod's sidecars (init containers that keep running) and whether its main
+// container mounts the Slurm key.
+std::set<std::string> Sidecars(const YAML::Node& pod) {
+  std::set<std::string> names;
+  for (const auto& c : pod["spec"]["initContainers"]) {
+    if (c["restartPolicy"] && c["restartPolicy"].as<std::string>() == "Always")
+      names.insert(c["name"].as<std::string>());
+  }
+  return names;
+}
+bool MountsSlurmKey(const YAML::Node& pod) {
+  for (const auto& m : pod["spec"]["containers"][0]["volumeMounts"]) {
+    if (m["mountPath"].as<std::string>() == slurm::kSlurmKeyDir) return true;
+  }
+  return false;
+}
+
+TEST(KubernetesRenderTest, Slurm2205PodsEachRunMunged) {
+  RenderOptions options;
+  options.release = {22, 5, 8};
+  auto objects = Render(options);
+  EXPECT_TRUE(objects.count("Secret/research-munge-key"));
+  EXPECT_FALSE(objects.count("Secret/research-slurm-key"));
+  for (const auto& [key, o] : objects) {
+    if (o["kind"].as<std::string>() != "Pod" || key == "Pod/research-mariadb") continue;
+    EXPECT_EQ(Sidecars(o), std::set<std::string>{"munged"}) << key;
+  }
+}
+
+TEST(KubernetesRenderTest, AuthSlurmDaemonsHoldTheKeyClientsRunSackdAndWorkersRequestTheirShape) {
   auto objects = Render();
   for (const auto& [key, o] : objects) {
     if (o["kind"].as<std::string>() != "Pod" || key == "Pod/research-mariadb") continue;
-    bool munged = false;
-    for (const auto& c : o["spec"]["initContainers"]) munged = munged || c["name"].as<std::string>() == "munged";
-    EXPECT_TRUE(munged) << key;
+    const bool client = key == "Pod/research-login" || key == "Pod/research-restapi";
+    EXPECT_EQ(Sidecars(o), client ? std::set<std::string>{"sackd"} : std::set<std::string>{}) << key;
+    EXPECT_EQ(MountsSlurmKey(o), !client) << key << ": only Slurm's daemons hold the key";
   }
   const YAML::Node worker = objects.at("Pod/research-cpu-1");
   EXPECT_EQ(worker["spec"]["hostname"].as<std::string>(), "cpu-1") << "the Slurm node name";

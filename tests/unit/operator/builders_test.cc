@@ -114,7 +114,7 @@ TEST(BuildersTest, MungeSidecarServesThePodsOwnSocketWithTheSharedKey) {
   ASSERT_NE(socket, nullptr);
   EXPECT_EQ(socket->source, runtime::MountSource::kVolume) << "locally every pod uses the munge pod's socket";
 
-  in.munge_sidecars = true;
+  in.auth_sidecars = true;
   for (const runtime::PodSpec& p : {BuildWorkerPod(Cluster(), ns, 0, in), BuildControllerPod(Cluster(), in),
                                     BuildSlurmdbdPod(Cluster(), in), BuildLoginPod(Cluster(), in)}) {
     socket = FindMount(p, slurm::kMungeSocketDir);
@@ -132,6 +132,62 @@ TEST(BuildersTest, MungeSidecarServesThePodsOwnSocketWithTheSharedKey) {
     EXPECT_TRUE(has(slurm::kMungeSocketDir, runtime::MountSource::kEmptyDir)) << "the same directory as the pod's";
     EXPECT_TRUE(has("/run/secrets/munge", runtime::MountSource::kSecret));
   }
+}
+
+// From 23.11 on Slurm authenticates itself: its daemons hold the cluster's key (0600, SlurmUser)
+// and serve their own clients; the pods of clients reach sackd's socket where Slurm's clients
+// look first (/run/slurm). No munge anywhere.
+TEST(BuildersTest, AuthSlurmDaemonsHoldTheKeyAndClientsReachSackd) {
+  api::NodeSet ns;
+  ns.metadata.name = "cpu";
+  api::Workspace w;
+  w.metadata.name = "ws";
+  w.spec.user = {"alice", 2001, 2001, false, ""};
+  BuildInputs in = Inputs();
+  in.release = {26, 5, 5};
+  ASSERT_FALSE(UsesMunge(in));
+  const auto c = Cluster();
+  for (bool sidecars : {false, true}) {
+    in.auth_sidecars = sidecars;
+    for (const runtime::PodSpec& p :
+         {BuildControllerPod(c, in), BuildWorkerPod(c, ns, 0, in), BuildSlurmdbdPod(c, in)}) {
+      const runtime::Mount* key = FindMount(p, slurm::kSlurmKeyDir);
+      ASSERT_NE(key, nullptr) << p.name;
+      EXPECT_EQ(key->source, runtime::MountSource::kSecret);
+      EXPECT_EQ(key->name, kSecretSlurmKey);
+      EXPECT_EQ(p.env.at("SLURM_SACK_KEY"), slurm::kSlurmKeyPath) << p.name;
+      EXPECT_EQ(FindMount(p, slurm::kMungeSocketDir), nullptr) << p.name;
+      EXPECT_EQ(FindMount(p, slurm::kSackSocketDir), nullptr) << p.name << ": the daemon serves its own socket";
+      EXPECT_TRUE(p.sidecars.empty()) << p.name;
+    }
+    // slurmdbd runs as SlurmUser, which cannot create /run/slurmdbd for its socket.
+    EXPECT_NE(FindMount(BuildSlurmdbdPod(c, in), slurm::kSlurmdbdRunDir), nullptr);
+    for (const runtime::PodSpec& p : {BuildLoginPod(c, in), BuildRestApiPod(c, in), BuildWorkspaceLoginPod(c, w, in)}) {
+      EXPECT_EQ(FindMount(p, slurm::kSlurmKeyDir), nullptr) << p.name << ": a client never holds the key";
+      EXPECT_EQ(FindMount(p, slurm::kMungeSocketDir), nullptr) << p.name;
+      const runtime::Mount* socket = FindMount(p, slurm::kSackSocketDir);
+      ASSERT_NE(socket, nullptr) << p.name;
+      EXPECT_EQ(socket->name, kVolumeSackSocket);
+      if (!sidecars) {
+        EXPECT_EQ(socket->source, runtime::MountSource::kVolume) << "locally every client uses the sackd pod's";
+        EXPECT_TRUE(p.sidecars.empty());
+        continue;
+      }
+      EXPECT_EQ(socket->source, runtime::MountSource::kEmptyDir) << p.name;
+      ASSERT_EQ(p.sidecars.size(), 1u) << p.name;
+      const runtime::Sidecar& sackd = p.sidecars[0];
+      EXPECT_EQ(sackd.name, "sackd");
+      EXPECT_EQ(sackd.uid, in.slurm.uid) << "sackd runs as SlurmUser";
+      EXPECT_EQ(sackd.command, BuildSackdPod(c, in).command) << "the same daemon as the sackd pod";
+      EXPECT_FALSE(sackd.readiness.command.empty()) << "clients start once sackd serves";
+    }
+  }
+  in.auth_sidecars = false;  // the sackd pod is the local runtime's
+  const runtime::PodSpec sackd = BuildSackdPod(c, in);
+  EXPECT_EQ(sackd.uid, in.slurm.uid);
+  ASSERT_NE(FindMount(sackd, slurm::kSlurmKeyDir), nullptr);
+  ASSERT_NE(FindMount(sackd, slurm::kSackSocketDir), nullptr);
+  EXPECT_EQ(FindMount(sackd, slurm::kSackSocketDir)->source, runtime::MountSource::kVolume);
 }
 
 TEST(BuildersTest, WorkerPodCarriesTheNodeSetsPlacement) {

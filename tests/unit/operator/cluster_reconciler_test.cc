@@ -94,7 +94,7 @@ TEST_F(ClusterReconcilerTest, MungeComesFirstThenTheRestSideBySide) {
 }
 
 TEST_F(ClusterReconcilerTest, WithMungeSidecarsThereIsNoMungePodAndNoSharedSocket) {
-  inputs_.munge_sidecars = true;
+  inputs_.auth_sidecars = true;
   rec_ = NewReconciler();
   auto st = Pass();
   EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
@@ -108,6 +108,38 @@ TEST_F(ClusterReconcilerTest, WithMungeSidecarsThereIsNoMungePodAndNoSharedSocke
     EXPECT_EQ(pod.sidecars[0].name, "munged");
     EXPECT_FALSE(st.components.count("munge"));
   }
+}
+
+// 23.11 on (auth/slurm): Slurm's key instead of munge's, made once and owned by SlurmUser; no
+// munge pod, and sackd (for the pods of clients) starts beside the daemons, which need nothing
+// from it. A munge pod left from before an upgrade across 23.11 goes.
+TEST_F(ClusterReconcilerTest, AuthSlurmMakesTheKeyOnceAndStartsSackdBesideTheDaemons) {
+  inputs_.release = {26, 5, 5};
+  inputs_.slurm = {64030, 64030};
+  rec_ = NewReconciler();
+  runtime::PodSpec old_munge;
+  old_munge.name = MungePodName(cluster_);
+  ASSERT_TRUE(rt_.CreatePod(old_munge).ok());
+  rt_.not_ready.insert(SackdPodName(cluster_));
+  auto st = Pass();
+  EXPECT_FALSE(HasPod(MungePodName(cluster_)));
+  EXPECT_EQ(rt_.deleted, std::vector<std::string>{MungePodName(cluster_)});
+  EXPECT_TRUE(HasPod(SackdPodName(cluster_)));
+  EXPECT_TRUE(HasPod(ControllerPodName(cluster_))) << "Slurm's daemons do not wait for sackd";
+  EXPECT_EQ(st.components.at("sackd").rfind("Waiting", 0), 0u) << st.components.at("sackd");
+  EXPECT_FALSE(rt_.secrets.count(kSecretMunge));
+  ASSERT_TRUE(rt_.secrets.count(kSecretSlurmKey));
+  const runtime::Secret key = rt_.secrets.at(kSecretSlurmKey);
+  EXPECT_EQ(key.owner_uid, 64030);
+  EXPECT_EQ(key.data.at("slurm.key").size(), 128u);
+  EXPECT_TRUE(rt_.volumes.count(kVolumeSackSocket));
+  EXPECT_FALSE(rt_.volumes.count(kVolumeMungeSocket));
+
+  rt_.not_ready.clear();
+  st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
+  EXPECT_FALSE(st.component_versions.count("munge"));
+  EXPECT_EQ(rt_.secrets.at(kSecretSlurmKey).data, key.data) << "never a new key: it would end every credential";
 }
 
 TEST_F(ClusterReconcilerTest, ASharedRootGetsOneSharedVolume) {

@@ -70,6 +70,26 @@ TEST(SlurmConfTest, JobsWithoutMemoryGetTheirCpusShareUnlessTheAdminChose) {
   EXPECT_FALSE(std::any_of(opts.begin(), opts.end(), [](const auto& o) { return o.rfind("DefMemPerCPU=", 0) == 0; }));
 }
 
+// 23.11 on: Slurm's own authentication and credentials, no munge; JWTs (slurmrestd,
+// workspaces) either way. slurmdbd.conf says the same as slurm.conf.
+TEST(SlurmConfTest, AuthSlurmFrom2311AndMungeBefore) {
+  const std::string modern = RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{26, 5, 5});
+  EXPECT_TRUE(HasLine(modern, "AuthType=auth/slurm")) << modern;
+  EXPECT_TRUE(HasLine(modern, "CredType=cred/slurm"));
+  EXPECT_EQ(modern.find("munge"), std::string::npos);
+  EXPECT_TRUE(HasLine(modern, "AuthAltTypes=auth/jwt"));
+  const std::string dbd = RenderSlurmdbdConf(Cluster(), "pw", Release{24, 11, 5});
+  EXPECT_TRUE(HasLine(dbd, "AuthType=auth/slurm")) << dbd;
+  EXPECT_EQ(dbd.find("munge"), std::string::npos);
+  EXPECT_EQ(dbd.find("CredType"), std::string::npos) << "slurmdbd refuses the key";
+
+  const std::string old = RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{22, 5, 8});
+  EXPECT_TRUE(HasLine(old, "AuthType=auth/munge")) << old;
+  EXPECT_TRUE(HasLine(old, std::string("AuthInfo=socket=") + kMungeSocketDir + "/munge.socket.2"));
+  EXPECT_EQ(old.find("CredType"), std::string::npos) << "22.05's default, cred/munge";
+  EXPECT_TRUE(HasLine(RenderSlurmdbdConf(Cluster(), "pw", Release{22, 5, 8}), "AuthType=auth/munge"));
+}
+
 TEST(SlurmConfTest, RenderingIsDeterministicAndOrdered) {
   std::string a = RenderSlurmConf(Cluster(), {NodeSet("b"), NodeSet("a")});
   std::string b = RenderSlurmConf(Cluster(), {NodeSet("a"), NodeSet("b")});

@@ -126,6 +126,14 @@ TEST_F(HealthCheckScriptTest, MungeNotAnsweringFails) {
   EXPECT_EQ(r.check, "munge");
 }
 
+// With auth/slurm there is no munged to ask; slurmd holds the key itself.
+TEST_F(HealthCheckScriptTest, AuthSlurmClustersSkipTheMungeCheck) {
+  ASSERT_TRUE(files::WriteAtomic(dir_ + "/munge-down", "").ok());
+  settings_ = HealthCheckConfig(api::HealthChecksSpec{}, {}, /*munge=*/false) + Settings(10);
+  auto r = RunAndParse();
+  EXPECT_TRUE(r.ok) << r.check << ": " << r.detail;
+}
+
 TEST_F(HealthCheckScriptTest, AMissingDatasetFails) {
   settings_ += fmt::format("DATASETS=('{0}/data' '{0}/gone')\n", dir_);
   auto r = RunAndParse();
