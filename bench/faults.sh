@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Fault campaign: a stream of jobs from two workspaces (ann-astro, ben-bio) with the control
 # plane on (`hpcplane server` on SQLite and `hpcplane agent`, separate processes), and meanwhile
-# kill -9, one at a time, of each component: slurmctld, slurmdbd, MariaDB, slurmrestd, munged,
+# kill -9, one at a time, of each component: slurmctld, slurmdbd, MariaDB, slurmrestd, sackd,
 # a worker's slurmd, a whole worker pod, the hpcplane daemon, the agent and the server. The
 # pods come back by their restart policy; the daemon, the agent and the server are started
 # again by this script, as systemd or Kubernetes would. For each: the time from the kill until
@@ -21,7 +21,7 @@
 set -euo pipefail
 BUILD=${1:-build}
 H=$(realpath "$BUILD/hpcplane")
-FAULTS=${FAULTS:-"slurmctld slurmdbd mariadb slurmrestd munge slurmd worker-pod daemon agent server"}
+FAULTS=${FAULTS:-"slurmctld slurmdbd mariadb slurmrestd sackd slurmd worker-pod daemon agent server"}
 SUBMIT_EVERY=${SUBMIT_EVERY:-1}
 JOB_SECONDS=${JOB_SECONDS:-2}
 SETTLE=${SETTLE:-6}
@@ -209,7 +209,8 @@ for fault in $FAULTS; do
     slurmdbd) what="slurmdbd in $NAME-slurmdbd"; kill_in_pod "$NAME-slurmdbd" slurmdbd ;;
     mariadb) what="mariadbd in $NAME-mariadb"; kill_in_pod "$NAME-mariadb" mariadbd ;;
     slurmrestd) what="slurmrestd in $NAME-restapi"; kill_in_pod "$NAME-restapi" slurmrestd ;;
-    munge) what="munged in $NAME-munge"; kill_in_pod "$NAME-munge" munged ;;
+    sackd) what="sackd in $NAME-sackd"; kill_in_pod "$NAME-sackd" sackd ;;  # Slurm 23.11 on (auth/slurm)
+    munge) what="munged in $NAME-munge"; kill_in_pod "$NAME-munge" munged ;;  # 22.05
     slurmd)
       w=$(some_worker)
       what="slurmd in $w"

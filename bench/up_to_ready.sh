@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Benchmark: `hpcplane up` → Ready, broken down by component (munge, controller, restapi,
+# Benchmark: `hpcplane up` → Ready, broken down by component (sackd or munge, controller, restapi,
 # workers, login), median over RUNS bring-ups. Peer, measured in the same run: the same
 # daemons (munged, slurmctld, slurmrestd) started by hand on loopback without hpcplane, timed
 # to `scontrol ping` UP and slurmrestd accepting connections. Also `up` of the same cluster
@@ -113,7 +113,7 @@ done
 
 printf '\nhpcplane up -> Ready, %d runs (cluster: munge, slurmctld, slurmrestd, login, 2 workers)\n' "$runs"
 printf '%-12s %14s %18s %8s\n' component "hpcplane p50 s" "by hand p50 s" ratio
-for c in munge controller restapi workers login total existing; do
+for c in munge sackd controller restapi workers login total existing; do
   [ -n "${samples[$c]:-}" ] || continue
   h=$(echo "${samples[$c]}" | tr ' ' '\n' | grep . | median)
   p=""; r=""

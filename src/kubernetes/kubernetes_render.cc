@@ -142,6 +142,7 @@ op::BuildInputs KubernetesBuildInputs(const slurm::Release& release) {
   in.host_passwd += PasswdLine(k8s::kImageNobody);
   in.host_group += fmt::format("nogroup:x:{}:\n", k8s::kImageNobody.gid);
   in.auth_sidecars = true;
+  in.controller_config_pushed = true;
   in.users_from_directory = true;
   in.pods_may_unshare = false;
   in.exec_as_container_user = true;

@@ -35,8 +35,8 @@ struct RenderOptions {
 runtime::kubernetes::ObjectContext ObjectContextFor(const RenderOptions& options, const std::string& namespace_name,
                                                     const std::string& cluster);
 
-// The build inputs on Kubernetes: the Slurm image's accounts and release, and a munged sidecar
-// in every pod.
+// The build inputs on Kubernetes: the Slurm image's accounts and release, sackd or munged sidecars,
+// slurm.conf pushed into the controller pod.
 op::BuildInputs KubernetesBuildInputs(const slurm::Release& release);
 
 // What a cluster's environments resolved to, into its build inputs (release, images by

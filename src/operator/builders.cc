@@ -20,7 +20,10 @@ using runtime::PodSpec;
 
 std::string MungePodName(const api::SlurmCluster& c) { return c.metadata.name + "-munge"; }
 std::string SackdPodName(const api::SlurmCluster& c) { return c.metadata.name + "-sackd"; }
-bool UsesMunge(const BuildInputs& in) { return !in.release.AuthSlurm(); }
+slurm::Auth AuthOf(const BuildInputs& in) {
+  return in.keep_munge ? slurm::Auth::kMunge : slurm::DefaultAuth(in.release);
+}
+bool UsesMunge(const BuildInputs& in) { return AuthOf(in) == slurm::Auth::kMunge; }
 std::string ControllerPodName(const api::SlurmCluster& c) { return slurm::ControllerHost(c); }
 std::string RestApiPodName(const api::SlurmCluster& c) { return c.metadata.name + "-restapi"; }
 std::string LoginPodName(const api::SlurmCluster& c) { return c.metadata.name + "-login"; }
@@ -141,11 +144,17 @@ const std::string& SackSocket() {
   return socket;
 }
 
-// sackd in the foreground: 24.11's always runs there (it has no -D); 26.05's daemonizes unless
-// told -D (25.05 is taken to be the first with it, as for its other daemons' options).
+// sackd in the foreground: it daemonizes unless told -D (26.05). Before -D existed (24.11) only
+// --systemd keeps it there, and that sackd exits without a NOTIFY_SOCKET: it gets a path nobody
+// listens on, logs once that it could not notify, and serves.
 std::vector<std::string> SackdCommand(const BuildInputs& in) {
-  std::vector<std::string> argv = {"env", std::string("SLURM_SACK_KEY=") + slurm::kSlurmKeyPath, "sackd"};
-  if (in.release.AtLeast(25, 5)) argv.push_back("-D");
+  std::vector<std::string> argv = {"env", std::string("SLURM_SACK_KEY=") + slurm::kSlurmKeyPath};
+  if (in.release.AtLeast(25, 5)) {
+    argv.insert(argv.end(), {"sackd", "-D"});
+  } else {
+    argv.insert(argv.end(),
+                {std::string("NOTIFY_SOCKET=") + slurm::kSackSocketDir + "/no-systemd", "sackd", "--systemd"});
+  }
   return argv;
 }
 
@@ -227,7 +236,7 @@ runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::ve
                                        const BuildInputs& in) {
   const slurm::JobCgroups cgroups = in.job_cgroups;
   runtime::ConfigMap cm{kConfigMapSlurm,
-                        {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups, in.release)},
+                        {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups, in.release, AuthOf(in))},
                          {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
   const bool any_gpu =
       std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
@@ -327,6 +336,32 @@ PodSpec BuildSackdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   return p;
 }
 
+std::string ControllerSlurmConf(const BuildInputs& in) {
+  return std::string(in.controller_config_pushed ? kControllerConfigDir : slurm::kConfigDir) + "/slurm.conf";
+}
+
+namespace {
+
+// Runs `command` once kControllerConfigDir holds the configuration: the mounted config map's
+// files, unless the operator's copy there is newer (a container restarted in its pod keeps the
+// directory; the kubelet may not have refreshed the mount yet).
+std::vector<std::string> WithPushedConfig(const std::vector<std::string>& command) {
+  std::vector<std::string> argv = {
+      "/bin/sh", "-ec",
+      fmt::format("live={0}\n"
+                  "if [ ! -e \"$live/slurm.conf\" ] || [ {1}/slurm.conf -nt \"$live/slurm.conf\" ]; then\n"
+                  "  rm -f \"$live\"/*\n"
+                  "  cp -L {1}/* \"$live\"/\n"
+                  "fi\n"
+                  "exec \"$@\"\n",
+                  kControllerConfigDir, slurm::kConfigDir),
+      "slurmctld"};
+  argv.insert(argv.end(), command.begin(), command.end());
+  return argv;
+}
+
+}  // namespace
+
 PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
   p.image = ImageFor(in, api::ClusterEnvironment(c));
@@ -349,6 +384,12 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
                                  "exec " + JoinArgs(p.command));
   }
   p.mounts = CommonMounts(in);
+  if (in.controller_config_pushed) {
+    p.command = WithPushedConfig(p.command);
+    // The daemon and every command run in the pod read the operator's copy.
+    p.env["SLURM_CONF"] = ControllerSlurmConf(in);
+    p.mounts.push_back({MountSource::kEmptyDir, "slurm-config-live", kControllerConfigDir, "", false});
+  }
   AddAuth(in, /*client=*/false, &p);
   p.mounts.push_back({MountSource::kSecret, kSecretJwt, "/run/secrets/jwt", "", true});
   p.mounts.push_back({MountSource::kVolume, kVolumeControllerState, slurm::kStateSaveDir, "", false});
@@ -422,9 +463,22 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   p.name = WorkerPodName(ns, ordinal);
   p.labels = Labels(c, "worker");
   p.labels[kLabelNodeSet] = ns.metadata.name;
-  // slurmd runs as root: it starts each job step as the job's user.
-  p.command = {"slurmd", "-D", "-Z", "--conf", slurm::DynamicNodeConf(ns)};
-  p.mounts = CommonMounts(in);
+  // slurmd runs as root: it starts each job step as the job's user. Configless, it fetches
+  // slurm.conf and cgroup.conf from slurmctld as it starts and takes every reconfigure from it
+  // at once (no ConfigMap to wait for; its jobs' commands find the copy through SLURM_CONF).
+  if (!UsesMunge(in)) {
+    p.command = {"slurmd",
+                 "-D",
+                 "-Z",
+                 "--conf-server",
+                 fmt::format("{}:{}", slurm::ControllerHost(c), slurm::kSlurmctldPort),
+                 "--conf",
+                 slurm::DynamicNodeConf(ns)};
+    p.mounts = UserMounts(in);
+  } else {
+    p.command = {"slurmd", "-D", "-Z", "--conf", slurm::DynamicNodeConf(ns)};
+    p.mounts = CommonMounts(in);
+  }
   AddAuth(in, /*client=*/false, &p);
   p.mounts.push_back({MountSource::kEmptyDir, "slurmd-spool", slurm::kSlurmdSpoolDir, "", false});
   p.mounts.push_back({MountSource::kConfigMap, kConfigMapScripts, slurm::kScriptsDir, "", true});

@@ -42,6 +42,12 @@ struct BuildInputs {
   // login pod lists its datasets' groups, and the cluster's login pod, which people enter as
   // themselves and the admin as root (to install into a shared root), runs as root.
   bool exec_as_container_user = false;
+  // slurmctld reads its configuration from a directory of its pod that the operator writes
+  // (ExecOptions with stdin) as soon as it changes, instead of from the mounted config map, which
+  // a kubelet refreshes up to a minute later (Kubernetes). Its start copies the config map there
+  // unless what the operator wrote is newer. Configless workers then get each change from
+  // slurmctld at once.
+  bool controller_config_pushed = false;
   // How slurmd confines jobs (slurm/config.h); anything but kNone delegates the worker pods'
   // cgroups to them.
   slurm::JobCgroups job_cgroups = slurm::JobCgroups::kNone;
@@ -52,6 +58,11 @@ struct BuildInputs {
   std::map<std::string, std::string> images;
   // The munge the pods run (the cluster image's, else the host's), for status.
   std::string munge_version;
+  // A cluster whose pods run munge keeps it (and its workers their slurm.conf) after hpcplane
+  // itself is upgraded, even on a release with auth/slurm: switching would cut the running daemons
+  // and their jobs off. It switches when it next starts with no pod (down and up, `upgrade`).
+  // Decided once per controller set (NewClusterControllers).
+  bool keep_munge = false;
 };
 
 // Where pods find slurm-users when it is mounted whole (BuildInputs::users_from_directory); the
@@ -84,13 +95,17 @@ inline constexpr const char* kConfigMapWorkspaceTools = "workspace-tools";
 // Members may use every workspace's partition and hold Slurm's administrator level.
 inline constexpr const char* kAdminGroup = "hpcadmins";
 inline constexpr int64_t kAdminGroupGid = 59999;
+// slurmctld's own copy of slurm-config (BuildInputs::controller_config_pushed).
+inline constexpr const char* kControllerConfigDir = "/run/slurm-config";
 // Where a workspace login pod finds its token and the Slurm commands that use it.
 inline constexpr const char* kTokenDir = "/run/secrets/slurm-token";
 inline constexpr const char* kWorkspaceToolsDir = "/run/hpcplane/bin";
 
 std::string MungePodName(const api::SlurmCluster& c);
 std::string SackdPodName(const api::SlurmCluster& c);
-// Whether the cluster's pods authenticate with munge (before 23.11) rather than auth/slurm.
+// How the cluster's pods authenticate (slurm/config.h): munge before 23.11 or where kept, else
+// auth/slurm with configless workers.
+slurm::Auth AuthOf(const BuildInputs& in);
 bool UsesMunge(const BuildInputs& in);
 std::string ControllerPodName(const api::SlurmCluster& c);
 std::string RestApiPodName(const api::SlurmCluster& c);
@@ -137,6 +152,9 @@ runtime::PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in
 // (login, workspaces, slurmrestd) share, as they share the munge pod's before 23.11.
 runtime::PodSpec BuildSackdPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in);
+// The slurm.conf slurmctld reads: in kControllerConfigDir when the operator pushes it, else the
+// mounted config map's.
+std::string ControllerSlurmConf(const BuildInputs& in);
 runtime::PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildMariaDbPod(const api::SlurmCluster& c, const BuildInputs& in);

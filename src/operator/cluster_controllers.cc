@@ -1,9 +1,29 @@
 #include "operator/cluster_controllers.h"
 
+#include <spdlog/spdlog.h>
+
 #include "slurm/rest_client.h"
 #include "slurm/slurm_control.h"
 
 namespace hpc::op {
+
+Result<BuildInputs> InputsForRunningCluster(runtime::PodRuntime* rt, const BuildInputs& inputs,
+                                            const std::string& cluster_name) {
+  BuildInputs in = inputs;
+  if (UsesMunge(in)) return in;
+  // Made with munge (its key, no Slurm key) and still running: it keeps munge (BuildInputs::keep_munge).
+  ASSIGN_OR_RETURN(auto munge_key, rt->GetSecret(kSecretMunge));
+  ASSIGN_OR_RETURN(auto slurm_key, rt->GetSecret(kSecretSlurmKey));
+  if (!munge_key || slurm_key) return in;
+  ASSIGN_OR_RETURN(auto pods, rt->ListPods({{kLabelCluster, cluster_name}}));
+  if (pods.empty()) return in;
+  spdlog::info(
+      "cluster {}: its pods run munge; it keeps munge until it next starts with no pod (down and up, or an "
+      "upgrade), then authenticates with auth/slurm",
+      cluster_name);
+  in.keep_munge = true;
+  return in;
+}
 
 Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                                                   const std::string& cluster_name,
@@ -15,6 +35,7 @@ Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRu
                                                                   const std::string& cluster_name,
                                                                   LedgerStorage ledger_storage) {
   auto c = std::make_unique<ClusterControllers>();
+  ASSIGN_OR_RETURN(BuildInputs in, InputsForRunningCluster(rt, inputs, cluster_name));
   ASSIGN_OR_RETURN(OwnershipLedger ledger, OwnershipLedger::Open(std::move(ledger_storage)));
   c->ledger = std::make_unique<OwnershipLedger>(std::move(ledger));
   c->rt = rt;
@@ -25,14 +46,14 @@ Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRu
   c->control = std::make_unique<slurm::ScontrolInPod>(rt, controller);
   TokenSource* tokens = c->tokens.get();
   c->cluster = std::make_unique<ClusterReconciler>(
-      rt, inputs,
-      [tokens, api = inputs.release.RestApiPath()](const std::string& host, int port) {
+      rt, in,
+      [tokens, api = in.release.RestApiPath()](const std::string& host, int port) {
         return std::make_unique<slurm::RestClient>(
             host, port, "slurm", [tokens] { return tokens->Get(); }, api);
       },
       c->control.get());
-  c->nodesets = std::make_unique<NodeSetReconciler>(rt, inputs, c->control.get());
-  c->workspaces = std::make_unique<WorkspaceReconciler>(rt, inputs, c->control.get());
+  c->nodesets = std::make_unique<NodeSetReconciler>(rt, in, c->control.get());
+  c->workspaces = std::make_unique<WorkspaceReconciler>(rt, in, c->control.get());
   c->accounting = std::make_unique<AccountingSync>(rt, controller);
   return c;
 }

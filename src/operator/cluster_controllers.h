@@ -34,10 +34,14 @@ struct ClusterControllers {
 
 // The controllers of cluster `cluster_name` on runtime `rt`: Slurm's actions by scontrol in the
 // controller pod, its state through slurmrestd with a JWT from the cluster's key, hpcplane's
-// ownership ledger at `ledger_path`. Fails only when the ledger cannot be read.
+// ownership ledger at `ledger_path`. Fails only when the ledger or the runtime cannot be read.
 Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                                                   const std::string& cluster_name,
                                                                   const std::string& ledger_path);
+// `inputs` as the cluster's pods need them now: a cluster made with munge whose pods still run
+// keeps munge on a release with auth/slurm (BuildInputs::keep_munge).
+Result<BuildInputs> InputsForRunningCluster(runtime::PodRuntime* rt, const BuildInputs& inputs,
+                                            const std::string& cluster_name);
 // The same with the ledger kept where `ledger` says.
 Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                                                   const std::string& cluster_name,

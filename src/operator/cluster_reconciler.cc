@@ -50,7 +50,7 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
                                         in_.mysql.gid}));
     }
     RETURN_IF_ERROR(rt_->ApplySecret({kSecretSlurmdbd,
-                                      {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password, in_.release)}},
+                                      {{"slurmdbd.conf", slurm::RenderSlurmdbdConf(c, password, AuthOf(in_))}},
                                       in_.slurm.uid,
                                       in_.slurm.gid}));
   }
@@ -139,6 +139,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
     reconfigure_wanted_.clear();  // it reads the file as it is when it starts
     return Status::Ok();
   }
+  if (in_.controller_config_pushed) RETURN_IF_ERROR(PushControllerConfig(cm));
   // Nodesets, partitions and users are applied in place by SyncPartitions: `scontrol
   // reconfigure` in Slurm 22.05 leaves dynamic nodes that run a job ALLOCATED forever, drops
   // them from their partitions, and can hand out a job id twice. Only other changes need it.
@@ -150,9 +151,35 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   return ReconfigureOnceMounted();
 }
 
+Status ClusterReconciler::PushControllerConfig(const runtime::ConfigMap& cm) {
+  if (cm.data == pushed_config_ && controller_started_at_ == pushed_to_controller_started_at_) return Status::Ok();
+  // slurm.conf last: a reconfigure that follows finds the files it names in place.
+  std::vector<std::string> order;
+  for (const auto& [file, content] : cm.data) {
+    if (file != "slurm.conf") order.push_back(file);
+  }
+  order.push_back("slurm.conf");
+  for (const auto& file : order) {
+    runtime::ExecOptions write;
+    write.argv = {"/bin/sh", "-c", "cat > \"$1.new\" && mv -f \"$1.new\" \"$1\"", "push",
+                  std::string(kControllerConfigDir) + "/" + file};
+    write.stdin_data = cm.data.at(file);
+    write.timeout = std::chrono::seconds(15);
+    ASSIGN_OR_RETURN(ProcessResult r, rt_->Exec(controller_pod_, write));
+    if (!r.ok()) {
+      return Status::Errorf("writing {} into pod {}: exit {}: {}", file, controller_pod_, r.exit_code,
+                            r.err.substr(0, 200));
+    }
+  }
+  spdlog::info("pod {}: slurm-config written where slurmctld reads it", controller_pod_);
+  pushed_config_ = cm.data;
+  pushed_to_controller_started_at_ = controller_started_at_;
+  return Status::Ok();
+}
+
 Status ClusterReconciler::ReconfigureOnceMounted() {
   runtime::ExecOptions read;
-  read.argv = {"cat", std::string(slurm::kConfigDir) + "/slurm.conf"};
+  read.argv = {"cat", ControllerSlurmConf(in_)};
   read.timeout = std::chrono::seconds(15);
   ASSIGN_OR_RETURN(ProcessResult mounted, rt_->Exec(controller_pod_, read));
   if (!mounted.ok() || mounted.out != reconfigure_wanted_) {

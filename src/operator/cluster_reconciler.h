@@ -111,6 +111,12 @@ class ClusterReconciler {
   std::string reconfigure_wanted_;
   bool status_read_ = false;  // the condition Reconfiguring of an earlier process taken up
   Status ReconfigureOnceMounted();
+  // BuildInputs::controller_config_pushed: writes slurm-config's files into the controller pod
+  // when they differ from what was last written to the controller as it runs now (its start
+  // time), or this process has written nothing yet.
+  Status PushControllerConfig(const runtime::ConfigMap& cm);
+  std::map<std::string, std::string> pushed_config_;
+  int64_t pushed_to_controller_started_at_ = -1;
   bool degraded_ = false;
   bool rest_ready_ = false;      // slurmrestd's pod, this pass
   bool database_ready_ = false;  // MariaDB's pod, this pass

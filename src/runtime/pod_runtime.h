@@ -84,8 +84,8 @@ struct Resources {
 
 // A helper process that runs beside the pod's main process for the pod's whole life (a
 // Kubernetes native sidecar): started before it, ready before it starts, restarted when it
-// dies. On Kubernetes every Slurm pod gets its own munged this way (munge's socket cannot
-// cross machines); the local runtime shares one munge pod instead and refuses sidecars.
+// dies. On Kubernetes a pod gets its own sackd (or munged) this way (a Unix socket cannot cross
+// machines); the local runtime shares one sackd or munge pod instead and refuses sidecars.
 struct Sidecar {
   std::string name;
   std::vector<std::string> command;

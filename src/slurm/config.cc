@@ -17,24 +17,41 @@ constexpr const char* kNoOpEpilog = "/bin/true";
 
 // Whether the admin's extraConfig sets `key` (slurm.conf keys are case-insensitive): their
 // line wins over the one hpcplane would write.
+std::string LowerAscii(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  return s;
+}
+
+bool SetsKey(const std::string& line, const std::string& key) {
+  return LowerAscii(line).rfind(LowerAscii(key) + "=", 0) == 0;
+}
+
 bool AdminSets(const api::SlurmCluster& c, const std::string& key) {
-  auto lower = [](std::string s) {
-    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    return s;
-  };
-  const std::string want = lower(key) + "=";
   return std::any_of(c.spec.extra_config.begin(), c.spec.extra_config.end(),
-                     [&](const std::string& l) { return lower(l).rfind(want, 0) == 0; });
+                     [&](const std::string& l) { return SetsKey(l, key); });
+}
+
+// SlurmctldParameters: enable_configless where workers fetch their configuration from
+// slurmctld, then the admin's own (their extraConfig lines are merged into this one line, so
+// neither replaces the other); empty when there is nothing to set.
+std::string SlurmctldParameters(const api::SlurmCluster& c, Auth auth) {
+  std::string params = auth == Auth::kSlurm ? "enable_configless" : "";
+  for (const auto& line : c.spec.extra_config) {
+    if (!SetsKey(line, "SlurmctldParameters")) continue;
+    const std::string value = line.substr(line.find('=') + 1);
+    if (!value.empty()) params += (params.empty() ? "" : ",") + value;
+  }
+  return params;
 }
 
 // How daemons and clients authenticate: Slurm's own auth/slurm where the release has it (the
 // key's path in the environment, SLURM_SACK_KEY, so configless daemons find it too), else munge.
 // JWTs (workspaces, slurmrestd) either way.
-std::string AuthLines(const Release& release) {
-  std::string auth = release.AuthSlurm()
-                         ? "AuthType=auth/slurm\n"
-                         : fmt::format("AuthType=auth/munge\nAuthInfo=socket={}/munge.socket.2\n", kMungeSocketDir);
-  return auth + fmt::format("AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n", kJwtKeyPath);
+std::string AuthLines(Auth auth) {
+  std::string auth_lines =
+      auth == Auth::kSlurm ? "AuthType=auth/slurm\n"
+                           : fmt::format("AuthType=auth/munge\nAuthInfo=socket={}/munge.socket.2\n", kMungeSocketDir);
+  return auth_lines + fmt::format("AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n", kJwtKeyPath);
 }
 
 }  // namespace
@@ -84,7 +101,8 @@ std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu, const Release& re
 }
 
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in,
-                            JobCgroups cgroups, const Release& release) {
+                            JobCgroups cgroups, const Release& release, std::optional<Auth> auth_in) {
+  const Auth auth = auth_in.value_or(DefaultAuth(release));
   std::vector<api::NodeSet> nodesets = nodesets_in;
   std::sort(nodesets.begin(), nodesets.end(),
             [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
@@ -95,9 +113,9 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "SlurmUser=slurm\n"
     << "SlurmctldPort=" << kSlurmctldPort << "\n"
     << "SlurmdPort=" << kSlurmdPort << "\n"
-    << AuthLines(release)
+    << AuthLines(auth)
     // Job credentials (slurmctld signs, slurmd checks): the same key; slurm.conf only.
-    << (release.AuthSlurm() ? "CredType=cred/slurm\n" : "") << "StateSaveLocation=" << kStateSaveDir << "\n"
+    << (auth == Auth::kSlurm ? "CredType=cred/slurm\n" : "") << "StateSaveLocation=" << kStateSaveDir << "\n"
     << "SlurmdSpoolDir=" << kSlurmdSpoolDir << "\n"
     << "SlurmctldPidFile=/run/slurmctld.pid\n"
     << "SlurmdPidFile=/run/slurmd.pid\n"
@@ -168,7 +186,10 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   // 25.11 on, slurmctld serves OpenMetrics on its own port (/metrics/jobs, nodes, partitions,
   // scheduler): Prometheus scrapes Slurm itself, no exporter polling the CLI.
   if (release.ControllerServesHttp() && !AdminSets(c, "MetricsType")) o << "MetricsType=metrics/openmetrics\n";
-  for (const auto& line : c.spec.extra_config) o << line << "\n";
+  if (const std::string p = SlurmctldParameters(c, auth); !p.empty()) o << "SlurmctldParameters=" << p << "\n";
+  for (const auto& line : c.spec.extra_config) {
+    if (!SetsKey(line, "SlurmctldParameters")) o << line << "\n";
+  }
   o << "# One nodeset and one partition per NodeSet; workers join as dynamic nodes.\n";
   for (const auto& ns : nodesets) {
     o << "NodeSet=" << ns.metadata.name << " Feature=" << ns.metadata.name << "\n";
@@ -232,9 +253,7 @@ std::vector<std::string> PartitionOptions(const api::NodeSet& ns, bool cluster_s
                                 "MaxTime=" + ns.spec.partition.max_time, "State=" + ns.spec.partition.state};
   const auto& admin = ns.spec.partition.options;
   const bool partition_sets = std::any_of(admin.begin(), admin.end(), [](const auto& kv) {
-    std::string key = kv.first;
-    std::transform(key.begin(), key.end(), key.begin(), [](unsigned char ch) { return std::tolower(ch); });
-    return key.rfind("defmemper", 0) == 0;  // DefMemPerCPU, DefMemPerNode, DefMemPerGPU
+    return LowerAscii(kv.first).rfind("defmemper", 0) == 0;  // DefMemPerCPU, DefMemPerNode, DefMemPerGPU
   });
   const auto& r = ns.spec.resources;
   if (!partition_sets && !cluster_sets_default_memory && r.cpus > 0 && r.memory_mib > 0) {
@@ -274,10 +293,10 @@ std::string TaskPrologScript() {
          "echo unset SLURM_JWT\n";
 }
 
-std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password, const Release& release) {
+std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password, Auth auth) {
   std::ostringstream o;
   o << "# Rendered by hpcplane for cluster " << c.metadata.name << ". Holds the database password: 0600.\n"
-    << AuthLines(release) << "DbdHost=" << SlurmdbdHost(c) << "\n"
+    << AuthLines(auth) << "DbdHost=" << SlurmdbdHost(c) << "\n"
     << "DbdPort=" << kSlurmdbdPort << "\n"
     << "SlurmUser=slurm\n"
     << "PidFile=/tmp/slurmdbd.pid\n"  // slurmdbd runs as SlurmUser, which cannot write /run

@@ -2,6 +2,7 @@
 // the reconciler can compare and only reconfigure Slurm when something changed.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -56,10 +57,18 @@ std::string DatabaseHost(const api::SlurmCluster& c);
 // cgroup v2 outside a systemd unit needs Slurm 23.02's IgnoreSystemd.
 enum class JobCgroups { kNone, kV1, kV2 };
 
+// How a cluster authenticates. kSlurm (auth/slurm, cred/slurm; 23.11 on) also makes its workers
+// configless (slurmd --conf-server: slurmctld serves slurm.conf and cgroup.conf and hands every
+// reconfigure to them at once). kMunge: before 23.11, and a cluster that ran munge keeps it while
+// its pods run (op::BuildInputs::keep_munge), so hpcplane's own upgrade cuts no running daemon off.
+enum class Auth { kMunge, kSlurm };
+inline Auth DefaultAuth(const Release& release) { return release.AuthSlurm() ? Auth::kSlurm : Auth::kMunge; }
+
 // `release` is the Slurm the cluster runs: options that release lacks or has retired are left
-// out, settings it requires put in.
+// out, settings it requires put in. `auth`: the release's default unless given.
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
-                            JobCgroups cgroups = JobCgroups::kNone, const Release& release = {});
+                            JobCgroups cgroups = JobCgroups::kNone, const Release& release = {},
+                            std::optional<Auth> auth = std::nullopt);
 
 // cgroup.conf, next to slurm.conf, for confined jobs: a job gets the cores and memory it was
 // allocated and no more (and only its GPUs, where nodesets have some). Empty for kNone.
@@ -91,7 +100,7 @@ bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf);
 std::string TaskPrologScript();
 
 // slurmdbd.conf: accounting into MariaDB with the given password, munge and JWT for clients.
-std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password, const Release& release = {});
+std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password, Auth auth = Auth::kMunge);
 
 // The `--conf` a worker's `slurmd -Z` registers with: its shape and the nodeset's feature.
 std::string DynamicNodeConf(const api::NodeSet& ns);

@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """The console's Run against a real data plane, in a real browser. `hpcplane up --control-plane`
-brings up real Slurm (munged, slurmctld, slurmdbd with MariaDB, slurmrestd) whose daemon also
+brings up real Slurm (sackd, slurmctld, slurmdbd with MariaDB, slurmrestd) whose daemon also
 serves the control plane and runs this data plane's agent. In headless chromium, ann launches a
 workspace, picks the admin's job template in Run and submits it; the agent runs sbatch as her in
 her login pod, the job runs on two workers scaled up from zero, and sacct's record reaches the

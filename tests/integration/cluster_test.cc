@@ -1,9 +1,11 @@
-// Integration tests of the foundation against real munged, slurmctld, slurmrestd and slurmd.
+// Integration tests of the foundation against real sackd, slurmctld, slurmrestd and slurmd.
 #include <signal.h>
 #include <sys/stat.h>
 
 #include <algorithm>
 #include <fstream>
+#include <iostream>
+#include <map>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -54,6 +56,58 @@ std::vector<std::string> Leftovers(TestCluster& c) {
   auto mounts = files::Read("/proc/self/mountinfo");
   if (mounts.ok() && mounts->find(c.state_dir()) != std::string::npos) left.push_back("mount");
   return left;
+}
+
+// Configless workers (Slurm 23.11 on): a change beyond nodesets and partitions (the priority
+// plugin) reaches slurmctld and every slurmd's copy through `scontrol reconfigure` alone, no
+// worker mounts slurm.conf or is replaced for it, and jobs run after it.
+TEST(ClusterIT, AConfigChangeReachesSlurmctldAndEveryConfiglessSlurmd) {
+  ClusterOptions o;
+  o.extra_config = {"SlurmdTimeout=60"};
+  TestCluster c("cfl", o);
+  auto up = c.Up();
+  ASSERT_EQ(up.exit_code, 0) << up.out << up.err;
+  auto worker_started = [&] {
+    std::map<std::string, std::string> started;
+    auto pods = nlohmann::json::parse(c.Cli({"get", "pods", "-o", "json"}).out, nullptr, false);
+    for (const auto& p : pods) {
+      if (p.value("name", "").rfind("cpu-", 0) == 0) started[p.value("name", "")] = p.dump();
+    }
+    return started;
+  };
+  auto workers = worker_started();
+  ASSERT_EQ(workers.size(), 2u);
+  for (const auto& [w, _] : workers) {
+    auto mounted = c.Cli({"exec", w, "--", "test", "-e", "/etc/slurm/slurm.conf"});
+    EXPECT_NE(mounted.exit_code, 0) << w << " reads no slurm.conf of its own";
+  }
+
+  auto manifest = files::Read(c.manifest_path());
+  ASSERT_TRUE(manifest.ok());
+  std::string changed = *manifest;
+  const std::string at = "  scheduling:\n";
+  ASSERT_NE(changed.find(at), std::string::npos) << changed;
+  changed.replace(changed.find(at), at.size(), at + "    priorityType: priority/basic\n");
+  ASSERT_TRUE(files::WriteAtomic(c.state_dir() + "/changed.yaml", changed).ok());
+  const auto applied = std::chrono::steady_clock::now();
+  auto apply = c.Cli({"apply", "-f", c.state_dir() + "/changed.yaml"});
+  ASSERT_EQ(apply.exit_code, 0) << apply.out << apply.err;
+  auto everywhere = [&] {
+    auto ctld = c.Cli({"exec", c.name() + "-controller", "--", "scontrol", "show", "config"});
+    if (ctld.out.find("priority/basic") == std::string::npos) return false;
+    for (const auto& [w, _] : workers) {
+      auto copy = c.Cli({"exec", w, "--", "grep", "-x", "PriorityType=priority/basic", "/run/slurm/conf/slurm.conf"});
+      if (copy.exit_code != 0) return false;
+    }
+    return true;
+  };
+  ASSERT_TRUE(WaitFor(everywhere, seconds(30))) << "slurmctld or a slurmd never read the change";
+  std::cout << "config change in slurmctld and both slurmds after "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - applied).count()
+            << " ms" << std::endl;
+  EXPECT_EQ(worker_started(), workers) << "no worker replaced or restarted for a reconfigure";
+  auto srun = c.Login("alice", {"srun", "-N2", "true"});
+  EXPECT_EQ(srun.exit_code, 0) << srun.err;
 }
 
 // Bring-up reaches Ready; srun and sbatch -N2 run on two workers; output lands in the shared
@@ -267,10 +321,13 @@ TEST(ClusterIT, DownLeavesNothingBehind) {
   auto left = Leftovers(c);
   EXPECT_TRUE(left.empty()) << left.front();
   // Keys and Slurm state survive a plain down.
-  EXPECT_TRUE(files::Exists(c.ClusterDir() + "/runtime/secrets/munge-key/munge.key"));
+  EXPECT_TRUE(files::Exists(c.ClusterDir() + "/runtime/secrets/slurm-key/slurm.key"));
   EXPECT_TRUE(files::Exists(c.ClusterDir() + "/runtime/volumes/controller-state"));
   struct stat st {};
   ASSERT_EQ(::stat((c.ClusterDir() + "/runtime/secrets/jwt-key/jwt_hs256.key").c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  // auth/slurm's key: Slurm refuses one that others may read.
+  ASSERT_EQ(::stat((c.ClusterDir() + "/runtime/secrets/slurm-key/slurm.key").c_str(), &st), 0);
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 

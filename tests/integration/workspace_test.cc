@@ -208,7 +208,8 @@ TEST(Workspace, ExpiredTokenIsRefusedAndTheRefreshedOneWorksInTheSameLoginPod) {
   EXPECT_NE(InWorkspace(c, "erin-chem", {"cat", "/run/secrets/slurm-token/token"}).out, first);
   int64_t j = Submit(c, "erin-chem", {"-o", "/dev/null", "--wrap", "srun true"});
   ASSERT_GT(j, 0);
-  // srun inside the job works: the token is not passed on to tasks (slurmd takes munge only).
+  // srun inside the job works: the token is not passed on to tasks (slurmd takes no token: Slurm's own authentication
+  // only).
   ASSERT_TRUE(WaitFor([&] { return JobIs(c, j, "COMPLETED") || JobIs(c, j, "FAILED"); }, 60s));
   EXPECT_EQ(c.JobField(j, "ExitCode"), "0:0");
 }

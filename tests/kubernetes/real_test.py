@@ -86,7 +86,7 @@ spec:
   scheduling:
     extraConfig:
       - SlurmdTimeout=30
-      - AuthInfo=socket=/run/munge/munge.socket.2,cred_expire=20
+      - AuthInfo=cred_expire=20
 ---
 apiVersion: hpcplane.io/v1alpha1
 kind: NodeSet
@@ -622,20 +622,35 @@ spec: {{cluster: {CLUSTER}, environment: gpu-26.05, replicas: 1}}
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("forbidden", r.stderr)
 
-    def test_7_a_slurm_conf_change_reaches_slurmctld(self):
+    def test_7_a_slurm_conf_change_reaches_slurmctld_and_every_slurmd_within_5_s(self):
         def priority_type():
             r = self.slurm("scontrol", "show", "config")
             return next((line.split("=", 1)[1].strip() for line in r.stdout.splitlines()
                          if line.startswith("PriorityType")), None)
+
+        def worker_has(want):
+            workers = [n for n in self.pods() if n.startswith(f"{CLUSTER}-cpu-")]
+            return workers and all(self.kubectl("-n", NS, "exec", w, "--", "grep", "-qx", f"PriorityType={want}",
+                                                "/run/slurm/conf/slurm.conf", check=False).returncode == 0
+                                   for w in workers)
         want = "priority/basic" if priority_type() == "priority/multifactor" else "priority/multifactor"
         before = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
+        start = time.time()
         self.kubectl("-n", NS, "patch", "slurmcluster", CLUSTER, "--type=merge", "-p",
                      json.dumps({"spec": {"scheduling": {"priorityType": want}}}))
-        # The kubelet updates the mounted slurm.conf within its sync period; the operator tells
-        # slurmctld to reconfigure once the pod reads the new file.
-        self.wait(f"slurmctld to run {want}", lambda: priority_type() == want, timeout=150)
+        # The operator writes slurm.conf into the controller pod at once (no waiting for the
+        # kubelet's refresh of the mount) and has slurmctld reconfigure; slurmctld pushes the
+        # change to every configless slurmd.
+        self.wait(f"slurmctld to run {want}", lambda: priority_type() == want, timeout=60)
+        self.wait(f"every slurmd's copy of slurm.conf to say {want}", lambda: worker_has(want), timeout=60)
+        took = time.time() - start
+        print(f"\nslurm.conf change in slurmctld and every slurmd: {took:.2f} s after the patch", flush=True)
+        self.assertLess(took, 5.0, "a configuration change reaches every daemon within 5 s")
         after = {n: p["metadata"]["uid"] for n, p in self.pods().items()}
         self.assertEqual(after.get(f"{CLUSTER}-controller"), before[f"{CLUSTER}-controller"], "not restarted")
+        for n, uid in before.items():
+            if n.startswith(f"{CLUSTER}-cpu-"):
+                self.assertEqual(after.get(n), uid, f"{n} not replaced")
         # Minutes after test 1, slurmrestd still runs (its liveness probe takes the 401 it answers
         # without a token: as the kubelet's httpGet it was restarted every 45 s).
         self.assertEqual(self.restarts(f"{CLUSTER}-restapi"), self.restapi_restarts)

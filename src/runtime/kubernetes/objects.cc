@@ -258,7 +258,7 @@ json HostsServiceObject(const ObjectContext& ctx) {
 namespace {
 
 // The image of the pod's main container: its environment's (PodSpec::image, resolved by the
-// operator), else the cluster's. Sidecars (munged) and the prepare step run the cluster's.
+// operator), else the cluster's. Sidecars (sackd, munged) and the prepare step run the cluster's.
 const std::string& MainImage(const PodSpec& spec, const ObjectContext& ctx) {
   return spec.image.empty() ? ctx.image : spec.image;
 }
@@ -455,7 +455,7 @@ json PrepareContainer(const ObjectContext& ctx, const PodVolumes& v) {
           {"volumeMounts", v.prepare_mounts}};
 }
 
-// The prepare step folded into the pod's first sidecar (its munged), which then drops to its own
+// The prepare step folded into the pod's first sidecar (its sackd or munged), which then drops to its own
 // user: one container fewer before the main one, whose start the kubelet holds until its status
 // relist (every second) saw the container before it end.
 void FoldPrepareInto(const PodVolumes& v, const runtime::Sidecar& sidecar, json* container) {

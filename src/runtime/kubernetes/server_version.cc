@@ -29,8 +29,8 @@ Status CheckServerVersion(const nlohmann::json& version) {
   }
   if (major > 1 || (major == 1 && minor >= kMinimumMinor)) return Status::Ok();
   return Status::FailedPrecondition(
-      fmt::format("Kubernetes {} is too old: hpcplane needs 1.{} or later (native sidecars, 1.29, run every Slurm "
-                  "pod's munged; exec with stdin over WebSocket, 1.30, runs the operator's Slurm commands)",
+      fmt::format("Kubernetes {} is too old: hpcplane needs 1.{} or later (native sidecars, 1.29, run the login "
+                  "pods' sackd; exec with stdin over WebSocket, 1.30, runs the operator's Slurm commands)",
                   shown, kMinimumMinor));
 }
 

@@ -9,8 +9,8 @@
 
 namespace hpc::runtime::kubernetes {
 
-// Native sidecars (every Slurm pod's munged) need 1.29; exec with stdin over WebSocket (every
-// Slurm command the operator runs, a workspace's first token) 1.30.
+// Native sidecars (the login pods' sackd, every Slurm pod's munged on 22.05) need 1.29; exec with stdin over WebSocket
+// (every Slurm command the operator runs, a workspace's first token) 1.30.
 inline constexpr int kMinimumMinor = 30;
 
 // OK when `version` (GET /version: {"major": "1", "minor": "34", "gitVersion": "v1.34.4"}; a

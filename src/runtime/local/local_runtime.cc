@@ -285,8 +285,8 @@ Status LocalRuntime::CreatePod(const PodSpec& spec) {
   if (!IsValidName(spec.name)) return Status::Errorf("pod name \"{}\" is invalid", spec.name);
   if (spec.command.empty()) return Status::Errorf("pod {}: command is empty", spec.name);
   if (!spec.sidecars.empty()) {
-    return Status::Errorf("pod {}: sidecars are not supported by the local runtime (its pods share one munge pod)",
-                          spec.name);
+    return Status::Errorf(
+        "pod {}: sidecars are not supported by the local runtime (its pods share one sackd or munge pod)", spec.name);
   }
   ASSIGN_OR_RETURN(auto existing, GetPodSpec(spec.name));
   if (existing) {

@@ -7,6 +7,7 @@
 #include "common/files.h"
 #include "common/subprocess.h"
 #include "slurm/config.h"
+#include "slurm/health_check.h"
 
 namespace hpc::op {
 namespace {
@@ -188,6 +189,48 @@ TEST(BuildersTest, AuthSlurmDaemonsHoldTheKeyAndClientsReachSackd) {
   ASSERT_NE(FindMount(sackd, slurm::kSlurmKeyDir), nullptr);
   ASSERT_NE(FindMount(sackd, slurm::kSackSocketDir), nullptr);
   EXPECT_EQ(FindMount(sackd, slurm::kSackSocketDir)->source, runtime::MountSource::kVolume);
+}
+
+// Configless workers (23.11 on): slurmd fetches slurm.conf from slurmctld and takes every
+// reconfigure from it, so no worker mounts the config map a kubelet would refresh late; 22.05's
+// workers read it.
+TEST(BuildersTest, WorkersFetchTheirConfigurationFromSlurmctldFrom2311) {
+  api::NodeSet ns;
+  ns.metadata.name = "cpu";
+  BuildInputs in = Inputs();
+  in.release = {26, 5, 5};
+  const runtime::PodSpec modern = BuildWorkerPod(Cluster(), ns, 0, in);
+  auto server = std::find(modern.command.begin(), modern.command.end(), "--conf-server");
+  ASSERT_NE(server, modern.command.end());
+  ASSERT_NE(server + 1, modern.command.end());
+  EXPECT_EQ(*(server + 1), "c1-controller:6817");
+  EXPECT_EQ(FindMount(modern, slurm::kConfigDir), nullptr);
+  EXPECT_NE(FindMount(modern, slurm::kScriptsDir), nullptr) << "TaskProlog and the health check keep theirs";
+  EXPECT_NE(FindMount(modern, slurm::kHealthConfigDir), nullptr);
+
+  in.release = {22, 5, 8};
+  const runtime::PodSpec old = BuildWorkerPod(Cluster(), ns, 0, in);
+  EXPECT_EQ(std::find(old.command.begin(), old.command.end(), "--conf-server"), old.command.end());
+  EXPECT_NE(FindMount(old, slurm::kConfigDir), nullptr);
+}
+
+// Kubernetes: slurmctld reads the operator's copy of its configuration, made from the mount at
+// its start unless the operator's is newer.
+TEST(BuildersTest, APushedControllerConfigIsCopiedFromTheMountAtStartUnlessNewer) {
+  BuildInputs in = Inputs();
+  in.release = {26, 5, 5};
+  in.controller_config_pushed = true;
+  const runtime::PodSpec p = BuildControllerPod(Cluster(), in);
+  EXPECT_EQ(p.env.at("SLURM_CONF"), std::string(kControllerConfigDir) + "/slurm.conf");
+  ASSERT_NE(FindMount(p, kControllerConfigDir), nullptr);
+  EXPECT_EQ(FindMount(p, kControllerConfigDir)->source, runtime::MountSource::kEmptyDir);
+  ASSERT_GE(p.command.size(), 5u);
+  EXPECT_NE(p.command[2].find("-nt"), std::string::npos) << p.command[2];
+  in.controller_config_pushed = false;
+  const runtime::PodSpec plain = BuildControllerPod(Cluster(), in);
+  EXPECT_EQ(std::vector<std::string>(p.command.begin() + 4, p.command.end()), plain.command)
+      << "then what it runs without the copy";
+  EXPECT_FALSE(plain.env.count("SLURM_CONF"));
 }
 
 TEST(BuildersTest, WorkerPodCarriesTheNodeSetsPlacement) {

@@ -9,6 +9,7 @@
 
 #include "fakes/fake_pod_runtime.h"
 #include "fakes/fake_slurm.h"
+#include "operator/cluster_controllers.h"
 #include "operator/conditions.h"
 
 namespace hpc::op {
@@ -142,6 +143,38 @@ TEST_F(ClusterReconcilerTest, AuthSlurmMakesTheKeyOnceAndStartsSackdBesideTheDae
   EXPECT_EQ(rt_.secrets.at(kSecretSlurmKey).data, key.data) << "never a new key: it would end every credential";
 }
 
+// hpcplane's own upgrade must not cut a running cluster's daemons off: one made with munge keeps
+// it while its pods run, and switches to auth/slurm when it next starts with no pod.
+TEST(InputsForRunningClusterTest, AClusterRunningMungeKeepsItUntilItStartsWithNoPod) {
+  fakes::FakePodRuntime rt;
+  BuildInputs in;
+  in.release = {26, 5, 5};
+  auto now = InputsForRunningCluster(&rt, in, "c1");
+  ASSERT_TRUE(now.ok());
+  EXPECT_FALSE(now->keep_munge) << "a new cluster authenticates with auth/slurm";
+
+  ASSERT_TRUE(rt.ApplySecret({kSecretMunge, {{"munge.key", "k"}}, 0, 0}).ok());
+  runtime::PodSpec controller;
+  controller.name = "c1-controller";
+  controller.labels = {{kLabelCluster, "c1"}, {kLabelComponent, "controller"}};
+  ASSERT_TRUE(rt.CreatePod(controller).ok());
+  now = InputsForRunningCluster(&rt, in, "c1");
+  ASSERT_TRUE(now.ok());
+  EXPECT_TRUE(now->keep_munge) << "its pods run munge";
+  EXPECT_TRUE(UsesMunge(*now));
+  const std::string conf = BuildSlurmConfigMap(api::SlurmCluster{}, {}, *now).data.at("slurm.conf");
+  EXPECT_NE(conf.find("AuthType=auth/munge"), std::string::npos);
+  EXPECT_EQ(conf.find("enable_configless"), std::string::npos) << "its workers keep reading their file";
+
+  ASSERT_TRUE(rt.DeletePod("c1-controller").ok());
+  now = InputsForRunningCluster(&rt, in, "c1");
+  ASSERT_TRUE(now.ok());
+  EXPECT_FALSE(now->keep_munge) << "started from no pod: nothing to cut off";
+
+  in.release = {22, 5, 8};
+  EXPECT_FALSE(InputsForRunningCluster(&rt, in, "c1")->keep_munge) << "22.05 has munge anyway";
+}
+
 TEST_F(ClusterReconcilerTest, ASharedRootGetsOneSharedVolume) {
   inputs_.images = {{"slurm-26.05", "registry.example/slurm:26.05"}};
   cluster_.spec.shared_root = true;
@@ -252,6 +285,53 @@ TEST_F(ClusterReconcilerTest, SlurmctldReconfiguresOnlyOnceItsPodReadsTheNewSlur
   EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1);
   Pass();
   EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1) << "once per change";
+}
+
+// Where the operator writes slurm.conf into the controller pod (Kubernetes): a change reaches
+// slurmctld, and through it every configless slurmd, at once instead of after the kubelet's
+// refresh of the mount; written again for a restarted controller, never twice for one.
+TEST_F(ClusterReconcilerTest, APushedConfigReconfiguresAtOnceAndIsWrittenAgainForARestartedController) {
+  inputs_.controller_config_pushed = true;
+  rec_ = NewReconciler();
+  std::map<std::string, std::string> live;  // the controller pod's kControllerConfigDir
+  int writes = 0;
+  rt_.exec_handler = [&](const std::string& pod, const runtime::ExecOptions& o) {
+    ProcessResult r;
+    r.exit_code = 0;
+    if (pod != ControllerPodName(cluster_)) return r;
+    if (o.argv.size() == 5 && o.argv[3] == "push") {
+      live[o.argv[4]] = o.stdin_data;
+      ++writes;
+    } else if (o.argv.size() == 2 && o.argv[0] == "cat") {
+      r.out = live[o.argv[1]];
+    }
+    return r;
+  };
+  Pass();
+  ASSERT_EQ(ConditionStatus(Pass(), "Ready"), "True");
+  const std::string conf = std::string(kControllerConfigDir) + "/slurm.conf";
+  EXPECT_EQ(live[conf], rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf"));
+  EXPECT_EQ(live[std::string(kControllerConfigDir) + "/job_submit.lua"],
+            rt_.config_maps.at(kConfigMapSlurm).data.at("job_submit.lua"));
+  const auto& pod = rt_.pods.at(ControllerPodName(cluster_));
+  EXPECT_EQ(pod.env.at("SLURM_CONF"), conf) << "slurmctld and the commands run in its pod read the copy";
+  const int first = writes;
+  Pass();
+  EXPECT_EQ(writes, first) << "nothing changed: nothing written";
+
+  cluster_.spec.priority_type = "priority/multifactor";  // beyond nodesets and partitions
+  Pass();
+  EXPECT_NE(live[conf].find("PriorityType=priority/multifactor"), std::string::npos);
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1)
+      << "the pushed file is read at once: no waiting for a kubelet";
+  Pass();
+  EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1);
+
+  const int before_restart = writes;
+  rt_.started_at[ControllerPodName(cluster_)] = 1700000000;  // its process started again
+  Pass();
+  Pass();
+  EXPECT_GT(writes, before_restart) << "a controller started again gets the newest files";
 }
 
 // The promise to reconfigure outlives the operator process that made it: a leader that fails

@@ -78,7 +78,7 @@ TEST(SlurmConfTest, AuthSlurmFrom2311AndMungeBefore) {
   EXPECT_TRUE(HasLine(modern, "CredType=cred/slurm"));
   EXPECT_EQ(modern.find("munge"), std::string::npos);
   EXPECT_TRUE(HasLine(modern, "AuthAltTypes=auth/jwt"));
-  const std::string dbd = RenderSlurmdbdConf(Cluster(), "pw", Release{24, 11, 5});
+  const std::string dbd = RenderSlurmdbdConf(Cluster(), "pw", DefaultAuth(Release{24, 11, 5}));
   EXPECT_TRUE(HasLine(dbd, "AuthType=auth/slurm")) << dbd;
   EXPECT_EQ(dbd.find("munge"), std::string::npos);
   EXPECT_EQ(dbd.find("CredType"), std::string::npos) << "slurmdbd refuses the key";
@@ -87,7 +87,28 @@ TEST(SlurmConfTest, AuthSlurmFrom2311AndMungeBefore) {
   EXPECT_TRUE(HasLine(old, "AuthType=auth/munge")) << old;
   EXPECT_TRUE(HasLine(old, std::string("AuthInfo=socket=") + kMungeSocketDir + "/munge.socket.2"));
   EXPECT_EQ(old.find("CredType"), std::string::npos) << "22.05's default, cred/munge";
-  EXPECT_TRUE(HasLine(RenderSlurmdbdConf(Cluster(), "pw", Release{22, 5, 8}), "AuthType=auth/munge"));
+  EXPECT_TRUE(HasLine(RenderSlurmdbdConf(Cluster(), "pw", DefaultAuth(Release{22, 5, 8})), "AuthType=auth/munge"));
+  // A cluster that keeps munge on 26.05 (op::BuildInputs::keep_munge): munge, no configless.
+  const std::string kept = RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{26, 5, 5}, Auth::kMunge);
+  EXPECT_TRUE(HasLine(kept, "AuthType=auth/munge")) << kept;
+  EXPECT_EQ(kept.find("enable_configless"), std::string::npos);
+}
+
+// Configless (23.11 on) needs enable_configless; an admin's own SlurmctldParameters are merged
+// into the same line, not lost to it or replacing it.
+TEST(SlurmConfTest, ConfiglessIsEnabledBesideTheAdminsSlurmctldParameters) {
+  EXPECT_TRUE(HasLine(RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{26, 5, 5}),
+                      "SlurmctldParameters=enable_configless"));
+  EXPECT_EQ(RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{22, 5, 8}).find("SlurmctldParameters"),
+            std::string::npos);
+  auto c = Cluster();
+  c.spec.extra_config = {"SlurmctldParameters=idle_on_node_suspend", "SlurmdTimeout=30"};
+  const std::string conf = RenderSlurmConf(c, {}, JobCgroups::kNone, Release{26, 5, 5});
+  EXPECT_TRUE(HasLine(conf, "SlurmctldParameters=enable_configless,idle_on_node_suspend")) << conf;
+  EXPECT_EQ(conf.find("SlurmctldParameters"), conf.rfind("SlurmctldParameters")) << "one line";
+  EXPECT_TRUE(HasLine(conf, "SlurmdTimeout=30"));
+  EXPECT_TRUE(HasLine(RenderSlurmConf(c, {}, JobCgroups::kNone, Release{22, 5, 8}),
+                      "SlurmctldParameters=idle_on_node_suspend"));
 }
 
 TEST(SlurmConfTest, RenderingIsDeterministicAndOrdered) {
