@@ -336,26 +336,24 @@ PodSpec BuildSackdPod(const api::SlurmCluster& c, const BuildInputs& in) {
   return p;
 }
 
+bool PushesControllerConfig(const BuildInputs& in) { return in.controller_config_pushed && !UsesMunge(in); }
+
 std::string ControllerSlurmConf(const BuildInputs& in) {
-  return std::string(in.controller_config_pushed ? kControllerConfigDir : slurm::kConfigDir) + "/slurm.conf";
+  return std::string(PushesControllerConfig(in) ? kControllerConfigDir : slurm::kConfigDir) + "/slurm.conf";
 }
 
 namespace {
 
-// Runs `command` once kControllerConfigDir holds the configuration: the mounted config map's
-// files, unless the operator's copy there is newer (a container restarted in its pod keeps the
-// directory; the kubelet may not have refreshed the mount yet).
+// Runs `command` once kControllerConfigDir holds the configuration: the operator's copy when
+// there is one (a container restarted in its pod keeps the directory; the kubelet may not have
+// refreshed the mount yet), else the mounted config map's.
 std::vector<std::string> WithPushedConfig(const std::vector<std::string>& command) {
-  std::vector<std::string> argv = {
-      "/bin/sh", "-ec",
-      fmt::format("live={0}\n"
-                  "if [ ! -e \"$live/slurm.conf\" ] || [ {1}/slurm.conf -nt \"$live/slurm.conf\" ]; then\n"
-                  "  rm -f \"$live\"/*\n"
-                  "  cp -L {1}/* \"$live\"/\n"
-                  "fi\n"
-                  "exec \"$@\"\n",
-                  kControllerConfigDir, slurm::kConfigDir),
-      "slurmctld"};
+  std::vector<std::string> argv = {"/bin/sh", "-ec",
+                                   fmt::format("live={0}\n"
+                                               "[ -e \"$live/slurm.conf\" ] || cp -L {1}/* \"$live\"/\n"
+                                               "exec \"$@\"\n",
+                                               kControllerConfigDir, slurm::kConfigDir),
+                                   "slurmctld"};
   argv.insert(argv.end(), command.begin(), command.end());
   return argv;
 }
@@ -384,7 +382,7 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
                                  "exec " + JoinArgs(p.command));
   }
   p.mounts = CommonMounts(in);
-  if (in.controller_config_pushed) {
+  if (PushesControllerConfig(in)) {
     p.command = WithPushedConfig(p.command);
     // The daemon and every command run in the pod read the operator's copy.
     p.env["SLURM_CONF"] = ControllerSlurmConf(in);

@@ -45,8 +45,8 @@ struct BuildInputs {
   // slurmctld reads its configuration from a directory of its pod that the operator writes
   // (ExecOptions with stdin) as soon as it changes, instead of from the mounted config map, which
   // a kubelet refreshes up to a minute later (Kubernetes). Its start copies the config map there
-  // unless what the operator wrote is newer. Configless workers then get each change from
-  // slurmctld at once.
+  // unless the operator wrote it already. Configless workers then get each change from slurmctld
+  // at once. Only where workers are configless (PushesControllerConfig).
   bool controller_config_pushed = false;
   // How slurmd confines jobs (slurm/config.h); anything but kNone delegates the worker pods'
   // cgroups to them.
@@ -152,6 +152,10 @@ runtime::PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in
 // (login, workspaces, slurmrestd) share, as they share the munge pod's before 23.11.
 runtime::PodSpec BuildSackdPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in);
+// Whether the operator writes slurmctld's configuration into its pod: where asked
+// (BuildInputs::controller_config_pushed) for configless clusters, whose workers take a change
+// from slurmctld (a worker that reads its own mounted file would lag behind it).
+bool PushesControllerConfig(const BuildInputs& in);
 // The slurm.conf slurmctld reads: in kControllerConfigDir when the operator pushes it, else the
 // mounted config map's.
 std::string ControllerSlurmConf(const BuildInputs& in);

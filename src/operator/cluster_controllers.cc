@@ -10,13 +10,26 @@ namespace hpc::op {
 Result<BuildInputs> InputsForRunningCluster(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                             const std::string& cluster_name) {
   BuildInputs in = inputs;
+  ASSIGN_OR_RETURN(auto pods, rt->ListPods({{kLabelCluster, cluster_name}}));
+  if (pods.empty()) return in;  // starts with no pod: nothing running to keep as it is
+  // Each environment's image as its pods run it ("NAME@sha256:..."): a newer hpcplane whose
+  // recipes differ would otherwise replace every daemon's pod and start workers of another build.
+  for (const auto& p : pods) {
+    ASSIGN_OR_RETURN(auto spec, rt->GetPodSpec(p.name));
+    if (!spec || spec->image.empty()) continue;
+    const std::string environment = spec->image.substr(0, spec->image.find('@'));
+    auto it = in.images.find(environment);
+    if (it != in.images.end() && it->second != spec->image) {
+      spdlog::info("cluster {}: environment {} stays at {} while the cluster runs (this hpcplane builds {})",
+                   cluster_name, environment, spec->image, it->second);
+      it->second = spec->image;
+    }
+  }
   if (UsesMunge(in)) return in;
   // Made with munge (its key, no Slurm key) and still running: it keeps munge (BuildInputs::keep_munge).
   ASSIGN_OR_RETURN(auto munge_key, rt->GetSecret(kSecretMunge));
   ASSIGN_OR_RETURN(auto slurm_key, rt->GetSecret(kSecretSlurmKey));
   if (!munge_key || slurm_key) return in;
-  ASSIGN_OR_RETURN(auto pods, rt->ListPods({{kLabelCluster, cluster_name}}));
-  if (pods.empty()) return in;
   spdlog::info(
       "cluster {}: its pods run munge; it keeps munge until it next starts with no pod (down and up, or an "
       "upgrade), then authenticates with auth/slurm",

@@ -38,8 +38,9 @@ struct ClusterControllers {
 Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                                                   const std::string& cluster_name,
                                                                   const std::string& ledger_path);
-// `inputs` as the cluster's pods need them now: a cluster made with munge whose pods still run
-// keeps munge on a release with auth/slurm (BuildInputs::keep_munge).
+// `inputs` as the cluster's running pods need them (hpcplane's own upgrade replaces none): each
+// environment's image as they run it, and munge on a release with auth/slurm for a cluster made
+// with munge (BuildInputs::keep_munge). A cluster with no pod gets `inputs` as they are.
 Result<BuildInputs> InputsForRunningCluster(runtime::PodRuntime* rt, const BuildInputs& inputs,
                                             const std::string& cluster_name);
 // The same with the ledger kept where `ledger` says.

@@ -25,7 +25,7 @@ Status ClusterReconciler::EnsureSecrets(const api::SlurmCluster& c) {
   } else {
     ASSIGN_OR_RETURN(auto slurm_key, rt_->GetSecret(kSecretSlurmKey));
     if (!slurm_key) {
-      // HS256's key: Slurm asks for at least 16 bytes; as many as munge's.
+      // auth/slurm signs with HMAC-SHA256 under it: Slurm asks for at least 16 bytes; as many as munge's.
       ASSIGN_OR_RETURN(std::string key, jwt::RandomBytes(128));
       RETURN_IF_ERROR(rt_->ApplySecret({kSecretSlurmKey, {{"slurm.key", key}}, in_.slurm.uid, in_.slurm.gid}));
     }
@@ -139,7 +139,7 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
     reconfigure_wanted_.clear();  // it reads the file as it is when it starts
     return Status::Ok();
   }
-  if (in_.controller_config_pushed) RETURN_IF_ERROR(PushControllerConfig(cm));
+  if (PushesControllerConfig(in_)) RETURN_IF_ERROR(PushControllerConfig(cm));
   // Nodesets, partitions and users are applied in place by SyncPartitions: `scontrol
   // reconfigure` in Slurm 22.05 leaves dynamic nodes that run a job ALLOCATED forever, drops
   // them from their partitions, and can hand out a job id twice. Only other changes need it.
@@ -153,6 +153,13 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
 
 Status ClusterReconciler::PushControllerConfig(const runtime::ConfigMap& cm) {
   if (cm.data == pushed_config_ && controller_started_at_ == pushed_to_controller_started_at_) return Status::Ok();
+  // What slurmctld runs now (its start copied the mount, or an earlier push): a change beyond
+  // nodesets and partitions made while it was away, or by another operator process, still needs
+  // the reconfigure once written.
+  runtime::ExecOptions read;
+  read.argv = {"cat", ControllerSlurmConf(in_)};
+  read.timeout = std::chrono::seconds(15);
+  ASSIGN_OR_RETURN(ProcessResult live, rt_->Exec(controller_pod_, read));
   // slurm.conf last: a reconfigure that follows finds the files it names in place.
   std::vector<std::string> order;
   for (const auto& [file, content] : cm.data) {
@@ -172,6 +179,9 @@ Status ClusterReconciler::PushControllerConfig(const runtime::ConfigMap& cm) {
     }
   }
   spdlog::info("pod {}: slurm-config written where slurmctld reads it", controller_pod_);
+  if (!live.ok() || slurm::NeedsReconfigure(live.out, cm.data.at("slurm.conf"))) {
+    reconfigure_wanted_ = cm.data.at("slurm.conf");
+  }
   pushed_config_ = cm.data;
   pushed_to_controller_started_at_ = controller_started_at_;
   return Status::Ok();

@@ -1,5 +1,6 @@
-// Reconciles a SlurmCluster: keys, volumes, slurm.conf and users, then the munge (or sackd),
-// controller, REST API and login pods, in that order. With
+// Reconciles a SlurmCluster: keys, volumes, slurm.conf and users, then the munge pod (munge comes
+// first: everything authenticates through it) and beside it or after it the sackd, controller,
+// REST API and login pods. With
 // accounting, MariaDB and slurmdbd start beside them: slurmctld does not wait for them (it
 // queues job records until slurmdbd answers), so a late database never blocks the cluster.
 // Status conditions (computed from pod and Slurm state):

@@ -85,7 +85,7 @@ class Pass {
     return Status::Ok();
   }
 
-  // The cluster's own components (munge, slurmdbd, slurmctld, slurmrestd, login) and its status.
+  // The cluster's own components (munge or sackd, slurmdbd, slurmctld, slurmrestd, login) and its status.
   Status Cluster() {
     api::SlurmClusterStatus st = ctl_.cluster->Reconcile(cluster_, config_nodesets_, WorkspaceUsers(workspaces_),
                                                          WorkspaceDatasetGroups(workspaces_));

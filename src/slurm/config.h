@@ -99,7 +99,8 @@ bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf);
 // The TaskProlog every worker runs before each task.
 std::string TaskPrologScript();
 
-// slurmdbd.conf: accounting into MariaDB with the given password, munge and JWT for clients.
+// slurmdbd.conf: accounting into MariaDB with the given password; `auth` (munge or auth/slurm)
+// and JWT for clients.
 std::string RenderSlurmdbdConf(const api::SlurmCluster& c, const std::string& db_password, Auth auth = Auth::kMunge);
 
 // The `--conf` a worker's `slurmd -Z` registers with: its shape and the nodeset's feature.

@@ -2,7 +2,7 @@
 //
 // slurmd runs the program every HealthCheckInterval and, as the Epilog, after every job. It
 // checks the worker (free space in /tmp and slurmd's spool, datasets mounted and readable,
-// munge answering, no process of a user left outside a running job, the clock against
+// munge answering (22.05), no process of a user left outside a running job, the clock against
 // slurmctld's, and the admin's own scripts for the nodeset), each under a timeout, and writes
 // the outcome into the node's Extra field:
 //

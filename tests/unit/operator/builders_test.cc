@@ -214,9 +214,10 @@ TEST(BuildersTest, WorkersFetchTheirConfigurationFromSlurmctldFrom2311) {
   EXPECT_NE(FindMount(old, slurm::kConfigDir), nullptr);
 }
 
-// Kubernetes: slurmctld reads the operator's copy of its configuration, made from the mount at
-// its start unless the operator's is newer.
-TEST(BuildersTest, APushedControllerConfigIsCopiedFromTheMountAtStartUnlessNewer) {
+// Kubernetes, configless clusters: slurmctld reads the operator's copy of its configuration,
+// made from the mount at its start unless the operator wrote it already; munge clusters (whose
+// workers read their own file) read the mount.
+TEST(BuildersTest, APushedControllerConfigIsCopiedFromTheMountAtStartUnlessThere) {
   BuildInputs in = Inputs();
   in.release = {26, 5, 5};
   in.controller_config_pushed = true;
@@ -225,12 +226,15 @@ TEST(BuildersTest, APushedControllerConfigIsCopiedFromTheMountAtStartUnlessNewer
   ASSERT_NE(FindMount(p, kControllerConfigDir), nullptr);
   EXPECT_EQ(FindMount(p, kControllerConfigDir)->source, runtime::MountSource::kEmptyDir);
   ASSERT_GE(p.command.size(), 5u);
-  EXPECT_NE(p.command[2].find("-nt"), std::string::npos) << p.command[2];
+  EXPECT_NE(p.command[2].find("[ -e \"$live/slurm.conf\" ] || cp -L"), std::string::npos) << p.command[2];
   in.controller_config_pushed = false;
   const runtime::PodSpec plain = BuildControllerPod(Cluster(), in);
   EXPECT_EQ(std::vector<std::string>(p.command.begin() + 4, p.command.end()), plain.command)
       << "then what it runs without the copy";
   EXPECT_FALSE(plain.env.count("SLURM_CONF"));
+  in.controller_config_pushed = true;
+  in.keep_munge = true;
+  EXPECT_FALSE(BuildControllerPod(Cluster(), in).env.count("SLURM_CONF")) << "workers read their own file";
 }
 
 TEST(BuildersTest, WorkerPodCarriesTheNodeSetsPlacement) {

@@ -292,6 +292,7 @@ TEST_F(ClusterReconcilerTest, SlurmctldReconfiguresOnlyOnceItsPodReadsTheNewSlur
 // refresh of the mount; written again for a restarted controller, never twice for one.
 TEST_F(ClusterReconcilerTest, APushedConfigReconfiguresAtOnceAndIsWrittenAgainForARestartedController) {
   inputs_.controller_config_pushed = true;
+  inputs_.release = {26, 5, 5};  // configless workers: with munge slurmctld reads the mount
   rec_ = NewReconciler();
   std::map<std::string, std::string> live;  // the controller pod's kControllerConfigDir
   int writes = 0;
@@ -303,7 +304,8 @@ TEST_F(ClusterReconcilerTest, APushedConfigReconfiguresAtOnceAndIsWrittenAgainFo
       live[o.argv[4]] = o.stdin_data;
       ++writes;
     } else if (o.argv.size() == 2 && o.argv[0] == "cat") {
-      r.out = live[o.argv[1]];
+      // Before any push: what the controller's start copied from the mount.
+      r.out = live.count(o.argv[1]) ? live[o.argv[1]] : rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
     }
     return r;
   };
