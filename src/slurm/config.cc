@@ -54,6 +54,21 @@ std::string AuthLines(Auth auth) {
   return auth_lines + fmt::format("AuthAltTypes=auth/jwt\nAuthAltParameters=jwt_key={}\n", kJwtKeyPath);
 }
 
+// Worker health (slurm/health_check.h): every interval, and after every job (the Epilog).
+std::string HealthCheckLines(const api::SlurmCluster& c, const Release& release) {
+  const auto& hc = c.spec.health_checks;
+  if (!hc.enabled || AdminSets(c, "HealthCheckProgram")) return "";
+  std::string lines = fmt::format("HealthCheckProgram={}\nHealthCheckInterval={}\nHealthCheckNodeState=ANY\n",
+                                  kHealthCheckProgram, hc.interval_seconds);
+  // 25.11 bounds how long slurmd waits for the program (default 60 s), below the interval.
+  // The check detaches from slurmd at once (health_check.h); this only bounds a hung start.
+  if (release.AtLeast(25, 11)) {
+    lines += fmt::format("HealthCheckTimeout={}\n",
+                         std::max<int64_t>(1, std::min(hc.timeout_seconds, hc.interval_seconds - 1)));
+  }
+  return lines;
+}
+
 }  // namespace
 
 std::string SchedulerParameters(const std::vector<std::string>& admin) {
@@ -166,18 +181,8 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   // The operator's change probe (pass_schedule.h). An admin's own JobSubmitPlugins in
   // extraConfig wins; the operator then learns of work on its periodic passes only.
   if (!AdminSets(c, "JobSubmitPlugins")) o << "JobSubmitPlugins=lua\n";
-  // Worker health (slurm/health_check.h): every interval, and after every job.
+  o << HealthCheckLines(c, release);
   const auto& hc = c.spec.health_checks;
-  if (hc.enabled && !AdminSets(c, "HealthCheckProgram")) {
-    o << "HealthCheckProgram=" << kHealthCheckProgram << "\n"
-      << "HealthCheckInterval=" << hc.interval_seconds << "\n"
-      << "HealthCheckNodeState=ANY\n";
-    // 25.11 bounds how long slurmd waits for the program (default 60 s), below the interval.
-    // The check detaches from slurmd at once (health_check.h); this only bounds a hung start.
-    if (release.AtLeast(25, 11)) {
-      o << "HealthCheckTimeout=" << std::max<int64_t>(1, std::min(hc.timeout_seconds, hc.interval_seconds - 1)) << "\n";
-    }
-  }
   // An Epilog always, a no-op without health checks: slurmctld places queued work at once when a
   // node reports its epilog done, while a job that ends on a node without one frees it for the
   // next periodic pass only (sched_interval, bf_interval: up to a second). 200 one-second-or-less
