@@ -10,6 +10,8 @@
 #include <sstream>
 #include <thread>
 
+#include <fmt/format.h>
+
 #include "bench_cluster.h"
 #include "common/files.h"
 
@@ -87,6 +89,12 @@ int main(int argc, char** argv) {
           // its boot time, which predates the resume request; slurmctld would then wait for a
           // reboot until ResumeTimeout and mark the node DOWN.
           pod.command = {"slurmd", "-D", "-b", "-N", node};
+          // Configless (auth/slurm): the same configuration server as the cluster's own workers.
+          if (!op::UsesMunge(*inputs)) {
+            pod.command.insert(
+                pod.command.end(),
+                {"--conf-server", fmt::format("{}:{}", slurm::ControllerHost(*cluster), slurm::kSlurmctldPort)});
+          }
           pod.restart_policy = runtime::RestartPolicy::kNever;
           Status s = (*rt)->CreatePod(pod);
           if (!s.ok()) std::fprintf(stderr, "resume %s: %s\n", node.c_str(), s.message().c_str());

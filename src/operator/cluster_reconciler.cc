@@ -139,7 +139,10 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
     reconfigure_wanted_.clear();  // it reads the file as it is when it starts
     return Status::Ok();
   }
-  if (PushesControllerConfig(in_)) RETURN_IF_ERROR(PushControllerConfig(cm));
+  // Not a reason to stop the pass: the next one writes it again (nothing recorded as written).
+  if (PushesControllerConfig(in_)) {
+    if (Status s = PushControllerConfig(cm); !s.ok()) spdlog::warn("pod {}: {}", controller_pod_, s.message());
+  }
   // Nodesets, partitions and users are applied in place by SyncPartitions: `scontrol
   // reconfigure` in Slurm 22.05 leaves dynamic nodes that run a job ALLOCATED forever, drops
   // them from their partitions, and can hand out a job id twice. Only other changes need it.
