@@ -69,10 +69,11 @@ Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   const bool retain = c.spec.retain_volumes_on_delete;
   RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700, false, retain}));
   // With sidecars each pod serves its own socket; there is nothing to share.
-  if (!in_.auth_sidecars && UsesMunge(in_))
-    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}));
-  if (!in_.auth_sidecars && !UsesMunge(in_))
-    RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeSackSocket, in_.slurm.uid, in_.slurm.gid, 0755}));
+  if (!in_.auth_sidecars) {
+    RETURN_IF_ERROR(rt_->EnsureVolume(UsesMunge(in_)
+                                          ? runtime::Volume{kVolumeMungeSocket, in_.munge.uid, in_.munge.gid, 0755}
+                                          : runtime::Volume{kVolumeSackSocket, in_.slurm.uid, in_.slurm.gid, 0755}));
+  }
   if (c.spec.accounting.enabled)
     RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeDatabase, in_.mysql.uid, in_.mysql.gid, 0700, false, retain}));
   // The shared root's copy of the image is made in it by the first pod that mounts it (a
@@ -191,14 +192,19 @@ Status ClusterReconciler::PushControllerConfig(const runtime::ConfigMap& cm) {
 }
 
 Status ClusterReconciler::ReconfigureOnceMounted() {
-  runtime::ExecOptions read;
-  read.argv = {"cat", ControllerSlurmConf(in_)};
-  read.timeout = std::chrono::seconds(15);
-  ASSIGN_OR_RETURN(ProcessResult mounted, rt_->Exec(controller_pod_, read));
-  if (!mounted.ok() || mounted.out != reconfigure_wanted_) {
-    // Not yet: the next pass looks again (the kubelet's sync period, about a minute at most).
-    spdlog::debug("pod {}: slurm.conf not updated yet; reconfiguring later", controller_pod_);
-    return Status::Ok();
+  // Written into the pod by this process (PushControllerConfig) it is there already; a mounted
+  // file is there once the kubelet refreshed it.
+  const auto pushed = pushed_config_.find("slurm.conf");
+  if (!PushesControllerConfig(in_) || pushed == pushed_config_.end() || pushed->second != reconfigure_wanted_) {
+    runtime::ExecOptions read;
+    read.argv = {"cat", ControllerSlurmConf(in_)};
+    read.timeout = std::chrono::seconds(15);
+    ASSIGN_OR_RETURN(ProcessResult mounted, rt_->Exec(controller_pod_, read));
+    if (!mounted.ok() || mounted.out != reconfigure_wanted_) {
+      // Not yet: the next pass looks again (the kubelet's sync period, about a minute at most).
+      spdlog::debug("pod {}: slurm.conf not updated yet; reconfiguring later", controller_pod_);
+      return Status::Ok();
+    }
   }
   spdlog::info("pod {} has the new slurm.conf; reconfiguring slurmctld", controller_pod_);
   RETURN_IF_ERROR(control_->Reconfigure());
@@ -238,8 +244,13 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
 Status ClusterReconciler::EnsureAuthPod(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
   if (in_.auth_sidecars) return Status::Ok();
   // The other authentication's pod goes (a cluster upgraded across 23.11); both are hpcplane's.
-  const std::string other = UsesMunge(in_) ? SackdPodName(c) : MungePodName(c);
-  if (auto spec = rt_->GetPodSpec(other); spec.ok() && *spec) RETURN_IF_ERROR(rt_->DeletePod(other));
+  // Looked for once: the authentication is fixed for this reconciler's life.
+  if (!other_auth_pod_gone_) {
+    const std::string other = UsesMunge(in_) ? SackdPodName(c) : MungePodName(c);
+    ASSIGN_OR_RETURN(auto spec, rt_->GetPodSpec(other));
+    if (spec) RETURN_IF_ERROR(rt_->DeletePod(other));
+    other_auth_pod_gone_ = true;
+  }
   if (UsesMunge(in_)) return EnsurePod(BuildMungePod(c, in_), "munge", st);
   return EnsurePod(BuildSackdPod(c, in_), "sackd", st);
 }

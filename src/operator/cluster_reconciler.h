@@ -117,6 +117,7 @@ class ClusterReconciler {
   // time), or this process has written nothing yet.
   Status PushControllerConfig(const runtime::ConfigMap& cm);
   std::map<std::string, std::string> pushed_config_;
+  bool other_auth_pod_gone_ = false;  // EnsureAuthPod's one look for the other authentication's pod
   int64_t pushed_to_controller_started_at_ = -1;
   bool degraded_ = false;
   bool rest_ready_ = false;      // slurmrestd's pod, this pass

@@ -15,17 +15,18 @@ namespace {
 // The Epilog of a cluster without health checks: in every image (see RenderSlurmConf).
 constexpr const char* kNoOpEpilog = "/bin/true";
 
-// Whether the admin's extraConfig sets `key` (slurm.conf keys are case-insensitive): their
-// line wins over the one hpcplane would write.
 std::string LowerAscii(std::string s) {
   std::transform(s.begin(), s.end(), s.begin(), [](unsigned char ch) { return std::tolower(ch); });
   return s;
 }
 
+// Whether a slurm.conf line sets `key` (keys are case-insensitive).
 bool SetsKey(const std::string& line, const std::string& key) {
   return LowerAscii(line).rfind(LowerAscii(key) + "=", 0) == 0;
 }
 
+// Whether the admin's extraConfig sets `key` (slurm.conf keys are case-insensitive): their
+// line wins over the one hpcplane would write.
 bool AdminSets(const api::SlurmCluster& c, const std::string& key) {
   return std::any_of(c.spec.extra_config.begin(), c.spec.extra_config.end(),
                      [&](const std::string& l) { return SetsKey(l, key); });
