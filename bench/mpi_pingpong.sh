@@ -31,8 +31,9 @@ spec: {replicas: 2, maxReplicas: 2, resources: {cpus: 2, memoryMiB: 1000}, parti
 YAML
 H up -f "$work/mpi.yaml" --detach >/dev/null
 out="$work/clusters/mpi/runtime/volumes/dataset-shared"
-# Bounded: every size LOOP times (mpi4py's defaults for large messages run for minutes).
-pingpong="mpirun python3 -m mpi4py.bench pingpong -a none -m 1 -n $max_size -l $loop -s 10 \
+# Bounded: every size LOOP times (mpi4py's defaults for large messages run for minutes). Debian's
+# mpi4py links Open MPI, whose launcher is mpirun.openmpi (`mpirun` is MPICH's on 26.05).
+pingpong="mpirun.openmpi python3 -m mpi4py.bench pingpong -a none -m 1 -n $max_size -l $loop -s 10 \
   --loop-large $loop --skip-large 10 --loop-huge $loop --skip-huge 2"
 run() {  # name, sbatch placement...
   local name=$1

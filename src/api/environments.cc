@@ -9,6 +9,22 @@
 namespace hpc::api {
 namespace {
 
+// Debian's Slurm 26.05 ships no mpi/pmix plugin (sid's PMIx is 7.0), and the Open MPI there
+// (5 and on) speaks PMIx only: srun cannot start its ranks. MPICH speaks PMI-1/PMI-2, which
+// Slurm's mpi/pmi2 serves, so on 26.05 MPICH is the MPI that `mpicc` and `mpirun` name and
+// `srun ./program` starts (MpiDefault=pmi2, slurm::DefaultMpi). Open MPI stays installed:
+// mpi4py and PyTorch link it, and run under `mpirun.openmpi`.
+// Named exactly: sid's MPICH also registers an "mpi_abi_mpich" choice whose mpicc links back to
+// mpicc. The headers' group exists only where libmpich-dev is (workspace images).
+const std::string kMpichByDefault =
+    "update-alternatives --set mpirun /usr/bin/mpirun.mpich\n"
+    "if [ -e /usr/bin/mpicc.mpich ]; then update-alternatives --set mpi /usr/bin/mpicc.mpich; fi\n"
+    "if [ -d /usr/include/x86_64-linux-gnu/mpich ]; then\n"
+    "  update-alternatives --set mpi-x86_64-linux-gnu /usr/include/x86_64-linux-gnu/mpich\n"
+    "fi\n";
+
+bool MpichByDefault(const std::string& release) { return release == "26.05"; }
+
 Environment BuiltinCluster(const std::string& release, const std::string& suite,
                            const std::vector<std::string>& more = {}) {
   Environment e;
@@ -18,6 +34,10 @@ Environment BuiltinCluster(const std::string& release, const std::string& suite,
   // mpi4py's hello (python3 -m mpi4py.bench helloworld) proves MPI without a compiler.
   e.spec.packages = {"python3-mpi4py"};
   e.spec.packages.insert(e.spec.packages.end(), more.begin(), more.end());
+  if (MpichByDefault(release)) {
+    e.spec.packages.push_back("mpich");
+    e.spec.post_install = kMpichByDefault;
+  }
   return e;
 }
 
@@ -38,6 +58,10 @@ Environment BuiltinWorkspace(const std::string& release, const std::string& suit
                      "nano",
                      "vim-tiny",
                      "make"};
+  if (MpichByDefault(release)) {
+    e.spec.packages.push_back("libmpich-dev");
+    e.spec.post_install = kMpichByDefault;
+  }
   return e;
 }
 
@@ -51,7 +75,7 @@ const std::vector<Environment>& BuiltinEnvironments() {
   static const std::vector<Environment> kBuiltins = {
       BuiltinCluster("26.05", "sid"), BuiltinCluster("24.11", "trixie"),
       // Debian's 22.05 ships mpi/pmix (PMIx 4), which loads libpmix.so by its unversioned name:
-      // with it `srun --mpi=pmix` starts MPI ranks directly. 24.11 and 26.05 ship no mpi/pmix.
+      // with it `srun --mpi=pmix` starts MPI ranks directly (24.11's loads libpmix.so.2).
       BuiltinCluster("22.05", "bookworm", {"libpmix-dev"}), BuiltinWorkspace("26.05", "sid"),
       BuiltinWorkspace("24.11", "trixie"), BuiltinWorkspace("22.05", "bookworm")};
   return kBuiltins;
@@ -89,6 +113,14 @@ const std::vector<EnvironmentFile>& BaseFiles(const std::string&) {
        "# hpcplane: ranks on different pods talk over the pods' network, not only loopback.\n"
        "btl_base_warn_component_unused=0\n"
        "btl_tcp_if_exclude=127.0.0.0/8\n",
+       0644},
+      // Pods on one kernel share its boot id, which UCX (under MPICH) takes for the machine's: it
+      // would map another pod's System V or POSIX shared memory (another IPC namespace) or read its
+      // processes' memory (another PID namespace) and fail MPI_Init. MPICH's own shared memory
+      // still carries the ranks within one pod.
+      {"/etc/ucx/ucx.conf",
+       "# hpcplane: no shared memory between pods that UCX thinks are one machine.\n"
+       "UCX_TLS=^sysv,posix,cma\n",
        0644}};
   return kFiles;
 }

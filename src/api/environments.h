@@ -19,8 +19,8 @@ inline constexpr const char* kPurposeWorkspace = "workspace";
 inline constexpr const char* kDefaultEnvironment = "slurm-26.05";
 
 // Built-in environments, newest Slurm first. For clusters: slurm-26.05 (sid), slurm-24.11
-// (trixie), slurm-22.05 (bookworm), each with Slurm's daemons and CLI, munge, MariaDB, OpenMPI
-// and PMIx. For workspaces: workspace-26.05, workspace-24.11, workspace-22.05, the Slurm CLI of
+// (trixie), slurm-22.05 (bookworm), each with Slurm's daemons and CLI, munge, MariaDB, Open MPI
+// and PMIx (and MPICH, the default MPI, on 26.05). For workspaces: workspace-26.05, workspace-24.11, workspace-22.05, the Slurm CLI of
 // that release with a practitioner's tools (compilers, mpicc, Python with NumPy, git, editors).
 const std::vector<Environment>& BuiltinEnvironments();
 std::optional<Environment> FindBuiltinEnvironment(const std::string& name);
@@ -32,8 +32,9 @@ std::vector<std::string> BasePackages(const std::string& purpose, const std::str
 // Whether the suite's Slurm is 23.11 or later and so packages sackd (auth/slurm).
 bool SuiteHasSackd(const std::string& suite);
 
-// The files an image of this purpose gets before its spec's own (which may replace them): Open
-// MPI's defaults for pods that reach each other over eth0 (Debian's keep MPI's TCP on lo).
+// The files an image of this purpose gets before its spec's own (which may replace them): MPI's
+// defaults for pods that reach each other over eth0 (Debian's keep Open MPI's TCP on lo) and that
+// share a kernel but not memory (UCX's shared memory transports off).
 const std::vector<EnvironmentFile>& BaseFiles(const std::string& purpose);
 
 // The environment a cluster's Slurm pods run from, and a nodeset's workers.

@@ -140,7 +140,6 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << (cgroups != JobCgroups::kNone ? "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n"
                                      : "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n")
     << "JobAcctGatherType=jobacct_gather/linux\n"
-    << "MpiDefault=none\n"
     << "SelectType=select/cons_tres\n"
     << "SelectTypeParameters=CR_Core_Memory\n"
     // Only dynamic nodes: without a bound slurmctld refuses to start ("no nodes configured").
@@ -163,6 +162,7 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "SlurmctldDebug=info\n"
     << "SlurmdDebug=info\n";
   o << "SchedulerParameters=" << SchedulerParameters(c.spec.scheduler_parameters) << "\n";
+  if (!AdminSets(c, "MpiDefault")) o << "MpiDefault=" << DefaultMpi(release) << "\n";
   if (!c.spec.priority_type.empty()) o << "PriorityType=" << c.spec.priority_type << "\n";
   if (c.spec.accounting.enabled) {
     // slurmctld queues records while slurmdbd is away and sends them once it answers, so a

@@ -64,6 +64,11 @@ enum class JobCgroups { kNone, kV1, kV2 };
 enum class Auth { kMunge, kSlurm };
 inline Auth DefaultAuth(const Release& release) { return release.AuthSlurm() ? Auth::kSlurm : Auth::kMunge; }
 
+// What `srun ./mpi_program` speaks to the program's MPI when the job does not say (--mpi=):
+// PMIx for the Open MPI that Debian's 22.05 and 24.11 images carry (Slurm's mpi/pmix), PMI-2 for
+// the MPICH that the 26.05 images make the default (Debian's 26.05 has no mpi/pmix).
+inline const char* DefaultMpi(const Release& release) { return release.AtLeast(25, 5) ? "pmi2" : "pmix"; }
+
 // `release` is the Slurm the cluster runs: options that release lacks or has retired are left
 // out, settings it requires put in. `auth`: the release's default unless given.
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,

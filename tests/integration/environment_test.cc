@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <set>
+
 #include <nlohmann/json.hpp>
 
 #include "common/files.h"
@@ -126,22 +128,27 @@ TEST(Environments, AnEnvironmentExportedAsAnOciImageRunsUnderAContainerRuntime) 
   auto spec = ReadJson(bundle + "/config.json");
   ASSERT_TRUE(spec.is_object());
   spec["process"]["terminal"] = false;
-  spec["process"]["args"] = {"sh", "-c", "slurmctld -V && mpirun --version && python3 -c 'import mpi4py'"};
+  spec["process"]["args"] = {
+      "sh", "-c", "slurmctld -V && mpirun --version && mpirun.openmpi --version && python3 -c 'import mpi4py'"};
   ASSERT_TRUE(files::WriteAtomic(bundle + "/config.json", spec.dump()).ok());
   auto run = RunProcess({"runc", "run", "--bundle", bundle, "hpcplane-it-oci-" + std::to_string(::getpid())}, slow);
   ASSERT_TRUE(run.ok()) << run.status().message();
   EXPECT_EQ(run->exit_code, 0) << run->out << run->err;
   EXPECT_NE(run->out.find("slurm-wlm 26.05."), std::string::npos) << run->out << run->err;
+  // 26.05: MPICH's launcher is the default mpirun, Open MPI's is beside it (environments.cc).
+  EXPECT_NE(run->out.find("HYDRA build details"), std::string::npos) << run->out;
   EXPECT_NE(run->out.find("Open MPI"), std::string::npos) << run->out;
   (void)files::RemoveAll(*dir);
 }
 
+// mpi4py (Debian's links Open MPI) under Open MPI's own launcher in a batch job. On 26.05 `mpirun`
+// names MPICH's (the MPI srun starts), so Open MPI's is asked for by name.
 TEST(Environments, AnMpiHelloPrintsEveryRankOnceAcrossTwoWorkers) {
   TestCluster c("mpi");
   ASSERT_EQ(c.Up().exit_code, 0);
   auto run = c.Login("alice",
                      {"sbatch", "-N2", "--ntasks-per-node=1", "--wait", "-o", "/shared/mpi.out", "--wrap",
-                      "mpirun python3 -m mpi4py.bench helloworld"},
+                      "mpirun.openmpi python3 -m mpi4py.bench helloworld"},
                      120s);
   ASSERT_EQ(run.exit_code, 0) << run.out << run.err << files::Read(c.SharedVolume() + "/mpi.out").value_or("");
   const std::string out = files::Read(c.SharedVolume() + "/mpi.out").value_or("");
@@ -170,8 +177,9 @@ TEST(Environments, AWorkspaceRunsItsEnvironmentAndBuildsAnMpiProgramForTheWorker
             std::string::npos)
       << other.err;
   EXPECT_FALSE(files::Exists(c.ClusterDir() + "/workspaces/ann-astro.json"));
-  auto ws = c.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--max-workers", "2", "--idle-timeout",
-                   "5s", "--environment", "workspace-26.05"},
+  // Two-CPU workers (tier "medium"): the MPI job below runs two ranks on each.
+  auto ws = c.Cli({"workspace", "launch", "--user", "ann", "--project", "astro", "--tier", "medium", "--max-workers",
+                   "2", "--idle-timeout", "5s", "--environment", "workspace-26.05"},
                   600s);
   ASSERT_EQ(ws.exit_code, 0) << ws.out << ws.err;
   // The cluster's image has no compiler (nor git): the workspace environment builds the program.
@@ -185,20 +193,23 @@ TEST(Environments, AWorkspaceRunsItsEnvironmentAndBuildsAnMpiProgramForTheWorker
   ASSERT_EQ(cc.exit_code, 0) << cc.out << cc.err;
   EXPECT_NE(cc.out.find("git version"), std::string::npos) << cc.out;
   EXPECT_NE(cc.out.find("numpy"), std::string::npos) << cc.out;
-  auto run = c.Cli({"workspace", "exec", "ann-astro", "--", "sbatch", "-N2", "--ntasks-per-node=1", "--wait", "-o",
-                    "mpi.out", "--wrap", "mpirun ./hello"},
-                   180s);
-  const std::string out = files::Read(c.ClusterDir() + "/runtime/volumes/dataset-astro/mpi.out").value_or("");
-  ASSERT_EQ(run.exit_code, 0) << run.out << run.err << out;
+  // srun starts the four ranks itself (MpiDefault=pmi2 and MPICH on 26.05): no mpirun. Two on
+  // each worker, so ranks meet both within a pod and across the pods' network. Per node: from
+  // zero, Slurm knows no worker's size and would spread `-n4` as one CPU a node, over 4 nodes.
+  auto run = c.Cli({"workspace", "exec", "ann-astro", "--", "srun", "-N2", "--ntasks-per-node=2", "./hello"}, 180s);
+  ASSERT_EQ(run.exit_code, 0) << run.out << run.err;
   std::vector<std::string> ranks;
-  for (const auto& line : SplitLines(out)) {
+  for (const auto& line : SplitLines(run.out)) {
     if (line.rfind("rank ", 0) == 0) ranks.push_back(line);
   }
-  ASSERT_EQ(ranks.size(), 2u) << out;
+  ASSERT_EQ(ranks.size(), 4u) << run.out << run.err;
   std::sort(ranks.begin(), ranks.end());
-  EXPECT_EQ(ranks[0].rfind("rank 0 of 2 on ", 0), 0u) << out;
-  EXPECT_EQ(ranks[1].rfind("rank 1 of 2 on ", 0), 0u) << out;
-  EXPECT_NE(ranks[0].substr(ranks[0].rfind(' ')), ranks[1].substr(ranks[1].rfind(' '))) << "two workers: " << out;
+  std::set<std::string> hosts;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(ranks[r].rfind("rank " + std::to_string(r) + " of 4 on ", 0), 0u) << run.out;
+    hosts.insert(ranks[r].substr(ranks[r].rfind(' ') + 1));
+  }
+  EXPECT_EQ(hosts.size(), 2u) << "two workers: " << run.out;
   // In use, the environment cannot be deleted.
   auto del = c.Cli({"environments", "delete", "workspace-26.05"});
   EXPECT_NE(del.exit_code, 0);
@@ -228,13 +239,13 @@ TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
   auto run = c.Login("alice", {"srun", "-N2", "--comment", "old-release", "hostname"}, 120s);
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(SplitLines(Trim(run.out)).size(), 2u) << run.out;
-  if (env == "slurm-22.05") {
-    // Debian's 22.05 has mpi/pmix: srun starts the MPI ranks itself, no mpirun.
-    auto mpi =
-        c.Login("alice", {"srun", "--mpi=pmix", "-N2", "-n2", "python3", "-m", "mpi4py.bench", "helloworld"}, 120s);
-    ASSERT_EQ(mpi.exit_code, 0) << mpi.out << mpi.err;
-    EXPECT_NE(mpi.out.find("I am process 0 of 2 on "), std::string::npos) << mpi.out;
-    EXPECT_NE(mpi.out.find("I am process 1 of 2 on "), std::string::npos) << mpi.out;
+  // Debian's 22.05 and 24.11 have mpi/pmix, the cluster's MpiDefault: srun starts Open MPI's ranks
+  // itself, no mpirun, no --mpi.
+  auto mpi =
+      c.Login("alice", {"srun", "-N2", "-n4", "--overcommit", "python3", "-m", "mpi4py.bench", "helloworld"}, 120s);
+  ASSERT_EQ(mpi.exit_code, 0) << mpi.out << mpi.err;
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_NE(mpi.out.find("I am process " + std::to_string(r) + " of 4 on "), std::string::npos) << mpi.out;
   }
   const std::string floor = from_zero ? "0" : "2";
   EXPECT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replicas") == floor; }, 90s)) << "back to " << floor;

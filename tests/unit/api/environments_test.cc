@@ -53,6 +53,16 @@ TEST(EnvironmentsTest, EachReleaseHasAWorkspaceEnvironmentWithAPractitionersTool
       EXPECT_NE(std::find(w->spec.packages.begin(), w->spec.packages.end(), p), w->spec.packages.end()) << p;
     }
   }
+  // 26.05: MPICH beside Open MPI, made the MPI that mpicc and mpirun name (srun speaks PMI-2 to it).
+  for (const char* name : {"slurm-26.05", "workspace-26.05"}) {
+    const auto e = FindBuiltinEnvironment(name);
+    const auto& p = e->spec.packages;
+    EXPECT_TRUE(std::find(p.begin(), p.end(), "mpich") != p.end() ||
+                std::find(p.begin(), p.end(), "libmpich-dev") != p.end())
+        << name;
+    EXPECT_NE(e->spec.post_install.find("update-alternatives --set mpirun"), std::string::npos) << name;
+  }
+  EXPECT_TRUE(FindBuiltinEnvironment("workspace-24.11")->spec.post_install.empty());
   const auto base = BasePackages(kPurposeWorkspace, "trixie");
   EXPECT_NE(std::find(base.begin(), base.end(), "slurm-client"), base.end());
   EXPECT_NE(std::find(base.begin(), base.end(), "sackd"), base.end());

@@ -111,6 +111,20 @@ TEST(SlurmConfTest, ConfiglessIsEnabledBesideTheAdminsSlurmctldParameters) {
                       "SlurmctldParameters=idle_on_node_suspend"));
 }
 
+// `srun ./mpi_program` speaks what the release's images' default MPI expects: PMIx (Open MPI with
+// Debian's mpi/pmix) up to 24.11, PMI-2 (MPICH) on 26.05, whose Debian build has no mpi/pmix.
+// An admin's own MpiDefault stands alone.
+TEST(SlurmConfTest, MpiDefaultFollowsTheReleaseUnlessTheAdminChose) {
+  EXPECT_TRUE(HasLine(RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{22, 5, 8}), "MpiDefault=pmix"));
+  EXPECT_TRUE(HasLine(RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{24, 11, 5}), "MpiDefault=pmix"));
+  EXPECT_TRUE(HasLine(RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{26, 5, 5}), "MpiDefault=pmi2"));
+  auto c = Cluster();
+  c.spec.extra_config = {"mpidefault=none"};
+  const std::string conf = RenderSlurmConf(c, {}, JobCgroups::kNone, Release{26, 5, 5});
+  EXPECT_TRUE(HasLine(conf, "mpidefault=none")) << conf;
+  EXPECT_EQ(conf.find("MpiDefault="), std::string::npos) << conf;
+}
+
 TEST(SlurmConfTest, RenderingIsDeterministicAndOrdered) {
   std::string a = RenderSlurmConf(Cluster(), {NodeSet("b"), NodeSet("a")});
   std::string b = RenderSlurmConf(Cluster(), {NodeSet("a"), NodeSet("b")});
