@@ -8,6 +8,7 @@ set -euo pipefail
 build=$(readlink -f "${1:-build}")
 source_dir=$(readlink -f "$(dirname "$0")/..")
 steps=${STEPS:-2000}
+[[ $steps =~ ^[0-9]+$ ]] || { echo "ddp: STEPS must be a whole number (got '$steps')" >&2; exit 2; }
 work=$(mktemp -d /tmp/hpcplane-ddp-XXXXXX)
 chmod 755 "$work"
 H() { "$build/hpcplane" --state-dir "$work" "$@"; }
@@ -39,9 +40,14 @@ cp "$source_dir/examples/ddp/train.py" "$source_dir/examples/ddp/train.sbatch" "
 run() {  # name, sbatch placement...
   local name=$1
   shift
-  H exec ddp-login --user alice -- sh -c "cd /shared && STEPS=$steps sbatch --wait -o $name.out $* train.sbatch" >/dev/null
-  grep -E '^rank 0 of [0-9]+ .* steps/s$' "$out/$name.out" | sed -E 's/.* ([0-9.]+) steps\/s$/\1/' > "$work/$name.rate"
-  [ -s "$work/$name.rate" ] || { echo "ddp: no rate in the $name job's output:" >&2; cat "$out/$name.out" >&2; exit 1; }
+  H exec ddp-login --user alice -- sh -c "cd /shared && STEPS=$steps sbatch --wait -o $name.out $* train.sbatch" \
+    >/dev/null || true  # a failed job is told by its output below
+  sed -nE 's/^rank 0 of [0-9]+ .* ([0-9.]+) steps\/s$/\1/p' "$out/$name.out" 2>/dev/null > "$work/$name.rate" || true
+  [ -s "$work/$name.rate" ] || {
+    echo "ddp: no rate in the $name job's output:" >&2
+    cat "$out/$name.out" >&2 || true
+    exit 1
+  }
 }
 run two_workers -N2 --ntasks-per-node=1
 run one_worker -N1 -n1

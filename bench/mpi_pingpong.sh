@@ -44,7 +44,7 @@ run() {  # name, sbatch placement...
 }
 run two_workers -N2 --ntasks-per-node=1
 run one_worker -N1 -n2
-printf '\nMPI ping-pong (%s, Open MPI via mpirun, mpi4py), %d round trips a size\n' "$environment" "$loop"
+printf '\nMPI ping-pong (%s, Open MPI via mpirun.openmpi, mpi4py), %d round trips a size\n' "$environment" "$loop"
 printf '%-12s %18s %18s %8s\n' "" "two workers" "one worker" ratio
 row() {  # label, awk program printing one value from a table
   local a b

@@ -9,6 +9,7 @@ Each rank prints one line: the loss averaged over all ranks before and after tra
 of its final weights (the same on every rank when DDP kept them in step), its host and the
 training steps per second.
 """
+import datetime
 import hashlib
 import os
 import socket
@@ -32,7 +33,8 @@ def main():
     steps = int(os.environ.get("STEPS", "300"))
     # One thread a CPU Slurm gave the task, not one a CPU of the host.
     torch.set_num_threads(int(os.environ.get("SLURM_CPUS_PER_TASK", "1")))
-    dist.init_process_group("gloo", rank=rank, world_size=world)
+    # A rank that never comes fails the job within a minute instead of hanging until its time limit.
+    dist.init_process_group("gloo", rank=rank, world_size=world, timeout=datetime.timedelta(seconds=60))
 
     torch.manual_seed(0)  # the same target and initial weights everywhere
     target = torch.randn(FEATURES, 1)

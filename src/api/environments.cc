@@ -15,25 +15,25 @@ namespace {
 // `srun ./program` starts (MpiDefault=pmi2, slurm::DefaultMpi). Open MPI stays installed:
 // mpi4py and PyTorch link it, and run under `mpirun.openmpi`.
 // Named exactly: sid's MPICH also registers an "mpi_abi_mpich" choice whose mpicc links back to
-// mpicc. The headers' group exists only where libmpich-dev is (workspace images).
-const std::string kMpichByDefault =
+// mpicc. The headers' group (per architecture) exists only where libmpich-dev is (workspaces).
+constexpr const char* kMpichByDefault =
     "update-alternatives --set mpirun /usr/bin/mpirun.mpich\n"
     "if [ -e /usr/bin/mpicc.mpich ]; then update-alternatives --set mpi /usr/bin/mpicc.mpich; fi\n"
-    "if [ -d /usr/include/x86_64-linux-gnu/mpich ]; then\n"
-    "  update-alternatives --set mpi-x86_64-linux-gnu /usr/include/x86_64-linux-gnu/mpich\n"
-    "fi\n";
+    "for headers in /usr/include/*-linux-gnu*/mpich; do\n"
+    "  if [ -d \"$headers\" ]; then\n"
+    "    update-alternatives --set \"mpi-$(basename \"$(dirname \"$headers\")\")\" \"$headers\"\n"
+    "  fi\n"
+    "done\n";
 
 bool MpichByDefault(const std::string& release) { return release == "26.05"; }
 
-Environment BuiltinCluster(const std::string& release, const std::string& suite,
-                           const std::vector<std::string>& more = {}) {
+Environment BuiltinCluster(const std::string& release, const std::string& suite) {
   Environment e;
   e.metadata.name = "slurm-" + release;
   e.spec.suite = suite;
   e.spec.purpose = kPurposeCluster;
   // mpi4py's hello (python3 -m mpi4py.bench helloworld) proves MPI without a compiler.
   e.spec.packages = {"python3-mpi4py"};
-  e.spec.packages.insert(e.spec.packages.end(), more.begin(), more.end());
   if (MpichByDefault(release)) {
     e.spec.packages.push_back("mpich");
     e.spec.post_install = kMpichByDefault;
@@ -73,11 +73,8 @@ Status EnvError(const Environment& e, const std::string& path, const std::string
 
 const std::vector<Environment>& BuiltinEnvironments() {
   static const std::vector<Environment> kBuiltins = {
-      BuiltinCluster("26.05", "sid"), BuiltinCluster("24.11", "trixie"),
-      // Debian's 22.05 ships mpi/pmix (PMIx 4), which loads libpmix.so by its unversioned name:
-      // with it `srun --mpi=pmix` starts MPI ranks directly (24.11's loads libpmix.so.2).
-      BuiltinCluster("22.05", "bookworm", {"libpmix-dev"}), BuiltinWorkspace("26.05", "sid"),
-      BuiltinWorkspace("24.11", "trixie"), BuiltinWorkspace("22.05", "bookworm")};
+      BuiltinCluster("26.05", "sid"),   BuiltinCluster("24.11", "trixie"),   BuiltinCluster("22.05", "bookworm"),
+      BuiltinWorkspace("26.05", "sid"), BuiltinWorkspace("24.11", "trixie"), BuiltinWorkspace("22.05", "bookworm")};
   return kBuiltins;
 }
 
@@ -102,8 +99,15 @@ std::vector<std::string> BasePackages(const std::string& purpose, const std::str
     v.insert(v.end(), {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "slurm-client", "slurm-wlm-jwt-plugin", "munge",
                        "mariadb-server", "openmpi-bin"});
   }
-  // auth/slurm's client daemon, for login pods (Slurm 23.11 on: Debian from trixie).
-  if (SuiteHasSackd(suite)) v.push_back("sackd");
+  // auth/slurm's client daemon, for login pods (Slurm 23.11 on: Debian from trixie). Before,
+  // Debian's Slurm (22.05) has mpi/pmix, the cluster's MpiDefault, which loads libpmix.so by its
+  // unversioned name (in libpmix-dev): without it every srun fails, in a worker's slurmstepd and
+  // in the login pod alike (24.11's loads libpmix.so.2, which openmpi-bin brings).
+  if (SuiteHasSackd(suite)) {
+    v.push_back("sackd");
+  } else {
+    v.push_back("libpmix-dev");
+  }
   return v;
 }
 

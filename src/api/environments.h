@@ -20,8 +20,9 @@ inline constexpr const char* kDefaultEnvironment = "slurm-26.05";
 
 // Built-in environments, newest Slurm first. For clusters: slurm-26.05 (sid), slurm-24.11
 // (trixie), slurm-22.05 (bookworm), each with Slurm's daemons and CLI, munge, MariaDB, Open MPI
-// and PMIx (and MPICH, the default MPI, on 26.05). For workspaces: workspace-26.05, workspace-24.11, workspace-22.05,
-// the Slurm CLI of that release with a practitioner's tools (compilers, mpicc, Python with NumPy, git, editors).
+// and PMIx (and MPICH, the default MPI, on 26.05). For workspaces: workspace-26.05,
+// workspace-24.11, workspace-22.05, the Slurm CLI of that release with a practitioner's tools
+// (compilers, mpicc, Python with NumPy, git, editors).
 const std::vector<Environment>& BuiltinEnvironments();
 std::optional<Environment> FindBuiltinEnvironment(const std::string& name);
 

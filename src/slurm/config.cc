@@ -286,6 +286,10 @@ bool NeedsReconfigure(const std::string& old_conf, const std::string& new_conf) 
           line == std::string("Epilog=") + kHealthCheckProgram || line == std::string("Epilog=") + kNoOpEpilog) {
         continue;
       }
+      // MpiDefault as hpcplane sets it (DefaultMpi): a cluster made when it was "none" gets it
+      // at slurmctld's next start; a reconfigure with jobs running on 22.05 leaves their nodes
+      // ALLOCATED (cluster_reconciler.cc).
+      if (line == "MpiDefault=none" || line == "MpiDefault=pmix" || line == "MpiDefault=pmi2") continue;
       out.push_back(line);
     }
     return out;

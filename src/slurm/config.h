@@ -65,8 +65,8 @@ enum class Auth { kMunge, kSlurm };
 inline Auth DefaultAuth(const Release& release) { return release.AuthSlurm() ? Auth::kSlurm : Auth::kMunge; }
 
 // What `srun ./mpi_program` speaks to the program's MPI when the job does not say (--mpi=):
-// PMIx for the Open MPI that Debian's 22.05 and 24.11 images carry (Slurm's mpi/pmix), PMI-2 for
-// the MPICH that the 26.05 images make the default (Debian's 26.05 has no mpi/pmix).
+// PMIx for the Open MPI that Debian's 22.05 and 24.11 images carry (Slurm's mpi/pmix), PMI-2 from
+// 25.05 on, for the MPICH that the 26.05 images make the default (Debian's 26.05 has no mpi/pmix).
 inline const char* DefaultMpi(const Release& release) { return release.AtLeast(25, 5) ? "pmi2" : "pmix"; }
 
 // `release` is the Slurm the cluster runs: options that release lacks or has retired are left

@@ -240,13 +240,27 @@ TEST_P(OlderRelease, BringsUpRunsAcrossWorkersScalesFromZeroAndAccounts) {
   ASSERT_EQ(run.exit_code, 0) << run.err;
   EXPECT_EQ(SplitLines(Trim(run.out)).size(), 2u) << run.out;
   // Debian's 22.05 and 24.11 have mpi/pmix, the cluster's MpiDefault: srun starts Open MPI's ranks
-  // itself, no mpirun, no --mpi.
+  // itself, no mpirun, no --mpi. Two on each one-CPU worker (--overcommit; the workers run here).
   auto mpi =
       c.Login("alice", {"srun", "-N2", "-n4", "--overcommit", "python3", "-m", "mpi4py.bench", "helloworld"}, 120s);
   ASSERT_EQ(mpi.exit_code, 0) << mpi.out << mpi.err;
+  std::set<std::string> hosts;
   for (int r = 0; r < 4; ++r) {
-    EXPECT_NE(mpi.out.find("I am process " + std::to_string(r) + " of 4 on "), std::string::npos) << mpi.out;
+    const std::string hello = "I am process " + std::to_string(r) + " of 4 on ";
+    const size_t at = mpi.out.find(hello);
+    ASSERT_NE(at, std::string::npos) << mpi.out;
+    const size_t host = at + hello.size();
+    hosts.insert(mpi.out.substr(host, mpi.out.find('.', host) - host));
   }
+  EXPECT_EQ(hosts.size(), 2u) << "two workers: " << mpi.out;
+  // Open MPI's own launcher still starts its daemons through srun under MpiDefault=pmix.
+  auto launched = c.Login("alice",
+                          {"sbatch", "-N2", "--ntasks-per-node=1", "--wait", "-o", "/shared/mpirun.out", "--wrap",
+                           "mpirun.openmpi python3 -m mpi4py.bench helloworld"},
+                          120s);
+  const std::string launched_out = files::Read(c.SharedVolume() + "/mpirun.out").value_or("");
+  ASSERT_EQ(launched.exit_code, 0) << launched.err << launched_out;
+  EXPECT_NE(launched_out.find("I am process 1 of 2 on "), std::string::npos) << launched_out;
   const std::string floor = from_zero ? "0" : "2";
   EXPECT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replicas") == floor; }, 90s)) << "back to " << floor;
   EXPECT_TRUE(WaitFor(

@@ -87,7 +87,8 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
                      "kind: NodeSet\nmetadata:\n  name: cpu\nspec:\n" +
                      (opts.replicas >= 0 ? "  replicas: " + std::to_string(opts.replicas) + "\n" : std::string()) +
                      "  maxReplicas: " + std::to_string(opts.max_replicas) +
-                     "\n  resources:\n    cpus: " + std::to_string(opts.cpus) + "\n    memoryMiB: 500\n" +
+                     "\n  resources:\n    cpus: " + std::to_string(opts.cpus) +
+                     "\n    memoryMiB: " + std::to_string(opts.memory_mib) + "\n" +
                      (opts.tmp_mib > 0 ? "    tmpMiB: " + std::to_string(opts.tmp_mib) + "\n" : std::string()) +
                      "  partition:\n    default: true\n" + opts.extra_nodeset_spec;
   (void)files::WriteAtomic(manifest_, yaml);

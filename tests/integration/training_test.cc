@@ -1,6 +1,6 @@
 // Distributed training as the seeds run it: a PyTorch DDP job (examples/ddp) submitted with sbatch
 // across two workers whose nodeset runs an environment with Debian's PyTorch
-// (examples/pytorch-environment.yaml, built into the tests' image store on first use).
+// (examples/pytorch-environment.yaml, built into the tests' image store by the images fixture).
 #include <gtest/gtest.h>
 
 #include <regex>
@@ -37,6 +37,7 @@ std::vector<RankLine> RankLines(const std::string& out) {
 TEST(Training, ADataParallelJobAcrossTwoWorkersKeepsItsRanksInStepAndLearns) {
   ClusterOptions o;
   o.extra_nodeset_spec = "  environment: pytorch-26.05\n";
+  o.memory_mib = 1000;  // a rank's Python with PyTorch holds ~300 MiB; its job gets the worker's memory
   TestCluster c("ddp", o);
   auto built = c.Cli({"environments", "build", "-f", kExamples + "/pytorch-environment.yaml"}, 900s);
   ASSERT_EQ(built.exit_code, 0) << built.out << built.err;

@@ -37,10 +37,14 @@ TEST(EnvironmentsTest, BuiltinsCoverTheThreeSlurmReleasesNewestFirstAndValidate)
        {"slurmctld", "slurmd", "slurmdbd", "slurmrestd", "munge", "sackd", "mariadb-server", "openmpi-bin"}) {
     EXPECT_NE(std::find(base.begin(), base.end(), p), base.end()) << p;
   }
-  // bookworm's Slurm (22.05) has no auth/slurm and Debian no sackd package there.
-  const auto bookworm = BasePackages(kPurposeCluster, "bookworm");
-  EXPECT_EQ(std::find(bookworm.begin(), bookworm.end(), "sackd"), bookworm.end());
-  EXPECT_NE(std::find(bookworm.begin(), bookworm.end(), "munge"), bookworm.end());
+  // bookworm's Slurm (22.05) has no auth/slurm and Debian no sackd package there; its mpi/pmix
+  // (the cluster's MpiDefault) needs libpmix.so in every pod that runs srun or a step.
+  for (const char* purpose : {kPurposeCluster, kPurposeWorkspace}) {
+    const auto bookworm = BasePackages(purpose, "bookworm");
+    EXPECT_EQ(std::find(bookworm.begin(), bookworm.end(), "sackd"), bookworm.end());
+    EXPECT_NE(std::find(bookworm.begin(), bookworm.end(), "munge"), bookworm.end());
+    EXPECT_NE(std::find(bookworm.begin(), bookworm.end(), "libpmix-dev"), bookworm.end()) << purpose;
+  }
 }
 
 TEST(EnvironmentsTest, EachReleaseHasAWorkspaceEnvironmentWithAPractitionersTools) {
@@ -53,14 +57,15 @@ TEST(EnvironmentsTest, EachReleaseHasAWorkspaceEnvironmentWithAPractitionersTool
       EXPECT_NE(std::find(w->spec.packages.begin(), w->spec.packages.end(), p), w->spec.packages.end()) << p;
     }
   }
-  // 26.05: MPICH beside Open MPI, made the MPI that mpicc and mpirun name (srun speaks PMI-2 to it).
-  for (const char* name : {"slurm-26.05", "workspace-26.05"}) {
+  // 26.05: MPICH beside Open MPI, made the MPI that mpicc and mpirun name (srun speaks PMI-2 to it):
+  // its runtime and launcher on the workers, its compiler wrappers and headers in workspaces.
+  for (const auto& [name, package] : std::vector<std::pair<std::string, std::string>>{
+           {"slurm-26.05", "mpich"}, {"workspace-26.05", "libmpich-dev"}}) {
     const auto e = FindBuiltinEnvironment(name);
-    const auto& p = e->spec.packages;
-    EXPECT_TRUE(std::find(p.begin(), p.end(), "mpich") != p.end() ||
-                std::find(p.begin(), p.end(), "libmpich-dev") != p.end())
+    ASSERT_TRUE(e) << name;
+    EXPECT_NE(std::find(e->spec.packages.begin(), e->spec.packages.end(), package), e->spec.packages.end()) << name;
+    EXPECT_NE(e->spec.post_install.find("update-alternatives --set mpirun /usr/bin/mpirun.mpich"), std::string::npos)
         << name;
-    EXPECT_NE(e->spec.post_install.find("update-alternatives --set mpirun"), std::string::npos) << name;
   }
   EXPECT_TRUE(FindBuiltinEnvironment("workspace-24.11")->spec.post_install.empty());
   const auto base = BasePackages(kPurposeWorkspace, "trixie");

@@ -211,6 +211,9 @@ TEST(NeedsReconfigure, OnlyForChangesBeyondNodesetsAndPartitions) {
                                                     "Epilog=/run/slurm-scripts/health_check\n"));
   EXPECT_FALSE(slurm::NeedsReconfigure(base, base + "Epilog=/bin/true\n"));        // without health checks
   EXPECT_TRUE(slurm::NeedsReconfigure(base, base + "Epilog=/opt/site/epilog\n"));  // an admin's is theirs
+  // hpcplane's MpiDefault, once "none", now by release: at slurmctld's next start too.
+  EXPECT_FALSE(slurm::NeedsReconfigure(base + "MpiDefault=none\n", base + "MpiDefault=pmix\n"));
+  EXPECT_FALSE(slurm::NeedsReconfigure(base + "MpiDefault=none\n", "MpiDefault=pmi2\n" + base));
 }
 
 }  // namespace
