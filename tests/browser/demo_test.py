@@ -64,7 +64,8 @@ def main():
             return
 
         driver = chromium(state)
-        wait = WebDriverWait(driver, 30, ignored_exceptions=[StaleElementReferenceException])
+        # Polls: a page drawn at once passes at once; 60 s for a loaded CI machine.
+        wait = WebDriverWait(driver, 60, ignored_exceptions=[StaleElementReferenceException])
         shot = lambda n: driver.save_screenshot(os.path.join(ARTIFACTS, f"demo-{n}.png"))
 
         # alice: the link opens project demo's HPC tab, the demo's job first.
