@@ -112,7 +112,8 @@ def main():
         poll("the data plane to report Slurm", slurm_offered, 60)
 
         driver = chromium(state)
-        wait = WebDriverWait(driver, 30, ignored_exceptions=[StaleElementReferenceException])
+        # Polls: a page drawn at once passes at once; 60 s for a loaded CI machine.
+        wait = WebDriverWait(driver, 60, ignored_exceptions=[StaleElementReferenceException])
         shot = lambda n: driver.save_screenshot(os.path.join(ARTIFACTS, f"run-{n}.png"))
         driver.get(base + "/")
         wait.until(EC.element_to_be_clickable((By.ID, "token"))).send_keys(ann.token)
@@ -163,7 +164,7 @@ def main():
             return jobs[0] if jobs and jobs[0]["state"] in ("PENDING", "CONFIGURING", "RUNNING") else None
         running = poll("the console's job in the history while it is queued or runs", live_record, 120, interval=1)
         driver.refresh()
-        WebDriverWait(driver, 30).until(lambda d: rows() and rows()[0][1] == "console-run")
+        WebDriverWait(driver, 90).until(lambda d: rows() and rows()[0][1] == "console-run")
         driver.execute_script("document.querySelector('#jobs-body tr.job').click()")
         ticks = lambda: [int(t) for t in re.findall(r"tick-(\d+)", driver.execute_script(
             "const p = document.getElementById('output-text'); return p ? p.textContent : ''"))]
@@ -202,7 +203,7 @@ def main():
 
         # The HPC tab shows it; its detail has the statistics and the script.
         driver.refresh()
-        WebDriverWait(driver, 30).until(lambda d: rows() and rows()[0][1] == "console-run")
+        WebDriverWait(driver, 90).until(lambda d: rows() and rows()[0][1] == "console-run")
         first = rows()[0]
         check(first[0] == str(record["jobId"]) and first[3] == "COMPLETED" and first[5] == "api",
               f"the HPC tab lists the job first, COMPLETED, source api ({first})")
