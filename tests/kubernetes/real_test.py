@@ -736,7 +736,8 @@ spec: {{cluster: {CLUSTER}, environment: gpu-26.05, replicas: 1}}
             self.kubectl("-n", SYSTEM, "scale", "deployment", "hpcplane-operator", "--replicas=2")
         self.assertEqual(outside.returncode, 0, output[-3000:])
         self.assertLess(stopped_in, 5, f"stopped in {stopped_in:.1f} s: its watches were not cut short")
-        self.assertNotIn("401", output)
+        # An HTTP 401 in its log, not the digits inside a uid (one began "40153534-" in CI).
+        self.assertIsNone(re.search(r"\b401\b", output), output[-3000:])
         log(f"the outside operator stopped {stopped_in:.2f} s after SIGTERM")
         self.wait("an in-cluster replica to lead again",
                   lambda: (self.leader() or "").startswith("hpcplane-operator-"), timeout=120)
