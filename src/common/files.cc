@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,6 +128,26 @@ Result<std::string> MakeTempDir(const std::string& prefix) {
     return Status::Errorf("cannot create temp dir {}: {}", templ, std::strerror(errno));
   }
   return templ;
+}
+
+Result<FileLock> FileLock::Take(const std::string& path) {
+  struct stat st;
+  const bool dir = ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+  const int fd = dir ? ::open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC)
+                     : ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::Errorf("cannot open {} to lock it: {}", path, std::strerror(errno));
+  while (::flock(fd, LOCK_EX) != 0) {
+    if (errno != EINTR) {
+      const int err = errno;
+      ::close(fd);
+      return Status::Errorf("cannot lock {}: {}", path, std::strerror(err));
+    }
+  }
+  return FileLock(fd);
+}
+
+FileLock::~FileLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 }  // namespace hpc::files

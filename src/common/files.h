@@ -28,4 +28,18 @@ std::vector<std::string> ListDir(const std::string& path);
 // A fresh directory under $TMPDIR (or /tmp) named prefix-XXXXXX.
 Result<std::string> MakeTempDir(const std::string& prefix);
 
+// An exclusive flock(2) on `path`, held until the lock is destroyed: a file (made, mode 0600,
+// when missing) or an existing directory. Waits for other holders, in any process.
+class FileLock {
+ public:
+  static Result<FileLock> Take(const std::string& path);
+  FileLock(FileLock&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }
+  FileLock& operator=(FileLock&&) = delete;
+  ~FileLock();
+
+ private:
+  explicit FileLock(int fd) : fd_(fd) {}
+  int fd_;
+};
+
 }  // namespace hpc::files

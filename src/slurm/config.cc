@@ -110,7 +110,11 @@ std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu, const Release& re
   if (cgroups == JobCgroups::kV1 && !release.AtLeast(23, 11)) o << "CgroupAutomount=no\n";
   // slurmd is the pod's own process, not a systemd unit.
   if (cgroups == JobCgroups::kV2) o << "IgnoreSystemd=yes\n";
-  o << "ConstrainCores=yes\n"
+  // A worker's CPUs are its pod's (a cpuset of its own where the host has CPUs to spare), not
+  // the first ones of the machine: slurmd would bind every job of every worker to host CPU 0
+  // (abstract CPU i is the machine's i-th; hwloc cannot be shown another order). So the pod's
+  // cpuset confines the worker's jobs together, and slurmd binds no job to cores.
+  o << "ConstrainCores=no\n"
     << "ConstrainRAMSpace=yes\n";
   if (any_gpu) o << "ConstrainDevices=yes\n";
   return o.str();
@@ -135,9 +139,10 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     << "SlurmdSpoolDir=" << kSlurmdSpoolDir << "\n"
     << "SlurmctldPidFile=/run/slurmctld.pid\n"
     << "SlurmdPidFile=/run/slurmd.pid\n"
-    // Confined (cgroup.conf): each job in a cgroup of its worker pod's delegated subtree, bound to
-    // its cores. Otherwise processes are tracked by their parentage and nothing is confined.
-    << (cgroups != JobCgroups::kNone ? "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup,task/affinity\n"
+    // Confined (cgroup.conf): each job in a cgroup of its worker pod's delegated subtree, on its
+    // pod's CPUs (no task/affinity: see RenderCgroupConf). Otherwise processes are tracked by
+    // their parentage and nothing is confined.
+    << (cgroups != JobCgroups::kNone ? "ProctrackType=proctrack/cgroup\nTaskPlugin=task/cgroup\n"
                                      : "ProctrackType=proctrack/linuxproc\nTaskPlugin=task/none\n")
     << "JobAcctGatherType=jobacct_gather/linux\n"
     << "SelectType=select/cons_tres\n"

@@ -156,8 +156,10 @@ TEST(ClusterIT, BringUpAndRunJobsAcrossTwoWorkers) {
     if (p["name"] != "cpu-0") continue;
     EXPECT_EQ(p["resources"]["requests"], (nlohmann::json{{"cpus", 1}, {"memoryMiB", 500}})) << p;
   }
-  EXPECT_NE(describe.out.find("requests: not reserved: every local pod runs on this machine"), std::string::npos)
+  EXPECT_NE(describe.out.find("requests.memoryMiB: not reserved: every local pod runs on this machine"),
+            std::string::npos)
       << describe.out;
+  EXPECT_NE(describe.out.find("requests.cpus: "), std::string::npos) << describe.out;  // a cpuset, or why not
 
   // Every pod's routes ACK at once: Slurm's RPCs (two writes, no TCP_NODELAY) would otherwise
   // wait ~40 ms on each delayed ACK.

@@ -351,7 +351,7 @@ Result<LaunchPlan> LocalRuntime::PlanLaunch(const PodSpec& spec) {
   plan.gid = spec.gid;
   plan.working_dir = spec.working_dir;
   plan.started_file = StartedFile(spec.name);
-  RETURN_IF_ERROR(cgroups_.Create(spec.name, spec.resources.limits));
+  RETURN_IF_ERROR(cgroups_.Create(spec.name, spec.resources.limits, spec.resources.requests.cpus));
   for (const auto& dir : cgroups_.Dirs(spec.name)) {
     plan.cgroups.push_back({dir.host_dir, dir.pod_path, !spec.delegate_cgroups});
   }

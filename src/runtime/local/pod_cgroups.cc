@@ -17,6 +17,7 @@
 #include <linux/magic.h>
 
 #include "common/files.h"
+#include "runtime/local/cpu_sets.h"
 
 namespace hpc::runtime::local {
 
@@ -167,16 +168,51 @@ std::vector<PodCgroupDir> PodCgroups::Dirs(const std::string& pod) const {
   return out;
 }
 
-Status PodCgroups::Create(const std::string& pod, const ResourceList& limits) const {
+std::string PodCgroups::CpusetTop() const {
+  return hierarchy_ == CgroupHierarchy::kV2 ? root_ + "/hpcplane" : root_ + "/cpuset/hpcplane";
+}
+
+Status PodCgroups::PinCpus(const std::string& dir, int count) const {
+  const std::string top = CpusetTop();
+  // Pods created at the same moment (a nodeset's workers, another cluster's) choose one at a
+  // time, each seeing the others' choice.
+  ASSIGN_OR_RETURN(files::FileLock choosing, files::FileLock::Take(top));
+  const std::string cluster = top + "/" + key_;
+  // cgroup v2 leaves cpuset.cpus empty (inherited) and shows what applies as .effective.
+  const char* effective = hierarchy_ == CgroupHierarchy::kV2 ? "/cpuset.cpus.effective" : "/cpuset.cpus";
+  ASSIGN_OR_RETURN(std::vector<int> available, ParseCpuList(ReadControl(cluster + effective)));
+  if (available.empty() || static_cast<size_t>(count) >= available.size()) return Status::Ok();
+  CpuLoad load;
+  for (const auto& other_cluster : files::ListDir(top)) {
+    const std::string cdir = top + "/" + other_cluster;
+    if (!IsDir(cdir)) continue;
+    for (const auto& other_pod : files::ListDir(cdir)) {
+      const std::string pdir = cdir + "/" + other_pod;
+      if (pdir == dir || !IsDir(pdir)) continue;
+      auto cpus = ParseCpuList(ReadControl(pdir + "/cpuset.cpus"));
+      if (!cpus.ok() || cpus->empty() || cpus->size() >= available.size()) continue;  // not pinned
+      for (int c : *cpus) {
+        ++load.all[c];
+        if (other_cluster == key_) ++load.siblings[c];
+      }
+    }
+  }
+  return WriteControl(dir + "/cpuset.cpus", FormatCpuList(LeastLoadedCpus(available, load, count)));
+}
+
+Status PodCgroups::Create(const std::string& pod, const ResourceList& limits, int pinned_cpus) const {
   if (hierarchy_ == CgroupHierarchy::kNone) return Status::Ok();
   if (hierarchy_ == CgroupHierarchy::kV2) {
     std::string dir = root_;
+    bool existed = true;
     for (const std::string& level : {std::string("hpcplane"), key_, pod}) {
       // Controllers reach a cgroup only when its parent enables them for its children.
       RETURN_IF_ERROR(WriteControl(dir + "/cgroup.subtree_control", kV2Controllers));
       dir += "/" + level;
+      existed = IsDir(dir);
       RETURN_IF_ERROR(MakeCgroup(dir, false));
     }
+    if (pinned_cpus > 0 && !existed) RETURN_IF_ERROR(PinCpus(dir, pinned_cpus));
     if (limits.memory_mib > 0) {
       RETURN_IF_ERROR(WriteControl(dir + "/memory.max", std::to_string(limits.memory_mib << 20)));
       RETURN_IF_ERROR(WriteControl(dir + "/memory.swap.max", "0"));
@@ -189,10 +225,13 @@ Status PodCgroups::Create(const std::string& pod, const ResourceList& limits) co
   for (const auto& c : Controllers()) {
     const bool cpuset = c == "cpuset";
     std::string dir = root_ + "/" + c;
+    bool existed = true;
     for (const std::string& level : {std::string("hpcplane"), key_, pod}) {
       dir += "/" + level;
+      existed = IsDir(dir);
       RETURN_IF_ERROR(MakeCgroup(dir, cpuset));
     }
+    if (cpuset && pinned_cpus > 0 && !existed) RETURN_IF_ERROR(PinCpus(dir, pinned_cpus));
     if (c == "memory" && limits.memory_mib > 0) {
       RETURN_IF_ERROR(WriteControl(dir + "/memory.limit_in_bytes", std::to_string(limits.memory_mib << 20)));
     }

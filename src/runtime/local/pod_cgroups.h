@@ -39,9 +39,10 @@ class PodCgroups {
 
   CgroupHierarchy hierarchy() const { return hierarchy_; }
   /** Creates the pod's directories unless they exist and sets its limits: memory
-   *  (limits.memory_mib) and CPU time (limits.cpus). A restarted pod keeps its directories:
-   *  an exec still ending in them must not hold up the restart. */
-  Status Create(const std::string& pod, const ResourceList& limits) const;
+   *  (limits.memory_mib) and CPU time (limits.cpus). A pod that asks for `pinned_cpus` CPUs
+   *  gets that many of the host's as its cpuset (cpu_sets.h says why). A restarted pod keeps
+   *  its directories and its CPUs: an exec still ending in them must not hold up the restart. */
+  Status Create(const std::string& pod, const ResourceList& limits, int pinned_cpus = 0) const;
   /** The pod's directories; empty when the host has no usable hierarchy. */
   std::vector<PodCgroupDir> Dirs(const std::string& pod) const;
   /** How many times the kernel's OOM killer has killed a process of the pod's cgroup. */
@@ -56,6 +57,11 @@ class PodCgroups {
   // The cluster's directory in each hierarchy (v1: one per controller; v2: one).
   std::vector<std::string> ClusterDirs() const;
   std::vector<std::string> Controllers() const;  // v1 hierarchies' names, e.g. "memory"
+  // Where every cluster's cpuset directories are: <root>/cpuset/hpcplane (v1), <root>/hpcplane.
+  std::string CpusetTop() const;
+  // Writes `count` of the cluster's CPUs, the least used by pinned pods, to the new pod
+  // directory `dir`'s cpuset.
+  Status PinCpus(const std::string& dir, int count) const;
 
   CgroupHierarchy hierarchy_;
   std::string root_;

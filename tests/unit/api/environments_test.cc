@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <map>
 
 #include "api/codec.h"
 #include "api/validation.h"
@@ -72,6 +73,18 @@ TEST(EnvironmentsTest, EachReleaseHasAWorkspaceEnvironmentWithAPractitionersTool
   EXPECT_NE(std::find(base.begin(), base.end(), "slurm-client"), base.end());
   EXPECT_NE(std::find(base.begin(), base.end(), "sackd"), base.end());
   EXPECT_EQ(std::find(base.begin(), base.end(), "slurmctld"), base.end());
+}
+
+// Every image's MPI settings for ranks in pods: Open MPI over the pods' network, its idle ranks
+// yielding the CPU (the kernel delivers packets between pods there), UCX without shared memory
+// across pods.
+TEST(EnvironmentsTest, EveryImageCarriesMpiSettingsForRanksInPods) {
+  std::map<std::string, std::string> files;
+  for (const auto& f : BaseFiles("cluster")) files[f.path] = f.content;
+  EXPECT_NE(files["/etc/openmpi/openmpi-mca-params.conf"].find("\nmpi_yield_when_idle=1\n"), std::string::npos);
+  EXPECT_NE(files["/etc/openmpi/openmpi-mca-params.conf"].find("\nbtl_tcp_if_exclude=127.0.0.0/8\n"),
+            std::string::npos);
+  EXPECT_NE(files["/etc/ucx/ucx.conf"].find("\nUCX_TLS=^sysv,posix,cma\n"), std::string::npos);
 }
 
 TEST(EnvironmentsTest, WorkspacesRunTheirOwnEnvironmentElseTheClusters) {

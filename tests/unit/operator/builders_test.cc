@@ -359,7 +359,7 @@ TEST(BuildersTest, ConfinedWorkersGetTheirCgroupsDelegatedAndCgroupConf) {
   confined.job_cgroups = slurm::JobCgroups::kV1;
   const auto cm = BuildSlurmConfigMap(Cluster(), {ns}, confined);
   ASSERT_EQ(cm.data.count("cgroup.conf"), 1u);
-  EXPECT_NE(cm.data.at("cgroup.conf").find("ConstrainCores=yes"), std::string::npos);
+  EXPECT_NE(cm.data.at("cgroup.conf").find("ConstrainRAMSpace=yes"), std::string::npos);
 }
 
 // Pods run the image pinned for their environment; a nodeset's own environment, built after the

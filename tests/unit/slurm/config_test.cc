@@ -274,19 +274,20 @@ TEST(RestClientTest, ReportsErrorsInBody) {
   EXPECT_FALSE(RestClient::ParseNodes("<html>").ok());
 }
 
-// Confined jobs: cgroup plugins in slurm.conf and a cgroup.conf that constrains cores and
-// memory (devices only where there are GPUs); unconfined clusters keep process tracking only.
-TEST(SlurmConfTest, ConfinedJobsUseCgroupPluginsAndConstrainCoresAndMemory) {
+// Confined jobs: cgroup plugins in slurm.conf and a cgroup.conf that constrains memory (devices
+// only where there are GPUs), and no core binding: a job runs on its worker pod's CPUs, not on
+// the machine's first ones; unconfined clusters keep process tracking only.
+TEST(SlurmConfTest, ConfinedJobsUseCgroupPluginsAndConstrainMemoryNotCores) {
   const std::string off = RenderSlurmConf(Cluster(), {NodeSet("cpu")});
   EXPECT_TRUE(HasLine(off, "ProctrackType=proctrack/linuxproc")) << off;
   EXPECT_TRUE(HasLine(off, "TaskPlugin=task/none")) << off;
   EXPECT_EQ(RenderCgroupConf(JobCgroups::kNone, false), "");
   const std::string on = RenderSlurmConf(Cluster(), {NodeSet("cpu")}, JobCgroups::kV1);
   EXPECT_TRUE(HasLine(on, "ProctrackType=proctrack/cgroup")) << on;
-  EXPECT_TRUE(HasLine(on, "TaskPlugin=task/cgroup,task/affinity")) << on;
+  EXPECT_TRUE(HasLine(on, "TaskPlugin=task/cgroup")) << on;
   const std::string v1 = RenderCgroupConf(JobCgroups::kV1, false);
   for (const char* line :
-       {"CgroupPlugin=cgroup/v1", "CgroupMountpoint=/sys/fs/cgroup", "ConstrainCores=yes", "ConstrainRAMSpace=yes"}) {
+       {"CgroupPlugin=cgroup/v1", "CgroupMountpoint=/sys/fs/cgroup", "ConstrainCores=no", "ConstrainRAMSpace=yes"}) {
     EXPECT_TRUE(HasLine(v1, line)) << line << "\n" << v1;
   }
   EXPECT_FALSE(HasLine(v1, "ConstrainDevices=yes")) << v1;
