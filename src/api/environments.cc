@@ -116,7 +116,9 @@ const std::vector<EnvironmentFile>& BaseFiles(const std::string&) {
       // A rank waiting for a message spins; the kernel delivers its peer's packets between pods
       // (veth, bridge) in softirq work that the host's CPUs also run. Where spinning ranks fill
       // the CPUs, the delivery waits for the scheduler's next tick: a round trip between two
-      // workers on a 2-CPU host took 4 ms, against 22 us with ranks that yield while idle.
+      // workers on a 2-CPU host took 4 ms, against 23 us with ranks that yield while idle. On
+      // Kubernetes too (the same images) a worker's pod shares its node's CPUs with the node's
+      // network; yielding costs 0.5 us a round trip within one pod.
       {"/etc/openmpi/openmpi-mca-params.conf",
        "# hpcplane: ranks on different pods talk over the pods' network, not only loopback.\n"
        "btl_base_warn_component_unused=0\n"

@@ -3,7 +3,6 @@
 // leaves running dies with it; users see only their own processes; and no process of a tenant,
 // in the login pod or in a job, creates a user namespace.
 #include <gtest/gtest.h>
-#include <sched.h>
 
 #include <map>
 #include <set>
@@ -11,6 +10,7 @@
 
 #include "common/files.h"
 #include "harness.h"
+#include "runtime/local/cpu_sets.h"
 
 namespace hpc::it {
 namespace {
@@ -42,9 +42,12 @@ std::string SacctState(TestCluster& c, int64_t id) {
   return Trim(r.out);
 }
 
+// The CPUs pods are pinned among: the cgroup root's cpuset (what the runtime reads), not this
+// process's affinity.
 int HostCpus() {
-  cpu_set_t set;
-  return sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 1;
+  auto text = files::Read("/sys/fs/cgroup/cpuset/cpuset.cpus");
+  auto cpus = runtime::local::ParseCpuList(text.ok() ? *text : "");
+  return cpus.ok() && !cpus->empty() ? static_cast<int>(cpus->size()) : 1;
 }
 
 TEST(ConfinementIT, JobsRunOnTheirWorkersCpusWithTheMemoryTheyAskedForAndNothingOutlivesThem) {

@@ -3,8 +3,10 @@
 // A worker pod that asks for N CPUs gets N of the host's as its cpuset (as Kubernetes' static
 // CPU manager gives a Guaranteed pod), so its jobs run there and not where every other worker's
 // do. They are the CPUs least used by its own cluster's pinned pods (a cluster's workers, and
-// the ranks of one MPI job, on distinct cores while the host has them), then by all pinned pods
-// on the host; where pods ask for more CPUs than the host has, they share.
+// the ranks of one MPI job, on distinct CPUs while the host has them), then by all pinned pods
+// on the host; where pods ask for more CPUs than the host has, they share. CPUs are chosen by
+// number, once, when the pod is made: two may be hyperthreads of one core, memory nodes are
+// not chosen, and nothing is rebalanced when other pods go.
 #pragma once
 
 #include <map>

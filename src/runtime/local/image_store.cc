@@ -1,7 +1,6 @@
 #include "runtime/local/image_store.h"
 
 #include <fcntl.h>
-#include <sys/file.h>
 #include <sys/mount.h>
 #include <unistd.h>
 
@@ -28,30 +27,12 @@ using nlohmann::json;
 namespace {
 
 // Held while the store changes: builds and deletes of any name wait for each other.
-class StoreLock {
- public:
-  static Result<StoreLock> Take(const std::string& dir) {
-    RETURN_IF_ERROR(files::MakeDirs(dir));
-    int fd = ::open((dir + "/lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
-    if (fd < 0) return Status::Errorf("image store {}: cannot open its lock: {}", dir, std::strerror(errno));
-    while (::flock(fd, LOCK_EX) != 0) {
-      if (errno != EINTR) {
-        ::close(fd);
-        return Status::Errorf("image store {}: cannot lock: {}", dir, std::strerror(errno));
-      }
-    }
-    return StoreLock(fd);
-  }
-  StoreLock(StoreLock&& o) noexcept : fd_(std::exchange(o.fd_, -1)) {}
-  StoreLock& operator=(StoreLock&&) = delete;
-  ~StoreLock() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-
- private:
-  explicit StoreLock(int fd) : fd_(fd) {}
-  int fd_;
-};
+Result<files::FileLock> TakeStoreLock(const std::string& dir) {
+  RETURN_IF_ERROR(files::MakeDirs(dir));
+  auto lock = files::FileLock::Take(dir + "/lock");
+  if (!lock.ok()) return lock.status().WithContext("image store " + dir);
+  return lock;
+}
 
 json RecipeJson(const ImageRecipe& r) {
   json files_json = json::array();
@@ -273,7 +254,7 @@ Result<ImageManifest> ImageStore::Build(const ImageRecipe& recipe, const BuildOp
   // never waits minutes behind another environment's build.
   ASSIGN_OR_RETURN(auto unlocked, reuse());
   if (unlocked) return std::move(*unlocked);
-  ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
+  ASSIGN_OR_RETURN(files::FileLock lock, TakeStoreLock(dir_));
   // Looked at again: a build of the same recipe may have finished while this one waited.
   ASSIGN_OR_RETURN(auto locked, reuse());
   if (locked) return std::move(*locked);
@@ -391,7 +372,7 @@ std::vector<std::string> ImageStore::RefDigests(const std::string& name) const {
 }
 
 Status ImageStore::Delete(const std::string& name) {
-  ASSIGN_OR_RETURN(StoreLock lock, StoreLock::Take(dir_));
+  ASSIGN_OR_RETURN(files::FileLock lock, TakeStoreLock(dir_));
   ASSIGN_OR_RETURN(auto m, Find(name));
   if (!m) return Status::NotFound(fmt::format("environment \"{}\" has no image in {}", name, dir_));
   const std::vector<std::string> mine = RefDigests(name);

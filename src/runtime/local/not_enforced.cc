@@ -21,8 +21,9 @@ std::vector<std::string> NotEnforced(const Resources& r, bool cgroups) {
                             "shared with other pods beyond that"
                           : "requests.cpus: not reserved: this host has no cgroup hierarchy the local runtime can use");
   }
-  if (r.requests.memory_mib > 0)
+  if (r.requests.memory_mib > 0) {
     out.push_back("requests.memoryMiB: not reserved: every local pod runs on this machine");
+  }
   return out;
 }
 

@@ -182,6 +182,10 @@ Status PodCgroups::PinCpus(const std::string& dir, int count) const {
   const char* effective = hierarchy_ == CgroupHierarchy::kV2 ? "/cpuset.cpus.effective" : "/cpuset.cpus";
   ASSIGN_OR_RETURN(std::vector<int> available, ParseCpuList(ReadControl(cluster + effective)));
   if (available.empty() || static_cast<size_t>(count) >= available.size()) return Status::Ok();
+  // Pinned already (a restarted pod keeps its CPUs): fewer than the cluster's. A new directory
+  // shows none (v2) or all of them (v1, inherited), as does one whose pinning failed before.
+  auto own = ParseCpuList(ReadControl(dir + "/cpuset.cpus"));
+  if (own.ok() && !own->empty() && own->size() < available.size()) return Status::Ok();
   CpuLoad load;
   for (const auto& other_cluster : files::ListDir(top)) {
     const std::string cdir = top + "/" + other_cluster;
@@ -200,19 +204,17 @@ Status PodCgroups::PinCpus(const std::string& dir, int count) const {
   return WriteControl(dir + "/cpuset.cpus", FormatCpuList(LeastLoadedCpus(available, load, count)));
 }
 
-Status PodCgroups::Create(const std::string& pod, const ResourceList& limits, int pinned_cpus) const {
+Status PodCgroups::Create(const std::string& pod, const ResourceList& limits, int cpus_to_pin) const {
   if (hierarchy_ == CgroupHierarchy::kNone) return Status::Ok();
   if (hierarchy_ == CgroupHierarchy::kV2) {
     std::string dir = root_;
-    bool existed = true;
     for (const std::string& level : {std::string("hpcplane"), key_, pod}) {
       // Controllers reach a cgroup only when its parent enables them for its children.
       RETURN_IF_ERROR(WriteControl(dir + "/cgroup.subtree_control", kV2Controllers));
       dir += "/" + level;
-      existed = IsDir(dir);
       RETURN_IF_ERROR(MakeCgroup(dir, false));
     }
-    if (pinned_cpus > 0 && !existed) RETURN_IF_ERROR(PinCpus(dir, pinned_cpus));
+    if (cpus_to_pin > 0) RETURN_IF_ERROR(PinCpus(dir, cpus_to_pin));
     if (limits.memory_mib > 0) {
       RETURN_IF_ERROR(WriteControl(dir + "/memory.max", std::to_string(limits.memory_mib << 20)));
       RETURN_IF_ERROR(WriteControl(dir + "/memory.swap.max", "0"));
@@ -225,13 +227,11 @@ Status PodCgroups::Create(const std::string& pod, const ResourceList& limits, in
   for (const auto& c : Controllers()) {
     const bool cpuset = c == "cpuset";
     std::string dir = root_ + "/" + c;
-    bool existed = true;
     for (const std::string& level : {std::string("hpcplane"), key_, pod}) {
       dir += "/" + level;
-      existed = IsDir(dir);
       RETURN_IF_ERROR(MakeCgroup(dir, cpuset));
     }
-    if (cpuset && pinned_cpus > 0 && !existed) RETURN_IF_ERROR(PinCpus(dir, pinned_cpus));
+    if (cpuset && cpus_to_pin > 0) RETURN_IF_ERROR(PinCpus(dir, cpus_to_pin));
     if (c == "memory" && limits.memory_mib > 0) {
       RETURN_IF_ERROR(WriteControl(dir + "/memory.limit_in_bytes", std::to_string(limits.memory_mib << 20)));
     }

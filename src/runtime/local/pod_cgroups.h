@@ -39,10 +39,11 @@ class PodCgroups {
 
   CgroupHierarchy hierarchy() const { return hierarchy_; }
   /** Creates the pod's directories unless they exist and sets its limits: memory
-   *  (limits.memory_mib) and CPU time (limits.cpus). A pod that asks for `pinned_cpus` CPUs
-   *  gets that many of the host's as its cpuset (cpu_sets.h says why). A restarted pod keeps
-   *  its directories and its CPUs: an exec still ending in them must not hold up the restart. */
-  Status Create(const std::string& pod, const ResourceList& limits, int pinned_cpus = 0) const;
+   *  (limits.memory_mib) and CPU time (limits.cpus). A pod that asks for `cpus_to_pin` CPUs
+   *  gets that many of the host's as its cpuset (cpu_sets.h), unless the host has no more. A
+   *  restarted pod keeps its directories and its CPUs: an exec still ending in them must not
+   *  hold up the restart. */
+  Status Create(const std::string& pod, const ResourceList& limits, int cpus_to_pin = 0) const;
   /** The pod's directories; empty when the host has no usable hierarchy. */
   std::vector<PodCgroupDir> Dirs(const std::string& pod) const;
   /** How many times the kernel's OOM killer has killed a process of the pod's cgroup. */
@@ -59,8 +60,9 @@ class PodCgroups {
   std::vector<std::string> Controllers() const;  // v1 hierarchies' names, e.g. "memory"
   // Where every cluster's cpuset directories are: <root>/cpuset/hpcplane (v1), <root>/hpcplane.
   std::string CpusetTop() const;
-  // Writes `count` of the cluster's CPUs, the least used by pinned pods, to the new pod
-  // directory `dir`'s cpuset.
+  // Writes `count` of the cluster's CPUs, the least used by pinned pods, to the pod directory
+  // `dir`'s cpuset, unless it holds pinned CPUs already; nothing where the cluster has no more
+  // than `count`.
   Status PinCpus(const std::string& dir, int count) const;
 
   CgroupHierarchy hierarchy_;
