@@ -18,6 +18,7 @@ Result<std::unique_ptr<runtime::local::LocalRuntime>> OpenLocal(const op::Cluste
   o.subnet = subnet;
   o.self_exe = self_exe;
   o.image_store = ImageStoreDir(p.state_dir);
+  o.gpus = runtime::local::GpuHost::FromEnvironment();
   o.supervise = supervise;
   return runtime::local::LocalRuntime::Create(o);
 }

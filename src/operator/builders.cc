@@ -242,6 +242,7 @@ runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::ve
       std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
   if (cgroups != slurm::JobCgroups::kNone)
     cm.data["cgroup.conf"] = slurm::RenderCgroupConf(cgroups, any_gpu, in.release);
+  if (const std::string gres = slurm::RenderGresConf(any_gpu, in.release); !gres.empty()) cm.data["gres.conf"] = gres;
   return cm;
 }
 

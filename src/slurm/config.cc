@@ -120,6 +120,12 @@ std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu, const Release& re
   return o.str();
 }
 
+std::string RenderGresConf(bool any_gpu, const Release& release) {
+  if (!any_gpu || !release.AtLeast(24, 11)) return "";
+  return "# Rendered by hpcplane. Do not edit: hpcplane rewrites it.\n"
+         "AutoDetect=nvidia\n";
+}
+
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in,
                             JobCgroups cgroups, const Release& release, std::optional<Auth> auth_in) {
   const Auth auth = auth_in.value_or(DefaultAuth(release));

@@ -75,9 +75,16 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
                             JobCgroups cgroups = JobCgroups::kNone, const Release& release = {},
                             std::optional<Auth> auth = std::nullopt);
 
-// cgroup.conf, next to slurm.conf, for confined jobs: a job gets the cores and memory it was
-// allocated and no more (and only its GPUs, where nodesets have some). Empty for kNone.
+// cgroup.conf, next to slurm.conf, for confined jobs: a job gets the memory it was allocated
+// and no more (and only its GPUs, where nodesets have some). Empty for kNone.
 std::string RenderCgroupConf(JobCgroups cgroups, bool any_gpu, const Release& release = {});
+
+// gres.conf, next to slurm.conf, where nodesets have GPUs: slurmd finds its worker's GPUs
+// itself (AutoDetect=nvidia: the driver's /proc/driver/nvidia/gpus and /dev/nvidia<minor>, which
+// show a pod its own GPUs only, locally and under the NVIDIA container toolkit), so Slurm knows
+// each GPU's device file, sets CUDA_VISIBLE_DEVICES and confines jobs to theirs. Empty without
+// GPUs, and before 24.11 (no gpu/nvidia plugin: GPUs are counted, not bound to devices).
+std::string RenderGresConf(bool any_gpu, const Release& release = {});
 
 // SchedulerParameters= for slurm.conf: hpcplane's defaults (quick scheduling of work on newly
 // registered workers), each left out where the admin's `admin` tokens set the same key, then theirs.

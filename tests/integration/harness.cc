@@ -90,6 +90,7 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
                      "\n  resources:\n    cpus: " + std::to_string(opts.cpus) +
                      "\n    memoryMiB: " + std::to_string(opts.memory_mib) + "\n" +
                      (opts.tmp_mib > 0 ? "    tmpMiB: " + std::to_string(opts.tmp_mib) + "\n" : std::string()) +
+                     (opts.gpus > 0 ? "    gpus: " + std::to_string(opts.gpus) + "\n" : std::string()) +
                      "  partition:\n    default: true\n" + opts.extra_nodeset_spec;
   (void)files::WriteAtomic(manifest_, yaml);
 }

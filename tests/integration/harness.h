@@ -19,6 +19,7 @@ struct ClusterOptions {
   int cpus = 1;                            // each worker's CPUs
   int64_t memory_mib = 500;                // each worker's memory
   int64_t tmp_mib = 0;                     // the workers' /tmp size; 0: the default
+  int gpus = 0;                            // each worker's GPUs
   std::string extra_nodeset_spec;          // more YAML lines under the nodeset's spec (2-space indented)
   std::vector<std::string> extra_config;   // slurm.conf lines for spec.scheduling.extraConfig
   std::string extra_cluster_spec;          // more YAML lines under the cluster's spec (2-space indented)

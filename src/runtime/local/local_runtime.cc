@@ -355,7 +355,26 @@ Result<LaunchPlan> LocalRuntime::PlanLaunch(const PodSpec& spec) {
   for (const auto& dir : cgroups_.Dirs(spec.name)) {
     plan.cgroups.push_back({dir.host_dir, dir.pod_path, !spec.delegate_cgroups});
   }
+  RETURN_IF_ERROR(PlanGpus(spec, &plan));
   return plan;
+}
+
+Status LocalRuntime::PlanGpus(const PodSpec& spec, LaunchPlan* plan) {
+  const int wanted = std::max(spec.resources.limits.gpus, spec.resources.requests.gpus);
+  if (wanted <= 0) return Status::Ok();
+  // A worker never starts with fewer GPUs than it declares: it waits (the supervisor retries)
+  // with the reason in its status.
+  ASSIGN_OR_RETURN(std::vector<HostGpu> host_gpus, ListHostGpus(opts_.gpus));
+  ASSIGN_OR_RETURN(std::vector<HostGpu> mine,
+                   GpuClaims(opts_.gpu_claims_dir).Claim(PodDir(spec.name), wanted, host_gpus));
+  for (const auto& gpu : mine) {
+    plan->devices.push_back({gpu.device, fmt::format("nvidia{}", gpu.minor), false});
+    plan->gpu_entries.push_back({gpu.info_dir, "/proc/driver/nvidia/gpus/" + gpu.bus_id, true});
+  }
+  for (const auto& control : GpuControlDevices(opts_.gpus)) {
+    plan->devices.push_back({control, control.substr(control.rfind('/') + 1), false});
+  }
+  return Status::Ok();
 }
 
 namespace {
@@ -463,6 +482,7 @@ Status LocalRuntime::DeletePod(const std::string& name) {
   if (st.ok()) RETURN_IF_ERROR(StopProcess(&*st).WithContext("pod " + name));
   RETURN_IF_ERROR(network_.DeletePod(name));
   RETURN_IF_ERROR(cgroups_.Remove(name).WithContext("pod " + name));
+  RETURN_IF_ERROR(GpuClaims(opts_.gpu_claims_dir).Release(PodDir(name)).WithContext("pod " + name));
   spdlog::info("pod {} deleted", name);
   RETURN_IF_ERROR(files::RemoveAll(PodDir(name)));
   RETURN_IF_ERROR(SyncFirewall());

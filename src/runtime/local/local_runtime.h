@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "runtime/local/gpus.h"
 #include "runtime/local/network.h"
 #include "runtime/local/pod_cgroups.h"
 #include "runtime/local/pod_init.h"
@@ -29,6 +30,8 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
     std::string subnet;       // a.b.c.0/24
     std::string self_exe;     // the hpcplane binary, run as `__pod-init` in each pod
     std::string image_store;  // where pods' images are (image_store.h); empty: none
+    GpuHost gpus;             // where the host's driver shows its GPUs (gpus.h)
+    std::string gpu_claims_dir = kGpuClaimsDir;
     // Only the supervising process (the daemon) starts and restarts pods.
     bool supervise = false;
     std::chrono::milliseconds stop_grace{5000};
@@ -90,6 +93,8 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
                        int64_t now_ms);
   // What the pod's init needs to build the pod: its root, mounts, command, user and cgroups.
   Result<LaunchPlan> PlanLaunch(const PodSpec& spec);
+  // The GPUs the pod asks for, claimed on the host (gpus.h), into its plan.
+  Status PlanGpus(const PodSpec& spec, LaunchPlan* plan);
   // The root the pod runs on: its image's, or the cluster's shared root made from it.
   Result<std::string> PodImageRoot(const PodSpec& spec, bool* writable);
   Status StopProcess(PodState* st);

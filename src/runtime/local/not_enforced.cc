@@ -6,15 +6,12 @@ namespace hpc::runtime::local {
 // kernel enforces memory and CPU limits; without, the supervisor enforces the memory limit
 // (resident memory checked every second; the pod is killed and restarted) and nothing confines
 // CPU time. A pod's CPU request is a cpuset of host CPUs (pod_cgroups.h) where the host has
-// them; devices are never confined, and every pod runs on this one machine, so memory requests
+// them; GPUs are the pod's own (gpus.h); every pod runs on this one machine, so memory requests
 // reserve nothing (Slurm's node definitions are what divides the machine).
 std::vector<std::string> NotEnforced(const Resources& r, bool cgroups) {
   std::vector<std::string> out;
   if (r.limits.cpus > 0 && !cgroups) {
     out.push_back("limits.cpus: not enforced: this host has no cgroup hierarchy the local runtime can use");
-  }
-  if (r.limits.gpus > 0 || r.requests.gpus > 0) {
-    out.push_back("gpus: not isolated: the local runtime does not confine devices; Slurm's GRES divides them");
   }
   if (r.requests.cpus > 0) {
     out.push_back(cgroups ? "requests.cpus: the pod's own host CPUs (its cpuset) while the host has CPUs to spare; "

@@ -51,6 +51,8 @@ nlohmann::json ToJson(const LaunchPlan& p) {
           {"netns", p.netns_path},
           {"mounts", MountsJson(p.mounts)},
           {"cgroups", MountsJson(p.cgroups)},
+          {"devices", MountsJson(p.devices)},
+          {"gpuEntries", MountsJson(p.gpu_entries)},
           {"command", p.command},
           {"env", p.env},
           {"uid", p.uid},
@@ -70,6 +72,8 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     p.netns_path = j.at("netns").get<std::string>();
     p.mounts = MountsFromJson(j.at("mounts"));
     p.cgroups = MountsFromJson(j.value("cgroups", nlohmann::json::array()));
+    p.devices = MountsFromJson(j.value("devices", nlohmann::json::array()));
+    p.gpu_entries = MountsFromJson(j.value("gpuEntries", nlohmann::json::array()));
     p.command = j.at("command").get<std::vector<std::string>>();
     p.env = j.at("env").get<std::vector<std::string>>();
     p.uid = j.at("uid").get<int64_t>();
@@ -260,6 +264,10 @@ void BuildSystemRoot(const LaunchPlan& plan) {
     EnsureMountPoint(dev + "/" + node, false);
     Bind(std::string("/dev/") + node, dev + "/" + node, false);
   }
+  for (const auto& d : plan.devices) {
+    EnsureMountPoint(dev + "/" + d.target, false);
+    Bind(d.source, dev + "/" + d.target, false);
+  }
   MakeDirOrDie(dev + "/pts", 0755);
   MountOrDie("devpts", (dev + "/pts").c_str(), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620");
   SymlinkOrDie("pts/ptmx", dev + "/ptmx");
@@ -269,6 +277,72 @@ void BuildSystemRoot(const LaunchPlan& plan) {
   SymlinkOrDie("/proc/self/fd/0", dev + "/stdin");
   SymlinkOrDie("/proc/self/fd/1", dev + "/stdout");
   SymlinkOrDie("/proc/self/fd/2", dev + "/stderr");
+}
+
+// Where the GPU entries wait (in the pod's /dev) between their binds, made while the host's
+// paths are still in view, and the pod's /proc, mounted once the pod's root is "/".
+constexpr const char* kGpuEntriesStage = "/dev/.gpu-entries";
+
+// Binds each of `entries` (open directories) read-only in the new root's stage, by index.
+void StageGpuEntries(const std::string& root, const std::vector<std::pair<int, LaunchMount>>& entries) {
+  if (entries.empty()) return;
+  MakeDirOrDie(root + kGpuEntriesStage, 0500);
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string staged = root + kGpuEntriesStage + "/" + std::to_string(i);
+    MakeDirOrDie(staged, 0500);
+    Bind("/proc/self/fd/" + std::to_string(entries[i].first), staged, true);
+    ::close(entries[i].first);
+  }
+}
+
+// Makes `path` a fresh tmpfs (or the deepest directory of it that exists, the rest made in it);
+// returns where the tmpfs is.
+std::string MaskWithTmpfs(const std::string& path) {
+  std::string top = path;
+  struct stat st;
+  while (::stat(top.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) top = top.substr(0, top.rfind('/'));
+  MountOrDie("tmpfs", top.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k");
+  for (std::string dir = top; dir != path;) {
+    dir = path.substr(0, path.find('/', dir.size() + 1));
+    MakeDirOrDie(dir, 0755);
+  }
+  return top;
+}
+
+// slurmd (gpu/nvidia) reads each GPU's CPUs (sysfs local_cpulist, the host's numbering) and
+// offers the GPU only with those of its worker's cores: a worker's N cores are Slurm's first N
+// machine CPUs, not the GPU's NUMA node's, so a GPU would be offered with none and every job
+// asking for it would be "never runnable". Jobs are not bound to cores here (cgroup.conf), so
+// each GPU of the pod is shown local to every CPU the host has online.
+void ShowGpusLocalToEveryCpu(const std::vector<std::pair<int, LaunchMount>>& entries) {
+  const std::string drivers = "/sys/bus/pci/drivers/nvidia";
+  std::string online = "0";
+  if (auto text = files::Read("/sys/devices/system/cpu/online"); text.ok() && !text->empty()) online = *text;
+  const std::string top = MaskWithTmpfs(drivers);
+  for (const auto& [fd, e] : entries) {
+    const std::string dir = drivers + "/" + e.target.substr(e.target.rfind('/') + 1);
+    MakeDirOrDie(dir, 0555);
+    if (Status s = files::WriteAtomic(dir + "/local_cpulist", online, 0444); !s.ok()) Die(s.message());
+  }
+  MountOrDie(nullptr, top.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+}
+
+// The driver's list of GPUs shows the pod's own only, as the NVIDIA container toolkit masks it:
+// a tmpfs over /proc/driver/nvidia/gpus (or over /proc/driver, where the list comes from
+// elsewhere) holding the pod's GPUs' directories, each moved there from the stage.
+void ShowOwnGpus(const std::vector<std::pair<int, LaunchMount>>& entries) {
+  if (entries.empty()) return;
+  if (::access("/proc/driver", F_OK) != 0) Die("no /proc/driver to show the pod's GPUs in");
+  const std::string top = MaskWithTmpfs("/proc/driver/nvidia/gpus");
+  for (size_t i = 0; i < entries.size(); ++i) {
+    const std::string staged = std::string(kGpuEntriesStage) + "/" + std::to_string(i);
+    MakeDirOrDie(entries[i].second.target, 0555);
+    MountOrDie(staged.c_str(), entries[i].second.target.c_str(), nullptr, MS_MOVE);
+    ::rmdir(staged.c_str());
+  }
+  ::rmdir(kGpuEntriesStage);
+  MountOrDie(nullptr, top.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
+  ShowGpusLocalToEveryCpu(entries);
 }
 
 // Makes `root` the pod's "/" and detaches the host's root from this mount namespace.
@@ -353,6 +427,12 @@ int RunPodInit(const std::string& plan_path) {
     if (fd < 0) Die("open mount source " + m.source);
     sources.emplace_back(fd, m);
   }
+  std::vector<std::pair<int, LaunchMount>> gpu_entries;
+  for (const auto& e : plan.gpu_entries) {
+    int fd = ::open(e.source.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+    if (fd < 0) Die("open GPU entry " + e.source);
+    gpu_entries.emplace_back(fd, e);
+  }
   BuildSystemRoot(plan);
   // Parents before children, so nested mount paths land on top of their parents.
   std::sort(sources.begin(), sources.end(), [](const auto& a, const auto& b) {
@@ -367,10 +447,12 @@ int RunPodInit(const std::string& plan_path) {
     Bind("/proc/self/fd/" + std::to_string(fd), target, m.read_only);
     ::close(fd);
   }
+  StageGpuEntries(plan.root_dir, gpu_entries);
   EnterRoot(plan.root_dir);
   // A /proc of this pod's PID namespace: `ps` inside shows the pod's processes only, and a user
   // only their own (hidepid=2: two tenants' jobs on one worker do not see each other's).
   MountOrDie("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, "hidepid=2");
+  ShowOwnGpus(gpu_entries);
 
   // From here on neither this init nor anything it starts creates a user namespace.
   if (Status denied = DenyUserNamespaces(); !denied.ok()) {

@@ -47,6 +47,12 @@ struct LaunchPlan {
   // The pod's cgroup directories (pod_cgroups.h): init joins each, and the pod sees them at
   // their targets (under /sys/fs/cgroup), writable only when the pod delegates.
   std::vector<LaunchMount> cgroups;
+  // Device files of the host bound into the pod's /dev (target: a name there, e.g. "nvidia3"):
+  // the GPUs the pod holds (gpus.h) and the driver's control devices.
+  std::vector<LaunchMount> devices;
+  // The directories of the driver's GPU list (/proc/driver/nvidia/gpus) the pod sees, each at
+  // its target under that path: its own GPUs' only.
+  std::vector<LaunchMount> gpu_entries;
   std::vector<std::string> command;
   std::vector<std::string> env;  // KEY=VALUE
   int64_t uid = 0;

@@ -360,6 +360,25 @@ TEST(BuildersTest, ConfinedWorkersGetTheirCgroupsDelegatedAndCgroupConf) {
   const auto cm = BuildSlurmConfigMap(Cluster(), {ns}, confined);
   ASSERT_EQ(cm.data.count("cgroup.conf"), 1u);
   EXPECT_NE(cm.data.at("cgroup.conf").find("ConstrainRAMSpace=yes"), std::string::npos);
+  EXPECT_EQ(cm.data.count("gres.conf"), 0u);  // no GPUs
+}
+
+// A nodeset with GPUs: gres.conf beside slurm.conf (slurmctld serves it to configless workers)
+// and jobs confined to their GPUs; the worker asks for its GPUs.
+TEST(BuildersTest, GpuNodesetsGetGresConfAndConfinedDevices) {
+  api::NodeSet ns;
+  ns.metadata.name = "gpu";
+  ns.spec.resources.cpus = 2;
+  ns.spec.resources.gpus = 2;
+  BuildInputs in = Inputs();
+  in.release = {26, 5, 5};
+  in.job_cgroups = slurm::JobCgroups::kV1;
+  const auto cm = BuildSlurmConfigMap(Cluster(), {ns}, in);
+  ASSERT_EQ(cm.data.count("gres.conf"), 1u);
+  EXPECT_NE(cm.data.at("gres.conf").find("\nAutoDetect=nvidia\n"), std::string::npos) << cm.data.at("gres.conf");
+  EXPECT_NE(cm.data.at("cgroup.conf").find("\nConstrainDevices=yes\n"), std::string::npos);
+  const auto pod = BuildWorkerPod(Cluster(), ns, 0, in);
+  EXPECT_EQ(pod.resources.limits.gpus, 2);
 }
 
 // Pods run the image pinned for their environment; a nodeset's own environment, built after the

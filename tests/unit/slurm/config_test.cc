@@ -297,5 +297,17 @@ TEST(SlurmConfTest, ConfinedJobsUseCgroupPluginsAndConstrainMemoryNotCores) {
   EXPECT_TRUE(HasLine(v2, "IgnoreSystemd=yes")) << v2;
 }
 
+// Where nodesets have GPUs, slurmd finds its worker's own (AutoDetect=nvidia, 24.11 on: the
+// gpu/nvidia plugin reads the driver's list, which shows a pod only its GPUs); before, and
+// without GPUs, there is no gres.conf.
+TEST(SlurmConfTest, GresConfDetectsTheWorkersGpusFrom2411On) {
+  EXPECT_TRUE(HasLine(RenderGresConf(true, Release{26, 5, 5}), "AutoDetect=nvidia"));
+  EXPECT_TRUE(HasLine(RenderGresConf(true, Release{24, 11, 5}), "AutoDetect=nvidia"));
+  EXPECT_EQ(RenderGresConf(true, Release{22, 5, 8}), "");
+  EXPECT_EQ(RenderGresConf(false, Release{26, 5, 5}), "");
+  EXPECT_TRUE(
+      HasLine(RenderSlurmConf(Cluster(), {NodeSet("gpu", 1)}, JobCgroups::kNone, Release{26, 5, 5}), "GresTypes=gpu"));
+}
+
 }  // namespace
 }  // namespace hpc::slurm
