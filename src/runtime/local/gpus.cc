@@ -101,17 +101,22 @@ Result<std::vector<HostGpu>> GpuClaims::Claim(const std::string& pod_dir, int co
   const std::set<std::string> mine = HeldBy(pod_dir);
   std::vector<HostGpu> chosen;
   std::map<std::string, std::string> others;  // device → the pod directory that holds it
+  // Another pod's live claim wins over this pod's own list: after a reboot (the claims are on
+  // tmpfs, pod directories are not) another pod may have claimed a GPU this one listed.
   for (const auto& gpu : host_gpus) {
-    if (mine.count(gpu.device)) {
-      chosen.push_back(gpu);
-      continue;
-    }
     auto holder = files::Read(ClaimFile(gpu.device));
-    if (holder.ok() && *holder != pod_dir && HeldBy(*holder).count(gpu.device)) others[gpu.device] = *holder;
+    if (holder.ok() && *holder != pod_dir && HeldBy(*holder).count(gpu.device)) {
+      others[gpu.device] = *holder;
+    } else if (mine.count(gpu.device)) {
+      chosen.push_back(gpu);
+    }
   }
+  if (host_gpus.empty()) return Status::Errorf("needs {} GPU(s): this host's driver shows none", count);
   for (const auto& gpu : host_gpus) {
     if (static_cast<int>(chosen.size()) >= count) break;
-    if (!mine.count(gpu.device) && !others.count(gpu.device)) chosen.push_back(gpu);
+    const bool taken =
+        std::any_of(chosen.begin(), chosen.end(), [&](const HostGpu& c) { return c.device == gpu.device; });
+    if (!taken && !others.count(gpu.device)) chosen.push_back(gpu);
   }
   if (static_cast<int>(chosen.size()) < count) {
     std::string held;

@@ -264,9 +264,11 @@ void BuildSystemRoot(const LaunchPlan& plan) {
     EnsureMountPoint(dev + "/" + node, false);
     Bind(std::string("/dev/") + node, dev + "/" + node, false);
   }
+  // Read-only, nosuid: the pod cannot chmod or chown the host's device files; reading and
+  // writing a character device does not need a writable mount.
   for (const auto& d : plan.devices) {
     EnsureMountPoint(dev + "/" + d.target, false);
-    Bind(d.source, dev + "/" + d.target, false);
+    Bind(d.source, dev + "/" + d.target, true, true);
   }
   MakeDirOrDie(dev + "/pts", 0755);
   MountOrDie("devpts", (dev + "/pts").c_str(), "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=620");
@@ -300,7 +302,8 @@ void StageGpuEntries(const std::string& root, const std::vector<std::pair<int, L
 std::string MaskWithTmpfs(const std::string& path) {
   std::string top = path;
   struct stat st;
-  while (::stat(top.c_str(), &st) != 0 || !S_ISDIR(st.st_mode)) top = top.substr(0, top.rfind('/'));
+  while (!top.empty() && (::stat(top.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))) top = top.substr(0, top.rfind('/'));
+  if (top.empty()) Die("no directory of " + path + " to mount on");
   MountOrDie("tmpfs", top.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k");
   for (std::string dir = top; dir != path;) {
     dir = path.substr(0, path.find('/', dir.size() + 1));
@@ -331,9 +334,18 @@ void ShowGpusLocalToEveryCpu(const std::vector<std::pair<int, LaunchMount>>& ent
 // a tmpfs over /proc/driver/nvidia/gpus (or over /proc/driver, where the list comes from
 // elsewhere) holding the pod's GPUs' directories, each moved there from the stage.
 void ShowOwnGpus(const std::vector<std::pair<int, LaunchMount>>& entries) {
-  if (entries.empty()) return;
+  const std::string list = "/proc/driver/nvidia/gpus";
+  if (entries.empty()) {
+    // A pod that holds no GPU sees none of the host's (/proc is not per namespace): slurmd's
+    // AutoDetect on a CPU worker would find them all.
+    struct stat st;
+    if (::stat(list.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      MountOrDie("tmpfs", list.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=555,size=4k");
+    }
+    return;
+  }
   if (::access("/proc/driver", F_OK) != 0) Die("no /proc/driver to show the pod's GPUs in");
-  const std::string top = MaskWithTmpfs("/proc/driver/nvidia/gpus");
+  const std::string top = MaskWithTmpfs(list);
   for (size_t i = 0; i < entries.size(); ++i) {
     const std::string staged = std::string(kGpuEntriesStage) + "/" + std::to_string(i);
     MakeDirOrDie(entries[i].second.target, 0555);

@@ -67,7 +67,9 @@ TEST_F(FakeGpuHost, ListsTheDriversGpusByMinorWithTheirDeviceFiles) {
   // No driver, no GPUs.
   GpuHost none = host_;
   none.proc_dir = dir_ + "/no-driver";
-  EXPECT_TRUE(ListHostGpus(none)->empty());
+  auto no_gpus = ListHostGpus(none);
+  ASSERT_TRUE(no_gpus.ok()) << no_gpus.status().message();
+  EXPECT_TRUE(no_gpus->empty());
 }
 
 TEST_F(FakeGpuHost, AGpuWithoutItsDeviceFileOrMinorIsAnErrorThatNamesIt) {
@@ -122,6 +124,23 @@ TEST_F(FakeGpuHost, PodsHoldDistinctGpusKeepThemAcrossRestartsAndNeverFewerThanA
   ASSERT_TRUE(got_c.ok()) << got_c.status().message();
   EXPECT_EQ(Minors(*got_c), (std::vector<int>{0, 1}));
   EXPECT_TRUE(claims.Release(PodDir("never-claimed")).ok());
+}
+
+// After a reboot the claims are gone (tmpfs) but pods' lists are not: a GPU another pod claimed
+// since is that pod's, and the pod that listed it gets another.
+TEST_F(FakeGpuHost, AGpuClaimedSinceARebootIsNotTakenBackByThePodThatListedIt) {
+  for (int i = 0; i < 2; ++i) AddGpu("0000:0" + std::to_string(i) + ":00.0", i);
+  auto gpus = ListHostGpus(host_);
+  ASSERT_TRUE(gpus.ok()) << gpus.status().message();
+  GpuClaims claims(dir_ + "/claims");
+  const std::string a = PodDir("a"), b = PodDir("b");
+  ASSERT_EQ(Minors(*claims.Claim(a, 1, *gpus)), (std::vector<int>{0}));
+  std::filesystem::remove_all(dir_ + "/claims");  // the reboot
+  ASSERT_EQ(Minors(*claims.Claim(b, 1, *gpus)), (std::vector<int>{0}));
+  auto again = claims.Claim(a, 1, *gpus);
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(Minors(*again), (std::vector<int>{1}));
+  EXPECT_FALSE(claims.Claim(PodDir("c"), 1, {}).ok());  // no GPUs at all: said so
 }
 
 }  // namespace
