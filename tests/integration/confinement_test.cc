@@ -17,8 +17,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool HostHasCgroupV1() { return files::Exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"); }
-
 // One worker of two CPUs, alice and bob on it.
 ClusterOptions TwoCpuWorker() {
   ClusterOptions o;

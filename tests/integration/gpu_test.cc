@@ -20,8 +20,6 @@ namespace {
 
 using namespace std::chrono_literals;
 
-bool HostHasCgroupV1() { return files::Exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"); }
-
 // The fake driver, and the daemon pointed at it through its environment (the test's process
 // starts `up`, whose daemon inherits it).
 class FakeDriver {

@@ -95,6 +95,8 @@ TestCluster::TestCluster(const std::string& tag, ClusterOptions opts) {
   (void)files::WriteAtomic(manifest_, yaml);
 }
 
+bool HostHasCgroupV1() { return files::Exists("/sys/fs/cgroup/memory/memory.limit_in_bytes"); }
+
 TestCluster::~TestCluster() {
   if (up_) Down(true);
   (void)files::RemoveAll(state_dir_);

@@ -13,6 +13,9 @@
 
 namespace hpc::it {
 
+// Whether jobs are confined on this host (slurmd's cgroups: a cgroup v1 hierarchy).
+bool HostHasCgroupV1();
+
 struct ClusterOptions {
   int replicas = 2;  // -1: autoscaled (no spec.replicas)
   int max_replicas = 4;
