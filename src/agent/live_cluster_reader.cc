@@ -8,6 +8,8 @@
 
 #include <fmt/format.h>
 
+#include "slurm/health_check.h"
+
 namespace hpc::cp {
 namespace {
 
@@ -126,6 +128,10 @@ LiveCluster AssembleLiveCluster(const std::vector<slurm::SlurmNode>& nodes,
     v.cpus = n.cpus, v.cpus_allocated = n.alloc_cpus;
     v.memory_mib = n.memory_mib, v.memory_allocated_mib = n.alloc_memory_mib;
     v.partitions.assign(n.partitions.begin(), n.partitions.end());
+    for (const auto& g : slurm::ParseHealthReport(n.extra).gpus) {
+      if (v.gpus.size() == kMaxLiveNodeGpus) break;
+      v.gpus.push_back({g.bus_id, g.utilization_percent, g.memory_used_mib, g.memory_total_mib, g.temperature_celsius});
+    }
     for (const auto& f : n.features) {
       if (nodeset_names.count(f)) v.nodeset = f;
     }

@@ -10,7 +10,17 @@ using nlohmann::json;
 
 json ToJson(const LiveCluster& c) {
   json nodes = json::array(), partitions = json::array(), queue = json::array(), nodesets = json::array();
+  // An unknown value (-1) is null, not a made-up zero.
+  auto known = [](int64_t v) { return v < 0 ? json(nullptr) : json(v); };
   for (const auto& n : c.nodes) {
+    json gpus = json::array();
+    for (const auto& g : n.gpus) {
+      gpus.push_back({{"busId", g.bus_id},
+                      {"utilizationPercent", known(g.utilization_percent)},
+                      {"memoryUsedMiB", known(g.memory_used_mib)},
+                      {"memoryTotalMiB", known(g.memory_total_mib)},
+                      {"temperatureCelsius", known(g.temperature_celsius)}});
+    }
     nodes.push_back({{"name", n.name},
                      {"nodeset", n.nodeset},
                      {"state", n.state},
@@ -20,7 +30,8 @@ json ToJson(const LiveCluster& c) {
                      {"cpusAllocated", n.cpus_allocated},
                      {"memoryMiB", n.memory_mib},
                      {"memoryAllocatedMiB", n.memory_allocated_mib},
-                     {"partitions", n.partitions}});
+                     {"partitions", n.partitions},
+                     {"gpus", gpus}});
   }
   for (const auto& p : c.partitions) {
     partitions.push_back({{"name", p.name}, {"state", p.state}, {"nodes", p.nodes}, {"cpus", p.cpus}});
@@ -55,6 +66,11 @@ std::string EncodeLiveCluster(LiveCluster c, size_t max_bytes) {
   std::string text = encode();
   while (text.size() > max_bytes && !c.queue.empty()) {
     c.queue.resize(c.queue.size() / 2);
+    text = encode();
+  }
+  // Then the GPUs' numbers (5,000 nodes of 8 GPUs each would not fit): the nodes themselves stay.
+  if (text.size() > max_bytes) {
+    for (auto& n : c.nodes) n.gpus.clear();
     text = encode();
   }
   return text;
@@ -100,6 +116,9 @@ class FieldReader {
   }
 
   int SmallCount(const char* name) { return static_cast<int>(std::min<int64_t>(Count(name), INT32_MAX)); }
+
+  // A count that may be unknown (absent or null): -1 then.
+  int64_t CountOrUnknown(const char* name) { return Get(name) ? Count(name) : -1; }
 
   std::vector<std::string> Texts(const char* name) {
     std::vector<std::string> out;
@@ -159,6 +178,15 @@ Result<LiveCluster> LiveClusterFromJson(const json& j) {
     n.flags = e.Texts("flags"), n.partitions = e.Texts("partitions");
     n.cpus = e.SmallCount("cpus"), n.cpus_allocated = e.SmallCount("cpusAllocated");
     n.memory_mib = e.Count("memoryMiB"), n.memory_allocated_mib = e.Count("memoryAllocatedMiB");
+    e.List("gpus", kMaxLiveNodeGpus, [&](FieldReader& g) {
+      LiveGpu gpu;
+      gpu.bus_id = g.Text("busId");
+      gpu.utilization_percent = static_cast<int>(std::min<int64_t>(g.CountOrUnknown("utilizationPercent"), 100));
+      gpu.memory_used_mib = g.CountOrUnknown("memoryUsedMiB");
+      gpu.memory_total_mib = g.CountOrUnknown("memoryTotalMiB");
+      gpu.temperature_celsius = static_cast<int>(std::min<int64_t>(g.CountOrUnknown("temperatureCelsius"), 1000));
+      n.gpus.push_back(std::move(gpu));
+    });
     c.nodes.push_back(std::move(n));
   });
   r.List("partitions", kMaxLiveNodeSets, [&](FieldReader& e) {

@@ -14,6 +14,15 @@
 
 namespace hpc::cp {
 
+// One GPU of a worker as its last health check saw it; -1 where nvidia-smi had no value.
+struct LiveGpu {
+  std::string bus_id;
+  int utilization_percent = -1;
+  int64_t memory_used_mib = -1;
+  int64_t memory_total_mib = -1;
+  int temperature_celsius = -1;
+};
+
 struct LiveNode {
   std::string name;
   std::string nodeset;             // the nodeset (or workspace) whose worker it is; empty: none of ours
@@ -25,6 +34,7 @@ struct LiveNode {
   int64_t memory_mib = 0;
   int64_t memory_allocated_mib = 0;
   std::vector<std::string> partitions;
+  std::vector<LiveGpu> gpus;  // from the worker's last health report (workers with nvidia-smi)
 };
 
 struct LivePartition {
@@ -66,6 +76,7 @@ struct LiveCluster {
 
 // What one snapshot may hold: bounded so that a report stays well under the server's body limit.
 inline constexpr size_t kMaxLiveNodes = 5000;
+inline constexpr size_t kMaxLiveNodeGpus = 16;  // a node's GPUs (the largest machines have 8-16)
 inline constexpr size_t kMaxQueuedJobs = 10000;
 inline constexpr size_t kMaxLiveNodeSets = 1000;
 
@@ -75,8 +86,8 @@ inline constexpr size_t kMaxLiveViewBytes = 3 << 20;
 
 nlohmann::json ToJson(const LiveCluster& c);
 // The view as JSON text of at most `max_bytes`: when it would be longer, the queue is cut (its
-// tail, the lowest priorities first) until it fits; queue_total still counts every job. Bytes
-// that are not UTF-8 (a job name is the user's) are replaced.
+// tail, the lowest priorities first) until it fits, then the nodes' GPU numbers go; queue_total
+// still counts every job. Bytes that are not UTF-8 (a job name is the user's) are replaced.
 std::string EncodeLiveCluster(LiveCluster c, size_t max_bytes = kMaxLiveViewBytes);
 // Every field checked (types, names, bounds); the error names the field, e.g. "nodes[3].cpus".
 Result<LiveCluster> LiveClusterFromJson(const nlohmann::json& j);

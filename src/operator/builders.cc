@@ -261,7 +261,8 @@ runtime::ConfigMap BuildHealthConfigMap(const api::SlurmCluster& c, const std::v
   for (const auto& ns : nodesets) {
     std::vector<api::Dataset> datasets = c.spec.datasets;
     datasets.insert(datasets.end(), ns.spec.datasets.begin(), ns.spec.datasets.end());
-    cm.data[ns.metadata.name + ".conf"] = slurm::HealthCheckConfig(c.spec.health_checks, datasets, UsesMunge(in));
+    cm.data[ns.metadata.name + ".conf"] =
+        slurm::HealthCheckConfig(c.spec.health_checks, datasets, UsesMunge(in), ns.spec.resources.gpus);
     for (const auto& [check, script] : ns.spec.health_check_scripts) {
       cm.data[slurm::HealthCheckScriptKey(ns.metadata.name, check)] = script;
     }

@@ -54,8 +54,23 @@ DaemonMetrics::DaemonMetrics()
               .Name("hpcplane_reconcile_pass_duration_seconds")
               .Help("Time of one reconcile pass")
               .Register(*registry_)
-              .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10})) {
-}
+              .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10})),
+      gpu_utilization_(prometheus::BuildGauge()
+                           .Name("hpcplane_gpu_utilization_ratio")
+                           .Help("A worker GPU's utilisation (0-1) at its last health check, per nodeset, node and GPU")
+                           .Register(*registry_)),
+      gpu_memory_used_(prometheus::BuildGauge()
+                           .Name("hpcplane_gpu_memory_used_bytes")
+                           .Help("A worker GPU's memory in use at its last health check")
+                           .Register(*registry_)),
+      gpu_memory_total_(prometheus::BuildGauge()
+                            .Name("hpcplane_gpu_memory_total_bytes")
+                            .Help("A worker GPU's memory")
+                            .Register(*registry_)),
+      gpu_temperature_(prometheus::BuildGauge()
+                           .Name("hpcplane_gpu_temperature_celsius")
+                           .Help("A worker GPU's temperature at its last health check")
+                           .Register(*registry_)) {}
 
 void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, const std::vector<slurm::SlurmJob>* jobs,
                                     const std::set<std::string>& workspace_partitions) {
@@ -127,6 +142,36 @@ void DaemonMetrics::ObserveNodeSets(const std::vector<NodeSetView>& nodesets, co
     pending_.Add({{"partition", key.first}, {"reason", key.second}}).Set(n);
     pending_labels_.insert(key);
   }
+}
+
+void DaemonMetrics::ObserveGpus(const std::vector<GpuWorkerView>& workers) {
+  std::lock_guard<std::mutex> l(mu_);
+  constexpr double kMiB = 1024.0 * 1024.0;
+  std::set<std::map<std::string, std::string>> now;
+  for (const auto& w : workers) {
+    for (const auto& g : w.gpus) {
+      std::map<std::string, std::string> labels{{"nodeset", w.nodeset}, {"node", w.node}, {"gpu", g.bus_id}};
+      if (!now.insert(labels).second) continue;  // one series per GPU
+      // A value nvidia-smi did not have leaves no series, rather than a made-up zero.
+      auto set = [&](prometheus::Family<prometheus::Gauge>& family, bool known, double value) {
+        if (known)
+          family.Add(labels).Set(value);
+        else if (family.Has(labels))
+          family.Remove(&family.Add(labels));
+      };
+      set(gpu_utilization_, g.utilization_percent >= 0, g.utilization_percent / 100.0);
+      set(gpu_memory_used_, g.memory_used_mib >= 0, static_cast<double>(g.memory_used_mib) * kMiB);
+      set(gpu_memory_total_, g.memory_total_mib >= 0, static_cast<double>(g.memory_total_mib) * kMiB);
+      set(gpu_temperature_, g.temperature_celsius >= 0, g.temperature_celsius);
+    }
+  }
+  for (const auto& labels : gpu_labels_) {
+    if (now.count(labels)) continue;
+    for (auto* family : {&gpu_utilization_, &gpu_memory_used_, &gpu_memory_total_, &gpu_temperature_}) {
+      if (family->Has(labels)) family->Remove(&family->Add(labels));
+    }
+  }
+  gpu_labels_ = std::move(now);
 }
 
 void DaemonMetrics::ObservePass(double seconds) { pass_duration_.Observe(seconds); }

@@ -1,7 +1,8 @@
 // The data plane daemon's Prometheus metrics (`up --metrics-listen`): per nodeset the desired
 // replicas, worker pods and Slurm nodes by state, scale decisions, health check drains and
 // worker replacements, pending jobs per partition
-// by reason, how long jobs waited to start, and reconcile pass durations. Workspaces' nodesets
+// by reason, how long jobs waited to start, reconcile pass durations, and each cluster worker's
+// GPUs as its last health report saw them (utilisation, memory, temperature). Workspaces' nodesets
 // and partitions (named after their users) are summed under "workspaces": labels stay bounded
 // and carry no user names.
 #pragma once
@@ -20,6 +21,7 @@
 
 #include "api/types.h"
 #include "runtime/pod_runtime.h"
+#include "slurm/health_check.h"
 #include "slurm/slurm_client.h"
 
 namespace hpc::op {
@@ -36,6 +38,14 @@ class DaemonMetrics {
   // What one pass saw: every nodeset's status, and Slurm's job list (null when unknown).
   void ObserveNodeSets(const std::vector<NodeSetView>& nodesets, const std::vector<slurm::SlurmJob>* jobs,
                        const std::set<std::string>& workspace_partitions);
+  // Every worker of a (non-workspace) nodeset with the GPUs its last health report listed; GPUs
+  // no longer listed lose their series.
+  struct GpuWorkerView {
+    std::string nodeset;
+    std::string node;
+    std::vector<slurm::GpuSample> gpus;
+  };
+  void ObserveGpus(const std::vector<GpuWorkerView>& workers);
   void ObservePass(double seconds);
   // Failures of one reconcile of a resource ("cluster", "nodeset") in this pass.
   void ObserveReconcileErrors(const std::string& resource, int errors);
@@ -58,6 +68,11 @@ class DaemonMetrics {
   prometheus::Family<prometheus::Gauge>& pending_;
   prometheus::Histogram& start_wait_;
   prometheus::Histogram& pass_duration_;
+  prometheus::Family<prometheus::Gauge>& gpu_utilization_;
+  prometheus::Family<prometheus::Gauge>& gpu_memory_used_;
+  prometheus::Family<prometheus::Gauge>& gpu_memory_total_;
+  prometheus::Family<prometheus::Gauge>& gpu_temperature_;
+  std::set<std::map<std::string, std::string>> gpu_labels_;  // the GPU series now exported
   // Per nodeset, what the last pass saw: counters grow by the difference.
   struct Seen {
     int desired = 0;

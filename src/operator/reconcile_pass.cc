@@ -18,6 +18,7 @@
 #include "operator/steps.h"
 #include "operator/workspace.h"
 #include "slurm/config.h"
+#include "slurm/health_check.h"
 #include "slurm/squeue_jobs.h"
 
 namespace hpc::op {
@@ -252,11 +253,31 @@ class Pass {
       }
     }
     metrics_->ObserveNodeSets(views, jobs_, workspace_partitions);
+    if (reader_) {  // the pass's snapshot: no query of its own; nodes unknown: the last values stand
+      if (auto nodes = reader_->Nodes(); nodes.ok()) metrics_->ObserveGpus(GpuWorkers(*nodes, workspace_partitions));
+    }
     metrics_->ObserveReconcileErrors("cluster", ctl_.cluster->last_errors());
     metrics_->ObserveReconcileErrors("nodeset", nodeset_errors_);
     ASSIGN_OR_RETURN(auto all, ctl_.rt->ListPods());
     metrics_->ObservePods(all);
     return Status::Ok();
+  }
+
+  // The cluster nodesets' workers with the GPUs of their last health report; a node belongs to the
+  // nodeset among its features. Workspaces' workers are left out: their names carry user names.
+  std::vector<DaemonMetrics::GpuWorkerView> GpuWorkers(const std::vector<slurm::SlurmNode>& nodes,
+                                                       const std::set<std::string>& workspaces) const {
+    std::vector<DaemonMetrics::GpuWorkerView> out;
+    for (const auto& n : nodes) {
+      slurm::HealthReport report = slurm::ParseHealthReport(n.extra);
+      if (report.gpus.empty()) continue;
+      for (const auto& ns : nodesets_) {
+        if (!n.features.count(ns.metadata.name) || workspaces.count(ns.metadata.name)) continue;
+        out.push_back({ns.metadata.name, n.name, std::move(report.gpus)});
+        break;
+      }
+    }
+    return out;
   }
 
   // A status the store did not take: the pass is not converged, so the next one writes it again.

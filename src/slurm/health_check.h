@@ -2,12 +2,15 @@
 //
 // slurmd runs the program every HealthCheckInterval and, as the Epilog, after every job. It
 // checks the worker (free space in /tmp and slurmd's spool, datasets mounted and readable,
-// munge answering (22.05), no process of a user left outside a running job, the clock against
-// slurmctld's, and the admin's own scripts for the nodeset), each under a timeout, and writes
-// the outcome into the node's Extra field:
+// munge answering (22.05), the GPUs as nvidia-smi and the kernel's log see them, no process of a user left outside a
+// running job, the clock against slurmctld's, and the admin's own scripts for the nodeset), each under a timeout, and
+// writes the outcome into the node's Extra field:
 //
 //   hpcplane-health:<unix seconds>:ok
 //   hpcplane-health:<unix seconds>:fail:<check>: <detail>
+//
+// followed, on a worker with GPUs and nvidia-smi, by each GPU's numbers:
+//   |gpus=<bus id>,<utilisation %>,<memory used MiB>,<memory total MiB>,<temperature °C>;...
 //
 // It decides nothing else: the operator reads the reports with the node list and drains,
 // resumes and replaces (operator/health_policy.h), so one policy with one cap (maxUnhealthy)
@@ -39,11 +42,21 @@ std::string HealthCheckScript();
 // kHealthConfigDir/<nodeset>.conf: thresholds, timeout and the datasets to look at.
 // `munge`: whether the cluster authenticates with munge (its check asks munged); with auth/slurm
 // slurmd holds the key itself and the report's own `scontrol update` proves it works.
+// `gpus`: the GPUs each worker declares (checked where nvidia-smi is in the worker).
 std::string HealthCheckConfig(const api::HealthChecksSpec& h, const std::vector<api::Dataset>& datasets,
-                              bool munge = true);
+                              bool munge = true, int gpus = 0);
 
 // The config-map key of an admin's check script of a nodeset.
 std::string HealthCheckScriptKey(const std::string& nodeset, const std::string& check);
+
+// One GPU as the last report saw it; -1 where nvidia-smi had no value.
+struct GpuSample {
+  std::string bus_id;  // as nvidia-smi prints it, lower case: 00000000:3b:00.0
+  int utilization_percent = -1;
+  int64_t memory_used_mib = -1;
+  int64_t memory_total_mib = -1;
+  int temperature_celsius = -1;
+};
 
 struct HealthReport {
   bool present = false;  // the node's Extra holds a report
@@ -51,6 +64,7 @@ struct HealthReport {
   bool ok = true;
   std::string check;  // the first failing check
   std::string detail;
+  std::vector<GpuSample> gpus;
 };
 
 // Reads a report from a node's Extra field; anything else (an admin's text) is no report.

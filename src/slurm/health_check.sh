@@ -17,6 +17,7 @@ MUNGE=1
 LOCK_FILE=/run/hpcplane-health.lock
 REQUIRE_MOUNTS=1
 DATASETS=()
+GPUS=0  # the GPUs this worker declares (its nodeset's gpus)
 if [ -r "$CONF_DIR/$NODESET.conf" ]; then . "$CONF_DIR/$NODESET.conf"; fi
 
 if [ -z "${HPCPLANE_HEALTH_FOREGROUND:-}" ]; then
@@ -123,6 +124,78 @@ check_clock() {
   if [ "$skew" -gt "$MAX_SKEW" ]; then fail clock "the clock is ${skew}s off slurmctld's (at most ${MAX_SKEW}s)"; fi
 }
 
+# The worker's GPUs as nvidia-smi sees them: each one there, no uncorrectable ECC error since the
+# driver loaded, no retired page or remapped row waiting for a reset, no failed row remapping,
+# and (where this worker may read the kernel's log) no Xid that needs a reset or a reboot since
+# the worker started. Each GPU's utilisation, memory and temperature go into the report for the
+# operator's metrics and the console. A worker without nvidia-smi (no driver files in it) is not
+# checked: what cannot be seen is no reason to drain.
+gpu_stats=""
+check_gpus() {
+  [ "$GPUS" -gt 0 ] 2>/dev/null || return 0
+  command -v nvidia-smi >/dev/null 2>&1 || return 0
+  local out rc seen problem
+  out=$(timeout -k 1 "$TIMEOUT" nvidia-smi --format=csv,noheader,nounits \
+    --query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,utilization.gpu,memory.used,memory.total,temperature.gpu 2>&1)
+  rc=$?
+  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then fail gpu "nvidia-smi did not finish within ${TIMEOUT}s"; return; fi
+  if [ "$rc" != 0 ]; then fail gpu "nvidia-smi failed (exit $rc): $(grep -m 1 . <<<"$out")"; return; fi
+  # One line per GPU: "<bus id>, <ecc>, <pages>, <rows>, <row failure>, <util>, <used>, <total>, <temp>";
+  # a value a GPU does not support reads "[N/A]" or "[Not Supported]". Out: the count, the first
+  # problem, and "bus,util,used,total,temp" per GPU.
+  local lines
+  mapfile -t lines < <(awk -F', *' '
+    function num(v) { return v ~ /^[0-9]+$/ ? v : "" }
+    NF >= 9 {
+      n++
+      bus = tolower($1); gsub(/[^0-9a-f:.]/, "", bus)
+      if (why == "" && num($2) > 0) why = "GPU " bus ": " $2 " uncorrectable ECC error(s) since the driver loaded"
+      if (why == "" && $3 == "Yes") why = "GPU " bus ": retired pages wait for a GPU reset"
+      if (why == "" && $4 == "Yes") why = "GPU " bus ": remapped rows wait for a GPU reset"
+      if (why == "" && $5 == "Yes") why = "GPU " bus ": row remapping failed"
+      stats = stats (stats == "" ? "" : ";") bus "," num($6) "," num($7) "," num($8) "," num($9)
+    }
+    END { print n + 0; print why; print stats }' <<<"$out")
+  seen=${lines[0]:-0}
+  problem=${lines[1]:-}
+  gpu_stats=${lines[2]:-}
+  if [ "$seen" -lt "$GPUS" ]; then fail gpu "nvidia-smi sees $seen of the $GPUS GPU(s) this worker declares"; return; fi
+  if [ -n "$problem" ]; then fail gpu "$problem"; return; fi
+  check_xids
+}
+
+# Xids the driver logged for this worker's GPUs since the worker started, of the kinds NVIDIA's
+# catalogue answers with a GPU reset or a reboot: 48 (double-bit ECC), 62 (micro-controller
+# halt), 64 (row remapping failure), 74 (NVLink), 79 (fallen off the bus), 95 (uncontained ECC),
+# 119 and 120 (GSP). Skipped where the kernel's log is not readable (dmesg_restrict).
+check_xids() {
+  local log stat fields since problem
+  log=$(timeout -k 1 "$TIMEOUT" dmesg 2>/dev/null) || return 0
+  stat=$(cat "$PROC_DIR/1/stat" 2>/dev/null) || return 0
+  read -r -a fields <<<"${stat##*) }"
+  since=$(( ${fields[19]:-0} / $(getconf CLK_TCK) ))  # the worker's first process, seconds after boot
+  problem=$(awk -v since="$since" -v gpus="$gpu_stats" '
+    BEGIN {  # "0000:3b:00" for each of the worker GPUs ("00000000:3b:00.0" in nvidia-smi)
+      n = split(gpus, g, ";")
+      for (i = 1; i <= n; i++) {
+        split(g[i], f, ","); split(f[1], p, ":")
+        mine[substr(p[1], length(p[1]) - 3) ":" p[2] ":" substr(p[3], 1, 2)] = 1
+      }
+      split("48 62 64 74 79 95 119 120", codes, " ")
+      for (i in codes) fatal[codes[i]] = 1
+    }
+    /NVRM: Xid \(PCI:/ {
+      ts = $0; sub(/^\[ */, "", ts); sub(/\].*/, "", ts)
+      bus = $0; sub(/.*Xid \(PCI:/, "", bus); sub(/\).*/, "", bus); bus = tolower(bus)
+      code = $0; sub(/.*Xid \(PCI:[^)]*\): */, "", code); sub(/[^0-9].*/, "", code)
+      text = $0; sub(/.*Xid \(PCI:[^)]*\): *[0-9]+, */, "", text)
+      gsub(/(pid|name)=[^,]*, */, "", text)  # which process saw it does not matter
+      if (ts + 0 >= since && (bus in mine) && (code in fatal)) last = "GPU " bus ": Xid " code " (" text ")"
+    }
+    END { print last }' <<<"$log")
+  [ -z "$problem" ] || fail gpu "$problem"
+}
+
 run_admin_checks() {
   local f check out rc
   for f in "$CONF_DIR/$NODESET".*.check; do
@@ -147,11 +220,14 @@ check_space spool "$SPOOL_DIR"
 check_datasets
 check_munge
 check_processes
+check_gpus
 # After a job (the Epilog has SLURM_JOB_ID) the clock is left alone: one RPC fewer per job.
 [ -n "${SLURM_JOB_ID:-}" ] || check_clock
 run_admin_checks
 
 if [ -n "$failed" ]; then report="fail:$failed"; else report=ok; fi
 report=$(printf '%s' "$report" | tr -c 'A-Za-z0-9 ._:/%()=,+@-' '_' | cut -c 1-200)
+# The GPUs' numbers follow the outcome after a '|', which the outcome never holds.
+[ -z "$gpu_stats" ] || report="$report|gpus=$(printf '%s' "$gpu_stats" | tr -cd '0-9a-f:.,;' | cut -c 1-1000)"
 timeout -k 1 "$TIMEOUT" scontrol update NodeName="$NODE" Extra="hpcplane-health:$(date +%s):$report" >/dev/null 2>&1
 exit 0

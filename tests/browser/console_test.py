@@ -216,7 +216,9 @@ def live_view(nodes, queued, drained=None):
                               "flags": ["DRAIN"] if i == drained else [],
                               "reason": "bad DIMM (console test)" if i == drained else "",
                               "cpus": 64, "cpusAllocated": 32 if busy else 0, "memoryMiB": 256000,
-                              "memoryAllocatedMiB": 128000 if busy else 0, "partitions": [nodeset]})
+                              "memoryAllocatedMiB": 128000 if busy else 0, "partitions": [nodeset],
+                              "gpus": [{"busId": "00000000:3b:00.0", "utilizationPercent": 87, "memoryUsedMiB": 40000,
+                                        "memoryTotalMiB": 81559, "temperatureCelsius": 61}] if nodeset == "gpu" else []})
     for ns in ("cpu", "gpu"):
         members = [n for n in view["nodes"] if n["nodeset"] == ns]
         busy = sum(1 for n in members if n["state"] == "mixed")
@@ -499,6 +501,10 @@ def main():
             "return [...document.querySelectorAll('#nodes-table tbody tr')].find(r => r.cells[0].textContent === "
             "'dp1-cpu-6').textContent")
         check("idle+drain" in row and "bad DIMM" in row, f"the drained node shows its state and reason ({row})")
+        gpu_row = driver.execute_script(
+            "return [...document.querySelectorAll('#nodes-table tbody tr')].find(r => r.cells[1].textContent === "
+            "'gpu').cells[6].textContent")
+        check(gpu_row == "3b:00.0 87% 39.1/79.6 GiB 61 °C", f"a GPU node shows its GPU's use, memory and temperature ({gpu_row})")
         print(f"     drained node on screen {time.time() - drained_at:.1f} s after its report", flush=True)
         live["view"] = None
         WebDriverWait(driver, 40).until(EC.text_to_be_present_in_element((By.ID, "live-status"), "Stale"))

@@ -3,7 +3,10 @@
 // NVIDIA major (HPCPLANE_GPU_DEV_DIR), which no driver answers here. Each worker gets GPUs of
 // its own; slurmd finds them (AutoDetect=nvidia), Slurm sets CUDA_VISIBLE_DEVICES, and a job is
 // denied the devices it did not ask for (ConstrainDevices: EPERM), while opening its own gets
-// past the cgroup to the missing driver (ENXIO). Real Slurm 26.05.
+// past the cgroup to the missing driver (ENXIO). The driver's tools come from the host (a
+// stand-in nvidia-smi under HPCPLANE_GPU_DRIVER_ROOT): a job's nvidia-smi lists its GPUs only,
+// the health check asks it, and an ECC error injected into one GPU drains and replaces its
+// worker, the reason in Slurm; each GPU's numbers reach /metrics. Real Slurm 26.05.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
@@ -12,6 +15,8 @@
 #include <filesystem>
 #include <set>
 
+#include <httplib.h>
+
 #include "common/files.h"
 #include "harness.h"
 
@@ -19,6 +24,28 @@ namespace hpc::it {
 namespace {
 
 using namespace std::chrono_literals;
+
+// The stand-in nvidia-smi: the GPUs in the driver's list that this process may open (under
+// ConstrainDevices a job opens only its own: EPERM for the others; its own gets ENXIO, there is
+// no driver), each with the faults the test wrote into its fake-faults file ("ecc=N").
+constexpr const char* kFakeNvidiaSmi = R"SH(#!/bin/bash
+i=0
+for d in /proc/driver/nvidia/gpus/*/; do
+  bus=$(basename "$d")
+  minor=$(sed -n 's/^Device Minor:[[:space:]]*//p' "$d/information")
+  case $( (exec 3<"/dev/nvidia$minor") 2>&1 ) in *"not permitted"*) continue ;; esac
+  ecc=0
+  faults=$(cat "$d/fake-faults" 2>/dev/null)
+  [[ $faults == ecc=* ]] && ecc=${faults#ecc=}
+  if [ "${1:-}" = -L ]; then
+    echo "GPU $i: Fake GPU (UUID: GPU-fake-$bus)"
+  else
+    echo "0000$bus, $ecc, No, No, No, 3, 100, 81559, 40"
+  fi
+  i=$((i + 1))
+done
+[ "$i" -gt 0 ] || { echo "No devices were found"; exit 6; }
+)SH";
 
 // The fake driver, and the daemon pointed at it through its environment (the test's process
 // starts `up`, whose daemon inherits it).
@@ -38,15 +65,27 @@ class FakeDriver {
                 .ok() &&
             ::mknod((dir_ + "/dev/nvidia" + std::to_string(i)).c_str(), S_IFCHR | 0666, makedev(195, i)) == 0;
     }
+    // The driver's user-space files: the tool, and a library under two names.
+    const std::string lib = dir_ + "/root/usr/lib/x86_64-linux-gnu";
+    ok_ = ok_ && files::MakeDirs(dir_ + "/root/usr/bin").ok() &&
+          files::WriteAtomic(dir_ + "/root/usr/bin/nvidia-smi", kFakeNvidiaSmi, 0755).ok() &&
+          files::MakeDirs(lib).ok() && files::WriteAtomic(lib + "/libnvidia-ml.so.999.1", "fake NVML").ok() &&
+          ::symlink("libnvidia-ml.so.999.1", (lib + "/libnvidia-ml.so.1").c_str()) == 0;
     ::setenv("HPCPLANE_GPU_PROC_DIR", (dir_ + "/proc").c_str(), 1);
     ::setenv("HPCPLANE_GPU_DEV_DIR", (dir_ + "/dev").c_str(), 1);
+    ::setenv("HPCPLANE_GPU_DRIVER_ROOT", (dir_ + "/root").c_str(), 1);
   }
   ~FakeDriver() {
     ::unsetenv("HPCPLANE_GPU_PROC_DIR");
     ::unsetenv("HPCPLANE_GPU_DEV_DIR");
+    ::unsetenv("HPCPLANE_GPU_DRIVER_ROOT");
     if (!dir_.empty()) std::filesystem::remove_all(dir_);
   }
   bool ok() const { return ok_; }
+  // Makes the GPU report `faults` (e.g. "ecc=2"), or none with "".
+  bool Inject(const std::string& bus, const std::string& faults) {
+    return files::WriteAtomic(dir_ + "/proc/" + bus + "/fake-faults", faults).ok();
+  }
 
  private:
   std::string dir_;
@@ -91,6 +130,74 @@ TEST(GpuIT, EachWorkerHasGpusOfItsOwnAndEachJobOnlyThoseItAskedFor) {
   EXPECT_EQ(Trimmed(c.Login("alice", {"srun", "--gres=gpu:1", "bash", "-c", open_gpu}, 90s)),
             "No such device or address");
   EXPECT_EQ(Trimmed(c.Login("alice", {"srun", "bash", "-c", open_gpu}, 90s)), "Operation not permitted");
+}
+
+// The reason Slurm holds for a node, to the end of its line.
+std::string NodeReason(TestCluster& c, const std::string& node) {
+  auto r = c.Login("root", {"scontrol", "show", "node", node});
+  auto pos = r.out.find(" Reason=");
+  return pos == std::string::npos ? "" : r.out.substr(pos + 8, r.out.find('\n', pos) - pos - 8);
+}
+
+TEST(GpuIT, AJobsNvidiaSmiListsItsGpusOnlyAndAnEccErrorDrainsAndReplacesTheWorker) {
+  if (!HostHasCgroupV1()) GTEST_SKIP() << "jobs are confined on cgroup v1 hosts";
+  FakeDriver driver(2);
+  ASSERT_TRUE(driver.ok()) << "cannot make the fake driver's devices (not root?)";
+  const int metrics_port = FreeLoopbackPort();
+  ClusterOptions o;
+  o.replicas = 1;
+  o.max_replicas = 1;
+  o.gpus = 1;
+  o.extra_cluster_spec = "  healthChecks:\n    interval: 2s\n    timeout: 5s\n    replaceAfter: 4s\n";
+  o.extra_up_args = {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)};
+  TestCluster c("gpuhc", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+
+  // The host driver's tool and library are in the GPU worker, read-only; not in other pods.
+  auto files_in = c.Cli({"exec", "cpu-0", "--", "sh", "-c",
+                         "readlink /usr/lib/x86_64-linux-gnu/libnvidia-ml.so.1; touch /usr/bin/nvidia-smi 2>&1 "
+                         "| sed 's/.*: //'"});
+  EXPECT_EQ(Trimmed(files_in), "libnvidia-ml.so.999.1\nRead-only file system");
+  EXPECT_EQ(Trimmed(c.Cli({"exec", c.name() + "-controller", "--", "sh", "-c", "command -v nvidia-smi || echo none"})),
+            "none");
+
+  // A job's nvidia-smi lists the GPU it was given; one that asked for none sees no GPU.
+  const std::string listed = Trimmed(c.Login("alice", {"srun", "--gres=gpu:1", "nvidia-smi", "-L"}, 90s));
+  ASSERT_EQ(listed.rfind("GPU 0: Fake GPU (UUID: GPU-fake-0000:1", 0), 0u) << listed;
+  const std::string bus = listed.substr(listed.find("GPU-fake-") + 9, 12);
+  const std::string none = Trimmed(c.Login("alice", {"srun", "nvidia-smi", "-L"}, 90s));
+  EXPECT_EQ(none.rfind("No devices were found (exit ", 0), 0u) << none;
+
+  // The health check reports the GPU's numbers; the daemon exports them.
+  httplib::Client daemon("127.0.0.1", metrics_port);
+  daemon.set_bearer_token_auth(Trim(files::Read(c.ClusterDir() + "/metrics.token").value_or("")));
+  const std::string series =
+      "hpcplane_gpu_temperature_celsius{gpu=\"0000" + bus + "\",node=\"cpu-0\",nodeset=\"cpu\"} 40";
+  std::string scraped;
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto r = daemon.Get("/metrics");
+        scraped = r ? r->body : "";
+        return scraped.find(series + "\n") != std::string::npos;
+      },
+      30s))
+      << series << " not in:\n"
+      << scraped << c.Login("root", {"scontrol", "show", "node", "cpu-0"}).out;
+
+  // An uncorrectable ECC error: the worker is drained with the reason, then replaced. (Its
+  // replacement may get the same GPU: the fault goes once the first replacement is made, and a
+  // drain of the new worker for it is resumed by its next passing check.)
+  ASSERT_TRUE(driver.Inject(bus, "ecc=2"));
+  const std::string reason = "hpcplane:health:gpu: GPU 0000" + bus + ": 2 uncorrectable ECC error(s)";
+  ASSERT_TRUE(WaitFor([&] { return NodeReason(c, "cpu-0").rfind(reason, 0) == 0; }, 30s)) << NodeReason(c, "cpu-0");
+  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replacements") == "1"; }, 60s))
+      << c.Cli({"describe", "nodeset", "cpu"}).out;
+  ASSERT_TRUE(driver.Inject(bus, ""));
+  ASSERT_TRUE(
+      WaitFor([&] { return c.NodeSetStatusField("ready") == "1" && c.NodeSetStatusField("unhealthy") == "0"; }, 60s))
+      << c.Cli({"describe", "nodeset", "cpu"}).out;
+  EXPECT_NE(Trimmed(c.Login("alice", {"srun", "--gres=gpu:1", "nvidia-smi", "-L"}, 90s)).find("GPU 0: Fake GPU"),
+            std::string::npos);
 }
 
 }  // namespace

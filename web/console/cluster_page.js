@@ -20,6 +20,19 @@ function table(columns, rows, id, caption, empty) {
 /** @param {number} used @param {number} total @param {string} [unit] */
 const usage = (used, total, unit = "") => `${used}/${total}${unit}`;
 
+// A node's GPUs as its last health check saw them: "3b:00.0 87% 39.1/79.6 GiB 61 °C" each; a
+// value nvidia-smi did not have is "?".
+/** @param {any[]} [gpus] */
+function gpuSummary(gpus) {
+  if (!gpus || !gpus.length) return "—";
+  /** @param {number|null} v @param {(x: number) => string} f */
+  const known = (v, f) => (v === null || v === undefined ? "?" : f(v));
+  const gib = (/** @type {number} */ mib) => (mib / 1024).toFixed(1);
+  return gpus.map((g) => [g.busId.replace(/^0+:/, ""), known(g.utilizationPercent, (v) => `${v}%`),
+    `${known(g.memoryUsedMiB, gib)}/${known(g.memoryTotalMiB, gib)} GiB`,
+    known(g.temperatureCelsius, (v) => `${v} °C`)].join(" ")).join("; ");
+}
+
 /** @param {any} n */
 function nodeState(n) {
   const flags = (n.flags || []).filter((/** @type {string} */ f) => f !== "DYNAMIC_NORM" && f !== "CLOUD");
@@ -32,9 +45,9 @@ function viewTables(v) {
     table(["Nodeset", "Desired", "Current", "Busy", "Idle", "Draining"],
       v.nodesets.map((/** @type {any} */ s) => [s.name, s.desired, s.current, s.busy, s.idle, s.draining]),
       "nodesets-table", "Nodesets: workers wanted and running", "No nodeset."),
-    table(["Node", "Nodeset", "State", "Reason", "CPUs allocated", "Memory allocated"],
+    table(["Node", "Nodeset", "State", "Reason", "CPUs allocated", "Memory allocated", "GPUs (use, memory, temperature)"],
       v.nodes.map((/** @type {any} */ n) => [n.name, n.nodeset || "—", nodeState(n), n.reason || "",
-        usage(n.cpusAllocated, n.cpus), usage(n.memoryAllocatedMiB, n.memoryMiB, " MiB")]),
+        usage(n.cpusAllocated, n.cpus), usage(n.memoryAllocatedMiB, n.memoryMiB, " MiB"), gpuSummary(n.gpus)]),
       "nodes-table", "Nodes", "No node: every nodeset is at zero workers."),
     table(["Partition", "State", "Nodes", "CPUs"],
       v.partitions.map((/** @type {any} */ p) => [p.name, p.state, p.nodes, p.cpus]),

@@ -53,6 +53,7 @@ GpuHost GpuHost::FromEnvironment() {
   GpuHost host;
   if (const char* proc = std::getenv("HPCPLANE_GPU_PROC_DIR"); proc && *proc) host.proc_dir = proc;
   if (const char* dev = std::getenv("HPCPLANE_GPU_DEV_DIR"); dev && *dev) host.dev_dir = dev;
+  if (const char* root = std::getenv("HPCPLANE_GPU_DRIVER_ROOT"); root && *root) host.driver_root = root;
   return host;
 }
 

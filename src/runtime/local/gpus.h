@@ -7,7 +7,7 @@
 //
 // Where the driver shows its GPUs is configurable (GpuHost), so that tests (and hosts with
 // another layout) can point at their own: the environment's HPCPLANE_GPU_PROC_DIR and
-// HPCPLANE_GPU_DEV_DIR.
+// HPCPLANE_GPU_DEV_DIR. The driver's tools and libraries go in too (gpu_driver_files.h).
 #pragma once
 
 #include <string>
@@ -24,8 +24,11 @@ struct GpuHost {
   // The device files: nvidia<minor> per GPU, and the driver's nvidiactl, nvidia-uvm,
   // nvidia-uvm-tools where they exist.
   std::string dev_dir = "/dev";
+  // The root the driver's user-space files are installed under (gpu_driver_files.h).
+  std::string driver_root = "/";
 
-  // The defaults, or HPCPLANE_GPU_PROC_DIR and HPCPLANE_GPU_DEV_DIR where set.
+  // The defaults, or HPCPLANE_GPU_PROC_DIR, HPCPLANE_GPU_DEV_DIR and HPCPLANE_GPU_DRIVER_ROOT
+  // where set.
   static GpuHost FromEnvironment();
 };
 

@@ -374,6 +374,15 @@ Status LocalRuntime::PlanGpus(const PodSpec& spec, LaunchPlan* plan) {
   for (const auto& control : GpuControlDevices(opts_.gpus)) {
     plan->devices.push_back({control, control.substr(control.rfind('/') + 1), false});
   }
+  // The driver's tools and libraries, copied afresh at each start (the host's driver may have
+  // been upgraded since). A writable image (a shared root's installer) is its own: nothing is
+  // laid over it: its installer puts the driver's packages in it, if it wants them.
+  const std::vector<DriverFile> driver_files = ListDriverFiles(opts_.gpus.driver_root);
+  if (!driver_files.empty() && !plan->image_writable) {
+    const std::string layer = PodDir(spec.name) + "/gpu-driver";
+    RETURN_IF_ERROR(StageDriverFiles(driver_files, layer));
+    plan->usr_layer = layer;
+  }
   return Status::Ok();
 }
 

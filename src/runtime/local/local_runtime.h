@@ -14,6 +14,7 @@
 #include <optional>
 #include <string>
 
+#include "runtime/local/gpu_driver_files.h"
 #include "runtime/local/gpus.h"
 #include "runtime/local/network.h"
 #include "runtime/local/pod_cgroups.h"

@@ -53,6 +53,7 @@ nlohmann::json ToJson(const LaunchPlan& p) {
           {"cgroups", MountsJson(p.cgroups)},
           {"devices", MountsJson(p.devices)},
           {"gpuEntries", MountsJson(p.gpu_entries)},
+          {"usrLayer", p.usr_layer},
           {"command", p.command},
           {"env", p.env},
           {"uid", p.uid},
@@ -74,6 +75,7 @@ Result<LaunchPlan> LaunchPlanFromJson(const nlohmann::json& j) {
     p.cgroups = MountsFromJson(j.value("cgroups", nlohmann::json::array()));
     p.devices = MountsFromJson(j.value("devices", nlohmann::json::array()));
     p.gpu_entries = MountsFromJson(j.value("gpuEntries", nlohmann::json::array()));
+    p.usr_layer = j.value("usrLayer", "");
     p.command = j.at("command").get<std::vector<std::string>>();
     p.env = j.at("env").get<std::vector<std::string>>();
     p.uid = j.at("uid").get<int64_t>();
@@ -226,12 +228,31 @@ void ShowPodCgroups(const std::string& root, const std::vector<LaunchMount>& cgr
     MountOrDie(nullptr, base.c_str(), nullptr, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC);
 }
 
+// `root`/usr: `layer` over the image's (or the host's) /usr, read-only and nosuid like any
+// system directory. Overlay options separate directories with ':' and options with ','.
+void ShowUsrWithLayer(const std::string& root, const std::string& image, const std::string& layer) {
+  const std::string lower = image + "/usr";
+  if (layer.find_first_of(":,") != std::string::npos || lower.find_first_of(":,") != std::string::npos) {
+    errno = EINVAL;
+    Die("overlay /usr: a ':' or ',' in " + layer + " or " + lower);
+  }
+  MakeDirOrDie(root + "/usr", 0755);
+  const std::string options = "lowerdir=" + layer + ":" + lower;
+  MountOrDie("overlay", (root + "/usr").c_str(), "overlay", MS_RDONLY | MS_NOSUID | MS_NODEV, options.c_str());
+}
+
 void BuildSystemRoot(const LaunchPlan& plan) {
   const std::string& root = plan.root_dir;
   const std::string& image = plan.image_root;
   const std::string tmp_opts = "mode=1777,size=" + std::to_string(plan.tmp_mib) + "m";
   MountOrDie("tmpfs", root.c_str(), "tmpfs", MS_NOSUID | MS_NODEV, "mode=755,size=64m");
-  for (const char* dir : kSystemDirs) ShowSystemPath(root, image, dir, plan.image_writable);
+  for (const char* dir : kSystemDirs) {
+    if (std::string(dir) == "/usr" && !plan.usr_layer.empty() && !plan.image_writable) {
+      ShowUsrWithLayer(root, image, plan.usr_layer);
+    } else {
+      ShowSystemPath(root, image, dir, plan.image_writable);
+    }
+  }
   ShowEtc(root, image, plan.image_writable, plan.mounts);
   MakeDirOrDie(root + "/tmp", 01777);
   MountOrDie("tmpfs", (root + "/tmp").c_str(), "tmpfs", MS_NOSUID | MS_NODEV, tmp_opts.c_str());

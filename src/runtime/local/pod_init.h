@@ -53,6 +53,9 @@ struct LaunchPlan {
   // The directories of the driver's GPU list (/proc/driver/nvidia/gpus) the pod sees, each at
   // its target under that path: its own GPUs' only.
   std::vector<LaunchMount> gpu_entries;
+  // A host directory laid over the image's /usr (a read-only overlay): the GPU driver's tools
+  // and libraries (gpu_driver_files.h). Empty: /usr as the image has it.
+  std::string usr_layer;
   std::vector<std::string> command;
   std::vector<std::string> env;  // KEY=VALUE
   int64_t uid = 0;

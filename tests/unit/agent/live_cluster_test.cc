@@ -4,6 +4,8 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include <nlohmann/json.hpp>
 
 #include "agent/live_cluster_reader.h"
@@ -87,7 +89,18 @@ TEST(LiveCluster, NodesBelongToTheNodesetNamedByAFeatureAndPartitionsCountThem) 
 TEST(LiveCluster, JsonRoundTrips) {
   LiveCluster c;
   c.collected_at = 5;
-  c.nodes.push_back({"n0", "cpu", "idle", {"DRAIN"}, "why", 4, 2, 1000, 500, {"cpu"}});
+  c.nodes.push_back({"n0", "cpu", "idle", {"DRAIN"}, "why", 4, 2, 1000, 500, {"cpu"}, {}});
+  c.nodes.push_back({"g0",
+                     "gpu",
+                     "mixed",
+                     {},
+                     "",
+                     8,
+                     8,
+                     1000,
+                     500,
+                     {"gpu"},
+                     {{"00000000:3b:00.0", 87, 40000, 81559, 61}, {"00000000:86:00.0", -1, -1, -1, -1}}});
   c.partitions.push_back({"cpu", "UP", 1, 4});
   c.queue.push_back({7, "job", "ann", "astro", "cpu", "PENDING", "Resources", 2, 4, 100, 200});
   c.queue_total = 3;
@@ -95,6 +108,29 @@ TEST(LiveCluster, JsonRoundTrips) {
   auto back = LiveClusterFromJson(ToJson(c));
   ASSERT_TRUE(back.ok()) << back.status().message();
   EXPECT_EQ(ToJson(*back), ToJson(c));
+  ASSERT_EQ(back->nodes[1].gpus.size(), 2u);
+  EXPECT_EQ(back->nodes[1].gpus[1].temperature_celsius, -1) << "unknown stays unknown, not 0";
+  EXPECT_TRUE(ToJson(c)["nodes"][1]["gpus"][1]["temperatureCelsius"].is_null());
+}
+
+// A worker's GPUs come from its last health report, in the node's Extra field.
+TEST(LiveCluster, AWorkersGpusComeFromItsHealthReport) {
+  slurm::SlurmNode g;
+  g.name = "c1-gpu-0", g.state = "mixed", g.features = {"gpu"}, g.partitions = {"gpu"}, g.cpus = 8;
+  g.extra = "hpcplane-health:1700000000:ok|gpus=00000000:3b:00.0,87,40000,81559,61";
+  LiveCluster c = AssembleLiveCluster({g}, {{"gpu", "UP"}}, {}, 0, {{"gpu", 1, 1, 1, 0, 0}}, 1700000000);
+  ASSERT_EQ(c.nodes.size(), 1u);
+  ASSERT_EQ(c.nodes[0].gpus.size(), 1u);
+  EXPECT_EQ(c.nodes[0].gpus[0].bus_id, "00000000:3b:00.0");
+  EXPECT_EQ(c.nodes[0].gpus[0].utilization_percent, 87);
+  EXPECT_EQ(c.nodes[0].gpus[0].temperature_celsius, 61);
+}
+
+TEST(LiveCluster, AGpuValueOfTheWrongTypeIsRefusedByItsPath) {
+  nlohmann::json j = {{"nodes", {{{"name", "g0"}, {"gpus", {{{"busId", "x"}, {"memoryUsedMiB", "lots"}}}}}}}};
+  auto r = LiveClusterFromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().field(), "nodes[0].gpus[0].memoryUsedMiB");
 }
 
 TEST(LiveCluster, AnEncodedViewTooLongLosesTheQueuesTailAndKeepsItsTotal) {
@@ -115,6 +151,22 @@ TEST(LiveCluster, AnEncodedViewTooLongLosesTheQueuesTailAndKeepsItsTotal) {
   EXPECT_LT(back->queue.size(), 1000u);
   EXPECT_EQ(back->queue.front().job_id, 1) << "the head of the queue stays";
   EXPECT_EQ(back->queue_total, 1000);
+}
+
+// A view whose GPU numbers alone would not fit keeps its nodes without them.
+TEST(LiveCluster, AnEncodedViewTooLongWithNoQueueLeftLosesTheGpuNumbers) {
+  LiveCluster c;
+  for (int i = 0; i < 100; ++i) {
+    LiveNode n;
+    n.name = fmt::format("gpu-{}", i);
+    for (int g = 0; g < 16; ++g) n.gpus.push_back({fmt::format("00000000:{:02x}:00.0", g), 50, 1, 2, 3});
+    c.nodes.push_back(n);
+  }
+  ASSERT_GT(EncodeLiveCluster(c).size(), 100000u);
+  auto back = LiveClusterFromJson(nlohmann::json::parse(EncodeLiveCluster(c, 100000)));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->nodes.size(), 100u);
+  EXPECT_TRUE(back->nodes[0].gpus.empty());
 }
 
 TEST(LiveCluster, TooManyNodesIsRefused) {

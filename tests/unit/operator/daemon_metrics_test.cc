@@ -86,5 +86,27 @@ TEST(DaemonMetrics, CountsHealthDrainsReplacementsRestartsAndErrors) {
   EXPECT_TRUE(Has(t, "hpcplane_reconcile_errors_total{resource=\"cluster\"} 0")) << t;
 }
 
+// Each GPU of a worker's last report is a series; a value nvidia-smi did not have is left out,
+// and a GPU no longer reported (its worker gone) loses its series.
+TEST(DaemonMetrics, ExportsEachWorkerGpuAndForgetsGpusNoLongerReported) {
+  DaemonMetrics m;
+  slurm::GpuSample busy{"00000000:3b:00.0", 87, 40000, 81559, 61};
+  slurm::GpuSample unknown{"00000000:86:00.0", -1, 1, 81559, -1};
+  m.ObserveGpus({{"gpu", "gpu-0", {busy, unknown}}});
+  std::string t = m.Render();
+  EXPECT_TRUE(Has(t, R"(hpcplane_gpu_utilization_ratio{gpu="00000000:3b:00.0",node="gpu-0",nodeset="gpu"} 0.87)")) << t;
+  EXPECT_TRUE(
+      Has(t, R"(hpcplane_gpu_memory_used_bytes{gpu="00000000:3b:00.0",node="gpu-0",nodeset="gpu"} 41943040000)"))
+      << t;
+  EXPECT_TRUE(Has(t, R"(hpcplane_gpu_temperature_celsius{gpu="00000000:3b:00.0",node="gpu-0",nodeset="gpu"} 61)")) << t;
+  EXPECT_TRUE(Has(t, R"(hpcplane_gpu_memory_used_bytes{gpu="00000000:86:00.0",node="gpu-0",nodeset="gpu"} 1048576)"))
+      << t;
+  EXPECT_EQ(t.find(R"(hpcplane_gpu_utilization_ratio{gpu="00000000:86:00.0")"), std::string::npos) << t;
+  m.ObserveGpus({{"gpu", "gpu-1", {busy}}});
+  t = m.Render();
+  EXPECT_EQ(t.find(R"(node="gpu-0")"), std::string::npos) << t;
+  EXPECT_TRUE(Has(t, R"(hpcplane_gpu_temperature_celsius{gpu="00000000:3b:00.0",node="gpu-1",nodeset="gpu"} 61)")) << t;
+}
+
 }  // namespace
 }  // namespace hpc::op

@@ -16,9 +16,9 @@ ScaleOptions ScalerOptions(bool slurm_visible) {
 
 constexpr int64_t kNow = 1'000'000;
 
-slurm::HealthReport Ok(int64_t at) { return {true, at, true, "", ""}; }
+slurm::HealthReport Ok(int64_t at) { return {true, at, true, "", "", {}}; }
 slurm::HealthReport Fail(int64_t at, const std::string& check = "tmp", const std::string& detail = "full") {
-  return {true, at, false, check, detail};
+  return {true, at, false, check, detail, {}};
 }
 
 HealthWorker Worker(const std::string& pod, slurm::HealthReport report) {

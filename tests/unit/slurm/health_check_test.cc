@@ -5,6 +5,8 @@
 #include <chrono>
 #include <thread>
 
+#include <unistd.h>
+
 #include <fmt/format.h>
 
 #include "common/files.h"
@@ -31,6 +33,32 @@ TEST(HealthReportTest, AnythingElseIsNoReport) {
                             "hpcplane-health:99999999999999999:ok", "hpcplane-health::ok"}) {
     EXPECT_FALSE(ParseHealthReport(extra).present) << extra;
   }
+}
+
+// The GPUs' numbers follow the outcome; a value nvidia-smi did not have is -1, a malformed
+// entry is dropped, and the outcome reads as before.
+TEST(HealthReportTest, ParsesEachGpusNumbersAfterTheOutcome) {
+  auto ok =
+      ParseHealthReport("hpcplane-health:1700000000:ok|gpus=00000000:3b:00.0,5,1024,81559,41;00000000:86:00.0,,,,");
+  EXPECT_TRUE(ok.present && ok.ok);
+  ASSERT_EQ(ok.gpus.size(), 2u);
+  EXPECT_EQ(ok.gpus[0].bus_id, "00000000:3b:00.0");
+  EXPECT_EQ(ok.gpus[0].utilization_percent, 5);
+  EXPECT_EQ(ok.gpus[0].memory_used_mib, 1024);
+  EXPECT_EQ(ok.gpus[0].memory_total_mib, 81559);
+  EXPECT_EQ(ok.gpus[0].temperature_celsius, 41);
+  EXPECT_EQ(ok.gpus[1].utilization_percent, -1);
+  EXPECT_EQ(ok.gpus[1].memory_total_mib, -1);
+  auto bad = ParseHealthReport(
+      "hpcplane-health:1700000001:fail:gpu: GPU 00000000:3b:00.0: 2 uncorrectable ECC "
+      "error(s) since the driver loaded|gpus=00000000:3b:00.0,0,0,81559,40;zz,1,2,3,4;1,2,3");
+  EXPECT_TRUE(bad.present);
+  EXPECT_FALSE(bad.ok);
+  EXPECT_EQ(bad.check, "gpu");
+  EXPECT_EQ(bad.detail, "GPU 00000000:3b:00.0: 2 uncorrectable ECC error(s) since the driver loaded");
+  ASSERT_EQ(bad.gpus.size(), 1u);
+  EXPECT_EQ(bad.gpus[0].temperature_celsius, 40);
+  EXPECT_FALSE(ParseHealthReport("hpcplane-health:1700000001:maybe|gpus=00000000:3b:00.0,0,0,1,1").present);
 }
 
 // Runs the real check program (bash) against a sandbox: the nodeset's settings point its
@@ -190,6 +218,113 @@ TEST_F(HealthCheckScriptTest, AdminChecksFailOnExitAndOnTimeout) {
   EXPECT_FALSE(hung.ok);
   EXPECT_EQ(hung.check, "hang");
   EXPECT_EQ(hung.detail, "did not finish within 1s");
+}
+
+// A stand-in nvidia-smi prints what the test wrote to smi.out and exits with smi.rc; a stand-in
+// dmesg prints kmsg; the worker's first process started 1000 s after boot.
+class GpuHealthCheckTest : public HealthCheckScriptTest {
+ protected:
+  void SetUp() override {
+    HealthCheckScriptTest::SetUp();
+    settings_ = HealthCheckConfig(api::HealthChecksSpec{}, {}, true, /*gpus=*/2) + Settings(10);
+    Fake("nvidia-smi", fmt::format("cat {0}/smi.out; exit $(cat {0}/smi.rc 2>/dev/null || echo 0)", dir_));
+    Fake("dmesg", fmt::format("cat {}/kmsg", dir_));
+    Smi(kTwoGpus);
+    Kmsg("");
+    const long ticks = 1000 * sysconf(_SC_CLK_TCK);
+    ASSERT_TRUE(
+        files::WriteAtomic(dir_ + "/proc/1/stat",
+                           fmt::format("1 (slurmd) S 0 1 1 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 {} 0 0\n", ticks))
+            .ok());
+  }
+  void Smi(const std::string& out, int rc = 0) {
+    ASSERT_TRUE(files::WriteAtomic(dir_ + "/smi.out", out).ok());
+    ASSERT_TRUE(files::WriteAtomic(dir_ + "/smi.rc", std::to_string(rc)).ok());
+  }
+  void Kmsg(const std::string& text) { ASSERT_TRUE(files::WriteAtomic(dir_ + "/kmsg", text).ok()); }
+  // pci.bus_id, ECC, retired pages pending, remapped rows pending, row remapping failed, util,
+  // memory used, memory total, temperature.
+  static constexpr const char* kTwoGpus =
+      "00000000:3B:00.0, 0, No, No, No, 87, 40000, 81559, 61\n"
+      "00000000:86:00.0, [N/A], [N/A], [N/A], [N/A], 0, 1, 81559, 33\n";
+};
+
+TEST_F(GpuHealthCheckTest, AHealthyGpuWorkerReportsEachGpusNumbers) {
+  auto r = RunAndParse();
+  EXPECT_TRUE(r.ok) << r.check << ": " << r.detail;
+  ASSERT_EQ(r.gpus.size(), 2u);
+  EXPECT_EQ(r.gpus[0].bus_id, "00000000:3b:00.0");
+  EXPECT_EQ(r.gpus[0].utilization_percent, 87);
+  EXPECT_EQ(r.gpus[0].memory_used_mib, 40000);
+  EXPECT_EQ(r.gpus[0].memory_total_mib, 81559);
+  EXPECT_EQ(r.gpus[0].temperature_celsius, 61);
+  EXPECT_EQ(r.gpus[1].bus_id, "00000000:86:00.0");
+  EXPECT_EQ(r.gpus[1].temperature_celsius, 33);
+}
+
+// Each fault nvidia-smi shows fails the gpu check with the GPU and what is wrong.
+TEST_F(GpuHealthCheckTest, EachFaultNvidiaSmiShowsFailsWithTheGpuNamed) {
+  const std::string second = "00000000:86:00.0, 0, No, No, No, 0, 1, 81559, 33\n";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"00000000:3B:00.0, 2, No, No, No, 87, 40000, 81559, 61\n" + second,
+       "GPU 00000000:3b:00.0: 2 uncorrectable ECC error(s) since the driver loaded"},
+      {"00000000:3B:00.0, 0, Yes, No, No, 87, 40000, 81559, 61\n" + second,
+       "GPU 00000000:3b:00.0: retired pages wait for a GPU reset"},
+      {"00000000:3B:00.0, 0, [N/A], Yes, No, 87, 40000, 81559, 61\n" + second,
+       "GPU 00000000:3b:00.0: remapped rows wait for a GPU reset"},
+      {"00000000:3B:00.0, 0, [N/A], No, Yes, 87, 40000, 81559, 61\n" + second,
+       "GPU 00000000:3b:00.0: row remapping failed"},
+      {second, "nvidia-smi sees 1 of the 2 GPU(s) this worker declares"},
+  };
+  for (const auto& [out, detail] : cases) {
+    Smi(out);
+    auto r = RunAndParse();
+    EXPECT_FALSE(r.ok) << out;
+    EXPECT_EQ(r.check, "gpu");
+    EXPECT_EQ(r.detail, detail);
+  }
+  // A GPU fallen off the bus: nvidia-smi fails and says so.
+  Smi("Unable to determine the device handle for GPU 00000000:3B:00.0: GPU is lost.  Reboot the system to recover "
+      "this GPU\n",
+      15);
+  auto lost = RunAndParse();
+  EXPECT_FALSE(lost.ok);
+  EXPECT_EQ(lost.check, "gpu");
+  EXPECT_EQ(lost.detail.rfind("nvidia-smi failed (exit 15): Unable to determine the device handle for GPU "
+                              "00000000:3B:00.0: GPU is lost.",
+                              0),
+            0u)
+      << lost.detail;
+}
+
+// Only an Xid that needs a reset or a reboot, on one of this worker's GPUs, logged since the
+// worker started, fails the check.
+TEST_F(GpuHealthCheckTest, AnXidOfThisWorkersGpuSinceItStartedFails) {
+  std::string kmsg =
+      "[  500.000001] NVRM: Xid (PCI:0000:3b:00): 79, pid=123, name=python3, GPU has fallen off the bus.\n"
+      "[ 1500.000002] NVRM: Xid (PCI:0000:af:00): 79, pid=124, name=python3, GPU has fallen off the bus.\n"
+      "[ 1600.000003] NVRM: Xid (PCI:0000:3b:00): 13, pid=125, name=python3, Graphics Exception\n"
+      "[ 1650.000004] eth0: link up\n";
+  Kmsg(kmsg);
+  auto before = RunAndParse();
+  EXPECT_TRUE(before.ok) << before.check << ": " << before.detail;
+  Kmsg(kmsg +
+       "[ 1700.000005] NVRM: Xid (PCI:0000:86:00): 48, pid=126, name=python3, An uncorrectable double bit "
+       "error (DBE) has been detected on GPU in the framebuffer at partition 0.\n");
+  auto r = RunAndParse();
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.check, "gpu");
+  EXPECT_EQ(r.detail.rfind("GPU 0000:86:00: Xid 48 (An uncorrectable double bit error (DBE) has been detected", 0), 0u)
+      << r.detail;
+  EXPECT_EQ(r.gpus.size(), 2u);  // the numbers are reported all the same
+}
+
+// Without nvidia-smi in the worker nothing can be seen, and nothing is drained for it.
+TEST_F(GpuHealthCheckTest, AWorkerWithoutNvidiaSmiIsNotChecked) {
+  ASSERT_TRUE(files::RemoveAll(dir_ + "/bin/nvidia-smi").ok());
+  auto r = RunAndParse();
+  EXPECT_TRUE(r.ok) << r.check << ": " << r.detail;
+  EXPECT_TRUE(r.gpus.empty());
 }
 
 // Run by slurmd, the program returns at once and reports from the background: slurmd's start
