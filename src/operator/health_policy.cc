@@ -8,6 +8,10 @@ namespace hpc::op {
 
 bool IsHealthDrain(const std::string& reason) { return reason.rfind(slurm::kHealthDrainPrefix, 0) == 0; }
 
+bool IsGpuHealthDrain(const std::string& reason) {
+  return reason.rfind(std::string(slurm::kHealthDrainPrefix) + "gpu:", 0) == 0;
+}
+
 HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOptions& opts) {
   HealthPlan plan;
   int drained = 0, drained_by_slurm = 0;
@@ -30,7 +34,7 @@ HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOpti
       continue;
     }
     ++drained;
-    maybe_replace(w);
+    if (!w.gpu_fault) maybe_replace(w);
   }
   if (opts.enabled) {
     for (const auto& w : workers) {

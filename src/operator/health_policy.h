@@ -9,7 +9,11 @@
 //    is resumed. No other drain is ever resumed here: an admin's or the scaler's stay theirs.
 //  - A worker drained by a health check for replaceAfter or longer and running nothing is
 //    replaced (its pod and node are removed; the scaler brings the capacity back), at most the
-//    remaining replacement budget.
+//    remaining replacement budget; except for a GPU fault (the `gpu` check): the fault stays
+//    with the GPU, and a replacement would get the same GPU back (locally, the host's claims
+//    free it for the next pod). The worker stays drained, holding the GPU out of every other
+//    worker's reach, until its check passes again (a GPU reset) or an admin deletes it; the
+//    scaler brings the capacity back on other GPUs meanwhile.
 //  - A worker slurmctld drained for a failure of its own on it (slurm::IsSlurmFaultDrain) is
 //    unhealthy too, and replaced the same way; it is never resumed here (a fresh worker is the
 //    cure), nor counted against maxUnhealthy, which bounds what the checks drain.
@@ -31,6 +35,7 @@ struct HealthWorker {
   bool drained = false;            // by anyone
   bool drained_by_health = false;  // reason has the kHealthDrainPrefix
   bool drained_by_slurm = false;   // slurmctld drained it for a failure on it
+  bool gpu_fault = false;          // drained by the `gpu` check: kept, never replaced
   int64_t reason_changed_at = 0;
   slurm::HealthReport report;
 };
@@ -59,7 +64,8 @@ struct HealthPlan {
 
 HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOptions& opts);
 
-// Whether a drain reason was set by a health check.
+// Whether a drain reason was set by a health check; by its `gpu` check.
 bool IsHealthDrain(const std::string& reason);
+bool IsGpuHealthDrain(const std::string& reason);
 
 }  // namespace hpc::op

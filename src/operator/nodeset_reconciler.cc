@@ -441,6 +441,7 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
     w.busy = n.Busy();
     w.drained = n.Drain();
     w.drained_by_health = n.Drain() && IsHealthDrain(n.reason);
+    w.gpu_fault = w.drained_by_health && IsGpuHealthDrain(n.reason);
     w.drained_by_slurm = slurm::IsSlurmFaultDrain(n);
     w.reason_changed_at = n.reason_changed_at;
     w.report = slurm::ParseHealthReport(n.extra);

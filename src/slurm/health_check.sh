@@ -18,6 +18,7 @@ LOCK_FILE=/run/hpcplane-health.lock
 REQUIRE_MOUNTS=1
 DATASETS=()
 GPUS=0  # the GPUs this worker declares (its nodeset's gpus)
+NVIDIA_SMI=nvidia-smi
 if [ -r "$CONF_DIR/$NODESET.conf" ]; then . "$CONF_DIR/$NODESET.conf"; fi
 
 if [ -z "${HPCPLANE_HEALTH_FOREGROUND:-}" ]; then
@@ -131,31 +132,72 @@ check_clock() {
 # operator's metrics and the console. A worker without nvidia-smi (no driver files in it) is not
 # checked: what cannot be seen is no reason to drain.
 gpu_stats=""
+
+# Runs nvidia-smi with "$@" into $smi_out and sets smi_rc (124: no answer within the timeout).
+# Not under `timeout` in a command substitution: a GPU that fell off the bus can leave nvidia-smi
+# in uninterruptible sleep, where `timeout` (waiting for its child) and the substitution (waiting
+# for the pipe) would wait for ever and this run would hold the lock, its last report standing.
+smi_out=""
+smi_rc=0
+smi() {
+  local file pid waited=0
+  file=$(mktemp /tmp/.hpcplane-smi.XXXXXX) || { smi_rc=1; smi_out="mktemp failed"; return; }
+  "$NVIDIA_SMI" "$@" >"$file" 2>&1 </dev/null &
+  pid=$!
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt $((TIMEOUT * 20)) ]; do
+    sleep 0.05
+    waited=$((waited + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -9 "$pid" 2>/dev/null
+    smi_rc=124
+  else
+    wait "$pid"
+    smi_rc=$?
+  fi
+  smi_out=$(head -c 65536 "$file")
+  rm -f "$file"
+}
+
 check_gpus() {
   [ "$GPUS" -gt 0 ] 2>/dev/null || return 0
-  command -v nvidia-smi >/dev/null 2>&1 || return 0
-  local out rc seen problem
-  out=$(timeout -k 1 "$TIMEOUT" nvidia-smi --format=csv,noheader,nounits \
-    --query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total,retired_pages.pending,remapped_rows.pending,remapped_rows.failure,utilization.gpu,memory.used,memory.total,temperature.gpu 2>&1)
-  rc=$?
-  if [ "$rc" = 124 ] || [ "$rc" = 137 ]; then fail gpu "nvidia-smi did not finish within ${TIMEOUT}s"; return; fi
-  if [ "$rc" != 0 ]; then fail gpu "nvidia-smi failed (exit $rc): $(grep -m 1 . <<<"$out")"; return; fi
-  # One line per GPU: "<bus id>, <ecc>, <pages>, <rows>, <row failure>, <util>, <used>, <total>, <temp>";
-  # a value a GPU does not support reads "[N/A]" or "[Not Supported]". Out: the count, the first
-  # problem, and "bus,util,used,total,temp" per GPU.
-  local lines
-  mapfile -t lines < <(awk -F', *' '
+  command -v "$NVIDIA_SMI" >/dev/null 2>&1 || return 0
+  local seen problem lines rows=""
+  smi --format=csv,noheader,nounits \
+    --query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total,retired_pages.pending,utilization.gpu,memory.used,memory.total,temperature.gpu
+  if [ "$smi_rc" = 124 ]; then fail gpu "nvidia-smi did not answer within ${TIMEOUT}s"; return; fi
+  if [ "$smi_rc" != 0 ]; then fail gpu "nvidia-smi failed (exit $smi_rc): $(grep -m 1 . <<<"$smi_out")"; return; fi
+  local gpus=$smi_out
+  # Row remapping (A100 on) has a query of its own; GPUs and drivers without it fail it: unchecked.
+  smi --format=csv,noheader,nounits --query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure
+  [ "$smi_rc" != 0 ] || rows=$smi_out
+  # GPU lines: "<bus id>, <ecc>, <pages pending>, <util>, <used>, <total>, <temp>"; row lines:
+  # "<bus id>, <pending>, <failed>". A value a GPU does not have reads "[N/A]" or "[Not
+  # Supported]"; a flag reads Yes or a count. Out: the count, the first problem, and
+  # "bus,util,used,total,temp" per GPU.
+  mapfile -t lines < <(awk -F', *' -v rows="$rows" '
     function num(v) { return v ~ /^[0-9]+$/ ? v : "" }
-    NF >= 9 {
-      n++
-      bus = tolower($1); gsub(/[^0-9a-f:.]/, "", bus)
-      if (why == "" && num($2) > 0) why = "GPU " bus ": " $2 " uncorrectable ECC error(s) since the driver loaded"
-      if (why == "" && $3 == "Yes") why = "GPU " bus ": retired pages wait for a GPU reset"
-      if (why == "" && $4 == "Yes") why = "GPU " bus ": remapped rows wait for a GPU reset"
-      if (why == "" && $5 == "Yes") why = "GPU " bus ": row remapping failed"
-      stats = stats (stats == "" ? "" : ";") bus "," num($6) "," num($7) "," num($8) "," num($9)
+    function set(v) { return v == "Yes" || num(v) > 0 }
+    function key(b) { b = tolower(b); gsub(/[^0-9a-f:.]/, "", b); return b }
+    BEGIN {
+      n = split(rows, r, "\n")
+      for (i = 1; i <= n; i++) {
+        if (split(r[i], f, /, */) < 3) continue
+        b = key(f[1])
+        if (set(f[2])) pending[b] = 1
+        if (set(f[3])) failed[b] = 1
+      }
     }
-    END { print n + 0; print why; print stats }' <<<"$out")
+    NF >= 7 {
+      n_gpus++
+      bus = key($1)
+      if (why == "" && num($2) > 0) why = "GPU " bus ": " $2 " uncorrectable ECC error(s) since the driver loaded"
+      if (why == "" && set($3)) why = "GPU " bus ": retired pages wait for a GPU reset"
+      if (why == "" && (bus in failed)) why = "GPU " bus ": row remapping failed"
+      if (why == "" && (bus in pending)) why = "GPU " bus ": remapped rows wait for a GPU reset"
+      stats = stats (stats == "" ? "" : ";") bus "," num($4) "," num($5) "," num($6) "," num($7)
+    }
+    END { print n_gpus + 0; print why; print stats }' <<<"$gpus")
   seen=${lines[0]:-0}
   problem=${lines[1]:-}
   gpu_stats=${lines[2]:-}

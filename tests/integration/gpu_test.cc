@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include <httplib.h>
 
@@ -29,6 +30,12 @@ using namespace std::chrono_literals;
 // ConstrainDevices a job opens only its own: EPERM for the others; its own gets ENXIO, there is
 // no driver), each with the faults the test wrote into its fake-faults file ("ecc=N").
 constexpr const char* kFakeNvidiaSmi = R"SH(#!/bin/bash
+case "$*" in
+  -L) mode=list ;;
+  *--query-gpu=*) mode=gpus ;;
+  *--query-remapped-rows=*) mode=rows ;;
+  *) echo "fake nvidia-smi: $* is not faked"; exit 2 ;;
+esac
 i=0
 for d in /proc/driver/nvidia/gpus/*/; do
   bus=$(basename "$d")
@@ -37,11 +44,11 @@ for d in /proc/driver/nvidia/gpus/*/; do
   ecc=0
   faults=$(cat "$d/fake-faults" 2>/dev/null)
   [[ $faults == ecc=* ]] && ecc=${faults#ecc=}
-  if [ "${1:-}" = -L ]; then
-    echo "GPU $i: Fake GPU (UUID: GPU-fake-$bus)"
-  else
-    echo "0000$bus, $ecc, No, No, No, 3, 100, 81559, 40"
-  fi
+  case $mode in
+    list) echo "GPU $i: Fake GPU (UUID: GPU-fake-$bus)" ;;
+    gpus) echo "0000$bus, $ecc, No, 3, 100, 81559, 40" ;;
+    rows) echo "0000$bus, No, No" ;;
+  esac
   i=$((i + 1))
 done
 [ "$i" -gt 0 ] || { echo "No devices were found"; exit 6; }
@@ -139,14 +146,14 @@ std::string NodeReason(TestCluster& c, const std::string& node) {
   return pos == std::string::npos ? "" : r.out.substr(pos + 8, r.out.find('\n', pos) - pos - 8);
 }
 
-TEST(GpuIT, AJobsNvidiaSmiListsItsGpusOnlyAndAnEccErrorDrainsAndReplacesTheWorker) {
+TEST(GpuIT, AJobsNvidiaSmiListsItsGpusOnlyAndAnEccErrorDrainsTheWorkerKeepingItsGpuOutOfUse) {
   if (!HostHasCgroupV1()) GTEST_SKIP() << "jobs are confined on cgroup v1 hosts";
   FakeDriver driver(2);
   ASSERT_TRUE(driver.ok()) << "cannot make the fake driver's devices (not root?)";
   const int metrics_port = FreeLoopbackPort();
   ClusterOptions o;
   o.replicas = 1;
-  o.max_replicas = 1;
+  o.max_replicas = 2;
   o.gpus = 1;
   o.extra_cluster_spec = "  healthChecks:\n    interval: 2s\n    timeout: 5s\n    replaceAfter: 4s\n";
   o.extra_up_args = {"--metrics-listen", "127.0.0.1:" + std::to_string(metrics_port)};
@@ -184,20 +191,26 @@ TEST(GpuIT, AJobsNvidiaSmiListsItsGpusOnlyAndAnEccErrorDrainsAndReplacesTheWorke
       << series << " not in:\n"
       << scraped << c.Login("root", {"scontrol", "show", "node", "cpu-0"}).out;
 
-  // An uncorrectable ECC error: the worker is drained with the reason, then replaced. (Its
-  // replacement may get the same GPU: the fault goes once the first replacement is made, and a
-  // drain of the new worker for it is resumed by its next passing check.)
+  // An uncorrectable ECC error: the worker is drained with the reason. The fault stays with the
+  // GPU, so the worker is kept (holding that GPU from every other worker) past replaceAfter,
+  // and a new worker on the other GPU takes its place.
   ASSERT_TRUE(driver.Inject(bus, "ecc=2"));
   const std::string reason = "hpcplane:health:gpu: GPU 0000" + bus + ": 2 uncorrectable ECC error(s)";
   ASSERT_TRUE(WaitFor([&] { return NodeReason(c, "cpu-0").rfind(reason, 0) == 0; }, 30s)) << NodeReason(c, "cpu-0");
-  ASSERT_TRUE(WaitFor([&] { return c.NodeSetStatusField("replacements") == "1"; }, 60s))
-      << c.Cli({"describe", "nodeset", "cpu"}).out;
-  ASSERT_TRUE(driver.Inject(bus, ""));
   ASSERT_TRUE(
-      WaitFor([&] { return c.NodeSetStatusField("ready") == "1" && c.NodeSetStatusField("unhealthy") == "0"; }, 60s))
+      WaitFor([&] { return c.NodeSetStatusField("ready") == "1" && c.NodeSetStatusField("replicas") == "2"; }, 60s))
       << c.Cli({"describe", "nodeset", "cpu"}).out;
-  EXPECT_NE(Trimmed(c.Login("alice", {"srun", "--gres=gpu:1", "nvidia-smi", "-L"}, 90s)).find("GPU 0: Fake GPU"),
-            std::string::npos);
+  const std::string other = Trimmed(c.Login("alice", {"srun", "--gres=gpu:1", "nvidia-smi", "-L"}, 90s));
+  EXPECT_EQ(other.find(bus), std::string::npos) << "the new worker has the other GPU: " << other;
+  EXPECT_NE(other.find("GPU 0: Fake GPU"), std::string::npos) << other;
+  std::this_thread::sleep_for(6s);  // past replaceAfter (4s): a time the test must let pass, not a condition
+  EXPECT_EQ(c.NodeSetStatusField("replacements"), "0") << c.Cli({"describe", "nodeset", "cpu"}).out;
+  EXPECT_EQ(NodeReason(c, "cpu-0").rfind(reason, 0), 0u) << "still drained, still holding its GPU";
+
+  // The GPU reset (the fault gone): the worker's next check passes and it is resumed.
+  ASSERT_TRUE(driver.Inject(bus, ""));
+  ASSERT_TRUE(WaitFor([&] { return NodeReason(c, "cpu-0").empty(); }, 30s)) << NodeReason(c, "cpu-0");
+  EXPECT_EQ(c.NodeSetStatusField("unhealthy"), "0");
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -54,14 +55,16 @@ std::vector<DriverFile> ListDriverFiles(const std::string& driver_root) {
   std::vector<DriverFile> out;
   for (const char* tool : kTools) {
     const std::string source = Resolved(root / "usr/bin" / tool);
-    if (!source.empty()) out.push_back({source, std::string("bin/") + tool});
+    if (!source.empty()) out.push_back({source, fmt::format("bin/{}", tool)});
   }
-  if (std::string(kMultiarch).empty()) return out;
-  const std::string lib_dir = std::string("lib/") + kMultiarch;
   const std::string multiarch = kMultiarch;
+  if (multiarch.empty()) return out;
+  const std::string lib_dir = fmt::format("lib/{}", multiarch);
   std::set<std::string> named;  // the first directory holding a name wins
-  for (const std::string& dir : {"usr/lib/" + multiarch, "usr/lib/" + multiarch + "/nvidia/current", "lib/" + multiarch,
-                                 std::string("usr/lib64"), std::string("usr/lib")}) {
+  const std::vector<std::string> dirs = {fmt::format("usr/lib/{}", multiarch),
+                                         fmt::format("usr/lib/{}/nvidia/current", multiarch),
+                                         fmt::format("lib/{}", multiarch), "usr/lib64", "usr/lib"};
+  for (const auto& dir : dirs) {
     std::error_code ec;
     for (const auto& entry : fs::directory_iterator(root / dir, ec)) {
       const std::string name = entry.path().filename().string();
@@ -81,9 +84,16 @@ Status StageDriverFiles(const std::vector<DriverFile>& files, const std::string&
   namespace fs = std::filesystem;
   RETURN_IF_ERROR(files::RemoveAll(dir));
   RETURN_IF_ERROR(files::MakeDirs(dir, 0755));
+  // A file is staged under its own name (libcuda.so.550.54.15), its other names (libcuda.so.1)
+  // link to it: the names that are the file's own come first.
+  std::vector<DriverFile> ordered = files;
+  std::stable_sort(ordered.begin(), ordered.end(), [](const DriverFile& a, const DriverFile& b) {
+    auto own = [](const DriverFile& f) { return fs::path(f.target).filename() == fs::path(f.source).filename(); };
+    return own(a) && !own(b);
+  });
   // (target directory, source) → the name the file was staged under there.
   std::map<std::pair<std::string, std::string>, std::string> staged;
-  for (const auto& f : files) {
+  for (const auto& f : ordered) {
     const fs::path target = fs::path(dir) / f.target;
     const std::string parent = target.parent_path().string();
     RETURN_IF_ERROR(files::MakeDirs(parent, 0755));

@@ -28,8 +28,9 @@ struct DriverFile {
 // its nvidia/current, lib64 elsewhere). None where no driver is installed.
 std::vector<DriverFile> ListDriverFiles(const std::string& driver_root);
 
-// Lays `files` out under `dir`, made afresh: one copy of each file (a hard link where the same
-// file system allows), and its other names in the same directory as symlinks to it.
+// Lays `files` out under `dir`, made afresh: one copy of each file under its own name (a hard
+// link where the same file system allows), and its other names in the same directory as
+// symlinks to it.
 Status StageDriverFiles(const std::vector<DriverFile>& files, const std::string& dir);
 
 }  // namespace hpc::runtime::local

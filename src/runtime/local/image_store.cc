@@ -346,12 +346,13 @@ Result<ImageManifest> ImageStore::BuildLocked(const ImageRecipe& recipe, const s
     RemoveBuildDir(work);
   }
   RETURN_IF_ERROR(files::MakeDirs(dir_ + "/refs", 0755));
-  // The images the name referred to before stay (pods pinned to them run on) until it is deleted.
+  // The images the name referred to before stay while pods hold them (RemoveUnheldImages).
   std::vector<std::string> previous = RefDigests(recipe.name);
   previous.erase(std::remove(previous.begin(), previous.end(), m.digest), previous.end());
   RETURN_IF_ERROR(files::WriteAtomic(
       RefPath(recipe.name), json{{"digest", m.digest}, {"recipeDigest", recipe_digest}, {"previous", previous}}.dump(),
       0644));
+  RemoveUnheldImages(say);
   // The recorded manifest is the one that counts (an identical image may predate this build).
   ASSIGN_OR_RETURN(ImageManifest stored, LoadManifest(m.digest));
   stored.name = recipe.name;
@@ -375,19 +376,111 @@ Status ImageStore::Delete(const std::string& name) {
   ASSIGN_OR_RETURN(files::FileLock lock, TakeStoreLock(dir_));
   ASSIGN_OR_RETURN(auto m, Find(name));
   if (!m) return Status::NotFound(fmt::format("environment \"{}\" has no image in {}", name, dir_));
-  const std::vector<std::string> mine = RefDigests(name);
   if (::unlink(RefPath(name).c_str()) != 0) return Status::Errorf("remove {}: {}", RefPath(name), std::strerror(errno));
   // Its images, now and before, less those another name refers to (content-addressed: the same
-  // recipe and packages under two names are one image).
-  std::set<std::string> kept;
-  for (const auto& file : files::ListDir(dir_ + "/refs")) {
-    if (file.size() <= 5 || file.substr(file.size() - 5) != ".json") continue;
-    for (const auto& d : RefDigests(file.substr(0, file.size() - 5))) kept.insert(d);
-  }
-  for (const auto& d : mine) {
-    if (!kept.count(d)) RemoveBuildDir(ImageDir(d));
+  // recipe and packages under two names are one image) or a pod holds.
+  RemoveUnheldImages(nullptr);
+  return Status::Ok();
+}
+
+std::string ImageStore::HoldPath(const std::string& holder) const {
+  return dir_ + "/holds/" + jwt::Sha256Hex(holder) + ".json";
+}
+
+Result<std::string> ImageStore::Hold(const std::string& reference, const std::string& holder) {
+  RETURN_IF_ERROR(files::MakeDirs(dir_ + "/holds", 0755));
+  auto lock = files::FileLock::Take(dir_ + "/holds.lock");
+  if (!lock.ok()) return lock.status().WithContext("image store " + dir_);
+  // Looked up under the lock: no image is removed between finding it and holding it.
+  ASSIGN_OR_RETURN(std::string root, RootOf(reference));
+  const std::string digest = fs::path(root).parent_path().filename().string();
+  RETURN_IF_ERROR(files::WriteAtomic(HoldPath(holder), json{{"holder", holder}, {"digest", digest}}.dump(), 0644));
+  return root;
+}
+
+Status ImageStore::Release(const std::string& holder) {
+  if (::unlink(HoldPath(holder).c_str()) != 0 && errno != ENOENT) {
+    return Status::Errorf("image store {}: let go of {}: {}", dir_, holder, std::strerror(errno));
   }
   return Status::Ok();
+}
+
+namespace {
+
+// The images some process's mounts show (a pod's root is bound from its image's rootfs inside
+// the pod's own mount namespace, so the host's mount table does not list it): by digest, read
+// from each mount namespace's mountinfo once. A pod started by an hpcplane that did not hold
+// images yet is seen here all the same.
+std::set<std::string> ImagesMounted(const std::string& images_dir) {
+  std::set<std::string> out, namespaces;
+  const std::string marker = "/" + fs::path(images_dir).filename().string() + "/";
+  for (const auto& pid : files::ListDir("/proc")) {
+    if (pid.empty() || !std::all_of(pid.begin(), pid.end(), ::isdigit)) continue;
+    std::error_code ec;
+    const std::string ns = fs::read_symlink("/proc/" + pid + "/ns/mnt", ec).string();
+    if (ec || !namespaces.insert(ns).second) continue;
+    std::istringstream lines(files::Read("/proc/" + pid + "/mountinfo").value_or(""));
+    for (std::string line; std::getline(lines, line);) {
+      // "<id> <parent> <dev> <root> <mount point> ...": the root is the path inside its file
+      // system, which holds images/<digest>/ wherever the store's file system is mounted.
+      std::istringstream fields(line);
+      std::string id, parent, dev, root;
+      fields >> id >> parent >> dev >> root;
+      for (size_t at = root.find(marker); at != std::string::npos; at = root.find(marker, at + 1)) {
+        const std::string digest = root.substr(at + marker.size(), 64);
+        if (IsHexDigest(digest)) out.insert(digest);
+      }
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int ImageStore::RemoveUnheldImages(const std::function<void(const std::string&)>& say) {
+  auto lock = files::FileLock::Take(dir_ + "/holds.lock");
+  if (!lock.ok()) return 0;  // nothing is removed unless the holds can be read
+  std::set<std::string> kept;
+  std::vector<std::string> names;
+  for (const auto& file : files::ListDir(dir_ + "/refs")) {
+    if (file.size() <= 5 || file.substr(file.size() - 5) != ".json") continue;
+    names.push_back(file.substr(0, file.size() - 5));
+    auto now = Find(names.back());
+    if (!now.ok()) return 0;  // a damaged ref: what it names is unknown, so nothing goes
+    if (*now) kept.insert((*now)->digest);
+  }
+  // Holds of pods whose directory is gone (deleted by a runtime that died mid-way) are stale.
+  for (const auto& file : files::ListDir(dir_ + "/holds")) {
+    const std::string path = dir_ + "/holds/" + file;
+    json hold = json::parse(files::Read(path).value_or(""), nullptr, false);
+    const std::string holder = hold.is_object() ? hold.value("holder", "") : "";
+    if (!holder.empty() && files::Exists(holder)) {
+      kept.insert(hold.value("digest", ""));
+    } else if (hold.is_object()) {
+      (void)files::RemoveAll(path);
+    }
+  }
+  for (const auto& digest : ImagesMounted(dir_ + "/images")) kept.insert(digest);
+  int removed = 0;
+  for (const auto& digest : files::ListDir(dir_ + "/images")) {
+    if (!IsHexDigest(digest) || kept.count(digest)) continue;
+    RemoveBuildDir(ImageDir(digest));
+    ++removed;
+    if (say) say("removed image sha256:" + digest + " (no name refers to it and no pod holds it)");
+  }
+  // The refs' lists of earlier images keep only what is still there.
+  for (const auto& name : names) {
+    json ref = json::parse(files::Read(RefPath(name)).value_or(""), nullptr, false);
+    if (!ref.is_object() || !ref.contains("previous")) continue;
+    std::vector<std::string> previous = ref.value("previous", std::vector<std::string>{});
+    const size_t before = previous.size();
+    previous.erase(std::remove_if(previous.begin(), previous.end(), [&](const auto& d) { return !kept.count(d); }),
+                   previous.end());
+    if (previous.size() == before) continue;
+    ref["previous"] = previous;
+    (void)files::WriteAtomic(RefPath(name), ref.dump(), 0644);
+  }
+  return removed;
 }
 
 }  // namespace hpc::runtime::local

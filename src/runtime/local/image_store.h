@@ -6,9 +6,15 @@
 //   images/<digest>/rootfs/          the root file system (read-only to pods)
 //   images/<digest>/manifest.json    name, recipe, every installed package's version, size
 //   refs/<name>.json                 the digest a name refers to now, its recipe's digest, and the
-//                                    digests it referred to before (kept for pods pinned to them)
+//                                    digests it referred to before that pods still hold
+//   holds/<sha256 of a pod dir>.json the image a pod holds (Hold): its directory and the digest
 //   building/<name>.<pid>/           a build in progress (removed on failure)
 //   lock                             held while building or deleting
+//   holds.lock                       held while a pod takes hold of an image, and while unheld
+//                                    images are removed
+// An image no name refers to any more (a rebuild replaced it, or its name was deleted) stays
+// while a pod holds it, and is removed by the next build or delete after the last let go: a
+// store rebuilt every week does not fill its disk.
 // An image's digest is the SHA-256 of its recipe's digest and of the versions of every package
 // it holds: rebuilding an unchanged recipe from an unchanged archive gives the same image.
 #pragma once
@@ -85,8 +91,13 @@ class ImageStore {
   // The root file system of "name@sha256:<digest>" (that exact image) or of "name" (the
   // image the name refers to now).
   Result<std::string> RootOf(const std::string& reference) const;
+  // RootOf `reference`, held for the pod whose directory is `holder` until Release (or until that
+  // directory is gone): a pod holds one image, the one it started with last.
+  Result<std::string> Hold(const std::string& reference, const std::string& holder);
+  // Lets go of what `holder` holds. Nothing held is no error.
+  Status Release(const std::string& holder);
   // Forgets the name, and removes its images (the current one and those it referred to before)
-  // that no other name refers to.
+  // that no other name refers to and no pod holds.
   Status Delete(const std::string& name);
 
   static std::string RecipeDigest(const ImageRecipe& recipe);
@@ -97,6 +108,10 @@ class ImageStore {
   Result<ImageManifest> LoadManifest(const std::string& digest) const;
   // The digests a name refers to: now, and before a rebuild changed it.
   std::vector<std::string> RefDigests(const std::string& name) const;
+  std::string HoldPath(const std::string& holder) const;
+  // Removes every image no name refers to now and no pod holds, and drops it from the refs'
+  // lists of earlier images; with the store's lock held. Returns how many it removed.
+  int RemoveUnheldImages(const std::function<void(const std::string&)>& say);
   Result<ImageManifest> BuildLocked(const ImageRecipe& recipe, const std::string& recipe_digest,
                                     const BuildOptions& options);
 

@@ -90,6 +90,8 @@ Result<std::unique_ptr<LocalRuntime>> LocalRuntime::Create(Options options) {
                                      "# pods resolve names from /etc/hosts only\noptions timeout:1 attempts:1\n"));
   // The supervisor (re)loads the policies, e.g. after the host restarted and lost its rules.
   if (rt->opts_.supervise) RETURN_IF_ERROR(rt->SyncFirewall());
+  // ... and holds its pods' images, those started by an hpcplane that did not hold them too.
+  if (rt->opts_.supervise && !rt->opts_.image_store.empty()) rt->HoldPodImages();
   return rt;
 }
 
@@ -315,9 +317,20 @@ Status LocalRuntime::CreatePod(const PodSpec& spec) {
   return started;
 }
 
+void LocalRuntime::HoldPodImages() {
+  for (const auto& name : files::ListDir(opts_.dir + "/pods")) {
+    auto spec = GetPodSpec(name);
+    if (!spec.ok() || !*spec || (*spec)->image.empty()) continue;
+    if (auto held = ImageStore(opts_.image_store).Hold((*spec)->image, PodDir(name)); !held.ok()) {
+      spdlog::warn("pod {}: {}", name, held.status().message());
+    }
+  }
+}
+
 Result<std::string> LocalRuntime::PodImageRoot(const PodSpec& spec, bool* writable) {
   if (opts_.image_store.empty()) return Status::Errorf("image \"{}\": this runtime has no image store", spec.image);
-  ASSIGN_OR_RETURN(std::string root, ImageStore(opts_.image_store).RootOf(spec.image));
+  // Held while the pod exists: a rebuild of its environment leaves its image in place.
+  ASSIGN_OR_RETURN(std::string root, ImageStore(opts_.image_store).Hold(spec.image, PodDir(spec.name)));
   if (spec.shared_root.empty()) return root;
   *writable = spec.shared_root_writable;
   return EnsureSharedRoot(VolumePath(spec.shared_root), root, spec.image);
@@ -375,11 +388,22 @@ Status LocalRuntime::PlanGpus(const PodSpec& spec, LaunchPlan* plan) {
     plan->devices.push_back({control, control.substr(control.rfind('/') + 1), false});
   }
   // The driver's tools and libraries, copied afresh at each start (the host's driver may have
-  // been upgraded since). A writable image (a shared root's installer) is its own: nothing is
-  // laid over it: its installer puts the driver's packages in it, if it wants them.
+  // been upgraded since). Not over a shared root: an overlay's lower layer must not change while
+  // mounted, and a shared root's admin installs into it while workers run.
   const std::vector<DriverFile> driver_files = ListDriverFiles(opts_.gpus.driver_root);
-  if (!driver_files.empty() && !plan->image_writable) {
+  if (!spec.shared_root.empty()) {
+    if (!driver_files.empty())
+      spdlog::warn("pod {}: on a shared root: the GPU driver's files are not given", spec.name);
+  } else if (driver_files.empty()) {
+    spdlog::warn("pod {}: no NVIDIA driver files under {} (HPCPLANE_GPU_DRIVER_ROOT): no nvidia-smi, no GPU checks",
+                 spec.name, opts_.gpus.driver_root);
+  } else {
     const std::string layer = PodDir(spec.name) + "/gpu-driver";
+    // Overlay options separate layers with ':' and options with ','.
+    if ((layer + plan->image_root).find_first_of(":,") != std::string::npos) {
+      return Status::Errorf("pod {}: the GPU driver's files cannot be laid over /usr: a ':' or ',' in {} or {}",
+                            spec.name, layer, plan->image_root);
+    }
     RETURN_IF_ERROR(StageDriverFiles(driver_files, layer));
     plan->usr_layer = layer;
   }
@@ -492,6 +516,9 @@ Status LocalRuntime::DeletePod(const std::string& name) {
   RETURN_IF_ERROR(network_.DeletePod(name));
   RETURN_IF_ERROR(cgroups_.Remove(name).WithContext("pod " + name));
   RETURN_IF_ERROR(GpuClaims(opts_.gpu_claims_dir).Release(PodDir(name)).WithContext("pod " + name));
+  if (!opts_.image_store.empty()) {
+    RETURN_IF_ERROR(ImageStore(opts_.image_store).Release(PodDir(name)).WithContext("pod " + name));
+  }
   spdlog::info("pod {} deleted", name);
   RETURN_IF_ERROR(files::RemoveAll(PodDir(name)));
   RETURN_IF_ERROR(SyncFirewall());

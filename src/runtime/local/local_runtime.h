@@ -97,6 +97,8 @@ class LocalRuntime : public PodRuntime, public RuntimeLifecycle {
   // The GPUs the pod asks for, claimed on the host (gpus.h), into its plan.
   Status PlanGpus(const PodSpec& spec, LaunchPlan* plan);
   // The root the pod runs on: its image's, or the cluster's shared root made from it.
+  // Holds the image of every pod this runtime has (ImageStore::Hold), at the supervisor's start.
+  void HoldPodImages();
   Result<std::string> PodImageRoot(const PodSpec& spec, bool* writable);
   Status StopProcess(PodState* st);
   // Rewrites the hosts file every pod mounts at /etc/hosts from the pods' addresses.

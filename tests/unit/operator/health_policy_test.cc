@@ -118,6 +118,22 @@ TEST(HealthPolicyTest, ReplacedOnlyWhenIdlePastReplaceAfterWithinBudget) {
   EXPECT_TRUE(none.replace.empty());
 }
 
+// A GPU fault stays with the GPU: its worker stays drained (holding the GPU from other workers)
+// however long, until its check passes again; it counts as unhealthy meanwhile.
+TEST(HealthPolicyTest, AWorkerDrainedForAGpuFaultIsKeptNotReplacedAndResumedOnceItPasses) {
+  HealthWorker gpu = HealthDrained("gpu-0", kNow - 7000, Fail(kNow, "gpu", "GPU 00000000:3b:00.0: 2 uncorrectable"));
+  gpu.gpu_fault = true;
+  auto kept = PlanHealth({gpu}, Opts(1, 600));
+  EXPECT_TRUE(kept.replace.empty());
+  EXPECT_TRUE(kept.resume.empty());
+  EXPECT_EQ(kept.unhealthy, 1);
+  gpu.report = Ok(kNow);
+  EXPECT_EQ(PlanHealth({gpu}, Opts(1, 600)).resume, (std::vector<std::string>{"gpu-0"}));
+  EXPECT_TRUE(IsGpuHealthDrain("hpcplane:health:gpu: GPU 00000000:3b:00.0: row remapping failed"));
+  EXPECT_FALSE(IsGpuHealthDrain("hpcplane:health:tmp: /tmp has 1 MiB free"));
+  EXPECT_FALSE(IsGpuHealthDrain("gpu: an admin's words"));
+}
+
 // A worker slurmctld drained for a fault is replaced like a health-drained one (idle, past
 // replaceAfter, within budget), never resumed by a passing report, and not held against the cap.
 TEST(HealthPolicyTest, SlurmFaultDrainsAreReplacedNeverResumed) {

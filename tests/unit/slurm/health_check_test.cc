@@ -220,16 +220,32 @@ TEST_F(HealthCheckScriptTest, AdminChecksFailOnExitAndOnTimeout) {
   EXPECT_EQ(hung.detail, "did not finish within 1s");
 }
 
-// A stand-in nvidia-smi prints what the test wrote to smi.out and exits with smi.rc; a stand-in
-// dmesg prints kmsg; the worker's first process started 1000 s after boot.
+// A stand-in nvidia-smi for the two queries the check makes, with their field names exactly as
+// NVIDIA's `nvidia-smi --help-query-gpu` and `--help-query-remapped-rows` list them (any other
+// query fails as nvidia-smi fails on an unknown field): the GPU query prints smi.out and exits
+// with smi.rc, the row-remapping query prints rows.out and exits with rows.rc; with smi.hang it
+// never answers. A stand-in dmesg prints kmsg; the worker's first process started 1000 s after
+// boot.
 class GpuHealthCheckTest : public HealthCheckScriptTest {
  protected:
   void SetUp() override {
     HealthCheckScriptTest::SetUp();
-    settings_ = HealthCheckConfig(api::HealthChecksSpec{}, {}, true, /*gpus=*/2) + Settings(10);
-    Fake("nvidia-smi", fmt::format("cat {0}/smi.out; exit $(cat {0}/smi.rc 2>/dev/null || echo 0)", dir_));
+    settings_ = HealthCheckConfig(api::HealthChecksSpec{}, {}, true, /*gpus=*/2) + Settings(10) +
+                fmt::format("NVIDIA_SMI={}/bin/nvidia-smi\n", dir_);
+    Fake("nvidia-smi",
+         fmt::format("d={}\n"
+                     "case \"$*\" in\n"
+                     "  *--query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total,retired_pages.pending,"
+                     "utilization.gpu,memory.used,memory.total,temperature.gpu*)\n"
+                     "    [ ! -e $d/smi.hang ] || exec sleep 30; cat $d/smi.out; exit $(cat $d/smi.rc) ;;\n"
+                     "  *--query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure*)\n"
+                     "    cat $d/rows.out; exit $(cat $d/rows.rc) ;;\n"
+                     "  *) echo \"Field in $* is not a valid field to query.\"; exit 2 ;;\n"
+                     "esac",
+                     dir_));
     Fake("dmesg", fmt::format("cat {}/kmsg", dir_));
     Smi(kTwoGpus);
+    Rows(kTwoRows);
     Kmsg("");
     const long ticks = 1000 * sysconf(_SC_CLK_TCK);
     ASSERT_TRUE(
@@ -241,12 +257,19 @@ class GpuHealthCheckTest : public HealthCheckScriptTest {
     ASSERT_TRUE(files::WriteAtomic(dir_ + "/smi.out", out).ok());
     ASSERT_TRUE(files::WriteAtomic(dir_ + "/smi.rc", std::to_string(rc)).ok());
   }
+  void Rows(const std::string& out, int rc = 0) {
+    ASSERT_TRUE(files::WriteAtomic(dir_ + "/rows.out", out).ok());
+    ASSERT_TRUE(files::WriteAtomic(dir_ + "/rows.rc", std::to_string(rc)).ok());
+  }
   void Kmsg(const std::string& text) { ASSERT_TRUE(files::WriteAtomic(dir_ + "/kmsg", text).ok()); }
-  // pci.bus_id, ECC, retired pages pending, remapped rows pending, row remapping failed, util,
-  // memory used, memory total, temperature.
+  // pci.bus_id, ECC, retired pages pending, util, memory used, memory total, temperature.
   static constexpr const char* kTwoGpus =
-      "00000000:3B:00.0, 0, No, No, No, 87, 40000, 81559, 61\n"
-      "00000000:86:00.0, [N/A], [N/A], [N/A], [N/A], 0, 1, 81559, 33\n";
+      "00000000:3B:00.0, 0, No, 87, 40000, 81559, 61\n"
+      "00000000:86:00.0, [N/A], [N/A], 0, 1, 81559, 33\n";
+  // gpu_bus_id, remapped_rows.pending, remapped_rows.failure.
+  static constexpr const char* kTwoRows =
+      "00000000:3B:00.0, No, No\n"
+      "00000000:86:00.0, 0, 0\n";
 };
 
 TEST_F(GpuHealthCheckTest, AHealthyGpuWorkerReportsEachGpusNumbers) {
@@ -264,25 +287,32 @@ TEST_F(GpuHealthCheckTest, AHealthyGpuWorkerReportsEachGpusNumbers) {
 
 // Each fault nvidia-smi shows fails the gpu check with the GPU and what is wrong.
 TEST_F(GpuHealthCheckTest, EachFaultNvidiaSmiShowsFailsWithTheGpuNamed) {
-  const std::string second = "00000000:86:00.0, 0, No, No, No, 0, 1, 81559, 33\n";
-  const std::vector<std::pair<std::string, std::string>> cases = {
-      {"00000000:3B:00.0, 2, No, No, No, 87, 40000, 81559, 61\n" + second,
-       "GPU 00000000:3b:00.0: 2 uncorrectable ECC error(s) since the driver loaded"},
-      {"00000000:3B:00.0, 0, Yes, No, No, 87, 40000, 81559, 61\n" + second,
-       "GPU 00000000:3b:00.0: retired pages wait for a GPU reset"},
-      {"00000000:3B:00.0, 0, [N/A], Yes, No, 87, 40000, 81559, 61\n" + second,
-       "GPU 00000000:3b:00.0: remapped rows wait for a GPU reset"},
-      {"00000000:3B:00.0, 0, [N/A], No, Yes, 87, 40000, 81559, 61\n" + second,
-       "GPU 00000000:3b:00.0: row remapping failed"},
-      {second, "nvidia-smi sees 1 of the 2 GPU(s) this worker declares"},
+  const std::string second = "00000000:86:00.0, 0, No, 0, 1, 81559, 33\n";
+  struct Case {
+    std::string gpus, rows, detail;
   };
-  for (const auto& [out, detail] : cases) {
-    Smi(out);
+  const std::vector<Case> cases = {
+      {"00000000:3B:00.0, 2, No, 87, 40000, 81559, 61\n" + second, kTwoRows,
+       "GPU 00000000:3b:00.0: 2 uncorrectable ECC error(s) since the driver loaded"},
+      {"00000000:3B:00.0, 0, Yes, 87, 40000, 81559, 61\n" + second, kTwoRows,
+       "GPU 00000000:3b:00.0: retired pages wait for a GPU reset"},
+      {kTwoGpus, "00000000:3B:00.0, No, No\n00000000:86:00.0, 1, 0\n",
+       "GPU 00000000:86:00.0: remapped rows wait for a GPU reset"},
+      {kTwoGpus, "00000000:3B:00.0, No, Yes\n00000000:86:00.0, 0, 0\n", "GPU 00000000:3b:00.0: row remapping failed"},
+      {second, kTwoRows, "nvidia-smi sees 1 of the 2 GPU(s) this worker declares"},
+  };
+  for (const auto& c : cases) {
+    Smi(c.gpus);
+    Rows(c.rows);
     auto r = RunAndParse();
-    EXPECT_FALSE(r.ok) << out;
+    EXPECT_FALSE(r.ok) << c.gpus << c.rows;
     EXPECT_EQ(r.check, "gpu");
-    EXPECT_EQ(r.detail, detail);
+    EXPECT_EQ(r.detail, c.detail);
   }
+  // GPUs without row remapping (before A100) fail that query: not checked, no failure.
+  Smi(kTwoGpus);
+  Rows("Field \"remapped_rows.pending\" is not supported on this GPU\n", 2);
+  EXPECT_TRUE(RunAndParse().ok);
   // A GPU fallen off the bus: nvidia-smi fails and says so.
   Smi("Unable to determine the device handle for GPU 00000000:3B:00.0: GPU is lost.  Reboot the system to recover "
       "this GPU\n",
@@ -295,6 +325,18 @@ TEST_F(GpuHealthCheckTest, EachFaultNvidiaSmiShowsFailsWithTheGpuNamed) {
                               0),
             0u)
       << lost.detail;
+}
+
+// An nvidia-smi that never answers (stuck on a lost GPU) fails the check at the timeout; the
+// run reports and ends rather than waiting with the lock held.
+TEST_F(GpuHealthCheckTest, AnNvidiaSmiThatNeverAnswersFailsAtTheTimeout) {
+  ASSERT_TRUE(files::WriteAtomic(dir_ + "/smi.hang", "").ok());
+  auto start = std::chrono::steady_clock::now();
+  auto r = RunAndParse();
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  EXPECT_FALSE(r.ok);
+  EXPECT_EQ(r.check, "gpu");
+  EXPECT_EQ(r.detail, "nvidia-smi did not answer within 1s");
 }
 
 // Only an Xid that needs a reset or a reboot, on one of this worker's GPUs, logged since the

@@ -96,6 +96,8 @@ TEST_F(DriverRoot, FindsTheToolsAndEveryNameOfEachLibraryAndStagesOneCopyEach) {
   }
   EXPECT_EQ(copies, 1);
   EXPECT_EQ(links, 2);
+  EXPECT_EQ(fs::read_symlink(staged + "libcuda.so.1").string(), "libcuda.so.550.54.15") << "the file's own name";
+  EXPECT_EQ(fs::read_symlink(staged + "libnvidia-ml.so.1").string(), "libnvidia-ml.so.550.54.15");
   // A link names a file of its own directory: it resolves inside the pod as well.
   for (const auto& e : fs::directory_iterator(staged)) {
     if (e.is_symlink()) {

@@ -92,12 +92,95 @@ TEST_F(ImageStoreTest, AnUnchangedRecipeReusesItsImageAndAChangedOneMakesANewIma
   EXPECT_NE(changed->digest, first->digest);
   EXPECT_EQ(changed->packages.count("curl"), 1u);
   EXPECT_EQ((*Store().Find("tools"))->digest, changed->digest);
-  // The image the name referred to before stays for what still runs from it, until the name is
-  // deleted.
-  EXPECT_TRUE(Store().RootOf(first->Reference()).ok());
-  ASSERT_TRUE(Store().Delete("tools").ok());
+  // No pod holds the image the name referred to before: it is gone.
   EXPECT_FALSE(Store().RootOf(first->Reference()).ok());
+  ASSERT_TRUE(Store().Delete("tools").ok());
+  EXPECT_FALSE(Store().RootOf(changed->Reference()).ok());
   EXPECT_TRUE(files::ListDir(dir_ + "/store/images").empty());
+}
+
+// A rebuild leaves the image it replaced while a pod holds it, and removes it at the next build
+// or delete once none does; a hold whose pod directory is gone counts for nothing.
+TEST_F(ImageStoreTest, AReplacedImageStaysWhileAPodHoldsItAndGoesAfter) {
+  const std::string pod_a = dir_ + "/pods/a", pod_b = dir_ + "/pods/b";
+  ASSERT_TRUE(files::MakeDirs(pod_a).ok() && files::MakeDirs(pod_b).ok());
+  auto first = Store().Build(Recipe(), {});
+  ASSERT_TRUE(first.ok()) << first.status().message();
+  auto held = Store().Hold(first->Reference(), pod_a);
+  ASSERT_TRUE(held.ok()) << held.status().message();
+  EXPECT_EQ(*held, *Store().RootOf(first->Reference()));
+  auto second = Store().Build(Recipe({"hello", "jq", "curl"}), {});
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(Store().RootOf(first->Reference()).ok()) << "pod a runs on it";
+  EXPECT_EQ(files::ListDir(dir_ + "/store/images").size(), 2u);
+
+  ASSERT_TRUE(Store().Release(pod_a).ok());
+  ASSERT_TRUE(Store().Release(pod_a).ok()) << "nothing held is no error";
+  ASSERT_TRUE(Store().Hold("tools", pod_b).ok());  // by name: the current image, the second
+  auto third = Store().Build(Recipe({"hello"}), {});
+  ASSERT_TRUE(third.ok());
+  EXPECT_FALSE(Store().RootOf(first->Reference()).ok()) << "let go of: removed";
+  EXPECT_TRUE(Store().RootOf(second->Reference()).ok()) << "pod b holds it";
+  auto ref = nlohmann::json::parse(*files::Read(dir_ + "/store/refs/tools.json"));
+  EXPECT_EQ(ref["previous"], nlohmann::json::array({second->digest})) << ref.dump();
+
+  ASSERT_TRUE(files::RemoveAll(pod_b).ok());  // deleted by a runtime that died before letting go
+  auto fourth = Store().Build(Recipe({"jq"}), {});
+  ASSERT_TRUE(fourth.ok());
+  EXPECT_FALSE(Store().RootOf(second->Reference()).ok());
+  EXPECT_EQ(files::ListDir(dir_ + "/store/images"), std::vector<std::string>{fourth->digest});
+  EXPECT_TRUE(files::ListDir(dir_ + "/store/holds").empty()) << "the stale hold is gone too";
+  EXPECT_FALSE(Store().Hold("tools@sha256:" + first->digest, pod_a).ok()) << "a removed image cannot be held";
+}
+
+// A deleted name's image stays while a pod holds it.
+TEST_F(ImageStoreTest, DeleteLeavesAHeldImageUntilItsPodLetsGo) {
+  const std::string pod = dir_ + "/pods/a";
+  ASSERT_TRUE(files::MakeDirs(pod).ok());
+  auto image = Store().Build(Recipe(), {});
+  ASSERT_TRUE(image.ok());
+  ASSERT_TRUE(Store().Hold(image->Reference(), pod).ok());
+  ASSERT_TRUE(Store().Delete("tools").ok());
+  EXPECT_TRUE(Store().RootOf(image->Reference()).ok());
+  ASSERT_TRUE(Store().Release(pod).ok());
+  ImageRecipe other = Recipe({"curl"});
+  other.name = "other";
+  auto built = Store().Build(other, {});
+  ASSERT_TRUE(built.ok());
+  EXPECT_FALSE(Store().RootOf(image->Reference()).ok());
+  EXPECT_EQ(files::ListDir(dir_ + "/store/images"), std::vector<std::string>{built->digest});
+}
+
+// A pod started before images were held (an older hpcplane) shows its image only in its own mount
+// namespace: that is enough to keep it.
+TEST_F(ImageStoreTest, AnImageMountedInAnotherMountNamespaceIsKept) {
+  auto first = Store().Build(Recipe(), {});
+  ASSERT_TRUE(first.ok());
+  const std::string mnt = dir_ + "/mnt", ready = dir_ + "/ready", go = dir_ + "/go";
+  ASSERT_TRUE(files::MakeDirs(mnt).ok());
+  auto pod = std::async(std::launch::async, [&] {
+    RunOptions o;
+    o.timeout = std::chrono::seconds(30);
+    return RunProcess({"unshare", "-m", "--propagation", "private", "sh", "-c",
+                       "mount --bind \"$1\" \"$2\" && touch \"$3\" && while [ ! -e \"$4\" ]; do sleep 0.05; done",
+                       "pod", *Store().RootOf(first->Reference()) + "/usr", mnt, ready, go},
+                      o);
+  });
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!files::Exists(ready) && std::chrono::steady_clock::now() < deadline) {
+    if (pod.wait_for(std::chrono::milliseconds(20)) == std::future_status::ready) break;
+  }
+  if (!files::Exists(ready)) {
+    auto r = pod.get();
+    GTEST_SKIP() << "cannot mount in a mount namespace here: " << (r.ok() ? r->err : r.status().message());
+  }
+  auto second = Store().Build(Recipe({"curl"}), {});
+  ASSERT_TRUE(second.ok());
+  EXPECT_TRUE(Store().RootOf(first->Reference()).ok()) << "mounted in the other namespace";
+  ASSERT_TRUE(files::WriteAtomic(go, "").ok());
+  ASSERT_TRUE(pod.get().ok());
+  ASSERT_TRUE(Store().Build(Recipe({"jq"}), {}).ok());
+  EXPECT_FALSE(Store().RootOf(first->Reference()).ok());
 }
 
 // Another environment's build holds the store's lock for minutes: an unchanged image is reused
