@@ -12,6 +12,10 @@ bool IsGpuHealthDrain(const std::string& reason) {
   return reason.rfind(std::string(slurm::kHealthDrainPrefix) + "gpu:", 0) == 0;
 }
 
+int64_t StaleReportAfter(const api::HealthChecksSpec& h) {
+  return 3 * h.interval_seconds + 10 * h.timeout_seconds + h.max_clock_skew_seconds;
+}
+
 HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOptions& opts) {
   HealthPlan plan;
   int drained = 0, drained_by_slurm = 0;
@@ -38,16 +42,25 @@ HealthPlan PlanHealth(const std::vector<HealthWorker>& workers, const HealthOpti
   }
   if (opts.enabled) {
     for (const auto& w : workers) {
+      if (w.drained || !w.report.present) continue;
+      const int64_t age = opts.now - w.report.at;
+      // Stale: no run has reported for long, while Slurm hears from the worker and nobody
+      // changed its drain state meanwhile (an admin's resume gives the check time again).
+      const bool stale = opts.stale_after_seconds > 0 && w.responding && age > opts.stale_after_seconds &&
+                         opts.now - w.reason_changed_at > opts.stale_after_seconds;
       // A report older than the last drain change was read before an admin's resume (or
       // before our own): the next run of the check speaks for the worker now.
-      if (w.drained || !w.report.present || w.report.ok || w.report.at <= w.reason_changed_at) continue;
+      if (!stale && (w.report.ok || w.report.at <= w.reason_changed_at)) continue;
+      const std::string check = stale ? "stale" : w.report.check;
+      const std::string detail =
+          stale ? fmt::format("no report for {}s: a check does not finish (a hung mount or device)", age)
+                : w.report.detail;
       if (drained >= opts.max_unhealthy) {
-        if (plan.held_back.empty()) plan.held_back_detail = w.report.check + ": " + w.report.detail;
+        if (plan.held_back.empty()) plan.held_back_detail = check + ": " + detail;
         plan.held_back.push_back(w.pod);
         continue;
       }
-      std::string reason = fmt::format("{}{}: {}", slurm::kHealthDrainPrefix, w.report.check, w.report.detail);
-      plan.drain.push_back({w.pod, reason});
+      plan.drain.push_back({w.pod, fmt::format("{}{}: {}", slurm::kHealthDrainPrefix, check, detail)});
       ++drained;
     }
   }

@@ -5,6 +5,10 @@
 //  - A worker whose latest report fails, newer than its last drain change, is drained with
 //    "hpcplane:health:<check>: <detail>", while fewer than maxUnhealthy workers of the nodeset
 //    are drained by health checks; beyond that it is held back and the check is suspect.
+//  - A worker whose last report is older than stale_after (and Slurm still hears from it) is
+//    drained the same way, check "stale": a run of the program that never finishes (a check
+//    stuck on a hung mount or device, which no timeout can kill) holds the lock every later run
+//    needs, and its last report, often a pass, would otherwise stand for ever.
 //  - A worker drained by a health check whose report passes again, written after the drain,
 //    is resumed. No other drain is ever resumed here: an admin's or the scaler's stay theirs.
 //  - A worker drained by a health check for replaceAfter or longer and running nothing is
@@ -25,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "api/types.h"
 #include "slurm/health_check.h"
 
 namespace hpc::op {
@@ -36,6 +41,7 @@ struct HealthWorker {
   bool drained_by_health = false;  // reason has the kHealthDrainPrefix
   bool drained_by_slurm = false;   // slurmctld drained it for a failure on it
   bool gpu_fault = false;          // drained by the `gpu` check: kept, never replaced
+  bool responding = true;          // Slurm hears from its slurmd (not DOWN, not NOT_RESPONDING)
   int64_t reason_changed_at = 0;
   slurm::HealthReport report;
 };
@@ -46,7 +52,12 @@ struct HealthOptions {
   int64_t replace_after_seconds = 600;
   int replacements_left = 1;
   int64_t now = 0;
+  int64_t stale_after_seconds = 0;  // a report older than this is a failure; 0: never
 };
+
+// How old a report may get before the worker counts as failing: three intervals, every check of
+// a run timing out (ten of them), and the clock skew the checks allow. 220 s at the defaults.
+int64_t StaleReportAfter(const api::HealthChecksSpec& h);
 
 struct HealthDrain {
   std::string pod;

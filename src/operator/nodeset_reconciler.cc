@@ -425,6 +425,25 @@ void NodeSetReconciler::RegisterWorkersAgain(const api::NodeSet& ns, const std::
   }
 }
 
+namespace {
+
+// What the health policy needs to know of a worker, from its Slurm node.
+HealthWorker HealthWorkerOf(const std::string& pod, const slurm::SlurmNode& n) {
+  HealthWorker w;
+  w.pod = pod;
+  w.busy = n.Busy();
+  w.drained = n.Drain();
+  w.drained_by_health = n.Drain() && IsHealthDrain(n.reason);
+  w.gpu_fault = w.drained_by_health && IsGpuHealthDrain(n.reason);
+  w.responding = n.Usable();
+  w.drained_by_slurm = slurm::IsSlurmFaultDrain(n);
+  w.reason_changed_at = n.reason_changed_at;
+  w.report = slurm::ParseHealthReport(n.extra);
+  return w;
+}
+
+}  // namespace
+
 std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
                                                      const std::vector<runtime::PodStatus>& pods,
                                                      std::map<std::string, slurm::SlurmNode>* nodes, int64_t now,
@@ -435,18 +454,8 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
   for (const auto& p : pods) {
     auto it = nodes->find(p.name);
     if (it == nodes->end()) continue;
-    const auto& n = it->second;
-    HealthWorker w;
-    w.pod = p.name;
-    w.busy = n.Busy();
-    w.drained = n.Drain();
-    w.drained_by_health = n.Drain() && IsHealthDrain(n.reason);
-    w.gpu_fault = w.drained_by_health && IsGpuHealthDrain(n.reason);
-    w.drained_by_slurm = slurm::IsSlurmFaultDrain(n);
-    w.reason_changed_at = n.reason_changed_at;
-    w.report = slurm::ParseHealthReport(n.extra);
-    reports[p.name] = w.report;
-    workers.push_back(std::move(w));
+    workers.push_back(HealthWorkerOf(p.name, it->second));
+    reports[p.name] = workers.back().report;
   }
   auto& history = replaced_[ns.metadata.name];
   while (!history.empty() && history.front() <= now - 3600) history.pop_front();
@@ -454,6 +463,7 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
   opts.enabled = hc.enabled;
   opts.max_unhealthy = hc.MaxUnhealthy(static_cast<int>(pods.size()));
   opts.replace_after_seconds = hc.replace_after_seconds;
+  opts.stale_after_seconds = StaleReportAfter(hc);
   opts.replacements_left = std::max(0, hc.max_replacements_per_hour - static_cast<int>(history.size()));
   opts.now = now;
   HealthPlan plan = PlanHealth(workers, opts);

@@ -13,6 +13,7 @@
 #include "common/jwt.h"
 #include "operator/conditions.h"
 #include "operator/dataset_volume.h"
+#include "operator/health_policy.h"
 #include "operator/node_snapshot.h"
 #include "operator/partition_sync.h"
 #include "operator/steps.h"
@@ -263,14 +264,16 @@ class Pass {
     return Status::Ok();
   }
 
-  // The cluster nodesets' workers with the GPUs of their last health report; a node belongs to the
-  // nodeset among its features. Workspaces' workers are left out: their names carry user names.
+  // The cluster nodesets' workers with the GPUs of their last health report, unless it is stale
+  // (health_policy.h); a node belongs to the nodeset among its features. Workspaces' workers are
+  // left out: their names carry user names.
   std::vector<DaemonMetrics::GpuWorkerView> GpuWorkers(const std::vector<slurm::SlurmNode>& nodes,
                                                        const std::set<std::string>& workspaces) const {
     std::vector<DaemonMetrics::GpuWorkerView> out;
+    const int64_t oldest = jwt::UnixNow() - StaleReportAfter(cluster_.spec.health_checks);
     for (const auto& n : nodes) {
       slurm::HealthReport report = slurm::ParseHealthReport(n.extra);
-      if (report.gpus.empty()) continue;
+      if (report.gpus.empty() || report.at < oldest) continue;
       for (const auto& ns : nodesets_) {
         if (!n.features.count(ns.metadata.name) || workspaces.count(ns.metadata.name)) continue;
         out.push_back({ns.metadata.name, n.name, std::move(report.gpus)});

@@ -211,5 +211,31 @@ TEST(HealthIT, AWorkerWhoseNodeSlurmForgotIsStartedAgain) {
   EXPECT_EQ(c.Login("alice", {"srun", "-N1", "true"}).exit_code, 0);
 }
 
+// A run of the check that never finishes (here: one holding the check's lock, as a run stuck
+// on a hung mount does) leaves the last report standing: once it is older than the bound
+// (3 intervals + 10 timeouts + the clock skew: 21 s here) the worker is drained as stale, and
+// resumed when a run reports again.
+TEST(HealthIT, AWorkerWhoseChecksStopReportingIsDrainedAndResumedWhenTheyReportAgain) {
+  ClusterOptions o;
+  o.replicas = 1;
+  o.extra_cluster_spec = "  healthChecks:\n    interval: 2s\n    timeout: 1s\n    maxClockSkew: 5s\n";
+  TestCluster c("hcs", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return HasPassingReport(c, "cpu-0"); }, seconds(30))) << NodeField(c, "cpu-0", "Extra");
+  auto stuck = c.Cli({"exec", "cpu-0", "--", "sh", "-c",
+                      "setsid sh -c 'exec 9>/run/hpcplane-health.lock && flock 9 && exec sleep 600' "
+                      "</dev/null >/dev/null 2>&1 & echo $!"});
+  ASSERT_EQ(stuck.exit_code, 0) << stuck.err;
+  const std::string pid = Trim(stuck.out);
+  ASSERT_TRUE(
+      WaitFor([&] { return NodeField(c, "cpu-0", "Reason").rfind("hpcplane:health:stale: no report for ", 0) == 0; },
+              seconds(60)))
+      << Diagnose(c, "cpu-0");
+  EXPECT_NE(NodeField(c, "cpu-0", "State").find("DRAIN"), std::string::npos);
+  ASSERT_EQ(c.Cli({"exec", "cpu-0", "--", "kill", pid}).exit_code, 0);
+  ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Reason").empty(); }, seconds(30))) << Diagnose(c, "cpu-0");
+  EXPECT_EQ(NodeField(c, "cpu-0", "State").find("DRAIN"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace hpc::it

@@ -118,6 +118,37 @@ TEST(HealthPolicyTest, ReplacedOnlyWhenIdlePastReplaceAfterWithinBudget) {
   EXPECT_TRUE(none.replace.empty());
 }
 
+// A worker whose reports stopped (a run of the check hangs, holding the lock every later run
+// needs) is drained as stale; not while Slurm cannot hear from it, not right after an admin
+// changed its drain state, and within the cap. A fresh passing report resumes it.
+TEST(HealthPolicyTest, AWorkerWhoseReportsStoppedIsDrainedAsStale) {
+  HealthOptions opts = Opts(1, 600);
+  opts.stale_after_seconds = 220;
+  HealthWorker quiet = Worker("cpu-0", Ok(kNow - 300));
+  auto plan = PlanHealth({quiet}, opts);
+  ASSERT_EQ(plan.drain.size(), 1u);
+  EXPECT_EQ(plan.drain[0].reason,
+            "hpcplane:health:stale: no report for 300s: a check does not finish (a hung mount or device)");
+  EXPECT_TRUE(PlanHealth({Worker("cpu-0", Ok(kNow - 200))}, opts).drain.empty()) << "within the bound";
+  HealthWorker unheard = quiet;
+  unheard.responding = false;
+  EXPECT_TRUE(PlanHealth({unheard}, opts).drain.empty()) << "Slurm's own business: it is down";
+  HealthWorker resumed = quiet;
+  resumed.reason_changed_at = kNow - 60;
+  EXPECT_TRUE(PlanHealth({resumed}, opts).drain.empty()) << "an admin resumed it a minute ago";
+  auto capped = PlanHealth({quiet, Worker("cpu-1", Ok(kNow - 300))}, opts);
+  EXPECT_EQ(capped.drain.size(), 1u);
+  EXPECT_EQ(capped.held_back, (std::vector<std::string>{"cpu-1"}));
+  HealthOptions off = opts;
+  off.stale_after_seconds = 0;
+  EXPECT_TRUE(PlanHealth({quiet}, off).drain.empty());
+  // Drained as stale, then a run finishes and passes: resumed.
+  HealthWorker drained = HealthDrained("cpu-0", kNow - 30, Ok(kNow));
+  EXPECT_EQ(PlanHealth({drained}, opts).resume, (std::vector<std::string>{"cpu-0"}));
+  api::HealthChecksSpec defaults;
+  EXPECT_EQ(StaleReportAfter(defaults), 220);
+}
+
 // A GPU fault stays with the GPU: its worker stays drained (holding the GPU from other workers)
 // however long, until its check passes again; it counts as unhealthy meanwhile.
 TEST(HealthPolicyTest, AWorkerDrainedForAGpuFaultIsKeptNotReplacedAndResumedOnceItPasses) {
