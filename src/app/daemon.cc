@@ -67,6 +67,7 @@ class Daemon {
     ASSIGN_OR_RETURN(api::SlurmCluster cluster, store_.LoadCluster());
     ASSIGN_OR_RETURN(BuildInputs inputs, HostBuildInputs());
     RETURN_IF_ERROR(ResolveClusterImages(p_.state_dir, cluster, &inputs));
+    RETURN_IF_ERROR(HoldResolvedImages(p_.state_dir, p_.Dir() + "/held-images", inputs));
     ASSIGN_OR_RETURN(rt_, OpenSupervisingRuntime(p_, cluster.spec.subnet, self_exe_));
     inputs.job_cgroups = HostJobCgroups();
     if (RunningDaemon(p_) != 0) return Status::Errorf("another daemon already runs for cluster {}", p_.name);

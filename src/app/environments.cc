@@ -183,6 +183,17 @@ Result<runtime::local::OciExport> ExportEnvironment(const std::string& state_dir
   return out;
 }
 
+Status HoldResolvedImages(const std::string& state_dir, const std::string& dir, const op::BuildInputs& in) {
+  RETURN_IF_ERROR(files::RemoveAll(dir));  // an earlier daemon's holds: its pins are not ours
+  ImageStore store(ImageStoreDir(state_dir));
+  for (const auto& [name, reference] : in.images) {
+    const std::string holder = dir + "/" + name;
+    RETURN_IF_ERROR(files::MakeDirs(holder, 0755));
+    RETURN_IF_ERROR(store.Hold(reference, holder).status().WithContext("environment " + name));
+  }
+  return Status::Ok();
+}
+
 Status ResolveClusterImages(const std::string& state_dir, const api::SlurmCluster& c, op::BuildInputs* in) {
   ImageStore store(ImageStoreDir(state_dir));
   ASSIGN_OR_RETURN(auto built, store.List());

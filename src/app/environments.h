@@ -58,5 +58,9 @@ Result<runtime::local::OciExport> ExportEnvironment(const std::string& state_dir
 // Fills `in->images` (every environment built in the store, pinned to its image now) and
 // `in->release` (the cluster environment's Slurm). Fails when the cluster's is not built.
 Status ResolveClusterImages(const std::string& state_dir, const api::SlurmCluster& c, op::BuildInputs* in);
+// Holds every image `in` pins (ImageStore::Hold) for the daemon that will start pods from them,
+// one holder directory per environment under `dir` (made afresh): a rebuild then removes none of
+// them, though no pod of a nodeset at zero holds its image yet.
+Status HoldResolvedImages(const std::string& state_dir, const std::string& dir, const op::BuildInputs& in);
 
 }  // namespace hpc::app

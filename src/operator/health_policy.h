@@ -5,10 +5,13 @@
 //  - A worker whose latest report fails, newer than its last drain change, is drained with
 //    "hpcplane:health:<check>: <detail>", while fewer than maxUnhealthy workers of the nodeset
 //    are drained by health checks; beyond that it is held back and the check is suspect.
-//  - A worker whose last report is older than stale_after (and Slurm still hears from it) is
-//    drained the same way, check "stale": a run of the program that never finishes (a check
+//  - A worker whose last report (or its pod's start, if later) is older than stale_after, while
+//    Slurm still hears from it and another worker of the nodeset reported within stale_after,
+//    is drained the same way, check "stale": a run of the program that never finishes (a check
 //    stuck on a hung mount or device, which no timeout can kill) holds the lock every later run
-//    needs, and its last report, often a pass, would otherwise stand for ever.
+//    needs, and its last report, often a pass, would otherwise stand for ever. The fresh peer
+//    keeps a cluster-wide silence (slurmctld down, a clock step, an interval slurmctld has not
+//    taken yet) from draining anyone; a nodeset of one worker is never drained as stale.
 //  - A worker drained by a health check whose report passes again, written after the drain,
 //    is resumed. No other drain is ever resumed here: an admin's or the scaler's stay theirs.
 //  - A worker drained by a health check for replaceAfter or longer and running nothing is
@@ -42,6 +45,7 @@ struct HealthWorker {
   bool drained_by_slurm = false;   // slurmctld drained it for a failure on it
   bool gpu_fault = false;          // drained by the `gpu` check: kept, never replaced
   bool responding = true;          // Slurm hears from its slurmd (not DOWN, not NOT_RESPONDING)
+  int64_t started_at = 0;          // its pod's current run (unix seconds)
   int64_t reason_changed_at = 0;
   slurm::HealthReport report;
 };
@@ -58,6 +62,9 @@ struct HealthOptions {
 // How old a report may get before the worker counts as failing: three intervals, every check of
 // a run timing out (ten of them), and the clock skew the checks allow. 220 s at the defaults.
 int64_t StaleReportAfter(const api::HealthChecksSpec& h);
+// StaleReportAfter where hpcplane runs the checks every interval; 0 (never stale) where the admin
+// scheduled them (slurm::RunsPeriodicHealthChecks).
+int64_t StaleReportAfter(const api::SlurmCluster& c);
 
 struct HealthDrain {
   std::string pod;

@@ -428,9 +428,10 @@ void NodeSetReconciler::RegisterWorkersAgain(const api::NodeSet& ns, const std::
 namespace {
 
 // What the health policy needs to know of a worker, from its Slurm node.
-HealthWorker HealthWorkerOf(const std::string& pod, const slurm::SlurmNode& n) {
+HealthWorker HealthWorkerOf(const runtime::PodStatus& pod, const slurm::SlurmNode& n) {
   HealthWorker w;
-  w.pod = pod;
+  w.pod = pod.name;
+  w.started_at = pod.started_at;
   w.busy = n.Busy();
   w.drained = n.Drain();
   w.drained_by_health = n.Drain() && IsHealthDrain(n.reason);
@@ -450,12 +451,10 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
                                                      api::NodeSetStatus* st, std::vector<std::string>* errors) {
   const auto& hc = c.spec.health_checks;
   std::vector<HealthWorker> workers;
-  std::map<std::string, slurm::HealthReport> reports;
   for (const auto& p : pods) {
     auto it = nodes->find(p.name);
     if (it == nodes->end()) continue;
-    workers.push_back(HealthWorkerOf(p.name, it->second));
-    reports[p.name] = workers.back().report;
+    workers.push_back(HealthWorkerOf(p, it->second));
   }
   auto& history = replaced_[ns.metadata.name];
   while (!history.empty() && history.front() <= now - 3600) history.pop_front();
@@ -463,7 +462,7 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
   opts.enabled = hc.enabled;
   opts.max_unhealthy = hc.MaxUnhealthy(static_cast<int>(pods.size()));
   opts.replace_after_seconds = hc.replace_after_seconds;
-  opts.stale_after_seconds = StaleReportAfter(hc);
+  opts.stale_after_seconds = StaleReportAfter(c);
   opts.replacements_left = std::max(0, hc.max_replacements_per_hour - static_cast<int>(history.size()));
   opts.now = now;
   HealthPlan plan = PlanHealth(workers, opts);
@@ -486,9 +485,10 @@ std::set<std::string> NodeSetReconciler::ApplyHealth(const api::SlurmCluster& c,
     n.reason = d.reason;
     n.reason_changed_at = now;
     ++st->health_drains;
+    // The reason, not the report: a stale worker's last report may be a pass.
     note("Warning", "Unhealthy",
-         fmt::format("worker {} failed its health check ({}: {}); drained", d.pod, reports[d.pod].check,
-                     reports[d.pod].detail));
+         fmt::format("worker {} failed its health check ({}); drained", d.pod,
+                     d.reason.substr(std::string(slurm::kHealthDrainPrefix).size())));
   }
   for (const auto& pod : plan.resume) {
     Status s = control_->ResumeNode(pod);

@@ -72,6 +72,11 @@ std::string HealthCheckLines(const api::SlurmCluster& c, const Release& release)
 
 }  // namespace
 
+bool RunsPeriodicHealthChecks(const api::SlurmCluster& c) {
+  return c.spec.health_checks.enabled && !AdminSets(c, "HealthCheckProgram") && !AdminSets(c, "HealthCheckInterval") &&
+         !AdminSets(c, "HealthCheckNodeState");
+}
+
 std::string SchedulerParameters(const std::vector<std::string>& admin) {
   // slurmctld 22.05 schedules only from its background loop, once a second: a node's registration,
   // an update or a finished job merely flag that loop. Only a submission is placed at once, so a

@@ -100,6 +100,9 @@ std::string SchedulerParameters(const std::vector<std::string>& admin);
 std::vector<std::string> PartitionOptions(const api::NodeSet& ns, bool cluster_sets_default_memory);
 // Whether the cluster's extraConfig sets a cluster-wide default memory for jobs.
 bool ClusterSetsDefaultMemory(const api::SlurmCluster& c);
+// Whether hpcplane's check program runs every spec.healthChecks.interval on every worker: checks
+// on, and none of HealthCheckProgram, HealthCheckInterval, HealthCheckNodeState in extraConfig.
+bool RunsPeriodicHealthChecks(const api::SlurmCluster& c);
 
 // Whether two renderings differ in more than their NodeSet= and PartitionName= lines (those are
 // applied in place; see SlurmControl::CreatePartition) and hpcplane's JobSubmitPlugins=lua (the

@@ -19,6 +19,7 @@ REQUIRE_MOUNTS=1
 DATASETS=()
 GPUS=0  # the GPUs this worker declares (its nodeset's gpus)
 NVIDIA_SMI=nvidia-smi
+SMI_TMP=/run  # root's: a user filling /tmp cannot make the GPU check fail
 if [ -r "$CONF_DIR/$NODESET.conf" ]; then . "$CONF_DIR/$NODESET.conf"; fi
 
 if [ -z "${HPCPLANE_HEALTH_FOREGROUND:-}" ]; then
@@ -141,8 +142,9 @@ smi_out=""
 smi_rc=0
 smi() {
   local file pid waited=0
-  file=$(mktemp /tmp/.hpcplane-smi.XXXXXX) || { smi_rc=1; smi_out="mktemp failed"; return; }
-  "$NVIDIA_SMI" "$@" >"$file" 2>&1 </dev/null &
+  file=$(mktemp "$SMI_TMP/.hpcplane-smi.XXXXXX") || { smi_rc=1; smi_out="mktemp in $SMI_TMP failed"; return; }
+  # Without the lock (fd 9): one stuck for good must not keep every later run from checking.
+  "$NVIDIA_SMI" "$@" >"$file" 2>&1 </dev/null 9>&- &
   pid=$!
   while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt $((TIMEOUT * 20)) ]; do
     sleep 0.05
@@ -170,6 +172,7 @@ check_gpus() {
   local gpus=$smi_out
   # Row remapping (A100 on) has a query of its own; GPUs and drivers without it fail it: unchecked.
   smi --format=csv,noheader,nounits --query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure
+  if [ "$smi_rc" = 124 ]; then fail gpu "nvidia-smi did not answer within ${TIMEOUT}s"; return; fi
   [ "$smi_rc" != 0 ] || rows=$smi_out
   # GPU lines: "<bus id>, <ecc>, <pages pending>, <util>, <used>, <total>, <temp>"; row lines:
   # "<bus id>, <pending>, <failed>". A value a GPU does not have reads "[N/A]" or "[Not

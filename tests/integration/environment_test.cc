@@ -58,6 +58,10 @@ TEST(Environments, BuiltinsAreReusedAChangedListMakesANewImageAndAMissingPackage
   ASSERT_EQ(changed.exit_code, 0) << changed.out << changed.err;
   const std::string ref2 = SplitLines(changed.out).back();
   EXPECT_NE(ref1.substr(0, ref1.find(' ')), ref2.substr(0, ref2.find(' ')));
+  // Nothing holds the image it replaced (no pod, no daemon): the build removed it.
+  const std::string digest1 = ref1.substr(ref1.find("@sha256:") + 8, 64);
+  EXPECT_FALSE(files::Exists(store + "/images/" + digest1)) << first.out;
+  EXPECT_TRUE(files::ListDir(store + "/trash").empty());
   // The manifest lists every package with its version, jq among them now.
   auto describe = Hpcplane(state, store, {"environments", "describe", "it-tools"});
   ASSERT_EQ(describe.exit_code, 0) << describe.err;

@@ -213,11 +213,11 @@ TEST(HealthIT, AWorkerWhoseNodeSlurmForgotIsStartedAgain) {
 
 // A run of the check that never finishes (here: one holding the check's lock, as a run stuck
 // on a hung mount does) leaves the last report standing: once it is older than the bound
-// (3 intervals + 10 timeouts + the clock skew: 21 s here) the worker is drained as stale, and
-// resumed when a run reports again.
+// (3 intervals + 10 timeouts + the clock skew: 21 s here) while the other worker reports, the
+// worker is drained as stale, and resumed when a run reports again.
 TEST(HealthIT, AWorkerWhoseChecksStopReportingIsDrainedAndResumedWhenTheyReportAgain) {
   ClusterOptions o;
-  o.replicas = 1;
+  o.replicas = 2;
   o.extra_cluster_spec = "  healthChecks:\n    interval: 2s\n    timeout: 1s\n    maxClockSkew: 5s\n";
   TestCluster c("hcs", o);
   ASSERT_EQ(c.Up().exit_code, 0);
@@ -232,6 +232,7 @@ TEST(HealthIT, AWorkerWhoseChecksStopReportingIsDrainedAndResumedWhenTheyReportA
               seconds(60)))
       << Diagnose(c, "cpu-0");
   EXPECT_NE(NodeField(c, "cpu-0", "State").find("DRAIN"), std::string::npos);
+  EXPECT_EQ(NodeField(c, "cpu-1", "Reason"), "") << "the other worker kept reporting";
   ASSERT_EQ(c.Cli({"exec", "cpu-0", "--", "kill", pid}).exit_code, 0);
   ASSERT_TRUE(WaitFor([&] { return NodeField(c, "cpu-0", "Reason").empty(); }, seconds(30))) << Diagnose(c, "cpu-0");
   EXPECT_EQ(NodeField(c, "cpu-0", "State").find("DRAIN"), std::string::npos);

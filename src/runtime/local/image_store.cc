@@ -438,48 +438,61 @@ std::set<std::string> ImagesMounted(const std::string& images_dir) {
 }  // namespace
 
 int ImageStore::RemoveUnheldImages(const std::function<void(const std::string&)>& say) {
-  auto lock = files::FileLock::Take(dir_ + "/holds.lock");
-  if (!lock.ok()) return 0;  // nothing is removed unless the holds can be read
-  std::set<std::string> kept;
-  std::vector<std::string> names;
-  for (const auto& file : files::ListDir(dir_ + "/refs")) {
-    if (file.size() <= 5 || file.substr(file.size() - 5) != ".json") continue;
-    names.push_back(file.substr(0, file.size() - 5));
-    auto now = Find(names.back());
-    if (!now.ok()) return 0;  // a damaged ref: what it names is unknown, so nothing goes
-    if (*now) kept.insert((*now)->digest);
-  }
-  // Holds of pods whose directory is gone (deleted by a runtime that died mid-way) are stale.
-  for (const auto& file : files::ListDir(dir_ + "/holds")) {
-    const std::string path = dir_ + "/holds/" + file;
-    json hold = json::parse(files::Read(path).value_or(""), nullptr, false);
-    const std::string holder = hold.is_object() ? hold.value("holder", "") : "";
-    if (!holder.empty() && files::Exists(holder)) {
-      kept.insert(hold.value("digest", ""));
-    } else if (hold.is_object()) {
-      (void)files::RemoveAll(path);
+  auto warn = [&](const std::string& why) {
+    if (say) say("unused images are kept: " + why);
+  };
+  // Under the holds' lock, the unused images only move aside (a rename): pods starting meanwhile
+  // wait for the lock, not for gigabytes to be deleted. The deletion follows, without it; one a
+  // crash cut short is finished by the next.
+  const std::string trash = dir_ + "/trash";
+  int removed = 0;
+  {
+    auto lock = files::FileLock::Take(dir_ + "/holds.lock");
+    if (!lock.ok()) return warn(lock.status().message()), 0;  // holds unread: nothing goes
+    std::set<std::string> kept;
+    std::vector<std::string> names;
+    for (const auto& file : files::ListDir(dir_ + "/refs")) {
+      if (file.size() <= 5 || file.substr(file.size() - 5) != ".json") continue;
+      names.push_back(file.substr(0, file.size() - 5));
+      auto now = Find(names.back());
+      if (!now.ok()) return warn(now.status().message()), 0;  // what a damaged ref names is unknown
+      if (*now) kept.insert((*now)->digest);
+    }
+    // Holds of pods whose directory is gone (deleted by a runtime that died mid-way) are stale.
+    for (const auto& file : files::ListDir(dir_ + "/holds")) {
+      const std::string path = dir_ + "/holds/" + file;
+      json hold = json::parse(files::Read(path).value_or(""), nullptr, false);
+      const std::string holder = hold.is_object() ? hold.value("holder", "") : "";
+      if (!holder.empty() && files::Exists(holder)) {
+        kept.insert(hold.value("digest", ""));
+      } else if (hold.is_object()) {
+        (void)files::RemoveAll(path);
+      }
+    }
+    for (const auto& digest : ImagesMounted(dir_ + "/images")) kept.insert(digest);
+    if (!files::MakeDirs(trash, 0700).ok()) return warn("cannot make " + trash), 0;
+    for (const auto& digest : files::ListDir(dir_ + "/images")) {
+      if (!IsHexDigest(digest) || kept.count(digest)) continue;
+      std::error_code ec;
+      fs::rename(ImageDir(digest), trash + "/" + digest + "." + std::to_string(::getpid()), ec);
+      if (ec) continue;
+      ++removed;
+      if (say) say("removed image sha256:" + digest + " (no name refers to it and nothing holds it)");
+    }
+    // The refs' lists of earlier images keep only what is still there.
+    for (const auto& name : names) {
+      json ref = json::parse(files::Read(RefPath(name)).value_or(""), nullptr, false);
+      if (!ref.is_object() || !ref.contains("previous")) continue;
+      std::vector<std::string> previous = ref.value("previous", std::vector<std::string>{});
+      const size_t before = previous.size();
+      previous.erase(std::remove_if(previous.begin(), previous.end(), [&](const auto& d) { return !kept.count(d); }),
+                     previous.end());
+      if (previous.size() == before) continue;
+      ref["previous"] = previous;
+      (void)files::WriteAtomic(RefPath(name), ref.dump(), 0644);
     }
   }
-  for (const auto& digest : ImagesMounted(dir_ + "/images")) kept.insert(digest);
-  int removed = 0;
-  for (const auto& digest : files::ListDir(dir_ + "/images")) {
-    if (!IsHexDigest(digest) || kept.count(digest)) continue;
-    RemoveBuildDir(ImageDir(digest));
-    ++removed;
-    if (say) say("removed image sha256:" + digest + " (no name refers to it and no pod holds it)");
-  }
-  // The refs' lists of earlier images keep only what is still there.
-  for (const auto& name : names) {
-    json ref = json::parse(files::Read(RefPath(name)).value_or(""), nullptr, false);
-    if (!ref.is_object() || !ref.contains("previous")) continue;
-    std::vector<std::string> previous = ref.value("previous", std::vector<std::string>{});
-    const size_t before = previous.size();
-    previous.erase(std::remove_if(previous.begin(), previous.end(), [&](const auto& d) { return !kept.count(d); }),
-                   previous.end());
-    if (previous.size() == before) continue;
-    ref["previous"] = previous;
-    (void)files::WriteAtomic(RefPath(name), ref.dump(), 0644);
-  }
+  for (const auto& entry : files::ListDir(trash)) RemoveBuildDir(trash + "/" + entry);
   return removed;
 }
 

@@ -11,7 +11,8 @@
 //   building/<name>.<pid>/           a build in progress (removed on failure)
 //   lock                             held while building or deleting
 //   holds.lock                       held while a pod takes hold of an image, and while unheld
-//                                    images are removed
+//                                    images are moved to trash/
+//   trash/<digest>.<pid>/            an unused image being deleted
 // An image no name refers to any more (a rebuild replaced it, or its name was deleted) stays
 // while a pod holds it, and is removed by the next build or delete after the last let go: a
 // store rebuilt every week does not fill its disk.

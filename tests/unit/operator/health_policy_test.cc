@@ -119,34 +119,63 @@ TEST(HealthPolicyTest, ReplacedOnlyWhenIdlePastReplaceAfterWithinBudget) {
 }
 
 // A worker whose reports stopped (a run of the check hangs, holding the lock every later run
-// needs) is drained as stale; not while Slurm cannot hear from it, not right after an admin
-// changed its drain state, and within the cap. A fresh passing report resumes it.
-TEST(HealthPolicyTest, AWorkerWhoseReportsStoppedIsDrainedAsStale) {
+// needs) is drained as stale while another worker reports; not while Slurm cannot hear from it,
+// not when no worker reports (slurmctld or the clock, not the worker), not within the bound of
+// its pod's start, not right after an admin changed its drain state, and within the cap. A
+// fresh passing report resumes it.
+TEST(HealthPolicyTest, AWorkerWhoseReportsStoppedWhileAnotherReportsIsDrainedAsStale) {
   HealthOptions opts = Opts(1, 600);
   opts.stale_after_seconds = 220;
-  HealthWorker quiet = Worker("cpu-0", Ok(kNow - 300));
-  auto plan = PlanHealth({quiet}, opts);
+  const HealthWorker quiet = Worker("cpu-0", Ok(kNow - 300));
+  const HealthWorker peer = Worker("cpu-9", Ok(kNow - 5));
+  auto plan = PlanHealth({quiet, peer}, opts);
   ASSERT_EQ(plan.drain.size(), 1u);
+  EXPECT_EQ(plan.drain[0].pod, "cpu-0");
   EXPECT_EQ(plan.drain[0].reason,
             "hpcplane:health:stale: no report for 300s: a check does not finish (a hung mount or device)");
-  EXPECT_TRUE(PlanHealth({Worker("cpu-0", Ok(kNow - 200))}, opts).drain.empty()) << "within the bound";
+  EXPECT_TRUE(PlanHealth({quiet}, opts).drain.empty()) << "nobody reports: not this worker's fault";
+  EXPECT_TRUE(PlanHealth({quiet, Worker("cpu-9", Ok(kNow - 250))}, opts).drain.empty()) << "nor when all are old";
+  EXPECT_TRUE(PlanHealth({Worker("cpu-0", Ok(kNow - 200)), peer}, opts).drain.empty()) << "within the bound";
   HealthWorker unheard = quiet;
   unheard.responding = false;
-  EXPECT_TRUE(PlanHealth({unheard}, opts).drain.empty()) << "Slurm's own business: it is down";
+  EXPECT_TRUE(PlanHealth({unheard, peer}, opts).drain.empty()) << "Slurm's own business: it is down";
+  HealthWorker restarted = quiet;
+  restarted.started_at = kNow - 30;  // its Extra is from its pod's earlier run
+  EXPECT_TRUE(PlanHealth({restarted, peer}, opts).drain.empty());
   HealthWorker resumed = quiet;
   resumed.reason_changed_at = kNow - 60;
-  EXPECT_TRUE(PlanHealth({resumed}, opts).drain.empty()) << "an admin resumed it a minute ago";
-  auto capped = PlanHealth({quiet, Worker("cpu-1", Ok(kNow - 300))}, opts);
+  EXPECT_TRUE(PlanHealth({resumed, peer}, opts).drain.empty()) << "an admin resumed it a minute ago";
+  auto capped = PlanHealth({quiet, Worker("cpu-1", Ok(kNow - 300)), peer}, opts);
   EXPECT_EQ(capped.drain.size(), 1u);
   EXPECT_EQ(capped.held_back, (std::vector<std::string>{"cpu-1"}));
   HealthOptions off = opts;
   off.stale_after_seconds = 0;
-  EXPECT_TRUE(PlanHealth({quiet}, off).drain.empty());
+  EXPECT_TRUE(PlanHealth({quiet, peer}, off).drain.empty());
   // Drained as stale, then a run finishes and passes: resumed.
   HealthWorker drained = HealthDrained("cpu-0", kNow - 30, Ok(kNow));
   EXPECT_EQ(PlanHealth({drained}, opts).resume, (std::vector<std::string>{"cpu-0"}));
   api::HealthChecksSpec defaults;
   EXPECT_EQ(StaleReportAfter(defaults), 220);
+  api::SlurmCluster admin_scheduled;
+  admin_scheduled.spec.extra_config = {"HealthCheckProgram=/usr/sbin/nhc"};
+  EXPECT_EQ(StaleReportAfter(admin_scheduled), 0) << "the admin's program, run when the admin says";
+  admin_scheduled.spec.extra_config = {"healthcheckinterval=600"};
+  EXPECT_EQ(StaleReportAfter(admin_scheduled), 0);
+  EXPECT_EQ(StaleReportAfter(api::SlurmCluster{}), 220);
+}
+
+// A GPU fault parked past replaceAfter no longer holds back other drains (cap 1), and still
+// counts as unhealthy.
+TEST(HealthPolicyTest, AParkedGpuFaultDoesNotHoldBackOtherDrains) {
+  HealthWorker gpu = HealthDrained("gpu-0", kNow - 7000, Fail(kNow, "gpu", "GPU 00000000:3b:00.0: 2 uncorrectable"));
+  gpu.gpu_fault = true;
+  auto plan = PlanHealth({gpu, Worker("gpu-1", Fail(kNow, "tmp", "full"))}, Opts(1, 600));
+  EXPECT_EQ(plan.drain.size(), 1u);
+  EXPECT_TRUE(plan.held_back.empty());
+  EXPECT_EQ(plan.unhealthy, 2);
+  HealthWorker young = gpu;
+  young.reason_changed_at = kNow - 100;  // not yet past replaceAfter: it counts like any drain
+  EXPECT_EQ(PlanHealth({young, Worker("gpu-1", Fail(kNow, "tmp", "full"))}, Opts(1, 600)).held_back.size(), 1u);
 }
 
 // A GPU fault stays with the GPU: its worker stays drained (holding the GPU from other workers)

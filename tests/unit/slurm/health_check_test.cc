@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <chrono>
+#include <csignal>
+#include <cstdlib>
 #include <thread>
 
 #include <unistd.h>
@@ -231,13 +233,14 @@ class GpuHealthCheckTest : public HealthCheckScriptTest {
   void SetUp() override {
     HealthCheckScriptTest::SetUp();
     settings_ = HealthCheckConfig(api::HealthChecksSpec{}, {}, true, /*gpus=*/2) + Settings(10) +
-                fmt::format("NVIDIA_SMI={}/bin/nvidia-smi\n", dir_);
+                fmt::format("NVIDIA_SMI={0}/bin/nvidia-smi\nSMI_TMP={0}/tmp\n", dir_);
     Fake("nvidia-smi",
          fmt::format("d={}\n"
                      "case \"$*\" in\n"
                      "  *--query-gpu=pci.bus_id,ecc.errors.uncorrected.volatile.total,retired_pages.pending,"
                      "utilization.gpu,memory.used,memory.total,temperature.gpu*)\n"
-                     "    [ ! -e $d/smi.hang ] || exec sleep 30; cat $d/smi.out; exit $(cat $d/smi.rc) ;;\n"
+                     "    [ ! -e $d/smi.hang ] || {{ sleep 30 & echo $! > $d/orphan; exec sleep 30; }}\n"
+                     "    cat $d/smi.out; exit $(cat $d/smi.rc) ;;\n"
                      "  *--query-remapped-rows=gpu_bus_id,remapped_rows.pending,remapped_rows.failure*)\n"
                      "    cat $d/rows.out; exit $(cat $d/rows.rc) ;;\n"
                      "  *) echo \"Field in $* is not a valid field to query.\"; exit 2 ;;\n"
@@ -337,6 +340,13 @@ TEST_F(GpuHealthCheckTest, AnNvidiaSmiThatNeverAnswersFailsAtTheTimeout) {
   EXPECT_FALSE(r.ok);
   EXPECT_EQ(r.check, "gpu");
   EXPECT_EQ(r.detail, "nvidia-smi did not answer within 1s");
+  // What it left behind (a stuck nvidia-smi survives its kill) does not hold the check's lock:
+  // the next run checks and reports.
+  ASSERT_TRUE(files::RemoveAll(dir_ + "/smi.hang").ok());
+  auto next = RunAndParse();
+  EXPECT_TRUE(next.ok) << next.check << ": " << next.detail;
+  const int orphan = std::atoi(files::Read(dir_ + "/orphan").value_or("0").c_str());
+  if (orphan > 0) ::kill(orphan, SIGKILL);  // the test's own stand-in
 }
 
 // Only an Xid that needs a reset or a reboot, on one of this worker's GPUs, logged since the
