@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <sys/mount.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -410,24 +411,32 @@ namespace {
 // The images some process's mounts show (a pod's root is bound from its image's rootfs inside
 // the pod's own mount namespace, so the host's mount table does not list it): by digest, read
 // from each mount namespace's mountinfo once. A pod started by an hpcplane that did not hold
-// images yet is seen here all the same.
+// images yet is seen here all the same. A mount's root (4th field) is its path inside its file
+// system: where the store is on the root file system that is "<images dir>/<digest>/...", this
+// store's own; elsewhere any ".../images/<digest>/..." counts (keeping more, never less).
 std::set<std::string> ImagesMounted(const std::string& images_dir) {
   std::set<std::string> out, namespaces;
-  const std::string marker = "/" + fs::path(images_dir).filename().string() + "/";
+  std::error_code ec;
+  const std::string real = fs::weakly_canonical(images_dir, ec).string();
+  struct stat here {};
+  struct stat root {};
+  const bool on_root = !ec && ::stat(real.c_str(), &here) == 0 && ::stat("/", &root) == 0 && here.st_dev == root.st_dev;
+  const std::string marker = on_root ? real + "/" : "/" + fs::path(images_dir).filename().string() + "/";
   for (const auto& pid : files::ListDir("/proc")) {
     if (pid.empty() || !std::all_of(pid.begin(), pid.end(), ::isdigit)) continue;
-    std::error_code ec;
     const std::string ns = fs::read_symlink("/proc/" + pid + "/ns/mnt", ec).string();
-    if (ec || !namespaces.insert(ns).second) continue;
-    std::istringstream lines(files::Read("/proc/" + pid + "/mountinfo").value_or(""));
+    if (ec || namespaces.count(ns)) continue;
+    auto text = files::Read("/proc/" + pid + "/mountinfo");
+    if (!text.ok()) continue;  // gone meanwhile: another process of its namespace may tell
+    namespaces.insert(ns);
+    std::istringstream lines(*text);
     for (std::string line; std::getline(lines, line);) {
-      // "<id> <parent> <dev> <root> <mount point> ...": the root is the path inside its file
-      // system, which holds images/<digest>/ wherever the store's file system is mounted.
       std::istringstream fields(line);
-      std::string id, parent, dev, root;
-      fields >> id >> parent >> dev >> root;
-      for (size_t at = root.find(marker); at != std::string::npos; at = root.find(marker, at + 1)) {
-        const std::string digest = root.substr(at + marker.size(), 64);
+      std::string id, parent, dev, mount_root;
+      fields >> id >> parent >> dev >> mount_root;
+      for (size_t at = mount_root.find(marker); at != std::string::npos; at = mount_root.find(marker, at + 1)) {
+        if (on_root && at != 0) break;
+        const std::string digest = mount_root.substr(at + marker.size(), 64);
         if (IsHexDigest(digest)) out.insert(digest);
       }
     }

@@ -154,7 +154,8 @@ TEST_F(ImageStoreTest, DeleteLeavesAHeldImageUntilItsPodLetsGo) {
 // A pod started before images were held (an older hpcplane) shows its image only in its own mount
 // namespace: that is enough to keep it.
 TEST_F(ImageStoreTest, AnImageMountedInAnotherMountNamespaceIsKept) {
-  auto first = Store().Build(Recipe(), {});
+  // Packages of its own: an image no other test (running beside it) has.
+  auto first = Store().Build(Recipe({"hello", "mounted-here"}), {});
   ASSERT_TRUE(first.ok());
   const std::string mnt = dir_ + "/mnt", ready = dir_ + "/ready", go = dir_ + "/go";
   ASSERT_TRUE(files::MakeDirs(mnt).ok());
