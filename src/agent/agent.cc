@@ -212,6 +212,10 @@ Status Agent::ReportLiveCluster() {
   ASSIGN_OR_RETURN(auto nodesets, dp_->NodeSets());
   LiveCluster view =
       AssembleLiveCluster(nodes, partitions, std::move(queue), queue_total, std::move(nodesets), jwt::UnixNow());
+  // Every controller and whether it answers (a hung one costs this report Slurm's MessageTimeout;
+  // none answering leaves them out, and the rest of the view stands).
+  auto ping = dp_->InController({"scontrol", "ping"});
+  view.controllers = ParseControllerPing(ping.ok() ? *ping : "", dp_->CheckHealth().leading_controller);
   return Post(fmt::format("/api/v1/dataplanes/{}/live", opts_.data_plane), EncodeLiveCluster(std::move(view)));
 }
 

@@ -54,6 +54,7 @@ class DataPlaneAccess {
     bool healthy = false;
     std::vector<std::string> reasons;  // why not, when not
     std::map<std::string, std::string> component_versions;
+    std::string leading_controller;  // api::SlurmClusterStatus::leading_controller
   };
   // The cluster's state as its operator reports it; not healthy when no operator runs.
   virtual Health CheckHealth() = 0;

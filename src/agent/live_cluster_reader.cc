@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cctype>
 #include <map>
+#include <regex>
 #include <set>
 #include <sstream>
 
@@ -108,6 +109,19 @@ Result<std::vector<LiveJob>> ParseLiveQueue(const std::string& output, int64_t* 
   *total = static_cast<int64_t>(jobs.size());
   std::vector<LiveJob> out;
   for (size_t i = 0; i < jobs.size() && i < kMaxQueuedJobs; ++i) out.push_back(std::move(jobs[i].job));
+  return out;
+}
+
+std::vector<LiveController> ParseControllerPing(const std::string& output, const std::string& serving) {
+  static const std::regex line_re(R"(^Slurmctld\(([a-z0-9]+)\) at ([a-z][a-z0-9-]{0,62}) is (UP|DOWN)$)");
+  std::vector<LiveController> out;
+  std::istringstream in(output);
+  std::string line;
+  std::smatch m;
+  while (std::getline(in, line) && out.size() < kMaxLiveControllers) {
+    if (!std::regex_match(line, m, line_re)) continue;
+    out.push_back({m[2].str(), m[1].str(), m[3].str() == "UP", m[2].str() == serving});
+  }
   return out;
 }
 

@@ -28,6 +28,11 @@ std::vector<std::string> LiveQueueCommand();
 // (highest first) and submit time, at most kMaxQueuedJobs; `total` gets how many there were.
 Result<std::vector<LiveJob>> ParseLiveQueue(const std::string& output, int64_t* total);
 
+// `scontrol ping`'s lines ("Slurmctld(primary) at c1-controller is UP") to the controllers in
+// their order; `serving` names the one in control (the cluster's status: ping cannot tell). Lines
+// of another shape (the root-only banner of a controller down) are not controllers.
+std::vector<LiveController> ParseControllerPing(const std::string& output, const std::string& serving);
+
 // The view from Slurm's nodes and partitions, the queue and the operator's nodesets; a node
 // belongs to the nodeset whose name is one of its features.
 LiveCluster AssembleLiveCluster(const std::vector<slurm::SlurmNode>& nodes,

@@ -525,6 +525,7 @@ nlohmann::json ToJson(const SlurmCluster& c) {
         {"network", {{"subnet", s.subnet}}},
         {"restApi", {{"port", s.rest_port}, {"memoryLimitMiB", s.rest_memory_limit_mib}}},
         {"login", {{"enabled", s.login_enabled}}},
+        {"backupController", {{"enabled", s.backup_controller}}},
         {"storage", {{"retainOnDelete", s.retain_volumes_on_delete}}},
         {"nodeSetDefaults", {{"minReplicaCount", s.min_replica_count}}},
         {"scheduling", sched},
@@ -703,7 +704,8 @@ nlohmann::json StatusToJson(const SlurmClusterStatus& s) {
           {"conditions", ConditionsJson(s.conditions)},
           {"endpoints", s.endpoints},
           {"componentVersions", s.component_versions},
-          {"components", s.components}};
+          {"components", s.components},
+          {"leadingController", s.leading_controller}};
 }
 
 nlohmann::json StatusToJson(const NodeSetStatus& s) {
@@ -731,6 +733,7 @@ SlurmClusterStatus ClusterStatusFromJson(const nlohmann::json& j) {
   s.endpoints = j.value("endpoints", Map{});
   s.component_versions = j.value("componentVersions", Map{});
   s.components = j.value("components", Map{});
+  s.leading_controller = j.value("leadingController", std::string());
   return s;
 }
 

@@ -134,7 +134,11 @@ json SpecSchema(const std::string& kind) {
 json CustomResourceDefinitions() {
   const json status_only = {{"status", json::object()}};
   json cluster =
-      Crd(kKindSlurmCluster, "slurmclusters", {"slurm"}, SpecSchema(kKindSlurmCluster), json::array({kReady, kAge}),
+      Crd(kKindSlurmCluster, "slurmclusters", {"slurm"}, SpecSchema(kKindSlurmCluster),
+          json::array({kReady,
+                       Column("Controller", "string", ".status.leadingController",
+                              "The controller pod whose slurmctld serves (the backup's while it has taken over)", 1),
+                       kAge}),
           status_only, "A Slurm cluster: controller, REST API, accounting, login; its workers come from NodeSets.");
   json nodeset =
       Crd(kKindNodeSet, "nodesets", {"nss"}, SpecSchema(kKindNodeSet),

@@ -34,6 +34,7 @@ void WalkClusterSpec(R& r, SlurmClusterSpec* s) {
     rest.Integer("memoryLimitMiB", &s->rest_memory_limit_mib);
   });
   r.Object("login", [&](R& login) { login.Bool("enabled", &s->login_enabled); });
+  r.Object("backupController", [&](R& backup) { backup.Bool("enabled", &s->backup_controller); });
   r.Object("storage", [&](R& st) { st.Bool("retainOnDelete", &s->retain_volumes_on_delete); });
   r.Object("nodeSetDefaults", [&](R& d) { d.Integer("minReplicaCount", &s->min_replica_count); });
   r.Object("scheduling", [&](R& sch) {

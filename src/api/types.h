@@ -94,6 +94,10 @@ struct SlurmClusterSpec {
   // 3.7 GiB in three minutes (see bench/README.md).
   int64_t rest_memory_limit_mib = 2048;
   bool login_enabled = true;
+  // A second slurmctld in a pod of its own (SlurmctldHost twice), on the first one's state
+  // volume: it takes over once the first has not answered for SlurmctldTimeout, and gives control
+  // back when the first returns. Kubernetes: that volume's claim is ReadWriteMany.
+  bool backup_controller = false;
   int min_replica_count = 0;  // default minReplicas for nodesets
   int max_node_count = 64;    // Slurm's MaxNodeCount: bound on dynamic nodes
   std::vector<std::string> scheduler_parameters;
@@ -116,6 +120,9 @@ struct SlurmClusterStatus {
   std::map<std::string, std::string> endpoints;           // component -> address
   std::map<std::string, std::string> component_versions;  // e.g. slurm/slurmctld -> 22.05.8
   std::map<std::string, std::string> components;          // component -> "Ready" or why not
+  // The controller pod whose slurmctld serves now: the primary's, or the backup's while it has
+  // taken over (Slurm's heartbeat says which: slurm/controllers.h); empty while none serves.
+  std::string leading_controller;
 };
 
 struct SlurmCluster {

@@ -5,8 +5,23 @@
 #include <fmt/format.h>
 
 #include "operator/builders.h"
+#include "operator/conditions.h"
 
 namespace hpc::app {
+
+cp::DataPlaneAccess::Health HealthOf(const api::SlurmCluster& c) {
+  cp::DataPlaneAccess::Health h;
+  const auto* ready = op::FindCondition(c.status.conditions, "Ready");
+  h.healthy = ready && ready->status == "True";
+  if (!h.healthy) h.reasons.push_back(ready ? ready->message : "no operator has reported the cluster's state yet");
+  if (c.spec.backup_controller && c.status.leading_controller == op::BackupControllerPodName(c)) {
+    h.reasons.push_back(fmt::format("the backup controller {} serves: the primary {} does not",
+                                    op::BackupControllerPodName(c), op::ControllerPodName(c)));
+  }
+  h.component_versions = c.status.component_versions;
+  h.leading_controller = c.status.leading_controller;
+  return h;
+}
 
 op::WorkspaceRequest WorkspaceRequestFor(const cp::WorkspaceCreation& c) {
   op::WorkspaceRequest r;
@@ -29,6 +44,18 @@ Result<std::string> OutputOf(const std::vector<std::string>& argv, const Result<
   if (!ran.ok()) return ran.status();
   if (!ran->ok()) return Status::Errorf("{}: exit {}: {}", argv.at(0), ran->exit_code, ran->err);
   return ran->out;
+}
+
+Result<std::string> InControllerPod(runtime::PodRuntime* rt, const std::string& cluster,
+                                    const std::vector<std::string>& argv) {
+  api::SlurmCluster named;
+  named.metadata.name = cluster;
+  auto ran = rt->Exec(op::ControllerPodName(named), ControllerCommand(argv));
+  if (!ran.ok()) {
+    auto backup = rt->Exec(op::BackupControllerPodName(named), ControllerCommand(argv));
+    if (backup.ok()) ran = std::move(backup);
+  }
+  return OutputOf(argv, ran);
 }
 
 runtime::ExecOptions WorkspaceCommand(const api::Workspace& w, const std::vector<std::string>& argv) {

@@ -14,6 +14,10 @@
 
 namespace hpc::app {
 
+// The data plane's health as its cluster's status says: healthy when Ready, else its reason; a
+// backup controller serving in the primary's stead is said too (a reason an admin acts on).
+cp::DataPlaneAccess::Health HealthOf(const api::SlurmCluster& c);
+
 // The request that creates a workspace the control plane dispatched (op::BuildWorkspace).
 op::WorkspaceRequest WorkspaceRequestFor(const cp::WorkspaceCreation& c);
 
@@ -21,6 +25,10 @@ op::WorkspaceRequest WorkspaceRequestFor(const cp::WorkspaceCreation& c);
 runtime::ExecOptions ControllerCommand(const std::vector<std::string>& argv);
 // Its output, or an error naming the command and its stderr when it did not exit 0.
 Result<std::string> OutputOf(const std::vector<std::string>& argv, const Result<ProcessResult>& ran);
+// ControllerCommand(argv) in cluster `cluster`'s controller pod; where that pod cannot run it (gone
+// with its machine), in the backup controller's, if the cluster has one.
+Result<std::string> InControllerPod(runtime::PodRuntime* rt, const std::string& cluster,
+                                    const std::vector<std::string>& argv);
 
 // `argv` as the workspace's user in its login pod, with its shell environment (token,
 // partition), in its dataset directory; never as root.

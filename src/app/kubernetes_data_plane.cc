@@ -8,7 +8,6 @@
 #include "common/files.h"
 #include "kubernetes/kubernetes_store.h"
 #include "operator/builders.h"
-#include "operator/conditions.h"
 #include "operator/workspace.h"
 #include "operator/workspace_request.h"
 #include "platform/catalog.h"
@@ -65,11 +64,7 @@ cp::DataPlaneAccess::Health KubernetesDataPlane::CheckHealth() {
         fmt::format("SlurmCluster {}/{}: {}", options_.namespace_name, options_.cluster, c.status().message()));
     return h;
   }
-  const auto* ready = op::FindCondition(c->status.conditions, "Ready");
-  h.healthy = ready && ready->status == "True";
-  if (!h.healthy) h.reasons.push_back(ready ? ready->message : "no operator has reported the cluster's state yet");
-  h.component_versions = c->status.component_versions;
-  return h;
+  return HealthOf(*c);
 }
 
 Result<std::vector<cp::LiveNodeSet>> KubernetesDataPlane::NodeSets() {
@@ -157,10 +152,8 @@ Status KubernetesDataPlane::StopWorkspace(const std::string& id, bool cancel_job
 }
 
 Result<std::string> KubernetesDataPlane::InController(const std::vector<std::string>& argv) {
-  // Its pod's name follows from the cluster's name: no read of the SlurmCluster for each command.
-  api::SlurmCluster c;
-  c.metadata.name = options_.cluster;
-  return OutputOf(argv, runtime_.Exec(op::ControllerPodName(c), ControllerCommand(argv)));
+  // Its pods' names follow from the cluster's name: no read of the SlurmCluster for each command.
+  return InControllerPod(&runtime_, options_.cluster, argv);
 }
 
 Result<ProcessResult> KubernetesDataPlane::InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,

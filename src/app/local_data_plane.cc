@@ -7,7 +7,6 @@
 #include "app/environments.h"
 #include "app/runtime_factory.h"
 #include "operator/builders.h"
-#include "operator/conditions.h"
 #include "operator/store.h"
 #include "operator/workspace_request.h"
 #include "platform/catalog.h"
@@ -26,10 +25,7 @@ cp::DataPlaneAccess::Health LocalDataPlane::CheckHealth() {
   } else if (op::RunningDaemon(paths_) == 0) {
     h.reasons.push_back("the hpcplane operator of cluster " + paths_.name + " is not running");
   } else {
-    const auto* ready = op::FindCondition(c->status.conditions, "Ready");
-    h.healthy = ready && ready->status == "True";
-    if (!h.healthy) h.reasons.push_back(ready ? ready->message : "cluster status unknown");
-    h.component_versions = c->status.component_versions;
+    h = HealthOf(*c);
   }
   return h;
 }
@@ -72,20 +68,18 @@ Status LocalDataPlane::StopWorkspace(const std::string& id, bool cancel_jobs) {
 }
 
 Result<runtime::PodRuntime*> LocalDataPlane::Runtime() {
-  // Opened once: the cluster's pod names do not change while it exists.
+  // Opened once, for a cluster that exists.
   std::lock_guard<std::mutex> lock(runtime_mu_);
   if (!runtime_) {
-    op::Store store(paths_.Dir());
-    ASSIGN_OR_RETURN(api::SlurmCluster c, store.LoadCluster());
+    RETURN_IF_ERROR(op::Store(paths_.Dir()).LoadCluster().status());
     ASSIGN_OR_RETURN(runtime_, OpenClientRuntime(paths_, self_exe_));
-    controller_pod_ = op::ControllerPodName(c);
   }
   return runtime_.get();
 }
 
 Result<std::string> LocalDataPlane::InController(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
-  return OutputOf(argv, rt->Exec(controller_pod_, ControllerCommand(argv)));
+  return InControllerPod(rt, paths_.name, argv);
 }
 
 Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,

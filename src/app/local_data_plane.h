@@ -42,7 +42,6 @@ class LocalDataPlane : public cp::DataPlaneAccess {
   std::string self_exe_;
   std::mutex runtime_mu_;  // the agent's relay thread uses it beside its main loop
   std::unique_ptr<runtime::PodRuntime> runtime_;
-  std::string controller_pod_;
 };
 
 }  // namespace hpc::app

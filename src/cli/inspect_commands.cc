@@ -143,7 +143,12 @@ int CmdStatus(const Globals& g) {
                            ready && ready->status == "True" ? "Ready" : "Not ready",
                            daemon ? "" : " (daemon not running: run `hpcplane up`)");
   std::cout << "Components:\n";
-  for (const auto& [k, v] : c->status.components) std::cout << fmt::format("  {:<12} {}\n", k, v);
+  for (const auto& [k, v] : c->status.components) std::cout << fmt::format("  {:<17} {}\n", k, v);
+  if (c->spec.backup_controller) {
+    std::cout << fmt::format("Leading controller: {}\n", c->status.leading_controller.empty()
+                                                             ? "none (a takeover under way, or no controller answers)"
+                                                             : c->status.leading_controller);
+  }
   std::cout << "Endpoints:\n";
   for (const auto& [k, v] : c->status.endpoints) std::cout << fmt::format("  {:<12} {}\n", k, v);
   std::cout << "Versions:\n";

@@ -57,9 +57,9 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   render_images.Add(render, &options);
   render->add_option("--storage-class", options.storage_class,
                      "storageClassName of the ReadWriteOnce claims (default: the cluster's default class)");
-  render->add_option(
-      "--shared-storage-class", options.shared_storage_class,
-      "storageClassName of the ReadWriteMany claims: datasets, shared roots (default: the default class)");
+  render->add_option("--shared-storage-class", options.shared_storage_class,
+                     "storageClassName of the ReadWriteMany claims: datasets, shared roots, the controllers' state "
+                     "with a backup (default: the default class)");
   render->add_option("--cluster-domain", options.cluster_domain, "the cluster's DNS domain")->capture_default_str();
   auto* operator_cmd = app.add_subcommand(
       "operator", "Run the operator against a Kubernetes API: SlurmClusters and NodeSets of one namespace");
@@ -77,7 +77,8 @@ std::function<int()> AddKubernetesCommands(CLI::App& app) {
   operator_cmd->add_option("--storage-class", op_options.objects.storage_class,
                            "storageClassName of the ReadWriteOnce claims it creates (default: the default class)");
   operator_cmd->add_option("--shared-storage-class", op_options.objects.shared_storage_class,
-                           "storageClassName of the ReadWriteMany claims it creates: datasets, shared roots "
+                           "storageClassName of the ReadWriteMany claims it creates: datasets, shared roots, the "
+                           "controllers' state with a backup "
                            "(a network file system's class; default: the default class)");
   operator_cmd->add_option("--cluster-domain", op_options.objects.cluster_domain, "the cluster's DNS domain")
       ->capture_default_str();

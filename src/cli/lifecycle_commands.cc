@@ -78,7 +78,8 @@ Status StartDaemon(const Globals& g, const op::ClusterPaths& p) {
 Status WaitReady(const op::ClusterPaths& p, Clock::time_point start, std::chrono::seconds timeout, bool quiet) {
   op::Store store(p.Dir());
   std::set<std::string> announced;
-  const std::vector<std::string> order = {"munge", "sackd", "mariadb", "slurmdbd", "controller", "restapi", "login"};
+  const std::vector<std::string> order = {"munge",   "sackd", "mariadb", "slurmdbd", "controller", "controller-backup",
+                                          "restapi", "login"};
   auto deadline = Clock::now() + timeout;
   std::string last_reason;
   while (Clock::now() < deadline) {

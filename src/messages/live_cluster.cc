@@ -9,7 +9,11 @@ namespace hpc::cp {
 using nlohmann::json;
 
 json ToJson(const LiveCluster& c) {
-  json nodes = json::array(), partitions = json::array(), queue = json::array(), nodesets = json::array();
+  json nodes = json::array(), partitions = json::array(), queue = json::array(), nodesets = json::array(),
+       controllers = json::array();
+  for (const auto& k : c.controllers) {
+    controllers.push_back({{"name", k.name}, {"role", k.role}, {"responding", k.responding}, {"serving", k.serving}});
+  }
   // An unknown value (-1) is null, not a made-up zero.
   auto known = [](int64_t v) { return v < 0 ? json(nullptr) : json(v); };
   for (const auto& n : c.nodes) {
@@ -57,8 +61,13 @@ json ToJson(const LiveCluster& c) {
                         {"idle", s.idle},
                         {"draining", s.draining}});
   }
-  return {{"collectedAt", c.collected_at}, {"nodes", nodes},      {"partitions", partitions}, {"queue", queue},
-          {"queueTotal", c.queue_total},   {"nodesets", nodesets}};
+  return {{"collectedAt", c.collected_at},
+          {"controllers", controllers},
+          {"nodes", nodes},
+          {"partitions", partitions},
+          {"queue", queue},
+          {"queueTotal", c.queue_total},
+          {"nodesets", nodesets}};
 }
 
 std::string EncodeLiveCluster(LiveCluster c, size_t max_bytes) {
@@ -113,6 +122,13 @@ class FieldReader {
       return Fail(name, "must be a non-negative integer"), 0;
     }
     return v->get<int64_t>();
+  }
+
+  bool Flag(const char* name) {
+    const json* v = Get(name);
+    if (!v) return false;
+    if (!v->is_boolean()) return Fail(name, "must be true or false"), false;
+    return v->get<bool>();
   }
 
   int SmallCount(const char* name) { return static_cast<int>(std::min<int64_t>(Count(name), INT32_MAX)); }
@@ -172,6 +188,9 @@ Result<LiveCluster> LiveClusterFromJson(const json& j) {
   LiveCluster c;
   c.collected_at = r.Count("collectedAt");
   c.queue_total = r.Count("queueTotal");
+  r.List("controllers", kMaxLiveControllers, [&](FieldReader& e) {
+    c.controllers.push_back({e.Name("name"), e.Name("role"), e.Flag("responding"), e.Flag("serving")});
+  });
   r.List("nodes", kMaxLiveNodes, [&](FieldReader& e) {
     LiveNode n;
     n.name = e.Text("name"), n.nodeset = e.Text("nodeset"), n.state = e.Text("state"), n.reason = e.Text("reason");

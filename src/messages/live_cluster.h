@@ -65,8 +65,17 @@ struct LiveNodeSet {
   int draining = 0;
 };
 
+// A slurmctld of the cluster, in slurm.conf's order (the primary first).
+struct LiveController {
+  std::string name;
+  std::string role;         // primary, backup (Slurm's names in `scontrol ping`)
+  bool responding = false;  // answered Slurm's ping
+  bool serving = false;     // the one in control, as the cluster's status says
+};
+
 struct LiveCluster {
   int64_t collected_at = 0;  // unix seconds, by the agent's clock
+  std::vector<LiveController> controllers;
   std::vector<LiveNode> nodes;
   std::vector<LivePartition> partitions;
   std::vector<LiveJob> queue;  // at most kMaxQueuedJobs, pending jobs by priority after running ones
@@ -79,6 +88,7 @@ inline constexpr size_t kMaxLiveNodes = 5000;
 inline constexpr size_t kMaxLiveNodeGpus = 16;  // a node's GPUs (the largest machines have 8-16)
 inline constexpr size_t kMaxQueuedJobs = 10000;
 inline constexpr size_t kMaxLiveNodeSets = 1000;
+inline constexpr size_t kMaxLiveControllers = 8;
 
 // What an agent posts at most: under the server's default body limit (4 MiB), whatever the
 // names in the queue.

@@ -13,7 +13,7 @@ Status AccountingSync::Sacctmgr(const std::vector<std::string>& args) {
   o.argv = {"sacctmgr", "-i"};
   o.argv.insert(o.argv.end(), args.begin(), args.end());
   o.timeout = std::chrono::milliseconds(20000);
-  ASSIGN_OR_RETURN(ProcessResult r, rt_->Exec(pod_, o));
+  ASSIGN_OR_RETURN(ProcessResult r, rt_->Exec(Pod(), o));
   std::string text = r.out + r.err;
   if (r.ok()) return Status::Ok();
   // sacctmgr exits non-zero when there is nothing to do.
@@ -35,7 +35,7 @@ void AccountingSync::AdoptExisting(const std::string& cluster, const std::vector
   o.user = "slurm";
   o.argv = {"sacctmgr", "-n", "-P", "show", "associations", "where", "cluster=" + cluster, "format=account,user"};
   o.timeout = std::chrono::milliseconds(20000);
-  auto r = rt_->Exec(pod_, o);
+  auto r = rt_->Exec(Pod(), o);
   if (!r.ok() || !r->ok()) return;                        // the adds below find out
   std::set<std::pair<std::string, std::string>> present;  // (account, user); user empty: the account
   std::istringstream lines(r->out);

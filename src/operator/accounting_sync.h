@@ -16,6 +16,7 @@
 #include "common/result.h"
 #include "operator/ownership.h"
 #include "runtime/pod_runtime.h"
+#include "slurm/controllers.h"
 
 namespace hpc::op {
 
@@ -31,6 +32,8 @@ struct Association {
 class AccountingSync {
  public:
   AccountingSync(runtime::PodRuntime* rt, std::string controller_pod) : rt_(rt), pod_(std::move(controller_pod)) {}
+  // In whichever pod `pod` names when a command runs (not owned).
+  AccountingSync(runtime::PodRuntime* rt, const slurm::CommandPod* pod) : rt_(rt), command_pod_(pod) {}
 
   Status Sync(const std::string& cluster, const std::vector<Association>& want, OwnershipLedger* ledger);
   bool Synced(const std::string& user) const;
@@ -43,8 +46,11 @@ class AccountingSync {
   // costs about a third of a second of a cluster's bring-up.
   void AdoptExisting(const std::string& cluster, const std::vector<Association>& want, OwnershipLedger* ledger);
 
+  std::string Pod() const { return command_pod_ ? command_pod_->Get() : pod_; }
+
   runtime::PodRuntime* rt_;
   std::string pod_;
+  const slurm::CommandPod* command_pod_ = nullptr;
   bool cluster_added_ = false;
   std::set<std::string> accounts_;
   std::set<Association> done_;

@@ -25,6 +25,7 @@ slurm::Auth AuthOf(const BuildInputs& in) {
 }
 bool UsesMunge(const BuildInputs& in) { return AuthOf(in) == slurm::Auth::kMunge; }
 std::string ControllerPodName(const api::SlurmCluster& c) { return slurm::ControllerHost(c); }
+std::string BackupControllerPodName(const api::SlurmCluster& c) { return slurm::BackupControllerHost(c); }
 std::string RestApiPodName(const api::SlurmCluster& c) { return c.metadata.name + "-restapi"; }
 std::string LoginPodName(const api::SlurmCluster& c) { return c.metadata.name + "-login"; }
 std::string WorkerPodName(const api::NodeSet& ns, int ordinal) {
@@ -408,6 +409,35 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
   return p;
 }
 
+PodSpec BuildBackupControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
+  // It reads the mounted configuration: the operator writes its own copy into the primary's pod
+  // only. A backup reads slurm.conf as it takes over, and a kubelet's refresh (within a minute)
+  // is soon enough for one standing by.
+  BuildInputs mounted = in;
+  mounted.controller_config_pushed = false;
+  PodSpec p = BuildControllerPod(c, mounted);
+  p.name = BackupControllerPodName(c);
+  // The primary's label too: every flow to and from slurmctld (network_flows.cc) is the backup's.
+  p.labels[kLabelControllerRole] = "backup";
+  // Ready once it listens: standing by, it answers Slurm's pings and no HTTP (25.11's /readyz and
+  // /livez are a serving controller's), and `scontrol ping` asks every controller. Which one
+  // serves is Slurm's heartbeat's to say (slurm/controllers.h); only the backup's death is
+  // noticed, and the primary takes back over as it starts.
+  p.readiness = {};
+  p.readiness.tcp_port = slurm::kSlurmctldPort;
+  p.liveness = {};
+  // Kubernetes: on another machine than the primary where there is one (a machine lost takes
+  // one controller, not both).
+  p.placement.affinity = {
+      {"podAntiAffinity",
+       {{"preferredDuringSchedulingIgnoredDuringExecution",
+         nlohmann::json::array({{{"weight", 100},
+                                 {"podAffinityTerm",
+                                  {{"topologyKey", "kubernetes.io/hostname"},
+                                   {"labelSelector", {{"matchLabels", Labels(c, "controller")}}}}}}})}}}};
+  return p;
+}
+
 PodSpec BuildRestApiPod(const api::SlurmCluster& c, const BuildInputs& in) {
   PodSpec p;
   p.image = ImageFor(in, api::ClusterEnvironment(c));
@@ -467,13 +497,7 @@ PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int o
   // slurm.conf and cgroup.conf from slurmctld as it starts and takes every reconfigure from it
   // at once (no ConfigMap to wait for; its jobs' commands find the copy through SLURM_CONF).
   if (!UsesMunge(in)) {
-    p.command = {"slurmd",
-                 "-D",
-                 "-Z",
-                 "--conf-server",
-                 fmt::format("{}:{}", slurm::ControllerHost(c), slurm::kSlurmctldPort),
-                 "--conf",
-                 slurm::DynamicNodeConf(ns)};
+    p.command = {"slurmd", "-D", "-Z", "--conf-server", slurm::ConfServers(c), "--conf", slurm::DynamicNodeConf(ns)};
     p.mounts = UserMounts(in);
   } else {
     p.command = {"slurmd", "-D", "-Z", "--conf", slurm::DynamicNodeConf(ns)};

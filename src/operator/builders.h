@@ -75,6 +75,8 @@ inline constexpr const char* kLabelCluster = "hpcplane.io/cluster";
 inline constexpr const char* kLabelComponent = "hpcplane.io/component";
 inline constexpr const char* kLabelNodeSet = "hpcplane.io/nodeset";
 inline constexpr const char* kLabelWorkspace = "hpcplane.io/workspace";
+// "backup" on the backup controller's pod, which is a "controller" too.
+inline constexpr const char* kLabelControllerRole = "hpcplane.io/controller-role";
 
 // Names of the cluster-wide objects.
 inline constexpr const char* kConfigMapSlurm = "slurm-config";
@@ -108,6 +110,7 @@ std::string SackdPodName(const api::SlurmCluster& c);
 slurm::Auth AuthOf(const BuildInputs& in);
 bool UsesMunge(const BuildInputs& in);
 std::string ControllerPodName(const api::SlurmCluster& c);
+std::string BackupControllerPodName(const api::SlurmCluster& c);
 std::string RestApiPodName(const api::SlurmCluster& c);
 std::string LoginPodName(const api::SlurmCluster& c);
 std::string WorkerPodName(const api::NodeSet& ns, int ordinal);
@@ -152,6 +155,9 @@ runtime::PodSpec BuildMungePod(const api::SlurmCluster& c, const BuildInputs& in
 // (login, workspaces, slurmrestd) share, as they share the munge pod's before 23.11.
 runtime::PodSpec BuildSackdPod(const api::SlurmCluster& c, const BuildInputs& in);
 runtime::PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in);
+// The backup slurmctld (SlurmClusterSpec::backup_controller): the primary's pod under the name
+// SlurmctldHost gives second, on the same state volume.
+runtime::PodSpec BuildBackupControllerPod(const api::SlurmCluster& c, const BuildInputs& in);
 // Whether the operator writes slurmctld's configuration into its pod: where asked
 // (BuildInputs::controller_config_pushed) for configless clusters, whose workers take a change
 // from slurmctld (a worker that reads its own mounted file would lag behind it).

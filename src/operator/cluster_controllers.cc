@@ -56,7 +56,8 @@ Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRu
   named.metadata.name = cluster_name;
   const std::string controller = ControllerPodName(named);
   c->tokens = std::make_unique<TokenSource>(rt);
-  c->control = std::make_unique<slurm::ScontrolInPod>(rt, controller);
+  c->command_pod = std::make_unique<slurm::CommandPod>(controller);
+  c->control = std::make_unique<slurm::ScontrolInPod>(rt, c->command_pod.get());
   TokenSource* tokens = c->tokens.get();
   c->cluster = std::make_unique<ClusterReconciler>(
       rt, in,
@@ -67,7 +68,8 @@ Result<std::unique_ptr<ClusterControllers>> NewClusterControllers(runtime::PodRu
       c->control.get());
   c->nodesets = std::make_unique<NodeSetReconciler>(rt, in, c->control.get());
   c->workspaces = std::make_unique<WorkspaceReconciler>(rt, in, c->control.get());
-  c->accounting = std::make_unique<AccountingSync>(rt, controller);
+  c->cluster->SetCommandPod(c->command_pod.get());
+  c->accounting = std::make_unique<AccountingSync>(rt, c->command_pod.get());
   return c;
 }
 

@@ -22,6 +22,8 @@ namespace hpc::op {
 
 struct ClusterControllers {
   runtime::PodRuntime* rt = nullptr;  // not owned: the runtime outlives its controllers
+  // Where Slurm's commands run: the serving controller's pod (the cluster reconciler sets it).
+  std::unique_ptr<slurm::CommandPod> command_pod;
   std::unique_ptr<TokenSource> tokens;
   std::unique_ptr<slurm::SlurmControl> control;
   std::unique_ptr<ClusterReconciler> cluster;
@@ -31,6 +33,11 @@ struct ClusterControllers {
   std::unique_ptr<OwnershipLedger> ledger;
   JobListing listing;
 };
+
+// The pod Slurm's commands run in: the serving controller's, the primary's where none is kept.
+inline std::string CommandPodOf(const ClusterControllers& c, const api::SlurmCluster& cluster) {
+  return c.command_pod ? c.command_pod->Get() : ControllerPodName(cluster);
+}
 
 // The controllers of cluster `cluster_name` on runtime `rt`: Slurm's actions by scontrol in the
 // controller pod, its state through slurmrestd with a JWT from the cluster's key, hpcplane's

@@ -9,6 +9,7 @@
 #include "operator/conditions.h"
 #include "operator/network_flows.h"
 #include "slurm/config.h"
+#include "slurm/controllers.h"
 
 namespace hpc::op {
 
@@ -67,7 +68,10 @@ Status ClusterReconciler::EnsureNetworkPolicies(const api::SlurmCluster& c) {
 
 Status ClusterReconciler::EnsureVolumes(const api::SlurmCluster& c) {
   const bool retain = c.spec.retain_volumes_on_delete;
-  RETURN_IF_ERROR(rt_->EnsureVolume({kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700, false, retain}));
+  // Both controllers' state, where there is a backup (Kubernetes: a ReadWriteMany claim, made so
+  // when the cluster is first created with one).
+  RETURN_IF_ERROR(rt_->EnsureVolume(
+      {kVolumeControllerState, in_.slurm.uid, in_.slurm.gid, 0700, /*shared=*/c.spec.backup_controller, retain}));
   // With sidecars each pod serves its own socket; there is nothing to share.
   if (!in_.auth_sidecars) {
     RETURN_IF_ERROR(rt_->EnsureVolume(UsesMunge(in_)
@@ -241,6 +245,19 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
   return Status::FailedPrecondition(fmt::format("waiting for {} pod {}", component, spec.name));
 }
 
+Status ClusterReconciler::EnsureBackupController(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
+  const std::string name = BackupControllerPodName(c);
+  if (!c.spec.backup_controller) {
+    // Turned off: its pod goes (looked for first, not deleted blindly every pass).
+    ASSIGN_OR_RETURN(auto spec, rt_->GetPodSpec(name));
+    if (spec) RETURN_IF_ERROR(rt_->DeletePod(name));
+    return Status::Ok();
+  }
+  Status s = EnsurePod(BuildBackupControllerPod(c, in_), "controller-backup", st);
+  backup_ready_ = s.ok();
+  return s;
+}
+
 Status ClusterReconciler::EnsureAuthPod(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
   if (in_.auth_sidecars) return Status::Ok();
   // The other authentication's pod goes (a cluster upgraded across 23.11); both are hpcplane's.
@@ -306,6 +323,7 @@ std::vector<Step> ClusterReconciler::ComponentSteps(const api::SlurmCluster& c,
          return s;
        },
        false},
+      {"controller-backup", [this, &c, st] { return EnsureBackupController(c, st); }, false},
       {"restapi",
        [this, &c, st] {
          Status s = EnsurePod(BuildRestApiPod(c, in_), "restapi", st);
@@ -332,7 +350,10 @@ bool ClusterReconciler::ObserveSlurm(const api::SlurmCluster& c, api::SlurmClust
     for (const auto& p : *pods) {
       if (p.ip.empty()) continue;  // not placed yet: no endpoint to show
       std::string comp = p.labels.count(kLabelComponent) ? p.labels.at(kLabelComponent) : "";
-      if (comp == "controller") st->endpoints["slurmctld"] = fmt::format("{}:{}", p.ip, slurm::kSlurmctldPort);
+      if (comp == "controller") {
+        const bool backup = p.labels.count(kLabelControllerRole) != 0;
+        st->endpoints[backup ? "slurmctld-backup" : "slurmctld"] = fmt::format("{}:{}", p.ip, slurm::kSlurmctldPort);
+      }
       if (comp == "restapi") {
         st->endpoints["slurmrestd"] = fmt::format("http://{}:{}", p.ip, c.spec.rest_port);
         std::string ep = p.ip + ":" + std::to_string(c.spec.rest_port);
@@ -359,6 +380,36 @@ bool ClusterReconciler::ObserveSlurm(const api::SlurmCluster& c, api::SlurmClust
   // Slurm answering means munge authenticates between its daemons.
   if (UsesMunge(in_) && !in_.munge_version.empty()) st->component_versions["munge"] = in_.munge_version;
   return true;
+}
+
+void ClusterReconciler::ObserveLeader(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
+  const std::string primary = ControllerPodName(c), backup = BackupControllerPodName(c);
+  if (!c.spec.backup_controller) {
+    st->leading_controller = controller_ready_ ? primary : "";
+    if (command_pod_) command_pod_->Set(primary);
+    return;
+  }
+  // Slurm's heartbeat, read in either pod (both mount the state): the primary's first, as long
+  // as it runs; the backup's where the primary's machine is gone.
+  std::optional<slurm::Heartbeat> beat;
+  runtime::ExecOptions read;
+  read.argv = slurm::ReadHeartbeatCommand();
+  read.timeout = std::chrono::seconds(10);
+  for (const auto& pod : {primary, backup}) {
+    auto r = rt_->Exec(pod, read);
+    if (r.ok() && r->ok()) {
+      beat = slurm::ParseHeartbeat(r->out);
+      break;
+    }
+  }
+  const bool serving = beat && beat->controller <= 1 &&
+                       slurm::HeartbeatCurrent(*beat, jwt::UnixNow(), slurm::SlurmctldTimeoutSeconds(c));
+  st->leading_controller = !serving ? "" : beat->controller == 0 ? primary : backup;
+  // Commands go where Slurm serves; while none does (a takeover under way), where they went.
+  if (command_pod_ && serving) command_pod_->Set(st->leading_controller);
+  // Slurm is there while either pod runs its slurmctld: the passes' commands find whichever
+  // serves (slurm.conf names both).
+  controller_ready_ = controller_ready_ || backup_ready_;
 }
 
 void ClusterReconciler::SetConditions(api::SlurmClusterStatus* st, const StepsOutcome& outcome, bool slurm_ok,
@@ -390,11 +441,13 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   st.components.clear();
   degraded_ = false;
   controller_ready_ = false;
+  backup_ready_ = false;
   slurmdbd_ready_ = false;
   rest_ready_ = false;
   database_ready_ = false;
   const StepsOutcome outcome = RunSteps(fmt::format("cluster {}", c.metadata.name),
                                         ComponentSteps(c, nodesets, extra_users, dataset_groups, &st));
+  ObserveLeader(c, &st);
   // Endpoints and Slurm's own view, through slurmrestd.
   std::string slurm_error;
   const bool slurm_ok = ObserveSlurm(c, &st, &slurm_error);

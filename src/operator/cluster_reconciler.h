@@ -22,6 +22,7 @@
 #include "operator/builders.h"
 #include "operator/steps.h"
 #include "runtime/pod_runtime.h"
+#include "slurm/controllers.h"
 #include "slurm/slurm_client.h"
 
 namespace hpc::op {
@@ -64,6 +65,8 @@ class ClusterReconciler {
   // partition that fails to update must not hold back accounting.
   bool UsersFileCurrent();
   slurm::SlurmControl* control() const { return control_; }
+  // Where Slurm's commands run, set each pass to the controller pod that serves (not owned).
+  void SetCommandPod(slurm::CommandPod* pod) { command_pod_ = pod; }
 
  private:
   Status EnsureSecrets(const api::SlurmCluster& c);
@@ -79,6 +82,8 @@ class ClusterReconciler {
   // The pod whose socket clients authenticate through, without sidecars: munged's before 23.11,
   // sackd's with auth/slurm.
   Status EnsureAuthPod(const api::SlurmCluster& c, api::SlurmClusterStatus* st);
+  // The backup slurmctld's pod where the spec asks for one; gone where it does not.
+  Status EnsureBackupController(const api::SlurmCluster& c, api::SlurmClusterStatus* st);
 
   // The cluster's components as steps, in order; each pod's step records in `st` how it is.
   std::vector<Step> ComponentSteps(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
@@ -87,6 +92,10 @@ class ClusterReconciler {
   // The pods' endpoints into `st`, a reader for slurmrestd's, and Slurm's answer through it: its
   // version, or (returned) why it does not answer. True when Slurm answered.
   bool ObserveSlurm(const api::SlurmCluster& c, api::SlurmClusterStatus* st, std::string* slurm_error);
+  // Which controller serves into `st` (SlurmClusterStatus::leading_controller), from Slurm's
+  // heartbeat where there is a backup, and the command pod with it; either controller's pod
+  // running makes controller_ready().
+  void ObserveLeader(const api::SlurmCluster& c, api::SlurmClusterStatus* st);
   // Ready, Progressing and Degraded from the steps' outcome and Slurm's answer.
   void SetConditions(api::SlurmClusterStatus* st, const StepsOutcome& outcome, bool slurm_ok,
                      const std::string& slurm_error);
@@ -95,9 +104,11 @@ class ClusterReconciler {
   BuildInputs in_;
   ReaderFactory readers_;
   slurm::SlurmControl* control_;
+  slurm::CommandPod* command_pod_ = nullptr;
   std::unique_ptr<slurm::SlurmReader> reader_;
   std::string reader_endpoint_;
   bool controller_ready_ = false;
+  bool backup_ready_ = false;  // the backup controller's pod, this pass
   int64_t controller_started_at_ = 0;
   int last_errors_ = 0;
   bool slurmdbd_ready_ = false;

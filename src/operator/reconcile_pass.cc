@@ -102,7 +102,7 @@ class Pass {
     if (ctl_.cluster->reader()) snapshot_.emplace(ctl_.cluster->reader());
     reader_ = snapshot_ ? &*snapshot_ : nullptr;
     jobs_ = ctl_.listing.Get(ctl_.cluster->reader() != nullptr,
-                             [this] { return slurm::SqueueJobs(ctl_.rt, ControllerPodName(cluster_)); });
+                             [this] { return slurm::SqueueJobs(ctl_.rt, CommandPodOf(ctl_, cluster_)); });
     if (jobs_) pending_ = GroupPending(*jobs_);
     outcome_.idle =
         jobs_ != nullptr && std::none_of(jobs_->begin(), jobs_->end(), [](const auto& j) { return !j.Finished(); });

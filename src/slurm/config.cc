@@ -100,6 +100,25 @@ std::string SchedulerParameters(const std::vector<std::string>& admin) {
 }
 
 std::string ControllerHost(const api::SlurmCluster& c) { return c.metadata.name + "-controller"; }
+std::string BackupControllerHost(const api::SlurmCluster& c) { return c.metadata.name + "-controller-backup"; }
+int SlurmctldTimeoutSeconds(const api::SlurmCluster& c) {
+  int seconds = c.spec.backup_controller ? kSlurmctldTimeoutWithBackup : 30;
+  for (const auto& line : c.spec.extra_config) {
+    if (!SetsKey(line, "SlurmctldTimeout")) continue;
+    const std::string value = line.substr(line.find('=') + 1);
+    // Slurm takes the last line of a key; one it cannot read leaves the default.
+    if (!value.empty() && value.size() < 6 && value.find_first_not_of("0123456789") == std::string::npos) {
+      seconds = std::stoi(value);
+    }
+  }
+  return seconds;
+}
+
+std::string ConfServers(const api::SlurmCluster& c) {
+  std::string servers = fmt::format("{}:{}", ControllerHost(c), kSlurmctldPort);
+  if (c.spec.backup_controller) servers += fmt::format(",{}:{}", BackupControllerHost(c), kSlurmctldPort);
+  return servers;
+}
 std::string SlurmdbdHost(const api::SlurmCluster& c) { return c.metadata.name + "-slurmdbd"; }
 std::string DatabaseHost(const api::SlurmCluster& c) { return c.metadata.name + "-mariadb"; }
 
@@ -141,6 +160,7 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   o << "# Rendered by hpcplane for cluster " << c.metadata.name << ". Do not edit: hpcplane rewrites it.\n"
     << "ClusterName=" << c.metadata.name << "\n"
     << "SlurmctldHost=" << ControllerHost(c) << "\n"
+    << (c.spec.backup_controller ? fmt::format("SlurmctldHost={}\n", BackupControllerHost(c)) : std::string())
     << "SlurmUser=slurm\n"
     << "SlurmctldPort=" << kSlurmctldPort << "\n"
     << "SlurmdPort=" << kSlurmdPort << "\n"
@@ -164,7 +184,8 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
     // Workers declare their shape with --conf; a pod is not expected to match host hardware.
     << "SlurmdParameters=config_overrides\n"
     << "ReturnToService=2\n"
-    << "SlurmctldTimeout=30\n"
+    << (AdminSets(c, "SlurmctldTimeout") ? std::string()
+                                         : fmt::format("SlurmctldTimeout={}\n", SlurmctldTimeoutSeconds(c)))
     << "SlurmdTimeout=60\n"
     << "MessageTimeout=10\n"
     << "KillWait=10\n"

@@ -49,6 +49,17 @@ std::string JobSubmitLuaScript();
 
 // Pod (and host) names of the controller, the accounting daemon and its database.
 std::string ControllerHost(const api::SlurmCluster& c);
+// The backup controller's (SlurmClusterSpec::backup_controller).
+std::string BackupControllerHost(const api::SlurmCluster& c);
+// Every controller in SlurmctldHost's order (the primary first): what a configless slurmd asks
+// for its configuration, `host:port,host:port`.
+std::string ConfServers(const api::SlurmCluster& c);
+// slurm.conf's SlurmctldTimeout with a backup: how long it waits for the primary to answer (it
+// asks every third of it) and for the primary's heartbeat to age (slurm/controllers.h) before it
+// takes over. 6 s takes over within about 10 s of a primary's loss; without a backup, 30 s.
+inline constexpr int kSlurmctldTimeoutWithBackup = 6;
+// The SlurmctldTimeout the cluster runs with: the admin's (extraConfig) or hpcplane's.
+int SlurmctldTimeoutSeconds(const api::SlurmCluster& c);
 std::string SlurmdbdHost(const api::SlurmCluster& c);
 std::string DatabaseHost(const api::SlurmCluster& c);
 

@@ -208,7 +208,11 @@ def live_view(nodes, queued, drained=None):
     """A data plane's live view as its agent posts it: `nodes` workers of nodesets cpu and gpu,
     `queued` jobs (the first 100 running), node number `drained` drained with a reason."""
     view = {"collectedAt": int(time.time()), "partitions": [], "queue": [], "queueTotal": queued, "nodesets": [],
-            "nodes": []}
+            "nodes": [],
+            # The primary hung, its backup took over.
+            "controllers": [{"name": "dp1-controller", "role": "primary", "responding": False, "serving": False},
+                            {"name": "dp1-controller-backup", "role": "backup", "responding": True,
+                             "serving": True}]}
     for i in range(nodes):
         nodeset = "cpu" if i < nodes * 3 // 4 else "gpu"
         busy = i % 3 != 0
@@ -504,6 +508,9 @@ def main():
         print(f"     cluster page: data on screen {time.time() - opened:.2f} s after the click", flush=True)
         queue_text = text_of(driver, "queue-table")
         check("Resources" in queue_text and "Priority" in queue_text, "pending jobs show why they wait")
+        controllers = text_of(driver, "controllers-table")
+        check("dp1-controller primary no" in controllers and "dp1-controller-backup backup yes serves" in controllers,
+              f"the controllers show which one serves ({controllers})")
         nodesets = text_of(driver, "nodesets-table")
         check("cpu 150 150 100 50 0" in nodesets, f"nodesets show desired, current, busy and idle ({nodesets[:80]})")
         wait.until(EC.presence_of_element_located((By.CSS_SELECTOR, "#nodeset-charts figure[data-nodeset=cpu]")))

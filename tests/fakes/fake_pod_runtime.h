@@ -43,6 +43,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   int64_t grace_seconds = 30;
   std::vector<ExecCall> execs;
   std::function<ProcessResult(const std::string& pod, const runtime::ExecOptions&)> exec_handler;
+  std::set<std::string> exec_fails;  // pods no command can run in (gone with their machine)
 
   Status ApplyConfigMap(const runtime::ConfigMap& cm) override {
     config_maps[cm.name] = cm;
@@ -138,6 +139,7 @@ class FakePodRuntime : public runtime::PodRuntime {
   }
   Result<ProcessResult> Exec(const std::string& pod, const runtime::ExecOptions& opts) override {
     execs.push_back({pod, opts});
+    if (exec_fails.count(pod)) return Status::FailedPrecondition("pod " + pod + " is not running");
     if (exec_handler) return exec_handler(pod, opts);
     ProcessResult r;
     r.exit_code = 0;

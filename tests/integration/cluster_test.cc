@@ -357,7 +357,9 @@ TEST(ClusterIT, AnExistingClustersControllerWaitsForSlurmdbdButNotForABrokenData
   auto log = files::Read(controller_log).value_or("");
   EXPECT_EQ(log.find("getaddrinfo() failed"), std::string::npos) << log;
   EXPECT_NE(log.find("Registering slurmctld at port"), std::string::npos) << log;
-  EXPECT_EQ(c.Login("alice", {"srun", "true"}).exit_code, 0);
+  auto srun = c.Login("alice", {"srun", "true"});
+  EXPECT_EQ(srun.exit_code, 0) << srun.out << srun.err << c.Login("root", {"sinfo", "-N", "-l"}).out
+                               << files::Read(controller_log).value_or("").substr(0, 4000);
 
   // MariaDB cannot start on a system tablespace that is not one: slurmdbd never comes up.
   ASSERT_EQ(c.Down(false).exit_code, 0);

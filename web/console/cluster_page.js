@@ -41,7 +41,12 @@ function nodeState(n) {
 
 /** @param {any} v */
 function viewTables(v) {
+  /** @param {any} k */
+  const serves = (k) => (k.serving ? "serves" : k.responding ? "stands by" : "—");
   return [
+    table(["Controller", "Role", "Answers Slurm's ping", "In control"],
+      (v.controllers || []).map((/** @type {any} */ k) => [k.name, k.role, k.responding ? "yes" : "no", serves(k)]),
+      "controllers-table", "Controllers (slurmctld)", "No controller answered."),
     table(["Nodeset", "Desired", "Current", "Busy", "Idle", "Draining"],
       v.nodesets.map((/** @type {any} */ s) => [s.name, s.desired, s.current, s.busy, s.idle, s.draining]),
       "nodesets-table", "Nodesets: workers wanted and running", "No nodeset."),

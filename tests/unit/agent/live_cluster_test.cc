@@ -169,6 +169,40 @@ TEST(LiveCluster, AnEncodedViewTooLongWithNoQueueLeftLosesTheGpuNumbers) {
   EXPECT_TRUE(back->nodes[0].gpus.empty());
 }
 
+// `scontrol ping` as 26.05 prints it with a backup, run as root (the banner of a controller down
+// is no controller); the cluster's status says which one serves.
+TEST(LiveCluster, ControllersComeFromScontrolPingInTheirOrderAndRoundTrip) {
+  const std::string ping =
+      "Slurmctld(primary) at c1-controller is DOWN\n"
+      "Slurmctld(backup) at c1-controller-backup is UP\n"
+      "*****************************************\n"
+      "** RESTORE SLURMCTLD DAEMON TO SERVICE **\n"
+      "*****************************************\n";
+  auto controllers = ParseControllerPing(ping, "c1-controller-backup");
+  ASSERT_EQ(controllers.size(), 2u);
+  EXPECT_EQ(controllers[0].name, "c1-controller");
+  EXPECT_EQ(controllers[0].role, "primary");
+  EXPECT_FALSE(controllers[0].responding);
+  EXPECT_FALSE(controllers[0].serving);
+  EXPECT_EQ(controllers[1].role, "backup");
+  EXPECT_TRUE(controllers[1].responding);
+  EXPECT_TRUE(controllers[1].serving);
+  EXPECT_TRUE(ParseControllerPing("", "c1-controller").empty());
+
+  LiveCluster view;
+  view.controllers = controllers;
+  auto back = LiveClusterFromJson(ToJson(view));
+  ASSERT_TRUE(back.ok()) << back.status().message();
+  ASSERT_EQ(back->controllers.size(), 2u);
+  EXPECT_EQ(back->controllers[1].name, "c1-controller-backup");
+  EXPECT_TRUE(back->controllers[1].serving);
+  auto bad = ToJson(view);
+  bad["controllers"][0]["serving"] = "yes";
+  auto refused = LiveClusterFromJson(bad);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_NE(refused.status().message().find("controllers[0].serving"), std::string::npos) << refused.status().message();
+}
+
 TEST(LiveCluster, TooManyNodesIsRefused) {
   nlohmann::json j = {{"nodes", nlohmann::json::array()}};
   for (size_t i = 0; i <= kMaxLiveNodes; ++i) j["nodes"].push_back({{"name", "n"}});

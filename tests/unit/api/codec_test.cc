@@ -325,6 +325,19 @@ TEST(CodecTest, ValidateAgainstClusterRefusesAPartitionDeclaredInExtraConfig) {
 }
 
 // Output encoders produce what the decoder accepts (round trip through YAML).
+// Off unless asked; asked, it survives `get -o yaml` and back.
+TEST(CodecTest, ABackupControllerIsOffByDefaultAndRoundTrips) {
+  auto m = DecodeManifest(kCluster, "t.yaml");
+  ASSERT_TRUE(m.ok()) << m.status().message();
+  EXPECT_FALSE(m->clusters[0].spec.backup_controller);
+  auto on = DecodeManifest(std::string(kCluster) + "  backupController:\n    enabled: true\n", "t.yaml");
+  ASSERT_TRUE(on.ok()) << on.status().message();
+  EXPECT_TRUE(on->clusters[0].spec.backup_controller);
+  auto again = DecodeManifest(JsonToYaml(ToJson(on->clusters[0])), "out.yaml");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_TRUE(again->clusters[0].spec.backup_controller);
+}
+
 TEST(CodecTest, ToJsonRoundTripsThroughYaml) {
   auto m = DecodeManifest(WithNodeSet("  maxReplicas: 3\n  replicas: 2\n  features: [fast]\n"), "t.yaml");
   ASSERT_TRUE(m.ok());
@@ -395,7 +408,9 @@ TEST(StatusCodec, RoundTripsAndGetShowsEveryField) {
   c.status.endpoints = {{"slurmctld", "10.0.0.2:6817"}};
   c.status.component_versions = {{"slurm/slurmctld", "22.05.8"}};
   c.status.components = {{"controller", "Waiting: starting"}};
+  c.status.leading_controller = "c1-controller-backup";
   EXPECT_EQ(ToJson(c)["status"], StatusToJson(c.status));
+  EXPECT_EQ(ToJson(c)["status"]["leadingController"], "c1-controller-backup");
   EXPECT_EQ(ToJson(c)["status"]["components"]["controller"], "Waiting: starting");
   EXPECT_EQ(StatusToJson(ClusterStatusFromJson(StatusToJson(c.status))), StatusToJson(c.status));
 

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include "fakes/fake_pod_runtime.h"
 #include "operator/builders.h"
 
 namespace hpc::app {
@@ -55,6 +56,62 @@ TEST(DataPlaneCommands, AWorkspacesCommandsRunAsItsUserInItsDatasetAndTheLabToke
   for (const auto& arg : LabTokenWriter(launch)) EXPECT_EQ(arg.find("secret-token"), std::string::npos) << arg;
   EXPECT_NE(std::find(lab.argv.begin(), lab.argv.end(), LabTokenFile(launch)), lab.argv.end());
   EXPECT_NE(std::find(lab.argv.begin(), lab.argv.end(), "--ServerApp.ip=10.1.2.3"), lab.argv.end());
+}
+
+}  // namespace
+}  // namespace hpc::app
+
+namespace hpc::app {
+namespace {
+
+// Healthy when Ready; a backup controller serving in the primary's stead is a reason of its own.
+TEST(DataPlaneHealth, ABackupServingInThePrimarysSteadIsAReason) {
+  api::SlurmCluster c;
+  c.metadata.name = "c1";
+  EXPECT_FALSE(HealthOf(c).healthy);
+  c.status.conditions = {{"Ready", "True", "AllComponentsReady", "", ""}};
+  c.status.component_versions = {{"slurm/slurmctld", "26.05.5"}};
+  c.spec.backup_controller = true;
+  c.status.leading_controller = "c1-controller";
+  auto h = HealthOf(c);
+  EXPECT_TRUE(h.healthy);
+  EXPECT_TRUE(h.reasons.empty());
+  EXPECT_EQ(h.component_versions.at("slurm/slurmctld"), "26.05.5");
+  c.status.conditions = {{"Ready", "False", "NotReady", "waiting for controller pod c1-controller: starting", ""}};
+  c.status.leading_controller = "c1-controller-backup";
+  h = HealthOf(c);
+  EXPECT_FALSE(h.healthy);
+  ASSERT_EQ(h.reasons.size(), 2u);
+  EXPECT_EQ(h.reasons[1], "the backup controller c1-controller-backup serves: the primary c1-controller does not");
+}
+
+}  // namespace
+}  // namespace hpc::app
+
+namespace hpc::app {
+namespace {
+
+// The controller's pod runs the command; where it cannot (gone with its machine), the backup's.
+TEST(DataPlaneCommands, AControllerCommandRunsInTheBackupsPodWhereThePrimarysIsGone) {
+  fakes::FakePodRuntime rt;
+  rt.exec_handler = [](const std::string& pod, const runtime::ExecOptions&) {
+    ProcessResult r;
+    r.exit_code = 0;
+    r.out = pod;
+    return r;
+  };
+  auto out = InControllerPod(&rt, "c1", {"squeue"});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "c1-controller");
+  EXPECT_EQ(rt.execs.back().opts.user, "slurm");
+  rt.exec_fails = {"c1-controller"};
+  out = InControllerPod(&rt, "c1", {"squeue"});
+  ASSERT_TRUE(out.ok()) << out.status().message();
+  EXPECT_EQ(*out, "c1-controller-backup");
+  rt.exec_fails = {"c1-controller", "c1-controller-backup"};
+  out = InControllerPod(&rt, "c1", {"squeue"});
+  ASSERT_FALSE(out.ok());
+  EXPECT_NE(out.status().message().find("c1-controller is not running"), std::string::npos) << "the primary's error";
 }
 
 }  // namespace

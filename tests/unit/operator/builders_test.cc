@@ -214,6 +214,46 @@ TEST(BuildersTest, WorkersFetchTheirConfigurationFromSlurmctldFrom2311) {
   EXPECT_NE(FindMount(old, slurm::kConfigDir), nullptr);
 }
 
+// The backup controller is the primary's pod under its own name: the same state volume and
+// command, labelled a controller (every flow to slurmctld is its too), ready once it listens,
+// no liveness probe (standing by it serves no HTTP), reading the mounted configuration, and on
+// Kubernetes preferably on another machine. Configless workers may fetch from either.
+TEST(BuildersTest, TheBackupControllerSharesThePrimarysStateAndWorkersKnowBoth) {
+  BuildInputs in = Inputs();
+  in.release = {26, 5, 5};
+  in.controller_config_pushed = true;
+  api::SlurmCluster c = Cluster();
+  c.spec.backup_controller = true;
+  const runtime::PodSpec primary = BuildControllerPod(c, in), backup = BuildBackupControllerPod(c, in);
+  EXPECT_EQ(backup.name, "c1-controller-backup");
+  EXPECT_EQ(backup.labels.at(kLabelComponent), "controller");
+  EXPECT_EQ(backup.labels.at(kLabelControllerRole), "backup");
+  EXPECT_EQ(primary.labels.count(kLabelControllerRole), 0u);
+  const runtime::Mount* state = FindMount(backup, slurm::kStateSaveDir);
+  ASSERT_NE(state, nullptr);
+  EXPECT_EQ(state->name, FindMount(primary, slurm::kStateSaveDir)->name) << "one state, two controllers";
+  BuildInputs mounted = in;
+  mounted.controller_config_pushed = false;
+  EXPECT_EQ(backup.command, BuildControllerPod(c, mounted).command) << "the same slurmctld, on the mounted file";
+  EXPECT_EQ(backup.readiness.tcp_port, slurm::kSlurmctldPort);
+  EXPECT_EQ(backup.readiness.http_path, "");
+  EXPECT_EQ(primary.readiness.http_path, "/readyz");
+  EXPECT_FALSE(backup.liveness.Set());
+  EXPECT_TRUE(primary.liveness.Set());
+  EXPECT_EQ(backup.env.count("SLURM_CONF"), 0u) << "the operator writes its copy into the primary only";
+  EXPECT_EQ(primary.env.count("SLURM_CONF"), 1u);
+  EXPECT_EQ(backup.placement.affinity["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]
+                                     ["podAffinityTerm"]["labelSelector"]["matchLabels"][kLabelComponent],
+            "controller");
+
+  api::NodeSet ns;
+  ns.metadata.name = "cpu";
+  const runtime::PodSpec worker = BuildWorkerPod(c, ns, 0, in);
+  auto server = std::find(worker.command.begin(), worker.command.end(), "--conf-server");
+  ASSERT_NE(server, worker.command.end());
+  EXPECT_EQ(*(server + 1), "c1-controller:6817,c1-controller-backup:6817");
+}
+
 // Kubernetes, configless clusters: slurmctld reads the operator's copy of its configuration,
 // made from the mount at its start unless the operator wrote it already; munge clusters (whose
 // workers read their own file) read the mount.

@@ -6,7 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <set>
 
+#include <fmt/format.h>
+
+#include "common/jwt.h"
 #include "fakes/fake_pod_runtime.h"
 #include "fakes/fake_slurm.h"
 #include "operator/cluster_controllers.h"
@@ -229,6 +233,62 @@ TEST_F(ClusterReconcilerTest, APodThatDiedIsCreatedAgainAndRestartsMarkItDegrade
   st = Pass();
   EXPECT_EQ(ConditionStatus(st, "Degraded"), "True");
   EXPECT_NE(st.components.at("controller").find("2 restarts"), std::string::npos) << st.components.at("controller");
+}
+
+// Slurm's heartbeat says which controller serves (its index, and how old it is): the status
+// names that pod and Slurm's commands go there; a stale heartbeat is no controller serving, and
+// the commands stay where they went. Turned off, the backup's pod goes.
+TEST_F(ClusterReconcilerTest, TheHeartbeatSaysWhichControllerServesAndCommandsFollowIt) {
+  cluster_.spec.backup_controller = true;
+  rec_ = NewReconciler();
+  slurm::CommandPod command_pod(ControllerPodName(cluster_));
+  rec_->SetCommandPod(&command_pod);
+  const std::string primary = ControllerPodName(cluster_), backup = BackupControllerPodName(cluster_);
+  int64_t beat_at = jwt::UnixNow();
+  int64_t beat_by = 0;
+  rt_.exec_handler = [&](const std::string&, const runtime::ExecOptions& o) {
+    ProcessResult r;
+    r.exit_code = 0;
+    if (o.argv == slurm::ReadHeartbeatCommand()) {
+      for (int shift = 56; shift >= 0; shift -= 8) r.out += fmt::format(" {:02x}", (beat_at >> shift) & 0xff);
+      for (int shift = 56; shift >= 0; shift -= 8) r.out += fmt::format(" {:02x}", (beat_by >> shift) & 0xff);
+      r.out += "\n";
+    }
+    return r;
+  };
+  auto st = Pass();
+  ASSERT_TRUE(HasPod(backup));
+  EXPECT_EQ(st.components.at("controller-backup"), "Ready");
+  EXPECT_EQ(st.leading_controller, primary);
+  EXPECT_EQ(command_pod.Get(), primary);
+  EXPECT_EQ(ConditionStatus(st, "Ready"), "True");
+
+  // The primary's machine is lost: the backup beats, read in its own pod.
+  rt_.exec_fails = {primary};
+  beat_by = 1;
+  st = Pass();
+  EXPECT_EQ(st.leading_controller, backup);
+  EXPECT_EQ(command_pod.Get(), backup);
+  EXPECT_TRUE(rec_->controller_ready()) << "the passes go on through the backup";
+
+  // Its heartbeat stops: none serves, and the commands stay where they went.
+  beat_at -= 3 * slurm::kSlurmctldTimeoutWithBackup;
+  st = Pass();
+  EXPECT_EQ(st.leading_controller, "");
+  EXPECT_EQ(command_pod.Get(), backup);
+
+  rt_.exec_fails.clear();
+  beat_at = jwt::UnixNow();
+  beat_by = 0;
+  EXPECT_EQ(Pass().leading_controller, primary);
+  EXPECT_EQ(command_pod.Get(), primary);
+
+  cluster_.spec.backup_controller = false;
+  st = Pass();
+  EXPECT_FALSE(HasPod(backup));
+  EXPECT_EQ(rt_.deleted, std::vector<std::string>{backup});
+  EXPECT_EQ(st.leading_controller, primary);
+  EXPECT_EQ(st.components.count("controller-backup"), 0u);
 }
 
 // slurmdbd's pod starts beside MariaDB's, so its name resolves from the start; slurmdbd itself

@@ -379,6 +379,8 @@ TEST_F(RoutesTest, TheAgentReportsTheLiveViewAndFallsBackToSinfoWhereScontrolHas
   dp.cluster = "dp1";
   dp.nodesets = {{"cpu", 1, 1, 0, 1, 0}};
   dp.controller = [](const std::vector<std::string>& argv) -> Result<std::string> {
+    if (argv == std::vector<std::string>{"scontrol", "ping"})
+      return std::string("Slurmctld(primary) at dp1-controller is UP\n");
     if (argv[0] == "scontrol") return Status::Errorf("scontrol: exit 1: scontrol: unrecognized option '--json'");
     if (argv == std::vector<std::string>{"sinfo", "--json"}) {
       return std::string(R"({"nodes": [{"name": "dp1-cpu-0", "state": "idle", "state_flags": ["DRAIN"],
@@ -396,11 +398,13 @@ TEST_F(RoutesTest, TheAgentReportsTheLiveViewAndFallsBackToSinfoWhereScontrolHas
   ASSERT_TRUE(agent.ReportLiveCluster().ok());
   ASSERT_TRUE(agent.ReportLiveCluster().ok());
   int scontrol_calls = 0;
-  for (const auto& argv : dp.commands) scontrol_calls += argv[0] == "scontrol" ? 1 : 0;
+  for (const auto& argv : dp.commands) scontrol_calls += argv[0] == "scontrol" && argv[1] == "show" ? 1 : 0;
   EXPECT_EQ(scontrol_calls, 1) << "the fallback is remembered";
   auto live = Call("GET", "/api/v1/dataplanes/dp1/live", admin_);
   ASSERT_EQ(live.status, 200) << live.body.dump();
   const json& view = live.body["view"];
+  EXPECT_EQ(view["controllers"][0]["name"], "dp1-controller");
+  EXPECT_EQ(view["controllers"][0]["responding"], true);
   EXPECT_EQ(view["nodes"][0]["nodeset"], "cpu");
   EXPECT_EQ(view["nodes"][0]["reason"], "fan");
   EXPECT_EQ(view["nodes"][0]["memoryMiB"], 8000);

@@ -43,6 +43,25 @@ TEST(SlurmConfTest, NodeSetBecomesNodesetAndPartition) {
   EXPECT_FALSE(HasLine(conf, "GresTypes=gpu"));
 }
 
+// A backup controller is the second SlurmctldHost, after the primary (Slurm's order of
+// succession), and takes over once the primary has not answered for 6 s instead of 30.
+TEST(SlurmConfTest, ABackupControllerIsTheSecondSlurmctldHostWithAShorterTimeout) {
+  auto c = Cluster();
+  std::string conf = RenderSlurmConf(c, {});
+  EXPECT_TRUE(HasLine(conf, "SlurmctldTimeout=30")) << conf;
+  EXPECT_EQ(conf.find("c1-controller-backup"), std::string::npos);
+  EXPECT_EQ(ConfServers(c), "c1-controller:6817");
+  c.spec.backup_controller = true;
+  conf = RenderSlurmConf(c, {});
+  const auto primary = conf.find("\nSlurmctldHost=c1-controller\n");
+  const auto backup = conf.find("\nSlurmctldHost=c1-controller-backup\n");
+  ASSERT_NE(primary, std::string::npos) << conf;
+  ASSERT_NE(backup, std::string::npos) << conf;
+  EXPECT_LT(primary, backup) << "the primary first";
+  EXPECT_TRUE(HasLine(conf, "SlurmctldTimeout=6")) << conf;
+  EXPECT_EQ(ConfServers(c), "c1-controller:6817,c1-controller-backup:6817");
+}
+
 // A job without --mem gets its CPUs' share of the worker (8000 MiB over 4 CPUs), not all of it, so
 // 1-CPU jobs share a worker; an admin's own default, per partition or cluster-wide, stands alone.
 TEST(SlurmConfTest, JobsWithoutMemoryGetTheirCpusShareUnlessTheAdminChose) {
