@@ -8,11 +8,12 @@
 #     volume names the backup) and the hand-back after the machine returns.
 # Peer: the same cluster and loss without a backup, whose scheduling gap is the outage itself.
 #
-# Usage: bash bench/failover.sh [build-dir]   (TRIALS=5, OUTAGE=45)
+# Usage: bash bench/failover.sh [build-dir]   (TRIALS=5, OUTAGE=25: below 30 s, the earliest the
+#        lost primary's liveness probe restarts it, still cut off from the other pods)
 set -euo pipefail
 build=$(readlink -f "${1:-build}")
 trials=${TRIALS:-5}
-outage=${OUTAGE:-45}
+outage=${OUTAGE:-25}
 work=$(mktemp -d /tmp/hpcplane-bench-failover-XXXXXX)
 clusters=("fb$$" "fp$$")  # with a backup, the peer without
 cleanup() {

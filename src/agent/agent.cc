@@ -184,6 +184,7 @@ Status Agent::RunCancellations() {
 Status Agent::Report() {
   DataPlaneAccess::Health h = dp_->CheckHealth();
   healthy_ = h.healthy;
+  serving_controller_ = h.leading_controller;
   json body = {{"state", h.healthy ? "Healthy" : "Degraded"},
                {"reasons", h.reasons},
                {"componentVersions", h.component_versions}};
@@ -215,7 +216,7 @@ Status Agent::ReportLiveCluster() {
   // Every controller and whether it answers (a hung one costs this report Slurm's MessageTimeout;
   // none answering leaves them out, and the rest of the view stands).
   auto ping = dp_->InController({"scontrol", "ping"});
-  view.controllers = ParseControllerPing(ping.ok() ? *ping : "", dp_->CheckHealth().leading_controller);
+  view.controllers = ParseControllerPing(ping.ok() ? *ping : "", serving_controller_);
   return Post(fmt::format("/api/v1/dataplanes/{}/live", opts_.data_plane), EncodeLiveCluster(std::move(view)));
 }
 
@@ -344,8 +345,9 @@ void Agent::Run(const std::atomic<bool>& stop) {
   while (!stop) {
     auto started = std::chrono::steady_clock::now();
     if (Status s = Report(); !s.ok()) spdlog::warn("report: {}", s.message());
-    // Slurm is read only while the operator says it is up (it is not while the cluster starts).
-    if (Status s = healthy_ ? ReportLiveCluster() : Status::Ok(); !s.ok()) {
+    // Slurm is read only while the operator says it is up or a controller serves (a backup in
+    // the primary's stead: what the live view shows then matters most), not while it starts.
+    if (Status s = healthy_ || !serving_controller_.empty() ? ReportLiveCluster() : Status::Ok(); !s.ok()) {
       spdlog::warn("live cluster: {}", s.message());
     }
     if (Status s = ApplyWorkspaces(); !s.ok()) spdlog::warn("workspaces: {}", s.message());

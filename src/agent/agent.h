@@ -89,7 +89,8 @@ class Agent {
 
   DataPlaneAccess* dp_;
   AgentOptions opts_;
-  bool healthy_ = false;  // as the last Report found the cluster
+  bool healthy_ = false;            // as the last Report found the cluster
+  std::string serving_controller_;  // the controller pod that serves, as the last Report found it
   // Slurm's node list as JSON: `scontrol show nodes --json`, or where scontrol has no --json
   // (22.05) `sinfo --json`, remembered once found.
   Result<std::string> NodesJson();

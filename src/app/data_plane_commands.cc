@@ -14,7 +14,8 @@ cp::DataPlaneAccess::Health HealthOf(const api::SlurmCluster& c) {
   const auto* ready = op::FindCondition(c.status.conditions, "Ready");
   h.healthy = ready && ready->status == "True";
   if (!h.healthy) h.reasons.push_back(ready ? ready->message : "no operator has reported the cluster's state yet");
-  if (c.spec.backup_controller && c.status.leading_controller == op::BackupControllerPodName(c)) {
+  if (c.status.leading_controller == op::BackupControllerPodName(c)) {
+    h.healthy = false;
     h.reasons.push_back(fmt::format("the backup controller {} serves: the primary {} does not",
                                     op::BackupControllerPodName(c), op::ControllerPodName(c)));
   }
@@ -47,13 +48,15 @@ Result<std::string> OutputOf(const std::vector<std::string>& argv, const Result<
 }
 
 Result<std::string> InControllerPod(runtime::PodRuntime* rt, const std::string& cluster,
-                                    const std::vector<std::string>& argv) {
+                                    const std::vector<std::string>& argv, const std::string& serving) {
   api::SlurmCluster named;
   named.metadata.name = cluster;
-  auto ran = rt->Exec(op::ControllerPodName(named), ControllerCommand(argv));
-  if (!ran.ok()) {
-    auto backup = rt->Exec(op::BackupControllerPodName(named), ControllerCommand(argv));
-    if (backup.ok()) ran = std::move(backup);
+  const std::string primary = op::ControllerPodName(named), backup = op::BackupControllerPodName(named);
+  const std::string first = serving == backup ? backup : primary, second = first == primary ? backup : primary;
+  auto ran = rt->Exec(first, ControllerCommand(argv));
+  if (!ran.ok() || ran->timed_out) {
+    auto other = rt->Exec(second, ControllerCommand(argv));
+    if (other.ok() && !other->timed_out) ran = std::move(other);
   }
   return OutputOf(argv, ran);
 }

@@ -25,10 +25,11 @@ op::WorkspaceRequest WorkspaceRequestFor(const cp::WorkspaceCreation& c);
 runtime::ExecOptions ControllerCommand(const std::vector<std::string>& argv);
 // Its output, or an error naming the command and its stderr when it did not exit 0.
 Result<std::string> OutputOf(const std::vector<std::string>& argv, const Result<ProcessResult>& ran);
-// ControllerCommand(argv) in cluster `cluster`'s controller pod; where that pod cannot run it (gone
-// with its machine), in the backup controller's, if the cluster has one.
+// ControllerCommand(argv) in `serving` (the cluster's status: the pod of the controller that
+// serves; empty: the primary's), else, where that pod cannot run it or does not answer in time
+// (gone with its machine), in the other controller's pod, if the cluster has a backup.
 Result<std::string> InControllerPod(runtime::PodRuntime* rt, const std::string& cluster,
-                                    const std::vector<std::string>& argv);
+                                    const std::vector<std::string>& argv, const std::string& serving = "");
 
 // `argv` as the workspace's user in its login pod, with its shell environment (token,
 // partition), in its dataset directory; never as root.

@@ -79,7 +79,8 @@ Result<runtime::PodRuntime*> LocalDataPlane::Runtime() {
 
 Result<std::string> LocalDataPlane::InController(const std::vector<std::string>& argv) {
   ASSIGN_OR_RETURN(runtime::PodRuntime * rt, Runtime());
-  return InControllerPod(rt, paths_.name, argv);
+  auto c = op::Store(paths_.Dir()).LoadCluster();
+  return InControllerPod(rt, paths_.name, argv, c.ok() ? c->status.leading_controller : "");
 }
 
 Result<ProcessResult> LocalDataPlane::InWorkspace(const api::Workspace& w, const std::vector<std::string>& argv,

@@ -402,10 +402,15 @@ PodSpec BuildControllerPod(const api::SlurmCluster& c, const BuildInputs& in) {
     p.readiness.http_path = "/readyz";
     p.liveness.http_port = slurm::kSlurmctldPort;
     p.liveness.http_path = "/livez";
+  } else if (c.spec.backup_controller) {
+    // `scontrol ping` succeeds while any controller answers: this pod's own line must be UP.
+    p.liveness.command = {"/bin/sh", "-c", "scontrol ping | grep -q \"at $(hostname) is UP\""};
   } else {
     // A hung slurmctld still accepts connections; `scontrol ping` needs it to answer an RPC.
     p.liveness.command = {"scontrol", "ping"};
   }
+  // The controllers slurmctld reads at its start only: a backup turned on or off starts it again.
+  if (c.spec.backup_controller) p.env["HPCPLANE_CONTROLLERS"] = slurm::ConfServers(c);
   return p;
 }
 

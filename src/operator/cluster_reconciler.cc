@@ -139,7 +139,8 @@ Status ClusterReconciler::EnsureConfig(const api::SlurmCluster& c, const std::ve
   }
   bool controller_running = false;
   ASSIGN_OR_RETURN(auto pods, rt_->ListPods({{kLabelComponent, "controller"}}));
-  for (const auto& p : pods) controller_running = controller_running || p.ready;
+  // The primary's: the backup (a controller too) reads the mounted file, not the operator's copy.
+  for (const auto& p : pods) controller_running = controller_running || (p.ready && p.name == controller_pod_);
   if (!controller_running) {
     reconfigure_wanted_.clear();  // it reads the file as it is when it starts
     return Status::Ok();
@@ -248,10 +249,16 @@ Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::str
 Status ClusterReconciler::EnsureBackupController(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
   const std::string name = BackupControllerPodName(c);
   if (!c.spec.backup_controller) {
-    // Turned off: its pod goes (looked for first, not deleted blindly every pass).
+    // Turned off: its pod goes (looked for first, not deleted blindly every pass), but not while
+    // it is the controller that serves: the primary takes back over first.
     ASSIGN_OR_RETURN(auto spec, rt_->GetPodSpec(name));
-    if (spec) RETURN_IF_ERROR(rt_->DeletePod(name));
-    return Status::Ok();
+    if (!spec) return Status::Ok();
+    if (c.status.leading_controller == name) {
+      backup_ready_ = true;
+      return Status::FailedPrecondition(
+          fmt::format("backup controller {} serves: it is removed once the primary serves again", name));
+    }
+    return rt_->DeletePod(name);
   }
   Status s = EnsurePod(BuildBackupControllerPod(c, in_), "controller-backup", st);
   backup_ready_ = s.ok();
@@ -384,7 +391,7 @@ bool ClusterReconciler::ObserveSlurm(const api::SlurmCluster& c, api::SlurmClust
 
 void ClusterReconciler::ObserveLeader(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
   const std::string primary = ControllerPodName(c), backup = BackupControllerPodName(c);
-  if (!c.spec.backup_controller) {
+  if (!c.spec.backup_controller && !backup_ready_) {
     st->leading_controller = controller_ready_ ? primary : "";
     if (command_pod_) command_pod_->Set(primary);
     return;
@@ -407,9 +414,9 @@ void ClusterReconciler::ObserveLeader(const api::SlurmCluster& c, api::SlurmClus
   st->leading_controller = !serving ? "" : beat->controller == 0 ? primary : backup;
   // Commands go where Slurm serves; while none does (a takeover under way), where they went.
   if (command_pod_ && serving) command_pod_->Set(st->leading_controller);
-  // Slurm is there while either pod runs its slurmctld: the passes' commands find whichever
-  // serves (slurm.conf names both).
-  controller_ready_ = controller_ready_ || backup_ready_;
+  // Slurm is there while the primary's pod is ready or the backup serves: the passes' commands
+  // find whichever serves (slurm.conf names both). A backup standing by is no controller.
+  controller_ready_ = controller_ready_ || (backup_ready_ && st->leading_controller == backup);
 }
 
 void ClusterReconciler::SetConditions(api::SlurmClusterStatus* st, const StepsOutcome& outcome, bool slurm_ok,

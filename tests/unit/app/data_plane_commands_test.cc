@@ -91,15 +91,22 @@ TEST(DataPlaneHealth, ABackupServingInThePrimarysSteadIsAReason) {
 namespace hpc::app {
 namespace {
 
-// The controller's pod runs the command; where it cannot (gone with its machine), the backup's.
+// The serving controller's pod runs the command (the primary's when none is known); where it
+// cannot, or does not answer in time (gone with its machine), the other controller's.
 TEST(DataPlaneCommands, AControllerCommandRunsInTheBackupsPodWhereThePrimarysIsGone) {
   fakes::FakePodRuntime rt;
-  rt.exec_handler = [](const std::string& pod, const runtime::ExecOptions&) {
+  std::string hangs;  // the pod whose exec times out
+  rt.exec_handler = [&](const std::string& pod, const runtime::ExecOptions&) {
     ProcessResult r;
     r.exit_code = 0;
     r.out = pod;
+    r.timed_out = pod == hangs;
     return r;
   };
+  EXPECT_EQ(InControllerPod(&rt, "c1", {"squeue"}, "c1-controller-backup").value_or(""), "c1-controller-backup");
+  hangs = "c1-controller";
+  EXPECT_EQ(InControllerPod(&rt, "c1", {"squeue"}).value_or(""), "c1-controller-backup");
+  hangs.clear();
   auto out = InControllerPod(&rt, "c1", {"squeue"});
   ASSERT_TRUE(out.ok()) << out.status().message();
   EXPECT_EQ(*out, "c1-controller");

@@ -265,6 +265,7 @@ TEST_F(ClusterReconcilerTest, TheHeartbeatSaysWhichControllerServesAndCommandsFo
 
   // The primary's machine is lost: the backup beats, read in its own pod.
   rt_.exec_fails = {primary};
+  rt_.not_ready.insert(primary);
   beat_by = 1;
   st = Pass();
   EXPECT_EQ(st.leading_controller, backup);
@@ -277,8 +278,23 @@ TEST_F(ClusterReconcilerTest, TheHeartbeatSaysWhichControllerServesAndCommandsFo
   EXPECT_EQ(st.leading_controller, "");
   EXPECT_EQ(command_pod.Get(), backup);
 
-  rt_.exec_fails.clear();
+  // A backup standing by is no controller: nothing serves while the primary is not ready.
+  EXPECT_FALSE(rec_->controller_ready());
+
+  // Turned off while it serves, the backup stays until the primary serves again (the primary's
+  // pod is started again: slurmctld reads its controllers at its start).
   beat_at = jwt::UnixNow();
+  EXPECT_EQ(Pass().leading_controller, backup);
+  cluster_.spec.backup_controller = false;
+  st = Pass();
+  EXPECT_TRUE(HasPod(backup));
+  EXPECT_EQ(st.leading_controller, backup);
+  EXPECT_EQ(std::count(rt_.deleted.begin(), rt_.deleted.end(), backup), 0);
+  EXPECT_EQ(rt_.deleted, std::vector<std::string>{primary});
+  cluster_.spec.backup_controller = true;
+
+  rt_.exec_fails.clear();
+  rt_.not_ready.clear();
   beat_by = 0;
   EXPECT_EQ(Pass().leading_controller, primary);
   EXPECT_EQ(command_pod.Get(), primary);
@@ -286,7 +302,7 @@ TEST_F(ClusterReconcilerTest, TheHeartbeatSaysWhichControllerServesAndCommandsFo
   cluster_.spec.backup_controller = false;
   st = Pass();
   EXPECT_FALSE(HasPod(backup));
-  EXPECT_EQ(rt_.deleted, std::vector<std::string>{backup});
+  EXPECT_EQ(std::count(rt_.deleted.begin(), rt_.deleted.end(), backup), 1);
   EXPECT_EQ(st.leading_controller, primary);
   EXPECT_EQ(st.components.count("controller-backup"), 0u);
 }
