@@ -7,7 +7,7 @@ Status ScontrolInPod::RunAsSlurm(std::vector<std::string> argv) {
   opts.user = "slurm";
   opts.argv = std::move(argv);
   opts.timeout = std::chrono::milliseconds(15000);
-  ASSIGN_OR_RETURN(ProcessResult r, runtime_->Exec(Pod(), opts));
+  ASSIGN_OR_RETURN(ProcessResult r, runtime_->Exec(pod_->Get(), opts));
   if (!r.ok()) {
     std::string err = r.err.empty() ? r.out : r.err;
     while (!err.empty() && err.back() == '\n') err.pop_back();

@@ -11,10 +11,8 @@ namespace hpc::slurm {
 
 class ScontrolInPod : public SlurmControl {
  public:
-  ScontrolInPod(runtime::PodRuntime* runtime, std::string controller_pod)
-      : runtime_(runtime), pod_(std::move(controller_pod)) {}
   // In whichever pod `pod` names when a command runs (not owned).
-  ScontrolInPod(runtime::PodRuntime* runtime, const CommandPod* pod) : runtime_(runtime), command_pod_(pod) {}
+  ScontrolInPod(runtime::PodRuntime* runtime, const CommandPod* pod) : runtime_(runtime), pod_(pod) {}
 
   Status DrainNode(const std::string& node, const std::string& reason) override;
   Status ResumeNode(const std::string& node) override;
@@ -30,11 +28,8 @@ class ScontrolInPod : public SlurmControl {
   Status Scontrol(const std::vector<std::string>& args);
   Status RunAsSlurm(std::vector<std::string> argv);
 
-  std::string Pod() const { return command_pod_ ? command_pod_->Get() : pod_; }
-
   runtime::PodRuntime* runtime_;
-  std::string pod_;
-  const CommandPod* command_pod_ = nullptr;
+  const CommandPod* pod_;
 };
 
 }  // namespace hpc::slurm

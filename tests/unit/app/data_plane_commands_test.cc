@@ -58,12 +58,6 @@ TEST(DataPlaneCommands, AWorkspacesCommandsRunAsItsUserInItsDatasetAndTheLabToke
   EXPECT_NE(std::find(lab.argv.begin(), lab.argv.end(), "--ServerApp.ip=10.1.2.3"), lab.argv.end());
 }
 
-}  // namespace
-}  // namespace hpc::app
-
-namespace hpc::app {
-namespace {
-
 // Healthy when Ready; a backup controller serving in the primary's stead is a reason of its own.
 TEST(DataPlaneHealth, ABackupServingInThePrimarysSteadIsAReason) {
   api::SlurmCluster c;
@@ -84,12 +78,6 @@ TEST(DataPlaneHealth, ABackupServingInThePrimarysSteadIsAReason) {
   ASSERT_EQ(h.reasons.size(), 2u);
   EXPECT_EQ(h.reasons[1], "the backup controller c1-controller-backup serves: the primary c1-controller does not");
 }
-
-}  // namespace
-}  // namespace hpc::app
-
-namespace hpc::app {
-namespace {
 
 // The serving controller's pod runs the command (the primary's when none is known); where it
 // cannot, or does not answer in time (gone with its machine), the other controller's.
