@@ -94,6 +94,8 @@ bench: build
 	@$(BUILD)/bench_api_load
 	@bash bench/history_query.sh $(BUILD)
 	@bash bench/health_drain.sh $(BUILD)/hpcplane
+	@bash bench/failover.sh $(BUILD)
+	@bash bench/upgrade.sh $(BUILD)
 
 # libFuzzer targets (clang, ASan, UBSan) over the seed corpus in tests/fuzz/corpus, each for
 # FUZZ_SECONDS (bench/fuzz.sh reports executions and crashes). Not part of `make test`.

@@ -123,6 +123,7 @@ class ModelSlurm : public slurm::SlurmReader, public slurm::SlurmControl {
     return Status::Ok();
   }
   Status CancelPartitionJobs(const std::string&) override { return Status::Ok(); }
+  Status EndJobsOnNode(const std::string&, bool) override { return Status::Ok(); }
 
  private:
   // Worker pods Running and ready register; each idle node takes the next queued job.

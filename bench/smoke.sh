@@ -50,6 +50,7 @@ smoke_one() {
     ddp_steps) run ddp_steps "steps/s" env STEPS=100 bash "$here/ddp_steps.sh" "$build" ;;
     releases) run releases "cold start p50" env RUNS=1 TRIALS=1 bash "$here/releases.sh" "$build" ;;
     failover) run failover "ratio peer/backup" env TRIALS=1 OUTAGE=15 bash "$here/failover.sh" "$build" ;;
+    upgrade) run upgrade "ratio restart/rolling" env JOB=20 bash "$here/upgrade.sh" "$build" ;;
     idle_cost) run idle_cost "idle cost over" env IDLE_SECONDS=10 bash "$here/idle_cost.sh" "$build" ;;
     # console_render runs history_query.sh as its sacct peer (20 real jobs, the job table copied to 2000).
     console_render)
@@ -66,7 +67,7 @@ smoke_one() {
     *) echo "bench smoke: no benchmark '$1' (one of: $all)"; failed=$((failed + 1)) ;;
   esac
 }
-all="decision_cost up_to_ready cold_start warm_dispatch trace_replay controlplane api_load throughput scale idle_cost failover
+all="decision_cost up_to_ready cold_start warm_dispatch trace_replay controlplane api_load throughput scale idle_cost failover upgrade
   console_render terminal_keystroke health_drain releases mpi_pingpong ddp_steps operator_scale kubernetes_real"
 if [ $# -gt 1 ]; then
   shift

@@ -540,7 +540,10 @@ nlohmann::json ToJson(const SlurmCluster& c) {
           {"maxClockSkew", FormatDuration(s.health_checks.max_clock_skew_seconds)},
           {"maxUnhealthy", s.health_checks.max_unhealthy},
           {"replaceAfter", FormatDuration(s.health_checks.replace_after_seconds)},
-          {"maxReplacementsPerHour", s.health_checks.max_replacements_per_hour}}}}},
+          {"maxReplacementsPerHour", s.health_checks.max_replacements_per_hour}}},
+        {"upgrade",
+         {{"drainDeadline", FormatDuration(s.upgrade.drain_deadline_seconds)},
+          {"afterDeadline", s.upgrade.after_deadline}}}}},
       {"status", StatusToJson(c.status)},
   };
 }
@@ -717,6 +720,7 @@ nlohmann::json StatusToJson(const NodeSetStatus& s) {
           {"idle", s.idle},
           {"draining", s.draining},
           {"unhealthy", s.unhealthy},
+          {"outdated", s.outdated},
           {"healthDrains", s.health_drains},
           {"replacements", s.replacements},
           {"lastDecision", s.last_decision},
@@ -748,6 +752,7 @@ NodeSetStatus NodeSetStatusFromJson(const nlohmann::json& j) {
   s.idle = j.value("idle", 0);
   s.draining = j.value("draining", 0);
   s.unhealthy = j.value("unhealthy", 0);
+  s.outdated = j.value("outdated", 0);
   s.health_drains = j.value("healthDrains", int64_t{0});
   s.replacements = j.value("replacements", int64_t{0});
   s.last_decision = j.value("lastDecision", "");

@@ -59,6 +59,10 @@ void WalkClusterSpec(R& r, SlurmClusterSpec* s) {
     hc.Duration("replaceAfter", &h.replace_after_seconds);
     hc.Integer("maxReplacementsPerHour", &h.max_replacements_per_hour);
   });
+  r.Object("upgrade", [&](R& up) {
+    up.Duration("drainDeadline", &s->upgrade.drain_deadline_seconds);
+    up.String("afterDeadline", &s->upgrade.after_deadline);
+  });
   r.ObjectList("users", &s->users, [](R& u, ClusterUser* user) {
     u.String("name", &user->name);
     u.Integer("uid", &user->uid);

@@ -79,6 +79,19 @@ struct HealthChecksSpec {
   int MaxUnhealthy(int workers) const;
 };
 
+// A rolling Slurm upgrade (the environment changed to a newer release): slurmdbd, then the
+// controllers, then every worker on the old release is drained and replaced once its jobs end,
+// while new workers on the new release take the queue. Old workers still running jobs
+// `drainDeadline` after their drain are left alone (Wait), or their jobs are requeued (Requeue)
+// or cancelled (Cancel).
+inline constexpr const char* kAfterDeadlineWait = "Wait";
+inline constexpr const char* kAfterDeadlineRequeue = "Requeue";
+inline constexpr const char* kAfterDeadlineCancel = "Cancel";
+struct UpgradeSpec {
+  int64_t drain_deadline_seconds = 24 * 3600;
+  std::string after_deadline = kAfterDeadlineWait;
+};
+
 struct SlurmClusterSpec {
   std::string subnet;  // CIDR /24 for the local runtime; empty: derived from the name
   // The cluster compute environment (an Environment's name, api/environments.h) every Slurm pod
@@ -107,6 +120,7 @@ struct SlurmClusterSpec {
   std::vector<ClusterUser> users;
   AccountingSpec accounting;
   HealthChecksSpec health_checks;
+  UpgradeSpec upgrade;
   // Kubernetes: the cluster's claims (slurmctld's state, the accounting database, datasets) stay
   // when the SlurmCluster is deleted, and a SlurmCluster of the same name in the same namespace
   // takes them up again. False: they go with it, as its other objects do. (Local runtime:
@@ -234,6 +248,9 @@ struct NodeSetStatus {
   int idle = 0;
   int draining = 0;
   int unhealthy = 0;  // drained by a failing health check
+  // Workers on an image the nodeset no longer runs (a rolling upgrade): drained, each replaced
+  // once its jobs end. Counted among `draining` as well.
+  int outdated = 0;
   // Over the nodeset's life: workers drained by health checks, and workers replaced.
   int64_t health_drains = 0;
   int64_t replacements = 0;

@@ -317,6 +317,20 @@ static Status ValidateHealthChecks(const std::string& subject, const HealthCheck
   return Status::Ok();
 }
 
+static Status ValidateUpgrade(const std::string& subject, const UpgradeSpec& u) {
+  if (u.drain_deadline_seconds < 0 || u.drain_deadline_seconds > 365 * 86400) {
+    return FieldError(subject, "spec.upgrade.drainDeadline",
+                      fmt::format("must be 0s-365d (got {}s)", u.drain_deadline_seconds));
+  }
+  if (u.after_deadline != kAfterDeadlineWait && u.after_deadline != kAfterDeadlineRequeue &&
+      u.after_deadline != kAfterDeadlineCancel) {
+    return FieldError(subject, "spec.upgrade.afterDeadline",
+                      fmt::format("must be {}, {} or {} (got \"{}\")", kAfterDeadlineWait, kAfterDeadlineRequeue,
+                                  kAfterDeadlineCancel, Printable(u.after_deadline)));
+  }
+  return Status::Ok();
+}
+
 static Status ValidateHealthCheckScripts(const std::string& subject,
                                          const std::map<std::string, std::string>& scripts) {
   static const std::set<std::string> builtin = {"tmp", "spool", "datasets", "munge", "processes", "clock"};
@@ -405,6 +419,7 @@ Status Validate(const SlurmCluster& c) {
         "must be an AccountingStorageEnforce list like associations,limits (got \"" + s.accounting.enforce + "\")");
   }
   RETURN_IF_ERROR(ValidateHealthChecks(subject, s.health_checks));
+  RETURN_IF_ERROR(ValidateUpgrade(subject, s.upgrade));
   std::set<std::string> user_names;
   std::set<int64_t> uids;
   for (size_t i = 0; i < s.users.size(); ++i) {

@@ -13,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "agent/agent.h"
+#include "api/environments.h"
 #include "app/control_plane_process.h"
 #include "app/environments.h"
 #include "app/local_data_plane.h"
@@ -65,11 +66,8 @@ class Daemon {
   // asked for beside them. A failure ends the daemon before its loop.
   Status Open() {
     ASSIGN_OR_RETURN(api::SlurmCluster cluster, store_.LoadCluster());
-    ASSIGN_OR_RETURN(BuildInputs inputs, HostBuildInputs());
-    RETURN_IF_ERROR(ResolveClusterImages(p_.state_dir, cluster, &inputs));
-    RETURN_IF_ERROR(HoldResolvedImages(p_.state_dir, p_.Dir() + "/held-images", inputs));
+    ASSIGN_OR_RETURN(BuildInputs inputs, InputsFor(cluster));
     ASSIGN_OR_RETURN(rt_, OpenSupervisingRuntime(p_, cluster.spec.subnet, self_exe_));
-    inputs.job_cgroups = HostJobCgroups();
     if (RunningDaemon(p_) != 0) return Status::Errorf("another daemon already runs for cluster {}", p_.name);
     // Status left by an earlier daemon may describe pods that are gone; it is computed afresh
     // (before the pid file appears, so `up` never waits on stale status).
@@ -81,6 +79,7 @@ class Daemon {
 
     GiveDatasetsTheirGroups(store_, platform::Catalog(p_.state_dir));
     ASSIGN_OR_RETURN(controllers_, NewClusterControllers(rt_.get(), inputs, p_.name, p_.Dir() + "/owned.json"));
+    environment_ = api::ClusterEnvironment(cluster);
     // With `up --control-plane`, the control plane's API and this data plane's agent run here too.
     if (auto cfg = files::Read(p_.Dir() + "/controlplane.json"); cfg.ok()) {
       auto started = StartControlPlane(p_, self_exe_, *cfg);
@@ -138,6 +137,37 @@ class Daemon {
  private:
   using Clock = std::chrono::steady_clock;
 
+  // What the controllers build from: the host's accounts, the built images (held while this
+  // daemon runs) and the Slurm release of the cluster's environment.
+  Result<BuildInputs> InputsFor(const api::SlurmCluster& cluster) {
+    ASSIGN_OR_RETURN(BuildInputs inputs, HostBuildInputs());
+    RETURN_IF_ERROR(ResolveClusterImages(p_.state_dir, cluster, &inputs));
+    RETURN_IF_ERROR(HoldResolvedImages(p_.state_dir, p_.Dir() + "/held-images", inputs));
+    inputs.job_cgroups = HostJobCgroups();
+    return inputs;
+  }
+
+  // `hpcplane upgrade` changed the environment (and with it Slurm's release): the controllers
+  // are made again for it, and their passes roll the cluster over (slurmdbd, slurmctld, then the
+  // workers as their jobs end). The pods keep running throughout. On failure the old controllers
+  // stay, and the next pass tries again.
+  void FollowEnvironment() {
+    auto cluster = store_.LoadCluster();
+    if (!cluster.ok() || api::ClusterEnvironment(*cluster) == environment_) return;
+    const std::string to = api::ClusterEnvironment(*cluster);
+    auto inputs = InputsFor(*cluster);
+    auto controllers = inputs.ok() ? NewClusterControllers(rt_.get(), *inputs, p_.name, p_.Dir() + "/owned.json")
+                                   : Result<std::unique_ptr<ClusterControllers>>(inputs.status());
+    if (!controllers.ok()) {
+      spdlog::error("cluster {}: environment {} -> {}: {}", p_.name, environment_, to, controllers.status().message());
+      return;
+    }
+    spdlog::info("cluster {}: environment {} -> {} (Slurm {}): rolling the cluster over", p_.name, environment_, to,
+                 inputs->release.ToString());
+    controllers_ = std::move(*controllers);
+    environment_ = to;
+  }
+
   void StartMetrics(const std::string& config) {
     auto j = nlohmann::json::parse(config, nullptr, false);
     auto at = cp::ParseListenAddress(j.is_object() && j["listen"].is_string() ? j["listen"].get<std::string>() : "");
@@ -175,6 +205,7 @@ class Daemon {
     // A pass for something that just moved reads the queue afresh, never a reused listing.
     if (something_moved_ || schedule.Moved(stamp)) controllers_->listing.Invalidate();
     something_moved_ = false;
+    FollowEnvironment();
     const auto pass_start = Clock::now();
     PassOutcome outcome = ReconcileOnce(store_, *controllers_, &metrics_);
     metrics_.ObservePass(std::chrono::duration<double>(Clock::now() - pass_start).count());
@@ -190,6 +221,7 @@ class Daemon {
   Store store_;
   std::unique_ptr<runtime::local::LocalRuntime> rt_;
   std::unique_ptr<ClusterControllers> controllers_;
+  std::string environment_;  // the cluster environment controllers_ were made for
   std::unique_ptr<ControlPlaneProcess> control_plane_;
   DaemonMetrics metrics_;
   std::unique_ptr<MetricsEndpoint> metrics_endpoint_;

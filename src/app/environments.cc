@@ -197,7 +197,10 @@ Status HoldResolvedImages(const std::string& state_dir, const std::string& dir, 
 Status ResolveClusterImages(const std::string& state_dir, const api::SlurmCluster& c, op::BuildInputs* in) {
   ImageStore store(ImageStoreDir(state_dir));
   ASSIGN_OR_RETURN(auto built, store.List());
-  for (const auto& m : built) in->images[m.name] = m.Reference();
+  for (const auto& m : built) {
+    in->images[m.name] = m.Reference();
+    if (auto r = ImageSlurmRelease(m)) in->environment_releases[m.name] = *r;
+  }
   const std::string name = api::ClusterEnvironment(c);
   auto it = std::find_if(built.begin(), built.end(), [&](const auto& m) { return m.name == name; });
   if (it == built.end()) {

@@ -33,6 +33,8 @@ struct ClusterArgs {
   std::string what, format = "table";
   std::string kind, name;
   std::string environment;
+  std::string drain_deadline, after_deadline;
+  bool restart = false;
   std::optional<int> replicas;
   bool wait = false, autoscale = false;
   std::string pod, user = "root";
@@ -79,7 +81,18 @@ std::function<int()> AddClusterCommands(CLI::App& app, const Globals& g) {
   auto* upgrade = app.add_subcommand(
       "upgrade", "Move the cluster to another environment (Slurm release), keeping its queue and job history");
   upgrade->add_option("environment", a->environment, "e.g. slurm-26.05 (see `hpcplane environments list`)")->required();
-  upgrade->add_option("--timeout", a->timeout_s, "Seconds to wait for Ready after the restart");
+  upgrade->add_option("--timeout", a->timeout_s,
+                      "Seconds to wait for slurmctld on the new release (a rolling upgrade) or for Ready (a restart)");
+  upgrade->add_option("--drain-deadline", a->drain_deadline,
+                      "How long workers on the old release may run their jobs after their drain (e.g. 2h; "
+                      "spec.upgrade.drainDeadline, default 24h)");
+  upgrade
+      ->add_option("--after-deadline", a->after_deadline,
+                   "Then: wait (let them finish), requeue or cancel their jobs (spec.upgrade.afterDeadline)")
+      ->check(CLI::IsMember({"wait", "requeue", "cancel", "Wait", "Requeue", "Cancel"}));
+  upgrade->add_flag("--restart", a->restart,
+                    "Restart every pod on the new release at once instead of rolling: quicker, but jobs running on "
+                    "workers end with them");
 
   auto* scale = app.add_subcommand("scale", "Pin a nodeset's worker count (clamped to min..max), or --auto");
   scale->add_option("kind", a->kind, "nodeset")->required();
@@ -110,7 +123,9 @@ std::function<int()> AddClusterCommands(CLI::App& app, const Globals& g) {
       return CmdDescribe(g, a->kind, a->name);
     }
     if (apply->parsed()) return CmdApply(g, a->file);
-    if (upgrade->parsed()) return CmdUpgrade(g, a->environment, a->timeout_s);
+    if (upgrade->parsed()) {
+      return CmdUpgrade(g, {a->environment, a->timeout_s, a->drain_deadline, a->after_deadline, a->restart});
+    }
     if (del->parsed()) return CmdDelete(g, a->kind, a->name);
     if (scale->parsed()) {
       if (!a->replicas && !a->autoscale) return Fail(Status::Error("scale: give --replicas N or --auto"));

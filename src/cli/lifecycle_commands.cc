@@ -4,6 +4,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <iostream>
@@ -26,6 +27,7 @@
 #include "operator/conditions.h"
 #include "operator/store.h"
 #include "server/server.h"
+#include "slurm/config.h"
 #include "slurm/release.h"
 
 namespace hpc::cli {
@@ -334,55 +336,178 @@ int CmdApply(const Globals& g, const std::string& file) {
   return 0;
 }
 
-int CmdUpgrade(const Globals& g, const std::string& environment, int timeout_s) {
+namespace {
+
+// Why a running cluster cannot move to `to` while its jobs run, or "" when it can (a rolling
+// upgrade: ClusterReconciler and NodeSetReconciler do it).
+std::string WhyNotRolling(const api::SlurmCluster& c, const slurm::Release& from, const slurm::Release& to) {
+  if (c.spec.shared_root) {
+    return "its workers share one root file system, made from the old release's image: it is made again while no pod "
+           "runs";
+  }
+  if (slurm::DefaultAuth(from) != slurm::DefaultAuth(to)) {
+    return fmt::format("Slurm {} authenticates with {} and {} with {}: every daemon changes at once", from.Series(),
+                       slurm::DefaultAuth(from) == slurm::Auth::kMunge ? "munge" : "auth/slurm", to.Series(),
+                       slurm::DefaultAuth(to) == slurm::Auth::kMunge ? "munge" : "auth/slurm");
+  }
+  return "";
+}
+
+// Waits until slurmctld answers with `to`'s release and every daemon runs it (what a rolling
+// upgrade does before its workers).
+Status WaitForController(const op::ClusterPaths& p, const slurm::Release& to, std::chrono::seconds timeout) {
+  op::Store store(p.Dir());
+  auto deadline = Clock::now() + timeout;
+  std::string last;
+  while (Clock::now() < deadline) {
+    if (op::RunningDaemon(p) == 0) return Status::Errorf("the hpcplane daemon stopped; see {}", p.LogFile());
+    auto c = store.LoadCluster();
+    if (c.ok()) {
+      // slurmctld answers with the new release, and every daemon's pod is ready on it (a pod kept
+      // on the release before says "Ready, on Slurm ...").
+      auto version = c->status.component_versions.find("slurm/slurmctld");
+      bool moved = version != c->status.component_versions.end() && version->second.rfind(to.Series() + ".", 0) == 0 &&
+                   c->status.components.count("controller");
+      for (const auto& [component, state] : c->status.components) moved = moved && state == "Ready";
+      if (moved) return Status::Ok();
+      const auto* upgrading = op::FindCondition(c->status.conditions, "Upgrading");
+      last = upgrading ? upgrading->message : "";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  }
+  return Status::Errorf("cluster {}: slurmctld does not run Slurm {} after {}s: {} (see `hpcplane status` and {})",
+                        p.name, to.Series(), timeout.count(), last, p.LogFile());
+}
+
+}  // namespace
+
+namespace {
+
+// The cluster with the upgrade policy the flags give (spec.upgrade), checked.
+Result<api::SlurmCluster> WithUpgradePolicy(api::SlurmCluster c, const UpgradeArgs& args) {
+  if (!args.drain_deadline.empty()) {
+    auto seconds = api::ParseDurationSeconds(args.drain_deadline);
+    if (!seconds.ok()) return seconds.status().WithContext("--drain-deadline");
+    c.spec.upgrade.drain_deadline_seconds = *seconds;
+  }
+  if (!args.after_deadline.empty()) {
+    std::string policy = args.after_deadline;
+    std::transform(policy.begin(), policy.end(), policy.begin(), ::tolower);
+    policy[0] = static_cast<char>(::toupper(policy[0]));
+    c.spec.upgrade.after_deadline = policy;
+  }
+  RETURN_IF_ERROR(api::Validate(c));
+  return c;
+}
+
+// What becomes of a drained old worker's jobs past the deadline, in words.
+std::string AfterDeadlineInWords(const api::UpgradeSpec& up) {
+  return fmt::format("after {} drained, their jobs are {}", api::FormatDuration(up.drain_deadline_seconds),
+                     up.after_deadline == api::kAfterDeadlineWait      ? "left to finish"
+                     : up.after_deadline == api::kAfterDeadlineRequeue ? "requeued"
+                                                                       : "cancelled");
+}
+
+// The running daemon follows the spec (Daemon::FollowEnvironment): slurmdbd, then slurmctld with
+// its saved state, then sackd, slurmrestd and login pods; each worker is drained and replaced once
+// its jobs end, new workers on the new release taking the queue meanwhile.
+int RollingUpgrade(const op::ClusterPaths& p, op::Store& store, const api::SlurmCluster& next,
+                   const slurm::Release& from, const slurm::Release& to, const UpgradeArgs& args,
+                   Clock::time_point start) {
+  std::cout << fmt::format(
+                   "Rolling upgrade of cluster \"{}\" from Slurm {} to {} ({}): slurmdbd, then slurmctld, then workers "
+                   "as their jobs end",
+                   p.name, from.ToString(), to.ToString(), args.environment)
+            << std::endl;
+  if (Status s = store.SaveCluster(next); !s.ok()) return Fail(s);
+  if (Status s = WaitForController(p, to, std::chrono::seconds(args.timeout_s)); !s.ok()) return Fail(s);
+  std::cout << fmt::format("  ✓ slurmdbd and slurmctld run Slurm {}  {:6.2f}s", to.Series(), Seconds(start))
+            << std::endl;
+  int outdated = 0;
+  if (auto now = store.LoadNodeSets(); now.ok()) {
+    for (const auto& ns : *now) outdated += ns.status.outdated;
+  }
+  std::cout << fmt::format("Cluster \"{}\" runs Slurm {} ({:.2f}s).", p.name, to.ToString(), Seconds(start));
+  if (outdated > 0) {
+    std::cout << fmt::format(
+        " {} worker(s) on Slurm {} finish their jobs and are then replaced; {} (`hpcplane upgrade {} "
+        "--after-deadline requeue|cancel` changes it).",
+        outdated, from.Series(), AfterDeadlineInWords(next.spec.upgrade), args.environment);
+  }
+  std::cout << std::endl;
+  return 0;
+}
+
+// Every daemon starts again on the new release: slurmdbd converts the job history, slurmctld
+// reads the saved queue; jobs running on workers end with their workers.
+int RestartUpgrade(const Globals& g, const op::ClusterPaths& p, op::Store& store, const api::SlurmCluster& next,
+                   const slurm::Release& to, const std::string& why, Clock::time_point start, int timeout_s) {
+  const bool was_running = op::RunningDaemon(p) != 0;
+  if (was_running) std::cout << "  the cluster restarts, and jobs running on its workers end: " << why << std::endl;
+  if (Status s = StopCluster(g, p, false); !s.ok()) return Fail(s);
+  if (next.spec.shared_root) {
+    // Made from the old release's image; what was installed there must be installed again.
+    if (Status s = app::ResetSharedRoot(p); !s.ok()) return Fail(s);
+    std::cout << "  the shared root is made again from " << next.spec.environment << ": reinstall what was added to it"
+              << std::endl;
+  }
+  if (Status s = store.SaveCluster(next); !s.ok()) return Fail(s);
+  if (!was_running) return 0;
+  if (Status s = StartDaemon(g, p); !s.ok()) return Fail(s);
+  if (Status s = WaitReady(p, start, std::chrono::seconds(timeout_s), false); !s.ok()) return Fail(s);
+  std::cout << fmt::format("Cluster \"{}\" runs Slurm {} ({:.2f}s).", p.name, to.ToString(), Seconds(start))
+            << std::endl;
+  return 0;
+}
+
+}  // namespace
+
+int CmdUpgrade(const Globals& g, const UpgradeArgs& args) {
   auto start = Clock::now();
   auto p = ResolveCluster(g);
   if (!p.ok()) return Fail(p.status());
   op::Store store(p->Dir());
   auto c = store.LoadCluster();
   if (!c.ok()) return Fail(c.status());
+  auto next = WithUpgradePolicy(*c, args);
+  if (!next.ok()) return Fail(next.status());
   const std::string from = api::ClusterEnvironment(*c);
-  if (from == environment) {
-    std::cout << fmt::format("cluster \"{}\" already runs {}\n", p->name, environment);
+  if (from == args.environment) {
+    const bool policy_changed = !(next->spec.upgrade.drain_deadline_seconds == c->spec.upgrade.drain_deadline_seconds &&
+                                  next->spec.upgrade.after_deadline == c->spec.upgrade.after_deadline);
+    if (policy_changed) {
+      if (Status s = store.SaveCluster(*next); !s.ok()) return Fail(s);
+    }
+    std::cout << fmt::format(
+        "cluster \"{}\" already runs {}{}\n", p->name, args.environment,
+        policy_changed ? "; workers still on an older image: " + AfterDeadlineInWords(next->spec.upgrade) : "");
     return 0;
   }
   auto progress = [](const std::string& line) { std::cout << "  " << Printable(line) << std::endl; };
-  auto env = app::FindEnvironment(g.state_dir, environment);
+  auto env = app::FindEnvironment(g.state_dir, args.environment);
   if (!env.ok()) return Fail(env.status());
   auto image = app::BuildEnvironment(g.state_dir, *env, false, progress);
   if (!image.ok()) return Fail(image.status());
   auto to_release = app::ImageSlurmRelease(*image);
   auto from_release = app::EnvironmentRelease(g.state_dir, from);
   if (!from_release.ok()) return Fail(from_release.status().WithContext("cluster \"" + p->name + "\""));
-  if (!to_release) return Fail(Status::FailedPrecondition("environment \"" + environment + "\" holds no Slurm"));
+  if (!to_release) return Fail(Status::FailedPrecondition("environment \"" + args.environment + "\" holds no Slurm"));
   if (Status s = slurm::CheckUpgrade(*from_release, *to_release); !s.ok()) {
-    return Fail(s.WithContext(fmt::format("cluster \"{}\" ({} to {})", p->name, from, environment)));
+    return Fail(s.WithContext(fmt::format("cluster \"{}\" ({} to {})", p->name, from, args.environment)));
   }
-  api::SlurmCluster next = *c;
-  next.spec.environment = environment;
+  next->spec.environment = args.environment;
   auto nodesets = store.LoadNodeSets();
   if (!nodesets.ok()) return Fail(nodesets.status());
-  if (Status s = app::EnsureClusterImages(g.state_dir, next, *nodesets, progress); !s.ok()) return Fail(s);
-  // Every daemon starts again on the new release: slurmdbd converts the job history, slurmctld
-  // reads the saved queue; jobs running on workers end with their workers.
-  std::cout << fmt::format("Upgrading cluster \"{}\" from Slurm {} ({}) to {} ({})", p->name, from_release->ToString(),
-                           from, to_release->ToString(), environment)
-            << std::endl;
-  const bool was_running = op::RunningDaemon(*p) != 0;
-  if (Status s = StopCluster(g, *p, false); !s.ok()) return Fail(s);
-  if (c->spec.shared_root) {
-    // Made from the old release's image; what was installed there must be installed again.
-    if (Status s = app::ResetSharedRoot(*p); !s.ok()) return Fail(s);
-    std::cout << "  the shared root is made again from " << environment << ": reinstall what was added to it"
-              << std::endl;
+  if (Status s = app::EnsureClusterImages(g.state_dir, *next, *nodesets, progress); !s.ok()) return Fail(s);
+  const std::string why_not_rolling =
+      args.restart ? "asked for (--restart)" : WhyNotRolling(*c, *from_release, *to_release);
+  if (op::RunningDaemon(*p) != 0 && why_not_rolling.empty()) {
+    return RollingUpgrade(*p, store, *next, *from_release, *to_release, args, start);
   }
-  if (Status s = store.SaveCluster(next); !s.ok()) return Fail(s);
-  if (!was_running) return 0;
-  if (Status s = StartDaemon(g, *p); !s.ok()) return Fail(s);
-  if (Status s = WaitReady(*p, start, std::chrono::seconds(timeout_s), false); !s.ok()) return Fail(s);
-  std::cout << fmt::format("Cluster \"{}\" runs Slurm {} ({:.2f}s).", p->name, to_release->ToString(), Seconds(start))
+  std::cout << fmt::format("Upgrading cluster \"{}\" from Slurm {} ({}) to {} ({})", p->name, from_release->ToString(),
+                           from, to_release->ToString(), args.environment)
             << std::endl;
-  return 0;
+  return RestartUpgrade(g, *p, store, *next, *to_release, why_not_rolling, start, args.timeout_s);
 }
 
 int CmdDelete(const Globals& g, const std::string& kind, const std::string& name) {

@@ -16,7 +16,14 @@ int CmdDown(const Globals& g, bool purge);
 int CmdApply(const Globals& g, const std::string& file);
 // Moves a cluster to another environment (so another Slurm release): refused, changing
 // nothing, where Slurm cannot upgrade; otherwise the cluster restarts on the new images.
-int CmdUpgrade(const Globals& g, const std::string& environment, int timeout_s);
+struct UpgradeArgs {
+  std::string environment;
+  int timeout_s = 120;         // for slurmctld to run the new release (a restart: for Ready)
+  std::string drain_deadline;  // spec.upgrade.drainDeadline; empty: as it is
+  std::string after_deadline;  // spec.upgrade.afterDeadline (wait, requeue, cancel); empty: as it is
+  bool restart = false;        // restart every pod at once instead of rolling (jobs on workers end)
+};
+int CmdUpgrade(const Globals& g, const UpgradeArgs& args);
 int CmdDelete(const Globals& g, const std::string& kind, const std::string& name);
 int CmdScale(const Globals& g, const std::string& kind, const std::string& name, std::optional<int> replicas, bool wait,
              int timeout_s);

@@ -91,8 +91,10 @@ Result<ClusterImages> ResolveClusterImages(const api::SlurmCluster& c, const Env
     return Status::InvalidArgument("spec.environment", NoImage(name, "", table));
   }
   out.by_environment[name] = out.image;
+  out.releases[out.image] = out.release;
   for (const auto& [other, e] : table) {
     if (e.release.Series() == out.release.Series()) out.by_environment.emplace(other, e.image);
+    out.releases.emplace(e.image, e.release);
   }
   return out;
 }

@@ -36,6 +36,9 @@ struct ClusterImages {
   // Environment name -> image, for every environment of that series (op::BuildInputs::images):
   // nodesets and workspaces may run any of them, and none of another series.
   std::map<std::string, std::string> by_environment;
+  // Image -> its Slurm release, for every image of the table whatever its series: pods still on
+  // the release before a rolling upgrade are told by it (op::BuildInputs::environment_releases).
+  std::map<std::string, slurm::Release> releases;
   bool operator==(const ClusterImages&) const = default;
 };
 

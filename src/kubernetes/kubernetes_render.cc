@@ -89,6 +89,7 @@ class RecordingRuntime : public runtime::PodRuntime {
       st.phase = runtime::PodPhase::kRunning;
       st.ready = true;
       st.resources = spec.resources;
+      st.image = spec.image;
       out.push_back(std::move(st));
     }
     return out;
@@ -152,6 +153,7 @@ op::BuildInputs KubernetesBuildInputs(const slurm::Release& release) {
 void UseClusterImages(const ClusterImages& images, op::BuildInputs* in, k8s::ObjectContext* ctx) {
   in->release = images.release;
   in->images = images.by_environment;
+  in->environment_releases = images.releases;
   ctx->image = images.image;
   ctx->images.clear();
   for (const auto& [environment, image] : images.by_environment) ctx->images.insert(image);

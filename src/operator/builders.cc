@@ -66,6 +66,22 @@ std::string ImageFor(const BuildInputs& in, const std::string& environment) {
   return it == in.images.end() ? environment : it->second;
 }
 
+}  // namespace
+
+std::optional<slurm::Release> ReleaseOfImage(const BuildInputs& in, const std::string& image) {
+  if (image.empty()) return std::nullopt;
+  std::string environment = image.substr(0, image.find('@'));
+  for (const auto& [name, reference] : in.images) {
+    if (reference == image) environment = name;
+  }
+  for (const std::string& key : {image, environment}) {
+    if (auto it = in.environment_releases.find(key); it != in.environment_releases.end()) return it->second;
+  }
+  return std::nullopt;
+}
+
+namespace {
+
 // Worker and login pods run the cluster's shared root when it has one (and an image to make it
 // from); its daemons keep the plain image.
 void UseSharedRoot(const api::SlurmCluster& c, bool writable, PodSpec* p) {
@@ -236,14 +252,15 @@ void AddDatasets(const std::vector<api::Dataset>& datasets, PodSpec* p) {
 runtime::ConfigMap BuildSlurmConfigMap(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                                        const BuildInputs& in) {
   const slurm::JobCgroups cgroups = in.job_cgroups;
+  // Every daemon reads these files: written for the oldest one still running.
+  const slurm::Release read_by = in.config_release.value_or(in.release);
   runtime::ConfigMap cm{kConfigMapSlurm,
-                        {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups, in.release, AuthOf(in))},
+                        {{"slurm.conf", slurm::RenderSlurmConf(c, nodesets, cgroups, in.release, AuthOf(in), read_by)},
                          {"job_submit.lua", slurm::JobSubmitLuaScript()}}};
   const bool any_gpu =
       std::any_of(nodesets.begin(), nodesets.end(), [](const auto& n) { return n.spec.resources.gpus > 0; });
-  if (cgroups != slurm::JobCgroups::kNone)
-    cm.data["cgroup.conf"] = slurm::RenderCgroupConf(cgroups, any_gpu, in.release);
-  if (const std::string gres = slurm::RenderGresConf(any_gpu, in.release); !gres.empty()) cm.data["gres.conf"] = gres;
+  if (cgroups != slurm::JobCgroups::kNone) cm.data["cgroup.conf"] = slurm::RenderCgroupConf(cgroups, any_gpu, read_by);
+  if (const std::string gres = slurm::RenderGresConf(any_gpu, read_by); !gres.empty()) cm.data["gres.conf"] = gres;
   return cm;
 }
 
@@ -491,9 +508,13 @@ PodSpec BuildLoginPod(const api::SlurmCluster& c, const BuildInputs& in) {
   return p;
 }
 
+std::string WorkerImage(const api::SlurmCluster& c, const api::NodeSet& ns, const BuildInputs& in) {
+  return ImageFor(in, api::WorkerEnvironment(ns, c));
+}
+
 PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int ordinal, const BuildInputs& in) {
   PodSpec p;
-  p.image = ImageFor(in, api::WorkerEnvironment(ns, c));
+  p.image = WorkerImage(c, ns, in);
   if (api::WorkerEnvironment(ns, c) == api::ClusterEnvironment(c)) UseSharedRoot(c, /*writable=*/false, &p);
   p.name = WorkerPodName(ns, ordinal);
   p.labels = Labels(c, "worker");

@@ -53,6 +53,13 @@ struct BuildInputs {
   slurm::JobCgroups job_cgroups = slurm::JobCgroups::kNone;
   // The Slurm release the cluster's images carry (slurmrestd's plugins, slurm.conf's options).
   slurm::Release release;
+  // The oldest Slurm among the cluster's running pods, where older than `release`: a rolling
+  // upgrade's pods still on the release before. Slurm's files are written for it (slurm.conf
+  // holds no key it does not know). Set by each pass (ClusterReconciler), not at construction.
+  std::optional<slurm::Release> config_release;
+  // Environment name or image reference -> the Slurm release it carries, for every one known
+  // here: how a running pod's release is told from its image (ReleaseOfImage).
+  std::map<std::string, slurm::Release> environment_releases;
   // Environment name -> the image pods of that environment run (PodSpec::image): local, an image
   // of the store; Kubernetes, an image reference. Empty: pods run the host's system.
   std::map<std::string, std::string> images;
@@ -173,5 +180,11 @@ runtime::PodSpec BuildSlurmdbdPod(const api::SlurmCluster& c, const BuildInputs&
 std::string DatabaseInitSql(const std::string& password);
 runtime::PodSpec BuildWorkspaceLoginPod(const api::SlurmCluster& c, const api::Workspace& w, const BuildInputs& in);
 runtime::PodSpec BuildWorkerPod(const api::SlurmCluster& c, const api::NodeSet& ns, int ordinal, const BuildInputs& in);
+// The image a nodeset's new workers run (BuildWorkerPod's); empty where pods run the host's system.
+std::string WorkerImage(const api::SlurmCluster& c, const api::NodeSet& ns, const BuildInputs& in);
+// The Slurm release a pod's image carries, where its environment is known
+// (BuildInputs::environment_releases): an image the inputs pin, or a local image reference
+// "ENVIRONMENT@sha256:..." of another build.
+std::optional<slurm::Release> ReleaseOfImage(const BuildInputs& in, const std::string& image);
 
 }  // namespace hpc::op

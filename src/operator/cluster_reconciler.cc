@@ -217,20 +217,44 @@ Status ClusterReconciler::ReconfigureOnceMounted() {
   return Status::Ok();
 }
 
-Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::string& component,
-                                    api::SlurmClusterStatus* st, int64_t* started_at) {
-  ASSIGN_OR_RETURN(auto existing, rt_->GetPodSpec(spec.name));
-  if (existing && !(*existing == spec)) {
-    spdlog::info("pod {} spec changed; replacing it", spec.name);
-    RETURN_IF_ERROR(rt_->DeletePod(spec.name));
+std::string ClusterReconciler::ReleaseChangeWaitsFor(const std::string& component) const {
+  if (component == "controller" || component == "controller-backup") {
+    return slurmdbd_current_ ? "" : "slurmdbd to run the new release first";
   }
-  RETURN_IF_ERROR(rt_->CreatePod(spec));
+  if (component == "sackd") return controller_current_ ? "" : "slurmctld to run the new release first";
+  // Their clients authenticate through sackd's socket: a slurmrestd started while sackd is
+  // replaced waited some 40 s before it listened.
+  if (component == "restapi" || component == "login") {
+    return !controller_current_ ? "slurmctld to run the new release first"
+           : !auth_pod_current_ ? "sackd to run the new release first"
+                                : "";
+  }
+  return "";
+}
+
+Status ClusterReconciler::EnsurePod(const runtime::PodSpec& spec, const std::string& component,
+                                    api::SlurmClusterStatus* st, int64_t* started_at, bool* current) {
+  if (current) *current = false;
+  ASSIGN_OR_RETURN(auto existing, rt_->GetPodSpec(spec.name));
+  std::string kept;  // why the pod runs its older spec a while longer
+  if (existing && !(*existing == spec)) {
+    const auto from = ReleaseOfImage(in_, existing->image), to = ReleaseOfImage(in_, spec.image);
+    if (from && to && from->Series() != to->Series()) kept = ReleaseChangeWaitsFor(component);
+    if (kept.empty()) {
+      spdlog::info("pod {} spec changed; replacing it", spec.name);
+      RETURN_IF_ERROR(rt_->DeletePod(spec.name));
+    } else {
+      kept = fmt::format("on Slurm {} until {}", from->Series(), kept);
+    }
+  }
+  if (kept.empty()) RETURN_IF_ERROR(rt_->CreatePod(spec));
   ASSIGN_OR_RETURN(auto pods, rt_->ListPods({}));
   for (const auto& p : pods) {
     if (p.name != spec.name) continue;
     if (started_at) *started_at = p.phase == runtime::PodPhase::kRunning ? p.started_at : 0;
     if (p.ready) {
-      st->components[component] = "Ready";
+      st->components[component] = kept.empty() ? "Ready" : "Ready, " + kept;
+      if (current) *current = kept.empty();
       return Status::Ok();
     }
     std::string why = p.phase == runtime::PodPhase::kRunning ? "starting" : std::string(runtime::PodPhaseName(p.phase));
@@ -266,6 +290,7 @@ Status ClusterReconciler::EnsureBackupController(const api::SlurmCluster& c, api
 }
 
 Status ClusterReconciler::EnsureAuthPod(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
+  auth_pod_current_ = in_.auth_sidecars;
   if (in_.auth_sidecars) return Status::Ok();
   // The other authentication's pod goes (a cluster upgraded across 23.11); both are hpcplane's.
   // Looked for once: the authentication is fixed for this reconciler's life.
@@ -275,8 +300,8 @@ Status ClusterReconciler::EnsureAuthPod(const api::SlurmCluster& c, api::SlurmCl
     if (spec) RETURN_IF_ERROR(rt_->DeletePod(other));
     other_auth_pod_gone_ = true;
   }
-  if (UsesMunge(in_)) return EnsurePod(BuildMungePod(c, in_), "munge", st);
-  return EnsurePod(BuildSackdPod(c, in_), "sackd", st);
+  if (UsesMunge(in_)) return EnsurePod(BuildMungePod(c, in_), "munge", st, nullptr, &auth_pod_current_);
+  return EnsurePod(BuildSackdPod(c, in_), "sackd", st, nullptr, &auth_pod_current_);
 }
 
 std::vector<Step> ClusterReconciler::ComponentSteps(const api::SlurmCluster& c,
@@ -315,9 +340,10 @@ std::vector<Step> ClusterReconciler::ComponentSteps(const api::SlurmCluster& c,
        false},
       {"slurmdbd",
        [this, &c, st] {
+         slurmdbd_current_ = !c.spec.accounting.enabled;
          if (!c.spec.accounting.enabled) return Status::Ok();
          // Started beside MariaDB; inside its pod, slurmdbd waits for the database to answer.
-         Status s = EnsurePod(BuildSlurmdbdPod(c, in_), "slurmdbd", st);
+         Status s = EnsurePod(BuildSlurmdbdPod(c, in_), "slurmdbd", st, nullptr, &slurmdbd_current_);
          slurmdbd_ready_ = s.ok();
          if (!s.ok() && !database_ready_) st->components["slurmdbd"] = "Waiting: for mariadb";
          return s;
@@ -325,7 +351,8 @@ std::vector<Step> ClusterReconciler::ComponentSteps(const api::SlurmCluster& c,
        false},
       {"controller",
        [this, &c, st] {
-         Status s = EnsurePod(BuildControllerPod(c, in_), "controller", st, &controller_started_at_);
+         Status s =
+             EnsurePod(BuildControllerPod(c, in_), "controller", st, &controller_started_at_, &controller_current_);
          controller_ready_ = s.ok();
          return s;
        },
@@ -419,6 +446,37 @@ void ClusterReconciler::ObserveLeader(const api::SlurmCluster& c, api::SlurmClus
   controller_ready_ = controller_ready_ || (backup_ready_ && st->leading_controller == backup);
 }
 
+Status ClusterReconciler::ObserveReleases(const api::SlurmCluster& c, api::SlurmClusterStatus* st) {
+  in_.config_release.reset();
+  ASSIGN_OR_RETURN(auto pods, rt_->ListPods({{kLabelCluster, c.metadata.name}}));
+  std::map<std::string, std::vector<std::string>> behind;  // release -> its pods, where not in_.release's
+  for (const auto& p : pods) {
+    auto r = ReleaseOfImage(in_, p.image);
+    if (!r || r->Series() == in_.release.Series()) continue;
+    behind[r->Series()].push_back(p.name);
+    const bool older = !r->AtLeast(in_.release.major, in_.release.minor);
+    if (older && (!in_.config_release || !r->AtLeast(in_.config_release->major, in_.config_release->minor))) {
+      in_.config_release = r;
+    }
+  }
+  std::string message;
+  for (const auto& [series, names] : behind) {
+    std::string list;
+    for (size_t i = 0; i < names.size() && i < 5; ++i) list += (i ? ", " : "") + names[i];
+    if (names.size() > 5) list += fmt::format(" and {} more", names.size() - 5);
+    message += fmt::format("{}{} pod(s) on Slurm {} ({})", message.empty() ? "" : "; ", names.size(), series, list);
+  }
+  if (!message.empty()) {
+    message += fmt::format(
+        " move to Slurm {}: slurmdbd first, then slurmctld, then slurmrestd and login pods; workers are drained and "
+        "replaced as their jobs end. slurm.conf is written for Slurm {} until the last one is gone",
+        in_.release.Series(), in_.config_release ? in_.config_release->Series() : in_.release.Series());
+  }
+  SetCondition(&st->conditions, "Upgrading", !behind.empty(), behind.empty() ? "OneRelease" : "RollingUpgrade",
+               message);
+  return Status::Ok();
+}
+
 void ClusterReconciler::SetConditions(api::SlurmClusterStatus* st, const StepsOutcome& outcome, bool slurm_ok,
                                       const std::string& slurm_error) {
   const std::string& waiting = outcome.waiting;
@@ -452,6 +510,7 @@ api::SlurmClusterStatus ClusterReconciler::Reconcile(const api::SlurmCluster& c,
   slurmdbd_ready_ = false;
   rest_ready_ = false;
   database_ready_ = false;
+  if (Status s = ObserveReleases(c, &st); !s.ok()) spdlog::warn("cluster {}: {}", c.metadata.name, s.message());
   const StepsOutcome outcome = RunSteps(fmt::format("cluster {}", c.metadata.name),
                                         ComponentSteps(c, nodesets, extra_users, dataset_groups, &st));
   ObserveLeader(c, &st);

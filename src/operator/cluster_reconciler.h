@@ -52,6 +52,9 @@ class ClusterReconciler {
   // Failed steps of the last Reconcile.
   int last_errors() const { return last_errors_; }
   bool slurmdbd_ready() const { return slurmdbd_ready_; }
+  // Whether slurmctld runs the Slurm of this reconciler's inputs, ready: a rolling upgrade starts
+  // workers on the new release only then (a slurmd is never newer than its slurmctld).
+  bool controller_current() const { return controller_current_; }
   // Users changed since the partitions last resolved their AllowGroups, and slurmctld's pod sees
   // the new /etc/group (on Kubernetes a running pod sees a changed config map seconds to a
   // minute later; a partition updated before would resolve the old groups): true once, then
@@ -76,9 +79,19 @@ class ClusterReconciler {
                       const std::vector<api::ClusterUser>& extra_users,
                       const std::vector<DatasetGroup>& dataset_groups);
   // Creates the pod (or replaces it when its spec changed); OK once it is ready. `started_at`,
-  // when given, receives the start of its current run.
+  // when given, receives the start of its current run; `current`, whether the pod that is ready
+  // runs `spec` (not an older one kept by Slurm's upgrade order: MayChangeRelease).
   Status EnsurePod(const runtime::PodSpec& spec, const std::string& component, api::SlurmClusterStatus* st,
-                   int64_t* started_at = nullptr);
+                   int64_t* started_at = nullptr, bool* current = nullptr);
+  // Slurm's upgrade order, for a pod whose new spec runs another Slurm release than its pod
+  // does: slurmdbd (and what has no Slurm in it) first, then the controllers once slurmdbd runs
+  // the new release, then sackd once slurmctld does, then slurmrestd and the login pod. A pod that
+  // may not move yet keeps running as it is; '' when it may move now, else what it waits for.
+  std::string ReleaseChangeWaitsFor(const std::string& component) const;
+  // The releases the cluster's pods run, this pass: the oldest one into in_.config_release (Slurm's
+  // files are written for it) and, into `st`, the condition Upgrading while any pod runs another
+  // release than in_.release.
+  Status ObserveReleases(const api::SlurmCluster& c, api::SlurmClusterStatus* st);
   // The pod whose socket clients authenticate through, without sidecars: munged's before 23.11,
   // sackd's with auth/slurm.
   Status EnsureAuthPod(const api::SlurmCluster& c, api::SlurmClusterStatus* st);
@@ -112,6 +125,11 @@ class ClusterReconciler {
   int64_t controller_started_at_ = 0;
   int last_errors_ = 0;
   bool slurmdbd_ready_ = false;
+  // Set by their steps each pass (sackd's, earlier in a pass, reads the last one's): slurmdbd (or
+  // no accounting) and slurmctld run in_.release and are ready.
+  bool slurmdbd_current_ = false;
+  bool controller_current_ = false;
+  bool auth_pod_current_ = false;  // munged's or sackd's pod (none with sidecars)
   bool slurm_answered_ = false;
   bool users_changed_ = false;
   bool users_file_stale_ = true;  // slurmctld's pod not yet known to have the users' file

@@ -10,6 +10,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include "api/codec.h"
 #include "operator/conditions.h"
 #include "operator/demand.h"
 #include "operator/health_policy.h"
@@ -80,6 +81,63 @@ void NodeSetReconciler::Repair(const api::SlurmCluster& c, const api::NodeSet& n
   pass->restarted = RestartUnregisteredWorkers(ns, pass->pods, pass->nodes, pass->now, st, &pass->errors);
   pass->lost = ReplaceLostWorkers(ns, pass->pods, pass->nodes, pass->now, st, &pass->errors);
   RegisterWorkersAgain(ns, pass->pods, pass->nodes, pass->now, st);
+  RetireOutdatedWorkers(c, ns, pass, st);
+}
+
+void NodeSetReconciler::RetireOutdatedWorkers(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass,
+                                              api::NodeSetStatus* st) {
+  const std::string wanted = WorkerImage(c, ns, in_);
+  if (!controller_current_ || wanted.empty()) return;
+  const api::UpgradeSpec& policy = c.spec.upgrade;
+  for (const auto& p : pass->pods) {
+    if (p.image.empty() || p.image == wanted || p.delete_by != 0) continue;
+    if (pass->replaced.count(p.name) || pass->restarted.count(p.name) || pass->lost.count(p.name)) continue;
+    auto it = pass->nodes.find(p.name);
+    if (it == pass->nodes.end()) {
+      // Never registered (still starting): no job can be on it.
+      Status s = rt_->DeletePod(p.name);
+      if (!s.ok()) {
+        pass->errors.push_back(s.message());
+        continue;
+      }
+      AddEvent(st, "Normal", "Upgrade", fmt::format("worker {} on {} removed before it registered", p.name, p.image));
+      pass->replaced.insert(p.name);  // its name waits a pass, as a health replacement's does
+      continue;
+    }
+    pass->outdated.insert(p.name);
+    auto& n = it->second;
+    const bool ours = n.reason.rfind(slurm::kDrainReasonPrefix, 0) == 0;
+    if (n.Drain() && (!ours || IsHealthDrain(n.reason) || slurm::IsSlurmFaultDrain(n))) continue;  // not ours to move
+    if (!n.Drain()) {
+      const std::string reason = fmt::format("{} upgrade: runs {}, the nodeset runs {}", slurm::kDrainReasonPrefix,
+                                             p.image.substr(0, p.image.find('@')), wanted.substr(0, wanted.find('@')));
+      if (Status s = control_->DrainNode(p.name, reason); !s.ok()) {
+        pass->errors.push_back(s.message());
+        continue;
+      }
+      AddEvent(st, "Normal", "Upgrade",
+               fmt::format("worker {} drained for the upgrade: removed once its jobs end{}", p.name,
+                           n.Busy() ? "" : " (it runs none)"));
+      continue;
+    }
+    if (!n.Busy() || policy.after_deadline == api::kAfterDeadlineWait) continue;
+    if (pass->now - n.reason_changed_at < policy.drain_deadline_seconds) continue;
+    // Once a minute at most: Slurm takes a while to end a job, and a requeue it refuses stays refused.
+    auto [last, first] = jobs_ended_at_.try_emplace(p.name, 0);
+    if (pass->now - last->second < 60) continue;
+    last->second = pass->now;
+    const bool requeue = policy.after_deadline == api::kAfterDeadlineRequeue;
+    Status s = control_->EndJobsOnNode(p.name, requeue);
+    const std::string msg =
+        fmt::format("worker {} still runs jobs {} after its drain for the upgrade (spec.upgrade.drainDeadline): {} {}",
+                    p.name, api::FormatDuration(pass->now - n.reason_changed_at), requeue ? "requeued" : "cancelled",
+                    s.ok() ? "them" : "them, not all: " + s.message());
+    AddEvent(st, "Warning", "UpgradeDeadline", msg);
+    spdlog::warn("nodeset {}: {}", ns.metadata.name, msg);
+  }
+  for (auto it = jobs_ended_at_.begin(); it != jobs_ended_at_.end();) {
+    it = pass->outdated.count(it->first) || WorkerOrdinal(ns, it->first) < 0 ? std::next(it) : jobs_ended_at_.erase(it);
+  }
 }
 
 void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& ns, const PendingByPartition* pending,
@@ -98,6 +156,7 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
     WorkerView w;
     w.pod = p.name;
     w.ordinal = WorkerOrdinal(ns, p.name);
+    w.outdated = pass->outdated.count(p.name) > 0;
     auto it = pass->nodes.find(p.name);
     if (it != pass->nodes.end()) {
       const auto& n = it->second;
@@ -109,7 +168,8 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
       w.drain_ours = n.Drain() && ours && !w.drain_health;
       w.drain_admin = n.Drain() && !ours && !w.drain_health;
       w.idle_seconds = w.busy ? 0 : std::max<int64_t>(0, pass->now - n.last_busy);
-      if (w.busy) ++busy_nodes;
+      // An outdated worker's jobs finish where they are; what the queue needs is new workers.
+      if (w.busy && !w.outdated) ++busy_nodes;
     }
     workers.push_back(w);
   }
@@ -166,6 +226,12 @@ void NodeSetReconciler::Decide(const api::SlurmCluster& c, const api::NodeSet& n
   for (const auto& name : pass->lost) opts.retired_ordinals.insert(WorkerOrdinal(ns, name));
   opts.retired_ordinals.insert(leaving.begin(), leaving.end());
   pass->plan = PlanScale(workers, desired, opts);
+  if (!controller_current_ && !pass->plan.create.empty()) {
+    // Its workers would run a newer slurmd than slurmctld, which Slurm does not support.
+    pass->plan.create.clear();
+    pass->plan.decision += std::string(pass->plan.decision.empty() ? "" : "; ") +
+                           "new workers wait for slurmctld to run the new Slurm release";
+  }
 }
 
 void NodeSetReconciler::Act(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass) {
@@ -182,6 +248,7 @@ void NodeSetReconciler::Act(const api::SlurmCluster& c, const api::NodeSet& ns, 
     if (Status s = EnsureDatasetVolume(rt_, c, d); !s.ok()) errors.push_back(s.message());
   }
   for (int ord : plan.create) {
+    ClearJobsOfEarlierPod(ns, WorkerPodName(ns, ord), pass);
     Status s = rt_->CreatePod(BuildWorkerPod(c, ns, ord, in_));
     if (!s.ok()) errors.push_back(s.message());
   }
@@ -196,6 +263,31 @@ void NodeSetReconciler::Act(const api::SlurmCluster& c, const api::NodeSet& ns, 
     if (s.ok()) s = control_->DeleteNode(name);
     if (!s.ok()) errors.push_back(s.message());
   }
+}
+
+void NodeSetReconciler::ClearJobsOfEarlierPod(const api::NodeSet& ns, const std::string& name, Pass* pass) {
+  auto it = pass->nodes.find(name);
+  if (!pass->visible || it == pass->nodes.end() || !it->second.Busy()) return;
+  const auto& n = it->second;
+  if (n.Drain() && n.reason.rfind(slurm::kDrainReasonPrefix, 0) != 0) {
+    pass->earlier_pods.push_back(fmt::format(
+        "worker {} starts again while Slurm counts jobs there from its earlier pod; its admin's drain is left, and "
+        "with it those jobs",
+        name));
+    spdlog::warn("nodeset {}: {}", ns.metadata.name, pass->earlier_pods.back());
+    return;
+  }
+  Status s = control_->ResetNode(
+      name, fmt::format("{} worker starts again; its jobs ended with its earlier pod", slurm::kDrainReasonPrefix));
+  if (!s.ok()) {
+    pass->errors.push_back(s.message());
+    return;
+  }
+  pass->earlier_pods.push_back(
+      fmt::format("worker {} starts again while Slurm counted jobs there from its earlier "
+                  "pod: set DOWN and resumed, so Slurm ends (and requeues) them",
+                  name));
+  spdlog::warn("nodeset {}: {}", ns.metadata.name, pass->earlier_pods.back());
 }
 
 // Nodes Slurm still lists for this nodeset whose pod is gone (e.g. removed while hpcplane was
@@ -226,16 +318,20 @@ void NodeSetReconciler::Report(const api::SlurmCluster& c, const api::NodeSet& n
     spdlog::info("nodeset {}: {}", ns.metadata.name, st->last_decision);
   }
   last_errors_ = static_cast<int>(errors.size());
+  for (const auto& e : pass.earlier_pods) AddEvent(st, "Warning", "JobsOfEarlierPod", e);
   for (const auto& e : errors) AddEvent(st, "Warning", "ScalingFailed", e);
   for (const auto& e : errors) spdlog::error("nodeset {}: {}", ns.metadata.name, e);
 
   // Counts from what exists after this pass.
   st->desired = pass.desired;
-  st->replicas = st->ready = st->busy = st->idle = st->draining = st->unhealthy = 0;
+  st->replicas = st->ready = st->busy = st->idle = st->draining = st->unhealthy = st->outdated = 0;
+  const std::string wanted = WorkerImage(c, ns, in_);
   auto after = rt_->ListPods({{kLabelCluster, c.metadata.name}, {kLabelNodeSet, ns.metadata.name}});
   if (after.ok()) {
     for (const auto& p : *after) {
       ++st->replicas;
+      const bool removed_now = std::find(plan.remove.begin(), plan.remove.end(), p.name) != plan.remove.end();
+      if (!wanted.empty() && !p.image.empty() && p.image != wanted && !removed_now) ++st->outdated;
       auto it = pass.nodes.find(p.name);
       if (it == pass.nodes.end()) continue;
       const auto& n = it->second;
@@ -262,6 +358,12 @@ void NodeSetReconciler::Report(const api::SlurmCluster& c, const api::NodeSet& n
   bool scaling = !plan.create.empty() || !plan.drain.empty() || !plan.remove.empty() || st->draining > 0 ||
                  st->replicas != pass.desired;
   SetCondition(&st->conditions, "Scaling", scaling, scaling ? "Converging" : "Stable", plan.decision);
+  SetCondition(&st->conditions, "Upgrading", st->outdated > 0, st->outdated > 0 ? "RollingUpgrade" : "OneImage",
+               st->outdated == 0 ? ""
+                                 : fmt::format("{} worker(s) on an image before {}: each is drained and removed once "
+                                               "its jobs end, new workers take the queue{}",
+                                               st->outdated, wanted.substr(0, wanted.find('@')),
+                                               controller_current_ ? "" : " once slurmctld runs the new release"));
   SetCondition(&st->conditions, "WorkersHealthy", st->unhealthy == 0, st->unhealthy == 0 ? "ChecksPass" : "Unhealthy",
                st->unhealthy == 0 ? ""
                                   : fmt::format("{} worker(s) drained by a health check or by Slurm for a fault; "

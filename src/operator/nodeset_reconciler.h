@@ -9,6 +9,8 @@
 //             replaced).
 //   HealthChecksSuspect True when more workers fail health checks than maxUnhealthy allows to
 //             drain: the check itself may be wrong, and the rest are left in service.
+//   Upgrading True while workers run an image the nodeset no longer runs (a rolling upgrade):
+//             each is drained and removed once its jobs end, new workers take the queue.
 #pragma once
 
 #include <deque>
@@ -51,6 +53,9 @@ class NodeSetReconciler {
   void set_unregistered_grace(int64_t seconds) { unregistered_grace_ = seconds; }
   // When slurmctld's pod last started (unix seconds; 0 unknown): see RegisterWorkersAgain.
   void set_controller_started_at(int64_t t) { controller_started_at_ = t; }
+  // Whether slurmctld runs the inputs' release (ClusterReconciler::controller_current): until it
+  // does, no worker is created (it would run a newer slurmd than slurmctld) and none is retired.
+  void set_controller_current(bool v) { controller_current_ = v; }
 
   // Whether the pending jobs handed to Reconcile were listed before Slurm's nodes were read (a
   // reused listing): a job may then count as pending while it already runs on a worker counted
@@ -71,9 +76,11 @@ class NodeSetReconciler {
     std::map<std::string, slurm::SlurmNode> nodes;  // Slurm's nodes by name (when visible)
     bool visible = false;                           // Slurm answered
     std::string slurm_error = "slurmrestd is not ready";
-    std::set<std::string> replaced;   // health replacements: gone for good, a new name takes over
-    std::set<std::string> restarted;  // started again under the same name
-    std::set<std::string> lost;       // on a machine that is gone: a new name takes over
+    std::set<std::string> replaced;         // health replacements: gone for good, a new name takes over
+    std::set<std::string> restarted;        // started again under the same name
+    std::set<std::string> lost;             // on a machine that is gone: a new name takes over
+    std::set<std::string> outdated;         // on an image the nodeset no longer runs: drained, then removed
+    std::vector<std::string> earlier_pods;  // what ClearJobsOfEarlierPod did, for the events
     int desired = 0;
     std::string demand_note;
     ScalePlan plan;
@@ -126,6 +133,19 @@ class NodeSetReconciler {
   // and registers at once. Nothing else changes on the worker; its jobs run on.
   void RegisterWorkersAgain(const api::NodeSet& ns, const std::vector<runtime::PodStatus>& pods,
                             const std::map<std::string, slurm::SlurmNode>& nodes, int64_t now, api::NodeSetStatus* st);
+  // A worker about to be created under a name Slurm lists busy: its jobs ran on an earlier pod of
+  // that name (the cluster was down and up again, restarted on another release, or the pod
+  // was deleted), which ended them. slurmctld learns of it only from a slurmd's first
+  // registration, and only for jobs older than BatchStartTimeout then: one that started just
+  // before would stay RUNNING for ever, holding the worker. The node is reset (DOWN, then
+  // RESUME) before the pod starts, so Slurm ends and requeues them; an admin's drain is left.
+  void ClearJobsOfEarlierPod(const api::NodeSet& ns, const std::string& name, Pass* pass);
+  // A rolling upgrade's workers: each one on an image other than the nodeset's (WorkerImage) is
+  // drained ("hpcplane: upgrade: ...") so that new workers take the queue, and removed by the
+  // scaling plan once its jobs end; one that never registered is deleted at once. An admin's
+  // drain keeps its worker (and the admin's say). Past spec.upgrade.drainDeadline its jobs are
+  // requeued or cancelled as spec.upgrade.afterDeadline says (Wait: never). Into pass->outdated.
+  void RetireOutdatedWorkers(const api::SlurmCluster& c, const api::NodeSet& ns, Pass* pass, api::NodeSetStatus* st);
   // Drains, resumes and replaces workers by their health reports (operator/health_policy.h).
   // Updates `nodes` to what Slurm shows after the actions; returns the workers replaced.
   std::set<std::string> ApplyHealth(const api::SlurmCluster& c, const api::NodeSet& ns,
@@ -138,6 +158,8 @@ class NodeSetReconciler {
   runtime::PodRuntime* rt_;
   BuildInputs in_;
   slurm::SlurmControl* control_;
+  bool controller_current_ = true;
+  std::map<std::string, int64_t> jobs_ended_at_;  // worker -> when its jobs were last requeued or cancelled
   std::map<std::string, std::deque<int64_t>> created_, drained_;       // unix seconds, per nodeset
   std::map<std::string, std::deque<int64_t>> replaced_;                // unix seconds, per nodeset
   std::map<std::string, std::map<std::string, int64_t>> stuck_since_;  // nodeset -> node -> first seen

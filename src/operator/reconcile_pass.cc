@@ -161,6 +161,7 @@ class Pass {
       outcome_.any_autoscaled = outcome_.any_autoscaled || IsAutoscaled(ns);
       if (!ctl_.cluster->controller_ready()) continue;
       ctl_.nodesets->set_controller_started_at(ctl_.cluster->controller_started_at());
+      ctl_.nodesets->set_controller_current(ctl_.cluster->controller_current());
       ctl_.nodesets->set_pending_predates_nodes(ctl_.listing.reused());
       api::NodeSetStatus st = ctl_.nodesets->Reconcile(cluster_, ns, reader_, pending_ ? &*pending_ : nullptr);
       if (ctl_.nodesets->held_for_fresh_listing()) ctl_.listing.Invalidate();
@@ -206,6 +207,7 @@ class Pass {
       view.nodeset = statuses_.count(w.metadata.name) ? &statuses_[w.metadata.name] : nullptr;
       view.accounting_ready = !cluster_.spec.accounting.enabled || ctl_.accounting->Synced(w.spec.user.name);
       view.users_ready = !ctl_.cluster->users_pending();
+      view.controller_current = ctl_.cluster->controller_current();
       view.partitions = partitions_ ? &*partitions_ : nullptr;
       WorkspaceOutcome out = ctl_.workspaces->Reconcile(cluster_, w, view);
       if (out.remove) {

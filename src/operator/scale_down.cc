@@ -14,7 +14,7 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const S
   std::set<int> used = opts.retired_ordinals;
   for (const auto& w : workers) {
     used.insert(w.ordinal);
-    if (!w.drain_ours && !w.drain_health) ++active;
+    if (!w.drain_ours && !w.drain_health && !w.outdated) ++active;
   }
   std::vector<std::string> notes;
   if (active < desired) {
@@ -22,7 +22,7 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const S
     // Reuse workers we were draining before creating new ones: they are already registered.
     for (const auto& w : workers) {
       if (shortage == 0) break;
-      if (w.drain_ours && slurm_visible) {
+      if (w.drain_ours && !w.outdated && slurm_visible) {
         plan.resume.push_back(w.pod);
         --shortage;
       }
@@ -38,7 +38,7 @@ ScalePlan PlanScale(const std::vector<WorkerView>& workers, int desired, const S
   } else if (active > desired && slurm_visible) {
     std::vector<const WorkerView*> candidates;
     for (const auto& w : workers) {
-      if (!w.registered || w.drain_ours || w.drain_admin || w.drain_health) continue;
+      if (!w.registered || w.drain_ours || w.drain_admin || w.drain_health || w.outdated) continue;
       if (opts.idle_timeout && (w.busy || w.idle_seconds < *opts.idle_timeout)) continue;
       candidates.push_back(&w);
     }

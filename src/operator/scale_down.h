@@ -30,6 +30,9 @@ struct WorkerView {
   // Drained by a health check (operator/health_policy.h decides its fate): no capacity, so the
   // scaler adds a worker in its place, but never resumes or removes it.
   bool drain_health = false;
+  // On an image its nodeset no longer runs (a rolling upgrade): no capacity, never resumed or
+  // drained for a scale-down; removed, as any worker, once Slurm shows hpcplane's drain and no job.
+  bool outdated = false;
 };
 
 struct ScaleOptions {

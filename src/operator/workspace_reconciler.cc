@@ -76,8 +76,13 @@ WorkspaceOutcome WorkspaceReconciler::Run(const api::SlurmCluster& c, const api:
       {"login",
        [&] {
          auto existing = rt_->GetPodSpec(login.name);
-         if (existing.ok() && *existing && !(**existing == login)) (void)rt_->DeletePod(login.name);
-         RETURN_IF_ERROR(rt_->CreatePod(login));
+         bool kept = false;  // on the release before, until slurmctld runs the new one
+         if (existing.ok() && *existing && !(**existing == login)) {
+           const auto from = ReleaseOfImage(in_, (*existing)->image), to = ReleaseOfImage(in_, login.image);
+           kept = !view.controller_current && from && to && from->Series() != to->Series();
+           if (!kept) (void)rt_->DeletePod(login.name);
+         }
+         if (!kept) RETURN_IF_ERROR(rt_->CreatePod(login));
          bool ready = false;
          if (auto pods = rt_->ListPods({{kLabelWorkspace, w.metadata.name}}); pods.ok()) {
            for (const auto& p : *pods) ready = ready || (p.name == login.name && p.ready);

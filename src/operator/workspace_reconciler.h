@@ -29,6 +29,9 @@ struct WorkspaceView {
   bool accounting_ready = true;                          // the user's association exists
   bool users_ready = true;  // slurmctld sees every user and its partitions resolved their groups
   const std::vector<std::string>* partitions = nullptr;  // Slurm's partitions; null: unknown
+  // slurmctld runs the inputs' release: a login pod moves to another release only then (Slurm's
+  // clients are never newer than slurmctld; ClusterReconciler::ReleaseChangeWaitsFor).
+  bool controller_current = true;
 };
 
 struct WorkspaceOutcome {

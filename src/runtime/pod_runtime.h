@@ -179,6 +179,8 @@ struct PodStatus {
   int64_t delete_by = 0;
   std::string message;  // why it is not running, when it is not
   Resources resources;
+  // The image it runs (PodSpec::image): an upgrade tells old workers from new ones by it.
+  std::string image;
   // The pod's resources this runtime does not enforce on this host, each with why, e.g.
   // "limits.cpus: not enforced: ...". Empty when everything asked for is enforced.
   std::vector<std::string> not_enforced;

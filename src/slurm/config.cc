@@ -151,8 +151,10 @@ std::string RenderGresConf(bool any_gpu, const Release& release) {
 }
 
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets_in,
-                            JobCgroups cgroups, const Release& release, std::optional<Auth> auth_in) {
+                            JobCgroups cgroups, const Release& release, std::optional<Auth> auth_in,
+                            std::optional<Release> read_by_in) {
   const Auth auth = auth_in.value_or(DefaultAuth(release));
+  const Release read_by = read_by_in.value_or(release);
   std::vector<api::NodeSet> nodesets = nodesets_in;
   std::sort(nodesets.begin(), nodesets.end(),
             [](const auto& a, const auto& b) { return a.metadata.name < b.metadata.name; });
@@ -219,7 +221,7 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   // The operator's change probe (pass_schedule.h). An admin's own JobSubmitPlugins in
   // extraConfig wins; the operator then learns of work on its periodic passes only.
   if (!AdminSets(c, "JobSubmitPlugins")) o << "JobSubmitPlugins=lua\n";
-  o << HealthCheckLines(c, release);
+  o << HealthCheckLines(c, read_by);
   const auto& hc = c.spec.health_checks;
   // An Epilog always, a no-op without health checks: slurmctld places queued work at once when a
   // node reports its epilog done, while a job that ends on a node without one frees it for the
@@ -228,7 +230,7 @@ std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::N
   if (!AdminSets(c, "Epilog")) o << "Epilog=" << (hc.enabled ? kHealthCheckProgram : kNoOpEpilog) << "\n";
   // 25.11 on, slurmctld serves OpenMetrics on its own port (/metrics/jobs, nodes, partitions,
   // scheduler): Prometheus scrapes Slurm itself, no exporter polling the CLI.
-  if (release.ControllerServesHttp() && !AdminSets(c, "MetricsType")) o << "MetricsType=metrics/openmetrics\n";
+  if (read_by.ControllerServesHttp() && !AdminSets(c, "MetricsType")) o << "MetricsType=metrics/openmetrics\n";
   if (const std::string p = SlurmctldParameters(c, auth); !p.empty()) o << "SlurmctldParameters=" << p << "\n";
   for (const auto& line : c.spec.extra_config) {
     if (!SetsKey(line, "SlurmctldParameters")) o << line << "\n";

@@ -81,10 +81,13 @@ inline Auth DefaultAuth(const Release& release) { return release.AuthSlurm() ? A
 inline const char* DefaultMpi(const Release& release) { return release.AtLeast(25, 5) ? "pmi2" : "pmix"; }
 
 // `release` is the Slurm the cluster runs: options that release lacks or has retired are left
-// out, settings it requires put in. `auth`: the release's default unless given.
+// out, settings it requires put in. `auth`: the release's default unless given. `read_by`: the
+// oldest Slurm that reads the file, where older than `release` (a rolling upgrade's workers
+// still on the release before): keys it does not know are left out too, since a slurmd that
+// meets an unknown key refuses the whole file.
 std::string RenderSlurmConf(const api::SlurmCluster& c, const std::vector<api::NodeSet>& nodesets,
                             JobCgroups cgroups = JobCgroups::kNone, const Release& release = {},
-                            std::optional<Auth> auth = std::nullopt);
+                            std::optional<Auth> auth = std::nullopt, std::optional<Release> read_by = std::nullopt);
 
 // cgroup.conf, next to slurm.conf, for confined jobs: a job gets the memory it was allocated
 // and no more (and only its GPUs, where nodesets have some). Empty for kNone.

@@ -128,6 +128,9 @@ class SlurmControl {
   virtual Status DeletePartition(const std::string& partition) = 0;
   /** Cancels every job, queued or running, in a partition. */
   virtual Status CancelPartitionJobs(const std::string& partition) = 0;
+  /** Ends the jobs running on a node: requeued (batch jobs go back to the queue; Slurm refuses
+   * to requeue others, which keep running) or cancelled. */
+  virtual Status EndJobsOnNode(const std::string& node, bool requeue) = 0;
 };
 
 // Prefix of every drain reason hpcplane sets; drains without it belong to admins.

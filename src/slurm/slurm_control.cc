@@ -47,6 +47,16 @@ Status ScontrolInPod::CancelPartitionJobs(const std::string& partition) {
   return RunAsSlurm({"scancel", "--partition=" + partition});
 }
 
+Status ScontrolInPod::EndJobsOnNode(const std::string& node, bool requeue) {
+  if (!requeue) return RunAsSlurm({"scancel", "--nodelist=" + node});
+  // `scontrol requeue` takes job ids only: those running on the node ($1), each on its own so
+  // that one Slurm cannot requeue (not a batch job) leaves the others requeued.
+  static const std::string kRequeueEach =
+      "status=0; for id in $(squeue -h -w \"$1\" -t RUNNING -o %A); do scontrol requeue \"$id\" || status=1; done; "
+      "exit $status";
+  return RunAsSlurm({"/bin/sh", "-c", kRequeueEach, "end-jobs", node});
+}
+
 Status ScontrolInPod::DrainNode(const std::string& node, const std::string& reason) {
   return Scontrol({"update", "NodeName=" + node, "State=DRAIN", "Reason=" + reason});
 }

@@ -19,6 +19,7 @@ class ScontrolInPod : public SlurmControl {
   Status DeleteNode(const std::string& node) override;
   Status Reconfigure() override;
   Status CancelPartitionJobs(const std::string& partition) override;
+  Status EndJobsOnNode(const std::string& node, bool requeue) override;
   Status ResetNode(const std::string& node, const std::string& reason) override;
   Status CreatePartition(const std::string& partition, const std::vector<std::string>& options) override;
   Status UpdatePartition(const std::string& partition, const std::vector<std::string>& options) override;

@@ -126,6 +126,7 @@ class FakePodRuntime : public runtime::PodRuntime {
       st.restarts = restarts.count(name) ? restarts.at(name) : 0;
       st.started_at = started_at.count(name) ? started_at.at(name) : 0;
       st.delete_by = delete_by.count(name) ? delete_by.at(name) : 0;
+      st.image = spec.image;
       // A running pod has an address; a stable one per name, as the local runtime's are.
       st.ip = fmt::format("10.99.{}.{}", std::hash<std::string>{}(name) % 250,
                           std::hash<std::string>{}(name) / 250 % 250 + 1);

@@ -58,6 +58,9 @@ class FakeSlurm : public slurm::SlurmReader, public slurm::SlurmControl {
     return Record("delete-partition " + partition);
   }
   Status CancelPartitionJobs(const std::string& partition) override { return Record("cancel " + partition); }
+  Status EndJobsOnNode(const std::string& node, bool requeue) override {
+    return Record((requeue ? "requeue-jobs " : "cancel-jobs ") + node);
+  }
 
   bool Called(const std::string& call) const { return std::find(calls.begin(), calls.end(), call) != calls.end(); }
   bool HasPartition(const std::string& name) const {

@@ -333,6 +333,28 @@ TEST(ClusterIT, DownLeavesNothingBehind) {
   EXPECT_EQ(st.st_mode & 0777, 0600u);
 }
 
+// `down` and `up` while a job runs (it started a moment before: Slurm's own check, on slurmd's
+// first registration, spares jobs younger than BatchStartTimeout): the job ended with its worker,
+// so it is requeued instead of counted RUNNING for ever on the worker started again, and the job
+// queued behind it runs.
+TEST(ClusterIT, DownAndUpWhileAJobRunsRequeuesItAndTheQueueMovesOn) {
+  ClusterOptions o;
+  o.replicas = 1;
+  TestCluster c("ghost", o);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  const int64_t running = JobIdFrom(c.Login("alice", {"sbatch", "-o", "/dev/null", "--wrap", "sleep 600"}).out);
+  ASSERT_GT(running, 0);
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(running, "JobState") == "RUNNING"; }, std::chrono::seconds(30)));
+  const int64_t queued = JobIdFrom(c.Login("alice", {"sbatch", "-o", "/dev/null", "--wrap", "true"}).out);
+  ASSERT_GT(queued, 0);
+  ASSERT_EQ(c.Down(false).exit_code, 0);
+  ASSERT_EQ(c.Up().exit_code, 0);
+  EXPECT_TRUE(WaitFor([&] { return c.JobField(queued, "JobState") == "COMPLETED"; }, std::chrono::seconds(60)))
+      << c.JobField(queued, "JobState") << " " << c.JobField(running, "JobState");
+  EXPECT_EQ(c.JobField(running, "Restarts"), "1");
+  EXPECT_EQ(c.JobField(running, "JobState"), "PENDING") << "requeued, eligible again after Slurm's requeue delay";
+}
+
 // `up` of an existing cluster starts slurmctld once slurmdbd answers, and slurmdbd's name
 // resolves from the start (Debian's slurmctld sleeps a second per failed lookup of it, once the
 // bulk of a restart). With its database broken, slurmctld still starts, after at most 5 s:

@@ -317,7 +317,10 @@ TEST(Environments, AnUnsupportedUpgradeIsRefusedWithNothingChanged) {
   (void)spec_before;
 }
 
-TEST(Environments, ASupportedUpgradeKeepsTheJobHistoryAndTheQueue) {
+// A rolling upgrade, 24.11 -> 26.05, while a job runs on a 24.11 worker: the job completes where
+// it runs, new jobs run on 26.05 workers meanwhile, the old workers go once idle, and the queue
+// and the history stay.
+TEST(Environments, ARollingUpgradeKillsNoJobAndKeepsTheQueueAndTheHistory) {
   ClusterOptions o;
   o.extra_cluster_spec = "  environment: slurm-24.11\n";
   TestCluster c("upok", o);
@@ -329,13 +332,58 @@ TEST(Environments, ASupportedUpgradeKeepsTheJobHistoryAndTheQueue) {
                    .out.find("before-upgrade|COMPLETED") != std::string::npos;
       },
       60s));
+  // Runs through the upgrade on a 24.11 worker, until the test lets it end.
+  auto running = c.Login("alice", {"sbatch", "--parsable", "-o", "/dev/null", "--comment", "through-upgrade", "--wrap",
+                                   "until [ -e /shared/up-release ]; do sleep 0.2; done"});
+  const int64_t through = std::atoll(Trim(running.out).c_str());
+  ASSERT_GT(through, 0) << running.err;
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(through, "JobState") == "RUNNING"; }, 60s));
   auto held = c.Login("alice", {"sbatch", "--parsable", "--hold", "-o", "/dev/null", "--wrap", "true"});
   const int64_t queued = std::atoll(Trim(held.out).c_str());
   ASSERT_GT(queued, 0) << held.err;
-  auto upgrade = c.Cli({"upgrade", "slurm-26.05", "--timeout", "120"}, 300s);
+
+  auto upgrade = c.Cli({"upgrade", "slurm-26.05", "--timeout", "180"}, 300s);
   ASSERT_EQ(upgrade.exit_code, 0) << upgrade.out << upgrade.err;
+  EXPECT_NE(upgrade.out.find("Rolling upgrade"), std::string::npos) << upgrade.out;
   EXPECT_NE(upgrade.out.find("runs Slurm 26.05."), std::string::npos) << upgrade.out;
   EXPECT_NE(c.Login("alice", {"sinfo", "-V"}).out.find("slurm-wlm 26.05."), std::string::npos);
+  // The job still runs on its 24.11 worker, which Slurm holds drained for the upgrade.
+  EXPECT_EQ(c.JobField(through, "JobState"), "RUNNING");
+  const std::string old_node = c.JobField(through, "NodeList");
+  auto node = c.Login("root", {"scontrol", "show", "node", old_node});
+  EXPECT_NE(node.out.find("DRAIN"), std::string::npos) << node.out;
+  EXPECT_NE(node.out.find("hpcplane: upgrade"), std::string::npos) << node.out;
+  // Its slurmd, still 24.11, registers with the new slurmctld (seconds after it started).
+  EXPECT_TRUE(WaitFor(
+      [&] { return Trim(c.Login("root", {"sinfo", "-h", "-n", old_node, "-o", "%v"}).out).rfind("24.11.", 0) == 0; },
+      30s))
+      << c.Login("root", {"sinfo", "-h", "-n", old_node, "-o", "%v"}).out;
+  // Meanwhile a new job runs on a worker of the new release.
+  auto fresh = c.Login("alice", {"srun", "-N1", "slurmd", "-V"}, 120s);
+  EXPECT_EQ(fresh.exit_code, 0) << fresh.out << fresh.err;
+  EXPECT_NE(fresh.out.find(" 26.05."), std::string::npos) << fresh.out;
+
+  // Let go, the job ends as it would have: completed, exit 0, recorded.
+  ASSERT_TRUE(files::WriteInPlace(c.SharedVolume() + "/up-release", "").ok());
+  ASSERT_TRUE(WaitFor([&] { return c.JobField(through, "JobState") == "COMPLETED"; }, 120s))
+      << c.JobField(through, "JobState");
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return c.Login("alice", {"sacct", "-n", "-X", "-P", "--format=Comment,State,ExitCode"})
+                   .out.find("through-upgrade|COMPLETED|0:0") != std::string::npos;
+      },
+      60s));
+  // Then its worker goes, and only 26.05 workers remain.
+  EXPECT_TRUE(WaitFor([&] { return c.NodeSetStatusField("outdated") == "0"; }, 60s))
+      << c.NodeSetStatusField("outdated");
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        auto nodes = c.Login("root", {"sinfo", "-h", "-N", "-o", "%N %v"}).out;
+        return !nodes.empty() && nodes.find("24.11") == std::string::npos &&
+               nodes.find(old_node + " ") == std::string::npos;
+      },
+      60s))
+      << c.Login("root", {"sinfo", "-h", "-N", "-o", "%N %v"}).out;
   // The history is still there, and the held job still waits; released, it runs.
   EXPECT_NE(
       c.Login("alice", {"sacct", "-n", "-X", "-P", "--format=Comment,State"}).out.find("before-upgrade|COMPLETED"),
@@ -344,6 +392,12 @@ TEST(Environments, ASupportedUpgradeKeepsTheJobHistoryAndTheQueue) {
   ASSERT_EQ(c.Login("alice", {"scontrol", "release", std::to_string(queued)}).exit_code, 0);
   EXPECT_TRUE(WaitFor([&] { return c.JobField(queued, "JobState") == "COMPLETED"; }, 90s))
       << c.JobField(queued, "JobState");
+  // slurm.conf is 26.05's once no 24.11 daemon is left.
+  EXPECT_TRUE(WaitFor(
+      [&] {
+        return c.Login("root", {"scontrol", "show", "config"}).out.find("metrics/openmetrics") != std::string::npos;
+      },
+      60s));
 }
 
 // Soperator's "jail": what the admin installs in the login pod, a worker started before the

@@ -402,6 +402,7 @@ PodStatus KubernetesRuntime::ParseStatus(const json& pod) const {
   st.started_at = ParseTime(started.is_string() ? started.get<std::string>() : "");
   const SpecSummary summary = SummaryOf(meta);
   st.resources = summary.resources;
+  st.image = summary.image;
   if (st.name.empty()) st.name = summary.name;
   return st;  // the kubelet enforces requests and limits: not_enforced stays empty
 }
@@ -418,7 +419,7 @@ KubernetesRuntime::SpecSummary KubernetesRuntime::SummaryOf(const json& meta) co
   const json& spec_json = Member(Member(meta, "annotations"), kPodSpecAnnotation);
   auto spec = SpecFromJson(spec_json.is_string() ? json::parse(spec_json.get_ref<const std::string&>(), nullptr, false)
                                                  : json());
-  if (spec.ok()) summary = {spec->resources, spec->name};
+  if (spec.ok()) summary = {spec->resources, spec->name, spec->image};
   if (uid.empty()) return summary;
   std::lock_guard<std::mutex> lock(summaries_mu_);
   // Bounded: pods come and go; forgetting all at once costs one parse of each pod still there.

@@ -99,6 +99,7 @@ class KubernetesRuntime : public PodRuntime, public RuntimeLifecycle {
   struct SpecSummary {
     runtime::Resources resources;
     std::string name;
+    std::string image;
   };
   SpecSummary SummaryOf(const nlohmann::json& meta) const;
   mutable std::mutex summaries_mu_;

@@ -563,6 +563,7 @@ Result<std::vector<PodStatus>> LocalRuntime::ListPods(const std::map<std::string
     ps.started_at = st->started_at;
     ps.message = st->message;
     ps.resources = (*spec)->resources;
+    ps.image = (*spec)->image;
     ps.not_enforced = NotEnforced(ps.resources, cgroups_.hierarchy() != CgroupHierarchy::kNone);
     if (Started(name, *st)) {
       ps.phase = PodPhase::kRunning;

@@ -3,6 +3,7 @@
 #include <net/if.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <regex>
 #include <set>
@@ -121,6 +122,13 @@ Status Network::EnsureBridge() {
   return Status::Ok();
 }
 
+std::string PodMac(const std::string& ip) {
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  if (std::sscanf(ip.c_str(), "%u.%u.%u.%u", &a, &b, &c, &d) != 4) return "";
+  // Locally administered, unicast (02:...), as Docker's bridge derives its containers' from their IPs.
+  return fmt::format("02:42:{:02x}:{:02x}:{:02x}:{:02x}", a & 0xff, b & 0xff, c & 0xff, d & 0xff);
+}
+
 Status Network::EnsurePod(const std::string& pod, const std::string& ip) {
   const std::string ns = names_.Netns(pod);
   const std::string host_veth = names_.HostVeth(pod);
@@ -135,8 +143,12 @@ Status Network::EnsurePod(const std::string& pod, const std::string& ip) {
     // Deleting the host end takes the pod's end with it.
     if (LinkExists(host_veth)) host.push_back("link del " + host_veth);
   }
-  // The pod's end is made inside its namespace, already named eth0.
-  host.push_back(fmt::format("link add {} type veth peer name eth0 netns {}", host_veth, ns));
+  // The pod's end is made inside its namespace, already named eth0, with a MAC address derived
+  // from its IP: a pod replaced under the same IP (an upgrade, a changed spec) keeps it, so the
+  // bridge's and other pods' ARP caches stay right. With a fresh random one they sent its
+  // packets to the gone pod's address until the entries went stale: a new slurmrestd was
+  // unreachable for 40-55 s.
+  host.push_back(fmt::format("link add {} type veth peer name eth0 address {} netns {}", host_veth, PodMac(ip), ns));
   host.push_back(fmt::format("link set {} master {} up", host_veth, names_.Bridge()));
   RETURN_IF_ERROR(IpBatch("", host));
   // IPv4 only: the bridge drops IPv6 (pod_firewall.h), so eth0 gets no link-local IPv6 address

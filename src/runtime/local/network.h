@@ -19,6 +19,9 @@ struct Subnet {
   std::string Address(int host) const { return prefix + "." + std::to_string(host); }
 };
 Result<Subnet> ParseSubnet(const std::string& cidr);
+// A pod's MAC address, derived from its IPv4 address ("02:42:" and its four bytes): the same for
+// every pod that holds the address in turn (Network::EnsurePod says why).
+std::string PodMac(const std::string& ip);
 
 // Stable names for one cluster's network objects, derived from a cluster key.
 struct NetworkNames {

@@ -75,6 +75,21 @@ TEST(CodecTest, HealthChecksDecodeWithDefaultsAndRoundTrip) {
   EXPECT_EQ(again->nodesets[0].spec.resources.tmp_mib, 64);
 }
 
+// A rolling upgrade's policy: defaults (a day, then wait), as written, and through the stored JSON.
+TEST(CodecTest, TheUpgradePolicyDecodesWithDefaultsAndRoundTrips) {
+  auto plain = DecodeManifest(kCluster, "t.yaml");
+  ASSERT_TRUE(plain.ok()) << plain.status().message();
+  EXPECT_EQ(plain->clusters[0].spec.upgrade.drain_deadline_seconds, 24 * 3600);
+  EXPECT_EQ(plain->clusters[0].spec.upgrade.after_deadline, "Wait");
+  auto set = DecodeManifest(std::string(kCluster) + "  upgrade:\n    drainDeadline: 2h\n    afterDeadline: Requeue\n",
+                            "t.yaml");
+  ASSERT_TRUE(set.ok()) << set.status().message();
+  auto again = DecodeManifest(ToJson(set->clusters[0]).dump(), "t.json");
+  ASSERT_TRUE(again.ok()) << again.status().message();
+  EXPECT_EQ(again->clusters[0].spec.upgrade.drain_deadline_seconds, 7200);
+  EXPECT_EQ(again->clusters[0].spec.upgrade.after_deadline, "Requeue");
+}
+
 // JSON is accepted by the same decoder.
 // A name holding ESC, BEL, NUL and a newline (YAML escapes) is refused with a message that holds
 // none of those bytes: the name is echoed escaped, in the subject as in the reason.
@@ -238,6 +253,11 @@ INSTANTIATE_TEST_SUITE_P(
         InvalidCase{"max unhealthy words", std::string(kCluster) + "  healthChecks:\n    maxUnhealthy: some\n",
                     "t.yaml: cluster \"c1\": spec.healthChecks.maxUnhealthy: must be a count like 2 or a share like "
                     "\"20%\" (got \"some\") (line 12)"},
+        InvalidCase{"upgrade policy unknown", std::string(kCluster) + "  upgrade:\n    afterDeadline: Kill\n",
+                    "t.yaml: cluster \"c1\": spec.upgrade.afterDeadline: must be Wait, Requeue or Cancel (got "
+                    "\"Kill\")"},
+        InvalidCase{"upgrade deadline of two years", std::string(kCluster) + "  upgrade:\n    drainDeadline: 730d\n",
+                    "t.yaml: cluster \"c1\": spec.upgrade.drainDeadline: must be 0s-365d (got 63072000s)"},
         InvalidCase{"tiny tmp", WithNodeSet("  resources:\n    tmpMiB: 1\n"),
                     "t.yaml: nodeset \"gpu\": spec.resources.tmpMiB: must be 16-1048576 (1 TiB) (got 1)"},
         InvalidCase{"check script without interpreter",

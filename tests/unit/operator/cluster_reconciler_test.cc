@@ -433,5 +433,74 @@ TEST_F(ClusterReconcilerTest, APendingReconfigureSurvivesTheOperatorsFailOver) {
   EXPECT_EQ(std::count(slurm_.calls.begin(), slurm_.calls.end(), "reconfigure"), 1);
 }
 
+// 24.11 -> 26.05 while the cluster runs: slurmdbd first, slurmctld once slurmdbd runs the new
+// release, slurmrestd and the login pod once slurmctld does; slurm.conf stays readable by the
+// oldest daemon (a worker still on 24.11) until it is gone.
+TEST_F(ClusterReconcilerTest, ARollingUpgradeMovesSlurmdbdThenSlurmctldThenTheRestAndWritesForTheOldest) {
+  cluster_.spec.accounting.enabled = true;
+  cluster_.spec.environment = "slurm-24.11";
+  const std::string old_image = "slurm-24.11@sha256:old", new_image = "slurm-26.05@sha256:new";
+  inputs_.images = {{"slurm-24.11", old_image}, {"slurm-26.05", new_image}};
+  inputs_.environment_releases = {{"slurm-24.11", {24, 11, 5}}, {"slurm-26.05", {26, 5, 5}}};
+  inputs_.release = {24, 11, 5};
+  rec_ = NewReconciler();
+  ASSERT_EQ(ConditionStatus(Pass(), "Ready"), "True");
+  runtime::PodSpec worker;
+  worker.name = "cpu-0";
+  worker.image = old_image;
+  worker.labels = {{kLabelCluster, "c1"}, {kLabelComponent, "worker"}};
+  ASSERT_TRUE(rt_.CreatePod(worker).ok());
+  auto image_of = [&](const std::string& pod) { return rt_.pods.at(pod).image; };
+
+  cluster_.spec.environment = "slurm-26.05";
+  inputs_.release = {26, 5, 5};
+  rec_ = NewReconciler();
+  rt_.not_ready = {SlurmdbdPodName(cluster_)};  // converting the database
+  auto st = Pass();
+  EXPECT_EQ(image_of(SlurmdbdPodName(cluster_)), new_image);
+  EXPECT_EQ(image_of(ControllerPodName(cluster_)), old_image);
+  EXPECT_EQ(image_of(LoginPodName(cluster_)), old_image);
+  EXPECT_EQ(image_of(RestApiPodName(cluster_)), old_image);
+  EXPECT_NE(st.components.at("controller").find("until slurmdbd"), std::string::npos) << st.components.at("controller");
+  EXPECT_TRUE(rec_->controller_ready()) << "the old slurmctld still serves";
+  EXPECT_FALSE(rec_->controller_current());
+  EXPECT_EQ(ConditionStatus(st, "Upgrading"), "True");
+  // Written for 24.11: no key it does not know; MpiDefault as 26.05 launches MPI.
+  std::string conf = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
+  EXPECT_EQ(conf.find("HealthCheckTimeout"), std::string::npos) << conf;
+  EXPECT_EQ(conf.find("MetricsType"), std::string::npos) << conf;
+  EXPECT_NE(conf.find("MpiDefault=pmi2"), std::string::npos) << conf;
+
+  rt_.not_ready = {ControllerPodName(cluster_)};  // slurmdbd ready; slurmctld starting on 26.05
+  st = Pass();
+  EXPECT_EQ(image_of(ControllerPodName(cluster_)), new_image);
+  EXPECT_EQ(image_of(LoginPodName(cluster_)), old_image) << "a client is never newer than slurmctld";
+  EXPECT_EQ(image_of(RestApiPodName(cluster_)), old_image);
+
+  rt_.not_ready.clear();
+  st = Pass();
+  EXPECT_TRUE(rec_->controller_current());
+  EXPECT_EQ(image_of(SackdPodName(cluster_)), old_image) << "its step comes before slurmctld's in a pass";
+  rt_.not_ready = {SackdPodName(cluster_)};  // starting on 26.05
+  st = Pass();
+  EXPECT_EQ(image_of(SackdPodName(cluster_)), new_image);
+  EXPECT_EQ(image_of(LoginPodName(cluster_)), old_image) << "its clients authenticate through sackd";
+  EXPECT_EQ(image_of(RestApiPodName(cluster_)), old_image);
+  rt_.not_ready.clear();
+  st = Pass();
+  EXPECT_EQ(image_of(LoginPodName(cluster_)), new_image);
+  EXPECT_EQ(image_of(RestApiPodName(cluster_)), new_image);
+  EXPECT_EQ(ConditionStatus(st, "Upgrading"), "True") << "the worker still runs 24.11";
+  EXPECT_EQ(rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf").find("MetricsType"), std::string::npos);
+
+  // The last 24.11 pod is gone: the files are written for 26.05.
+  ASSERT_TRUE(rt_.DeletePod("cpu-0").ok());
+  st = Pass();
+  EXPECT_EQ(ConditionStatus(st, "Upgrading"), "False");
+  conf = rt_.config_maps.at(kConfigMapSlurm).data.at("slurm.conf");
+  EXPECT_NE(conf.find("MetricsType=metrics/openmetrics"), std::string::npos) << conf;
+  EXPECT_NE(conf.find("HealthCheckTimeout="), std::string::npos) << conf;
+}
+
 }  // namespace
 }  // namespace hpc::op

@@ -38,6 +38,12 @@ class NodeSetReconcilerTest : public ::testing::Test {
   void Workers(int n) {
     ns_.spec.replicas = n;
     Pass();
+    ListIdle(n);
+    Pass();
+    slurm_.calls.clear();
+  }
+  // Slurm lists workers 0..n-1 as registered idle nodes.
+  void ListIdle(int n) {
     slurm_.nodes.clear();
     for (int i = 0; i < n; ++i) {
       slurm::SlurmNode node;
@@ -48,8 +54,6 @@ class NodeSetReconcilerTest : public ::testing::Test {
       node.last_busy = std::time(nullptr);
       slurm_.nodes.push_back(node);
     }
-    Pass();
-    slurm_.calls.clear();
   }
   slurm::SlurmNode& Node(int i) { return slurm_.nodes[i]; }
   // slurmctld drained worker i itself for a launch failure, `ago` seconds back.
@@ -535,6 +539,171 @@ TEST_F(NodeSetReconcilerTest, AWorkerStillTerminatingIsNotCountedSoScalingDownBy
   ns_.spec.replicas = 2;
   Pass();
   EXPECT_EQ(rt_.created.back(), "cpu-2");
+}
+
+// The cluster was down and up: Slurm's saved state counts cpu-0 busy with a job of its earlier
+// pod. Before the new pod starts, the node is reset so Slurm ends (and requeues) that job; one an
+// admin drained is left to the admin.
+TEST_F(NodeSetReconcilerTest, AWorkerStartedAgainUnderABusyNodesNameHasItsEarlierPodsJobsEnded) {
+  ns_.spec.replicas = 2;
+  slurm::SlurmNode busy;
+  busy.name = "cpu-0";
+  busy.state = "allocated";
+  busy.alloc_cpus = 1;
+  busy.features = {"cpu"};
+  slurm::SlurmNode drained = busy;
+  drained.name = "cpu-1";
+  drained.flags = {"DRAIN"};
+  drained.reason = "bad fan";
+  slurm_.nodes = {busy, drained};
+  auto st = Pass();
+  EXPECT_TRUE(rt_.pods.count("cpu-0"));
+  ASSERT_FALSE(slurm_.calls.empty());
+  EXPECT_EQ(slurm_.calls.front().rfind("reset cpu-0 (hpcplane: worker starts again", 0), 0u) << slurm_.calls.front();
+  EXPECT_FALSE(slurm_.Called("reset cpu-1 (hpcplane: worker starts again; its jobs ended with its earlier pod)"));
+  EXPECT_TRUE(HasEvent(st, "JobsOfEarlierPod", "cpu-0"));
+  EXPECT_TRUE(HasEvent(st, "JobsOfEarlierPod", "admin's drain is left"));
+  // A pod that exists is no earlier pod's: nothing is reset again.
+  slurm_.calls.clear();
+  Pass();
+  EXPECT_TRUE(std::none_of(slurm_.calls.begin(), slurm_.calls.end(),
+                           [](const std::string& call) { return call.rfind("reset", 0) == 0; }));
+}
+
+// A rolling upgrade: the cluster's environment moved from slurm-24.11 to slurm-26.05; both
+// images are known to the reconciler, the workers run the old one.
+class RollingUpgradeTest : public NodeSetReconcilerTest {
+ protected:
+  static BuildInputs TwoReleases() {
+    BuildInputs in;
+    in.images = {{"slurm-24.11", "slurm-24.11@sha256:old"}, {"slurm-26.05", "slurm-26.05@sha256:new"}};
+    in.environment_releases = {{"slurm-24.11", {24, 11, 5}}, {"slurm-26.05", {26, 5, 5}}};
+    in.release = {26, 5, 5};
+    return in;
+  }
+  RollingUpgradeTest() {
+    cluster_.spec.environment = "slurm-24.11";
+    ns_.spec.replicas = 2;
+    UpgradePass();
+    ListIdle(2);
+    UpgradePass();
+    slurm_.calls.clear();
+    EXPECT_EQ(rt_.pods.at("cpu-0").image, "slurm-24.11@sha256:old");
+    cluster_.spec.environment = "slurm-26.05";
+  }
+  // Slurm shows worker i drained as hpcplane drained it for the upgrade, `ago` seconds back.
+  void DrainedForUpgrade(int i, int64_t ago = 1) {
+    Node(i).flags.insert("DRAIN");
+    Node(i).reason = "hpcplane: upgrade: runs slurm-24.11, the nodeset runs slurm-26.05";
+    Node(i).reason_changed_at = std::time(nullptr) - ago;
+  }
+  void Busy(int i) {
+    Node(i).state = "allocated";
+    Node(i).alloc_cpus = 1;
+  }
+  std::vector<std::string> PodsOn(const std::string& image) const {
+    std::vector<std::string> out;
+    for (const auto& [name, spec] : rt_.pods) {
+      if (spec.image == image) out.push_back(name);
+    }
+    return out;
+  }
+  NodeSetReconciler upgrading_{&rt_, TwoReleases(), &slurm_};
+  api::NodeSetStatus UpgradePass() {
+    ns_.status = upgrading_.Reconcile(cluster_, ns_, &slurm_, nullptr);
+    return ns_.status;
+  }
+};
+
+TEST_F(RollingUpgradeTest, OldWorkersAreDrainedWhileNewOnesStartBesideThemAndGoOnceTheirJobsEnd) {
+  Busy(0);
+  auto st = UpgradePass();
+  EXPECT_TRUE(slurm_.Called("drain cpu-0"));
+  EXPECT_TRUE(slurm_.Called("drain cpu-1"));
+  // Two new workers on the new release beside the old ones: the pinned count is of new workers.
+  EXPECT_EQ(PodsOn("slurm-26.05@sha256:new"), (std::vector<std::string>{"cpu-2", "cpu-3"}));
+  EXPECT_EQ(st.outdated, 2);
+  EXPECT_TRUE(IsTrue(st.conditions, "Upgrading"));
+  EXPECT_TRUE(rt_.pods.count("cpu-1")) << "removed only once Slurm shows it drained: a job may have just started";
+  // Slurm shows both drained: the idle one goes, the busy one runs its job on.
+  DrainedForUpgrade(0);
+  DrainedForUpgrade(1);
+  slurm_.calls.clear();
+  st = UpgradePass();
+  EXPECT_FALSE(slurm_.Called("resume cpu-0"));
+  EXPECT_FALSE(rt_.pods.count("cpu-1"));
+  EXPECT_TRUE(slurm_.Called("delete-node cpu-1"));
+  EXPECT_TRUE(rt_.pods.count("cpu-0"));
+  EXPECT_FALSE(slurm_.Called("requeue-jobs cpu-0"));  // the default: wait for its job
+  EXPECT_EQ(st.outdated, 1);
+  // Its job ends: it goes too, and only the new release runs.
+  Node(0).state = "idle";
+  Node(0).alloc_cpus = 0;
+  st = UpgradePass();
+  EXPECT_FALSE(rt_.pods.count("cpu-0"));
+  EXPECT_TRUE(PodsOn("slurm-24.11@sha256:old").empty());
+  EXPECT_EQ(st.outdated, 0);
+  EXPECT_FALSE(IsTrue(st.conditions, "Upgrading"));
+}
+
+TEST_F(RollingUpgradeTest, NothingMovesUntilSlurmctldRunsTheNewRelease) {
+  upgrading_.set_controller_current(false);
+  auto st = UpgradePass();
+  EXPECT_FALSE(slurm_.Called("drain cpu-0"));
+  EXPECT_TRUE(PodsOn("slurm-26.05@sha256:new").empty());
+  EXPECT_EQ(st.outdated, 2);
+  const auto* upgrading = FindCondition(st.conditions, "Upgrading");
+  ASSERT_NE(upgrading, nullptr);
+  EXPECT_NE(upgrading->message.find("once slurmctld runs the new release"), std::string::npos) << upgrading->message;
+  upgrading_.set_controller_current(true);
+  UpgradePass();
+  EXPECT_TRUE(slurm_.Called("drain cpu-0"));
+  EXPECT_EQ(PodsOn("slurm-26.05@sha256:new").size(), 2u);
+}
+
+TEST_F(RollingUpgradeTest, AnAdminsDrainKeepsItsOutdatedWorker) {
+  Node(1).flags.insert("DRAIN");
+  Node(1).reason = "bad fan";
+  Node(1).reason_set_by = "root";
+  UpgradePass();
+  EXPECT_FALSE(slurm_.Called("drain cpu-1"));
+  EXPECT_TRUE(rt_.pods.count("cpu-1"));
+  EXPECT_FALSE(slurm_.Called("delete-node cpu-1"));
+}
+
+TEST_F(RollingUpgradeTest, PastTheDeadlineJobsAreRequeuedOrCancelledAsTheSpecSaysOnceAMinute) {
+  cluster_.spec.upgrade.drain_deadline_seconds = 600;
+  cluster_.spec.upgrade.after_deadline = api::kAfterDeadlineRequeue;
+  Busy(0);
+  Busy(1);
+  DrainedForUpgrade(0, 700);  // past the deadline
+  DrainedForUpgrade(1, 300);  // not yet
+  auto st = UpgradePass();
+  EXPECT_TRUE(slurm_.Called("requeue-jobs cpu-0"));
+  EXPECT_FALSE(slurm_.Called("requeue-jobs cpu-1"));
+  EXPECT_TRUE(HasEvent(st, "UpgradeDeadline", "cpu-0"));
+  slurm_.calls.clear();
+  UpgradePass();
+  EXPECT_FALSE(slurm_.Called("requeue-jobs cpu-0"));  // not again within the minute
+  cluster_.spec.upgrade.after_deadline = api::kAfterDeadlineCancel;
+  DrainedForUpgrade(1, 700);
+  UpgradePass();
+  EXPECT_TRUE(slurm_.Called("cancel-jobs cpu-1"));
+  // Wait leaves them be however long.
+  cluster_.spec.upgrade.after_deadline = api::kAfterDeadlineWait;
+  Busy(0);
+  slurm_.calls.clear();
+  NodeSetReconciler fresh{&rt_, TwoReleases(), &slurm_};
+  ns_.status = fresh.Reconcile(cluster_, ns_, &slurm_, nullptr);
+  EXPECT_FALSE(slurm_.Called("requeue-jobs cpu-0"));
+  EXPECT_FALSE(slurm_.Called("cancel-jobs cpu-0"));
+}
+
+TEST_F(RollingUpgradeTest, AnOutdatedWorkerThatNeverRegisteredIsRemovedAtOnce) {
+  slurm_.nodes.erase(slurm_.nodes.begin() + 1);  // cpu-1 is still starting
+  UpgradePass();
+  EXPECT_FALSE(rt_.pods.count("cpu-1"));
+  EXPECT_FALSE(slurm_.Called("drain cpu-1"));
 }
 
 }  // namespace

@@ -16,6 +16,23 @@ WorkerView W(int ord, bool registered = true, bool busy = false, bool ours = fal
   return {"cpu-" + std::to_string(ord), ord, registered, busy, ours, admin};
 }
 
+// A rolling upgrade's outdated workers are no capacity (new ones start for them), are never
+// resumed or picked for a scale-down, and go once Slurm shows them drained by hpcplane with no job.
+TEST(PlanScaleTest, OutdatedWorkersAreNoCapacityAndGoOnceDrainedAndIdle) {
+  WorkerView old_busy = W(0, true, true);
+  old_busy.outdated = true;
+  WorkerView old_idle = W(1, true, false);
+  old_idle.outdated = true;
+  auto plan = PlanScale({old_busy, old_idle}, 2, WithSlurmVisible(true));
+  EXPECT_EQ(plan.create, (std::vector<int>{2, 3}));
+  EXPECT_TRUE(plan.remove.empty()) << "not drained in Slurm yet: a job may just have started there";
+  old_busy.drain_ours = old_idle.drain_ours = true;
+  plan = PlanScale({old_busy, old_idle, W(2), W(3)}, 1, WithSlurmVisible(true));
+  EXPECT_TRUE(plan.resume.empty());
+  EXPECT_EQ(plan.remove, (std::vector<std::string>{"cpu-1"}));
+  EXPECT_EQ(plan.drain, (std::vector<std::string>{"cpu-3"})) << "the scale-down picks a current worker";
+}
+
 // Scale-up creates the lowest free ordinals.
 TEST(PlanScaleTest, CreatesLowestFreeOrdinals) {
   auto plan = PlanScale({W(1)}, 3, WithSlurmVisible(true));

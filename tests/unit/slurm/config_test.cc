@@ -113,6 +113,21 @@ TEST(SlurmConfTest, AuthSlurmFrom2311AndMungeBefore) {
   EXPECT_EQ(kept.find("enable_configless"), std::string::npos);
 }
 
+// A rolling upgrade's mixed releases: slurm.conf written for 26.05 but read by a 24.11 slurmd
+// holds no key 24.11 refuses (HealthCheckTimeout and MetricsType came with 25.11); what 26.05's
+// launches need (MpiDefault=pmi2, which 24.11 has too) stays.
+TEST(SlurmConfTest, AFileAnOlderSlurmdReadsHoldsNoKeyItDoesNotKnow) {
+  const std::string alone = RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{26, 5, 5});
+  EXPECT_NE(alone.find("HealthCheckTimeout="), std::string::npos) << alone;
+  EXPECT_TRUE(HasLine(alone, "MetricsType=metrics/openmetrics"));
+  const std::string mixed =
+      RenderSlurmConf(Cluster(), {}, JobCgroups::kNone, Release{26, 5, 5}, std::nullopt, Release{24, 11, 5});
+  EXPECT_EQ(mixed.find("HealthCheckTimeout"), std::string::npos) << mixed;
+  EXPECT_EQ(mixed.find("MetricsType"), std::string::npos);
+  EXPECT_TRUE(HasLine(mixed, "MpiDefault=pmi2"));
+  EXPECT_TRUE(HasLine(mixed, "AuthType=auth/slurm"));
+}
+
 // Configless (23.11 on) needs enable_configless; an admin's own SlurmctldParameters are merged
 // into the same line, not lost to it or replacing it.
 TEST(SlurmConfTest, ConfiglessIsEnabledBesideTheAdminsSlurmctldParameters) {

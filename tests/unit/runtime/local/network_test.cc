@@ -16,6 +16,14 @@ TEST(NetworkNamesTest, FitIfnamsizAndDifferPerCluster) {
   EXPECT_EQ(a.Netns("cpu-0").rfind(a.NetnsPrefix(), 0), 0u);
 }
 
+// A pod that takes over an address takes over its MAC too: ARP caches stay right.
+TEST(NetworkTest, APodsMacAddressFollowsItsIpAddress) {
+  EXPECT_EQ(PodMac("10.236.204.6"), "02:42:0a:ec:cc:06");
+  EXPECT_EQ(PodMac("10.236.204.6"), PodMac("10.236.204.6"));
+  EXPECT_NE(PodMac("10.236.204.6"), PodMac("10.236.204.7"));
+  EXPECT_EQ(PodMac("not an address"), "");
+}
+
 TEST(NetworkTest, ParsesSubnetsAndAllocatesHosts) {
   auto s = ParseSubnet("10.9.8.0/24");
   ASSERT_TRUE(s.ok());
