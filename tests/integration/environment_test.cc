@@ -355,7 +355,9 @@ TEST(Environments, ARollingUpgradeKillsNoJobAndKeepsTheQueueAndTheHistory) {
   EXPECT_NE(node.out.find("hpcplane: upgrade"), std::string::npos) << node.out;
   // Its slurmd, still 24.11, registers with the new slurmctld (seconds after it started).
   EXPECT_TRUE(WaitFor(
-      [&] { return Trim(c.Login("root", {"sinfo", "-h", "-n", old_node, "-o", "%v"}).out).rfind("24.11.", 0) == 0; },
+      [&] {
+        return Trim(c.Login("root", {"sinfo", "-h", "-n", old_node, "-o", "%v"}).out).rfind("24.11.", 0) == 0;
+      },
       30s))
       << c.Login("root", {"sinfo", "-h", "-n", old_node, "-o", "%v"}).out;
   // Meanwhile a new job runs on a worker of the new release.
